@@ -57,7 +57,12 @@ export interface EngineStats {
   lastEvaluationMs: number | null;
 }
 
-type Scope = 'all' | 'ingest' | 'notify';
+/**
+ * What an evaluation reads: every rule (the timer's), the rules ingest triggered, none (`notify`: silences, repeats
+ * and owed receivers only), or the rules a reload added or changed (`reload`, whose alerts of rules no longer
+ * configured resolve too).
+ */
+type Scope = 'all' | 'ingest' | 'notify' | { reload: ReadonlySet<string> };
 
 const DAY = 86_400_000;
 
@@ -269,13 +274,18 @@ export class AlertEngine implements IngestListener {
 
   /**
    * A reloaded configuration: the evaluation in progress finishes on the rules it started with, and the next one
-   * runs on these rules, plans for these receivers and repeats at this interval. Alerts are keyed by rule name and
-   * labels, so those of a rule still configured keep their state (a firing alert is not notified again); those of
-   * a rule no longer configured resolve at that evaluation, which runs at once. A receiver the reload added is
-   * notified of the alerts firing then, at that evaluation. A running timer takes the new interval.
+   * runs on these rules, plans for these receivers and repeats at this interval. That evaluation runs at once and
+   * reads only the rules the reload added or changed (a rule is its settings, under its name): what an unchanged
+   * rule reads did not change with the reload, and the next evaluation of every rule reads it, so a reload's work
+   * grows with what it changed, not with the hooks every rule reads. Alerts are keyed by rule name and labels, so
+   * those of a rule still configured keep their state (a firing alert is not notified again); those of a rule no
+   * longer configured resolve at that evaluation. A receiver the reload added is notified of the alerts firing
+   * then, at that evaluation. A running timer takes the new interval.
    */
   reconfigure(next: Pick<AlertEngineOptions, 'rules' | 'receivers' | 'repeatIntervalMs'> & { evaluationIntervalMs: number }): Promise<void> {
     this.chain = this.chain.then(() => {
+      const before = new Map(this.opts.rules.map((r) => [r.name, JSON.stringify(r)]));
+      const changed = new Set(next.rules.filter((r) => before.get(r.name) !== JSON.stringify(r)).map((r) => r.name));
       const names = new Set(next.receivers.map((r) => r.name));
       for (const name of this.addedReceivers) if (!names.has(name)) this.addedReceivers.delete(name);
       for (const name of names) if (!this.opts.receivers.some((r) => r.name === name)) this.addedReceivers.add(name);
@@ -283,8 +293,9 @@ export class AlertEngine implements IngestListener {
       // Triggered rules that no longer exist are not evaluated.
       for (const name of this.ingestRules) if (!next.rules.some((r) => r.name === name)) this.ingestRules.delete(name);
       if (this.timer && !this.stopped && this.timerIntervalMs !== next.evaluationIntervalMs) this.startTimer(next.evaluationIntervalMs);
+      return this.run({ reload: changed });
     });
-    return this.evaluate('all');
+    return this.chain;
   }
 
   /** Called by the hook stage once events are committed: evaluate the event-driven rules now. */
@@ -477,7 +488,7 @@ export class AlertEngine implements IngestListener {
     const now = this.now();
     const keep = this.opts.resolvedRetentionMs ?? DAY;
     const outcomes = await this.query(scope, now);
-    const step = applyEvaluation(this.set, outcomes, { now, sweep: scope === 'all', configured: this.opts.rules.map((r) => r.name), resolvedRetentionMs: keep });
+    const step = applyEvaluation(this.set, outcomes, { now, sweep: scope === 'all' || typeof scope === 'object', configured: this.opts.rules.map((r) => r.name), resolvedRetentionMs: keep });
     for (const f of step.failed) {
       this.stats.ruleErrors++;
       this.opts.logger.warn('alert rule evaluation failed', { rule: f.rule, err: f.error });
@@ -569,11 +580,12 @@ export class AlertEngine implements IngestListener {
     return (alertId, receiver) => had.has(`${alertId}\u0000${receiver}`);
   }
 
-  /** Runs the queries of the rules in scope (an ingest evaluation: the triggered ones, rulesToRead; `notify`: none). */
+  /** Runs the queries of the rules in scope (an ingest evaluation: the triggered ones, a reload's: those it changed, rulesToRead; `notify`: none). */
   private async query(scope: Scope, now: number): Promise<RuleOutcome[]> {
     const triggered = this.ingestRules;
     if (scope === 'ingest') this.ingestRules = new Set();
-    const rules = scope === 'notify' ? [] : rulesToRead(this.opts.rules, (r) => scope === 'all' || triggered.has(r.name));
+    const due = (r: RuleConfig): boolean => scope === 'all' || (scope === 'ingest' ? triggered.has(r.name) : typeof scope === 'object' && scope.reload.has(r.name));
+    const rules = rulesToRead(this.opts.rules, due);
     const outcomes: RuleOutcome[] = [];
     for (const rule of rules) {
       try {

@@ -449,6 +449,32 @@ describe('persisted rule', () => {
   });
 });
 
+describe('a reload', () => {
+  it('reads again only the rules it added or changed; the others are read at the next evaluation of every rule', async () => {
+    const day = { kind: 'persisted', name: 'persisted_day', window: '1d' };
+    const h = await harness([{ kind: 'persisted', window: '1h' }, day]);
+    // Stored with no ingest signal (as a batch another replica committed, whose signal is on its way): only an
+    // evaluation that reads a rule sees it.
+    await h.store.ingest([hookEvent({ ...over, timeMs: h.clock.now() })]);
+    const firing = (): string[] => h.alerting.engine.alerts().filter((a) => a.state === 'firing').map((a) => a.rule).sort();
+
+    // Nothing changed: no rule is read.
+    await h.reconfigure([{ kind: 'persisted', window: '1h' }, day]);
+    expect(firing()).toEqual([]);
+    // The rule changed and the one added are read at once; the unchanged one is not.
+    await h.reconfigure([{ kind: 'persisted', window: '2h' }, day, { kind: 'persisted', name: 'persisted_too', window: '1h' }]);
+    expect(firing()).toEqual(['persisted', 'persisted_too']);
+    await h.alerting.dispatcher.idle();
+    expect(h.notes().map((n) => n.alertname).sort()).toEqual(['persisted', 'persisted_too']);
+
+    // The next evaluation of every rule reads it.
+    await h.run(TICK);
+    expect(firing()).toEqual(['persisted', 'persisted_day', 'persisted_too']);
+    await h.alerting.dispatcher.idle();
+    expect(h.notes().map((n) => n.alertname).sort()).toEqual(['persisted', 'persisted_day', 'persisted_too']);
+  });
+});
+
 describe('links over the time an alert counted', () => {
   /** The `from` and `to` of a link to a hook's page, in ms. */
   const range = (link: string): { from: number; to: number } => {
