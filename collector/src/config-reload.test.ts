@@ -9,11 +9,14 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig, toConfig } from './config/index.ts';
 import { startService, type RunningService } from './service.ts';
+import { openStore } from './store/open.ts';
+import type { Store } from './store/store.ts';
 import type { AlertmanagerWebhookBody } from './notify/alertmanager.ts';
 import type { HooksResponse } from '../../shared/src/api.ts';
 import { otlpHookBody, WebhookSink } from '../test/support/alerting.ts';
 import { createLogger, type Logger } from './telemetry/logger.ts';
 import { recordingLogger, type Logged } from '../test/support/recording-logger.ts';
+import { until } from '../test/helpers.ts';
 import { parseExposition, sampleValue } from '../test/support/prometheus-text.ts';
 
 const cleanups: (() => Promise<unknown> | void)[] = [];
@@ -27,8 +30,11 @@ interface Reloadable {
   lines: Logged[];
 }
 
-/** hookwatch started from `yaml` in a file, as `hookwatch serve` starts it, with every later load reading the file again. */
-async function startFromFile(yaml: string, extraEnv: Record<string, string> = {}, log?: Logger): Promise<Reloadable> {
+/**
+ * hookwatch started from `yaml` in a file, as `hookwatch serve` starts it, with every later load reading the file
+ * again; `openedStore` is given the store it opens before it is used.
+ */
+async function startFromFile(yaml: string, extraEnv: Record<string, string> = {}, log?: Logger, openedStore?: (store: Store) => void): Promise<Reloadable> {
   const dir = mkdtempSync(join(tmpdir(), 'hookwatch-reload-'));
   cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
   const file = join(dir, 'hookwatch.yaml');
@@ -43,8 +49,12 @@ async function startFromFile(yaml: string, extraEnv: Record<string, string> = {}
     ...extraEnv,
   };
   const loaded = loadConfig({ env });
+  const config = toConfig(loaded);
+  const store = openedStore ? await openStore(config) : undefined;
+  if (store) openedStore?.(store);
   const { logger, lines } = recordingLogger();
-  const service = await startService(toConfig(loaded), {
+  const service = await startService(config, {
+    ...(store ? { store } : {}),
     logger: log ?? logger,
     configSource: {
       loaded,
@@ -120,6 +130,46 @@ describe('POST /-/reload', () => {
     const firing = (await (await fetch(`${service.httpUrl}/api/v1/alerts?state=firing`)).json()) as { alerts: { rule: string }[]; receivers: string[] };
     expect(firing.alerts.map((a) => a.rule).sort()).toEqual(['persisted', 'persisted_too']);
     expect(firing.receivers).toEqual(['oncall']);
+  });
+
+  it('answers once the new configuration is applied, neither after an evaluation in progress nor after the one it queues', { timeout: 30_000 }, async () => {
+    const ops = await sink();
+    const start = 'alerting:\n  evaluationInterval: 10m\n  rules:\n    - { kind: persisted, window: 1h }\n';
+    // The store's reads of the hooks' counters, held while `held` is set, as those of a large fleet take long.
+    let held: Promise<void> | undefined;
+    let reads = 0;
+    const { service, file } = await startFromFile(start, {}, undefined, (store) => {
+      const read = store.hookCounters.bind(store);
+      store.hookCounters = async (q) => {
+        if (held) {
+          reads++;
+          await held;
+        }
+        return read(q);
+      };
+    });
+    await persistedOutput(service, 'a');
+    const firing = async (): Promise<{ alerts: { rule: string }[]; receivers: string[] }> => (await (await fetch(`${service.httpUrl}/api/v1/alerts?state=firing`)).json()) as { alerts: { rule: string }[]; receivers: string[] };
+    await until('the alert to fire', async () => (await firing()).alerts.length === 1, 10_000);
+    // An evaluation of every rule in progress, held in its read.
+    let release = (): void => {};
+    held = new Promise<void>((resolve) => (release = resolve));
+    cleanups.push(() => release());
+    const evaluation = service.alerting.engine.evaluate('all');
+    await until('the evaluation to read', () => reads > 0, 10_000);
+
+    writeFileSync(file, `${start}    - { kind: persisted, name: persisted_too, window: 1h }\n  receivers:\n    - { name: ops, url: "${ops.url}/hook" }\n`);
+    expect(await reload(service)).toEqual({ status: 200, body: { status: 'success', restartRequired: [] } });
+    // Applied, and evaluated once the evaluation in progress is done: the new rule fires, and the receiver the
+    // reload added gets it and the alert already firing, once each.
+    expect((await firing()).receivers).toEqual(['ops']);
+    expect(ops.requests).toEqual([]);
+    held = undefined;
+    release();
+    await evaluation;
+    await ops.waitFor(2, 10_000);
+    await settle(500);
+    expect(summary(ops).sort()).toEqual(['firing persisted', 'firing persisted_too']);
   });
 
   it('resolves the alerts of a rule the new file removed', { timeout: 30_000 }, async () => {

@@ -92,7 +92,9 @@ export class ConfigReloader {
       const next = source.load();
       const restart = restartRequired(source.loaded, next.loaded);
       if (restart.includes('dimensions')) this.checkRuleDimensions(next.config);
-      await this.opts.alerting.reconfigure(next.config.alerting);
+      // Applied at once. The answer does not wait for the evaluation the reload queues (behind one in progress,
+      // which reads every hook): as Prometheus' answers once the new rules are in place, before they are evaluated.
+      void this.opts.alerting.reconfigure(next.config.alerting);
       // Last, once nothing can refuse the reload: a refused one keeps the running threshold and level too.
       this.opts.ingest.setNearThreshold(next.config.delivery.nearThreshold);
       logger.setLevel?.(next.config.log.level);

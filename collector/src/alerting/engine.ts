@@ -88,7 +88,7 @@ export class AlertEngine implements IngestListener {
   readonly silences: Silences;
   /** What the API and the dashboard read. */
   readonly readModel: AlertReadModel;
-  /** Rules, receivers and repeat interval are replaced by a reload (reconfigure), between two evaluations. */
+  /** Rules, receivers and repeat interval are replaced by a reload (reconfigure) at once; each evaluation takes them as it starts. */
   private opts: AlertEngineOptions;
   private readonly now: () => number;
   private readonly leader: LeaderElector;
@@ -273,29 +273,27 @@ export class AlertEngine implements IngestListener {
   }
 
   /**
-   * A reloaded configuration: the evaluation in progress finishes on the rules it started with, and the next one
-   * runs on these rules, plans for these receivers and repeats at this interval. That evaluation runs at once and
-   * reads only the rules the reload added or changed (a rule is its settings, under its name): what an unchanged
-   * rule reads did not change with the reload, and the next evaluation of every rule reads it, so a reload's work
-   * grows with what it changed, not with the hooks every rule reads. Alerts are keyed by rule name and labels, so
-   * those of a rule still configured keep their state (a firing alert is not notified again); those of a rule no
-   * longer configured resolve at that evaluation. A receiver the reload added is notified of the alerts firing
-   * then, at that evaluation. A running timer takes the new interval.
+   * A reloaded configuration, applied at once: the evaluation in progress finishes on the rules, receivers and
+   * repeat interval it started with (each evaluation takes them as it starts), and every later one runs on these.
+   * The evaluation the reload queues runs next and reads only the rules the reload added or changed (a rule is its
+   * settings, under its name): what an unchanged rule reads did not change with the reload, and the next evaluation
+   * of every rule reads it, so a reload's work grows with what it changed, not with the hooks every rule reads.
+   * Alerts are keyed by rule name and labels, so those of a rule still configured keep their state (a firing alert
+   * is not notified again); those of a rule no longer configured resolve at that evaluation. A receiver the reload
+   * added is notified of the alerts firing then, at that evaluation. A running timer takes the new interval.
+   * Resolves once that evaluation is done.
    */
   reconfigure(next: Pick<AlertEngineOptions, 'rules' | 'receivers' | 'repeatIntervalMs'> & { evaluationIntervalMs: number }): Promise<void> {
-    this.chain = this.chain.then(() => {
-      const before = new Map(this.opts.rules.map((r) => [r.name, JSON.stringify(r)]));
-      const changed = new Set(next.rules.filter((r) => before.get(r.name) !== JSON.stringify(r)).map((r) => r.name));
-      const names = new Set(next.receivers.map((r) => r.name));
-      for (const name of this.addedReceivers) if (!names.has(name)) this.addedReceivers.delete(name);
-      for (const name of names) if (!this.opts.receivers.some((r) => r.name === name)) this.addedReceivers.add(name);
-      this.opts = { ...this.opts, rules: next.rules, receivers: next.receivers, repeatIntervalMs: next.repeatIntervalMs };
-      // Triggered rules that no longer exist are not evaluated.
-      for (const name of this.ingestRules) if (!next.rules.some((r) => r.name === name)) this.ingestRules.delete(name);
-      if (this.timer && !this.stopped && this.timerIntervalMs !== next.evaluationIntervalMs) this.startTimer(next.evaluationIntervalMs);
-      return this.run({ reload: changed });
-    });
-    return this.chain;
+    const before = new Map(this.opts.rules.map((r) => [r.name, JSON.stringify(r)]));
+    const changed = new Set(next.rules.filter((r) => before.get(r.name) !== JSON.stringify(r)).map((r) => r.name));
+    const names = new Set(next.receivers.map((r) => r.name));
+    for (const name of this.addedReceivers) if (!names.has(name)) this.addedReceivers.delete(name);
+    for (const name of names) if (!this.opts.receivers.some((r) => r.name === name)) this.addedReceivers.add(name);
+    this.opts = { ...this.opts, rules: next.rules, receivers: next.receivers, repeatIntervalMs: next.repeatIntervalMs };
+    // Triggered rules that no longer exist are not evaluated.
+    for (const name of this.ingestRules) if (!next.rules.some((r) => r.name === name)) this.ingestRules.delete(name);
+    if (this.timer && !this.stopped && this.timerIntervalMs !== next.evaluationIntervalMs) this.startTimer(next.evaluationIntervalMs);
+    return this.evaluate({ reload: changed });
   }
 
   /** Called by the hook stage once events are committed: evaluate the event-driven rules now. */
@@ -436,10 +434,10 @@ export class AlertEngine implements IngestListener {
    * UNDELIVERED_RETRY_MS ago or more: of its firing while it fires; of its resolution (receivers with sendResolved)
    * unless a later episode of its labels has fired, which the receivers have instead.
    */
-  private undeliveredDue(a: AlertRecord, now: number): string[] {
+  private undeliveredDue(a: AlertRecord, now: number, receivers: readonly ReceiverConfig[]): string[] {
     const byReceiver = this.sent.get(a.id);
     if (!byReceiver) return [];
-    const due = this.opts.receivers.filter((r) => {
+    const due = receivers.filter((r) => {
       const sent = byReceiver.get(r.name);
       if (sent?.status !== a.state || sent.failedAtMs === null || (a.state === 'resolved' && !r.sendResolved)) return false;
       return now - sent.failedAtMs >= UNDELIVERED_RETRY_MS;
@@ -480,15 +478,19 @@ export class AlertEngine implements IngestListener {
   private async evaluateOnce(scope: Scope): Promise<void> {
     // The fencing token this evaluation runs under: its writes are refused if the lease moved meanwhile.
     const epoch = this.leader.epoch?.();
+    // The rules, receivers and repeat interval it runs on, and the receivers owed what fires, as it starts: a reload
+    // applies at once, to the evaluations after this one.
+    const { rules, receivers, repeatIntervalMs } = this.opts;
+    const added = [...this.addedReceivers];
     // A silence created on any replica mutes from the next evaluation on.
     if (this.opts.shared) await this.silences.reload();
     // Read before this evaluation changes any alert: who had the firing of each alert already notified.
     const catchUp = this.catchUp;
-    const missed = catchUp ? await this.receiversMissed() : new Map<string, string[]>();
+    const missed = catchUp ? await this.receiversMissed(receivers) : new Map<string, string[]>();
     const now = this.now();
     const keep = this.opts.resolvedRetentionMs ?? DAY;
-    const outcomes = await this.query(scope, now);
-    const step = applyEvaluation(this.set, outcomes, { now, sweep: scope === 'all' || typeof scope === 'object', configured: this.opts.rules.map((r) => r.name), resolvedRetentionMs: keep });
+    const outcomes = await this.query(scope, rules, now);
+    const step = applyEvaluation(this.set, outcomes, { now, sweep: scope === 'all' || typeof scope === 'object', configured: rules.map((r) => r.name), resolvedRetentionMs: keep });
     for (const f of step.failed) {
       this.stats.ruleErrors++;
       this.opts.logger.warn('alert rule evaluation failed', { rule: f.rule, err: f.error });
@@ -499,7 +501,7 @@ export class AlertEngine implements IngestListener {
     }
     let hadFiring: (a: AlertRecord, receiver: string) => boolean;
     try {
-      hadFiring = await this.firingHeard(step.transitions);
+      hadFiring = await this.firingHeard(step.transitions, receivers);
     } catch (err) {
       // Memory holds transitions not saved: as when the save fails.
       this.opts.logger.error('cannot read which receivers had the firing of the alerts that resolve; nothing notified, reloading the saved state', { err });
@@ -511,11 +513,10 @@ export class AlertEngine implements IngestListener {
     // not when this evaluation began: one created while its queries ran mutes what it would send.
     const silencedAt = Math.max(now, this.now());
     const muted = (labels: Record<string, string>): boolean => this.silences.mutedBy(labels, silencedAt).length > 0;
-    markSuperseded(this.set.activeAlerts(), step.transitions, (name) => this.opts.rules.find((r) => r.name === name)?.kind);
-    const notifications = planNotifications(this.set.activeAlerts(), step.transitions, step.upsert, { now, receivers: this.opts.receivers, repeatIntervalMs: this.opts.repeatIntervalMs, muted, hadFiring });
-    const added = [...this.addedReceivers];
+    markSuperseded(this.set.activeAlerts(), step.transitions, (name) => rules.find((r) => r.name === name)?.kind);
+    const notifications = planNotifications(this.set.activeAlerts(), step.transitions, step.upsert, { now, receivers, repeatIntervalMs, muted, hadFiring });
     // Resolved alerts are owed only the resolutions given up on: a receiver added since never had their firing.
-    const owed = (a: AlertRecord): string[] => a.state === 'resolved' ? this.undeliveredDue(a, now) : [...new Set([...added, ...(missed.get(a.id) ?? []), ...this.undeliveredDue(a, now)])];
+    const owed = (a: AlertRecord): string[] => a.state === 'resolved' ? this.undeliveredDue(a, now, receivers) : [...new Set([...added, ...(missed.get(a.id) ?? []), ...this.undeliveredDue(a, now, receivers)])];
     notifications.push(...planForOwedReceivers([...this.set.activeAlerts(), ...this.set.resolvedAlerts()], owed, notifications, step.upsert, { now, muted }));
     this.stats.notificationsCreated += notifications.length;
     try {
@@ -527,8 +528,9 @@ export class AlertEngine implements IngestListener {
       await this.loadOrMarkStale(false);
       return;
     }
-    // Saved with their notifications: the owed receivers have them (the outbox resumes them after a restart).
-    this.addedReceivers.clear();
+    // Saved with their notifications: the owed receivers have them (the outbox resumes them after a restart). One a
+    // reload added meanwhile is owed them still.
+    for (const name of added) this.addedReceivers.delete(name);
     if (catchUp) this.catchUp = false;
     this.noteMade(notifications);
     for (const n of notifications) this.opts.dispatcher.enqueue(n);
@@ -543,13 +545,12 @@ export class AlertEngine implements IngestListener {
    * its notifications and attempts), by alert id. An alert not yet notified is left to planNotifications, which
    * notifies every receiver.
    */
-  private async receiversMissed(): Promise<Map<string, string[]>> {
+  private async receiversMissed(receivers: readonly ReceiverConfig[]): Promise<Map<string, string[]>> {
     const missed = new Map<string, string[]>();
-    const receivers = this.opts.receivers.map((r) => r.name);
     const firing = this.set.activeAlerts().filter((a) => a.state === 'firing' && a.lastNotifiedMs !== null);
-    const had = await this.receiversHadFiring(firing.map((a) => a.id));
+    const had = await this.receiversHadFiring(firing.map((a) => a.id), receivers);
     for (const a of firing) {
-      const owed = receivers.filter((name) => !had(a.id, name));
+      const owed = receivers.map((r) => r.name).filter((name) => !had(a.id, name));
       if (owed.length > 0) missed.set(a.id, owed);
     }
     return missed;
@@ -563,10 +564,10 @@ export class AlertEngine implements IngestListener {
    * the firing alert reach it even when its first post was given up on, and Alertmanager (as for any resolved
    * alert Prometheus sends) notifies the resolution only to the routes that had the firing.
    */
-  private async firingHeard(transitions: readonly Transition[]): Promise<(a: AlertRecord, receiver: string) => boolean> {
-    const pushed = new Set(this.opts.receivers.filter((r) => r.type === 'alertmanager').map((r) => r.name));
+  private async firingHeard(transitions: readonly Transition[], receivers: readonly ReceiverConfig[]): Promise<(a: AlertRecord, receiver: string) => boolean> {
+    const pushed = new Set(receivers.filter((r) => r.type === 'alertmanager').map((r) => r.name));
     const ids = transitions.filter((t) => t.to === 'resolved' && t.alert.notifiedFiring).map((t) => t.alert.id);
-    const had = await this.receiversHadFiring(ids, { givenUp: false });
+    const had = await this.receiversHadFiring(ids, receivers, { givenUp: false });
     return (a, receiver) => pushed.has(receiver) || had(a.id, receiver);
   }
 
@@ -574,18 +575,18 @@ export class AlertEngine implements IngestListener {
    * Whether a receiver had the firing of an alert among `alertIds`, by the state store's record of them
    * (AlertStateStore.firingReceivers, given `opts`); nothing is read with no alert or no receiver configured.
    */
-  private async receiversHadFiring(alertIds: readonly string[], opts?: { givenUp?: boolean }): Promise<(alertId: string, receiver: string) => boolean> {
-    const rows = alertIds.length === 0 || this.opts.receivers.length === 0 ? [] : await this.opts.stateStore.firingReceivers(alertIds, opts);
+  private async receiversHadFiring(alertIds: readonly string[], receivers: readonly ReceiverConfig[], opts?: { givenUp?: boolean }): Promise<(alertId: string, receiver: string) => boolean> {
+    const rows = alertIds.length === 0 || receivers.length === 0 ? [] : await this.opts.stateStore.firingReceivers(alertIds, opts);
     const had = new Set(rows.map((r) => `${r.alertId}\u0000${r.receiver}`));
     return (alertId, receiver) => had.has(`${alertId}\u0000${receiver}`);
   }
 
   /** Runs the queries of the rules in scope (an ingest evaluation: the triggered ones, a reload's: those it changed, rulesToRead; `notify`: none). */
-  private async query(scope: Scope, now: number): Promise<RuleOutcome[]> {
+  private async query(scope: Scope, configured: readonly RuleConfig[], now: number): Promise<RuleOutcome[]> {
     const triggered = this.ingestRules;
     if (scope === 'ingest') this.ingestRules = new Set();
     const due = (r: RuleConfig): boolean => scope === 'all' || (scope === 'ingest' ? triggered.has(r.name) : typeof scope === 'object' && scope.reload.has(r.name));
-    const rules = rulesToRead(this.opts.rules, due);
+    const rules = rulesToRead(configured, due);
     const outcomes: RuleOutcome[] = [];
     for (const rule of rules) {
       try {

@@ -67,9 +67,10 @@ export interface Alerting {
    */
   stop(step?: ShutdownStep, exportStep?: ShutdownStep): Promise<void>;
   /**
-   * Applies a reloaded configuration's rules, receivers, intervals and delivery settings (engine.reconfigure).
-   * The receivers' TLS files are opened first: one that cannot be used throws ConfigError naming its setting, and
-   * nothing has changed. alerting.externalUrl and alerting.otlp.* are kept as started (they need a restart).
+   * Applies a reloaded configuration's rules, receivers, intervals and delivery settings at once
+   * (engine.reconfigure); resolves once the evaluation it queues is done. The receivers' TLS files are opened
+   * first: one that cannot be used throws ConfigError naming its setting, and nothing has changed.
+   * alerting.externalUrl and alerting.otlp.* are kept as started (they need a restart).
    */
   reconfigure(next: AlertingConfig): Promise<void>;
 }
