@@ -300,6 +300,21 @@ describe('POST /-/reload', () => {
     expect(lines.filter((l) => l.msg.startsWith('configuration reload'))).toEqual([]);
   });
 
+  it('refuses a query parameter with 400 naming it, as the API routes do, and reads nothing', { timeout: 30_000 }, async () => {
+    const ops = await sink();
+    const { service, file, lines } = await startFromFile('alerting:\n  rules: []\n');
+    writeFileSync(file, `alerting:\n  rules: []\n  receivers:\n    - { name: ops, url: "${ops.url}/hook" }\n`);
+    for (const query of ['dryRun=1', 'force', 'x=1&x=2']) {
+      const res = await fetch(`${service.httpUrl}/-/reload?${query}`, { method: 'POST' });
+      const parameter = query.split('=')[0];
+      expect([res.status, await res.json()], query).toEqual([400, { error: { code: 'bad_parameter', message: `unknown parameter "${parameter}"; this route takes no query parameters`, parameter } }]);
+    }
+    expect(lines.some((l) => l.msg.startsWith('configuration reload'))).toBe(false);
+    expect(service.alerting.dispatcher.receiverNames()).toEqual([]);
+    expect(await reload(service)).toEqual({ status: 200, body: { status: 'success', restartRequired: [] } });
+    expect(service.alerting.dispatcher.receiverNames()).toEqual(['ops']);
+  });
+
   it('answers 405 to GET, and sits behind authentication and the cross-site write refusal', { timeout: 30_000 }, async () => {
     const token = 'reload-bearer-token-0123456789abcdef';
     const { service, file, lines } = await startFromFile('alerting:\n  rules: []\n', { HOOKWATCH_HTTP_AUTH_MODE: 'bearer', HOOKWATCH_HTTP_AUTH_TOKEN: token });
