@@ -34,6 +34,21 @@ describe('dashboard server', () => {
     expect(html).not.toContain('.test.ts');
   });
 
+  it('sends /index.html to /, the page the app reads its view from, never the template without its build and preloads', async () => {
+    // The app reads the view from the path, and has none at /index.html: that page would say "No such page".
+    for (const [method, path, location] of [['GET', '/index.html', '/'], ['HEAD', '/index.html', '/'], ['GET', '/index.html?range=7d&team=web', '/?range=7d&team=web'], ['GET', '/%69ndex.html', '/'], ['GET', '/INDEX.HTML', '/']] as const) {
+      const what = `${method} ${path}`;
+      const res = await fetch(base + path, { method, redirect: 'manual' });
+      expect([res.status, res.headers.get('location')], what).toEqual([301, location]);
+      expect(await res.text(), what).not.toContain('<!--modulepreload-->');
+    }
+    const followed = await fetch(base + '/index.html');
+    expect(followed.url).toBe(base + '/');
+    const page = await followed.text();
+    expect(page).toMatch(/<meta name="hookwatch-build" content="[0-9a-f]{16}">/);
+    expect(page).toContain('<link rel="modulepreload" href="/dashboard/src/entry.ts">');
+  });
+
   it('names the build it serves in the page and at /dashboard/build, the same on every request', async () => {
     const build = /<meta name="hookwatch-build" content="([0-9a-f]{16})">/.exec(await (await fetch(base + '/')).text())?.[1];
     expect(build).toMatch(/^[0-9a-f]{16}$/);

@@ -136,6 +136,15 @@ async function renderIndex(compilers: Compilers): Promise<Index> {
   return { html: html.replace('<!--modulepreload-->', `<meta name="hookwatch-build" content="${build}">\n${links}`), build };
 }
 
+/** Whether a URL path names public/index.html, the page's template (decoded as express.static decodes it). */
+function isTemplate(path: string): boolean {
+  try {
+    return decodeURIComponent(path).toLowerCase() === '/index.html';
+  } catch {
+    return false; // not valid percent-encoding
+  }
+}
+
 /**
  * Where the OTLP/HTTP receiver listens, to tell an exporter pointed at this port where to send instead, and who is
  * told of the files served.
@@ -144,7 +153,7 @@ export interface DashboardRouterOptions {
   /** Its port, undefined until it listens. */
   otlpHttpPort?: () => number | undefined;
   otlpHttpTls?: boolean;
-  /** Told of each file served from public/ (the style sheet), which no route answers. */
+  /** Told of each file served from public/ (the style sheet), and of the redirect of its template, which no route answers. */
   servedFile?: (res: ServerResponse) => void;
 }
 
@@ -211,6 +220,18 @@ export function createDashboardRouter(opts: DashboardRouterOptions = {}): Router
     }, next);
   };
   for (const route of PAGE_ROUTES) router.get(route, sendIndex);
+  // The page's template is a file of public/, but the page is `/`: the app reads its view from the path (it has
+  // none at /index.html), and only `/` carries the build and preloads. The template is never served as a file,
+  // however its name is spelt (`/%69ndex.html`, as express.static decodes it); the query (a view's range) is kept.
+  router.use((req: Request, res: Response, next: NextFunction) => {
+    if ((req.method !== 'GET' && req.method !== 'HEAD') || !isTemplate(req.path)) {
+      next();
+      return;
+    }
+    opts.servedFile?.(res);
+    const query = req.originalUrl.indexOf('?');
+    res.redirect(301, query === -1 ? '/' : `/${req.originalUrl.slice(query)}`);
+  });
   // The build served now: a page opened before a new version was deployed sees that it runs the old one.
   router.get('/dashboard/build', (_req: Request, res: Response, next: NextFunction) => {
     rendered().then(({ build }) => {
