@@ -436,6 +436,18 @@ describe('bad parameters get 400 naming the parameter', () => {
     expect([read.status, read.headers.get('access-control-allow-origin')]).toEqual([200, null]);
   });
 
+  it('OPTIONS * (the server itself, RFC 9110 section 9.3.7) answers 204 with every method some route takes', async () => {
+    // fetch sends no asterisk target.
+    const answer = await rawExchange(service.httpUrl, 'OPTIONS * HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n');
+    expect(answer.head).toMatch(/^HTTP\/1\.1 204 No Content\r\n/);
+    expect(/\r\nallow: ([^\r]*)/i.exec(answer.head)?.[1]).toBe('DELETE, GET, HEAD, OPTIONS, POST');
+    expect(answer.head).not.toMatch(/\r\naccess-control-/i);
+    expect(answer.body.length).toBe(0);
+    // Any other method on it names no resource: still the 404 of a path with nothing there.
+    const get = await rawExchange(service.httpUrl, 'GET * HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n');
+    expect(get.head).toMatch(/^HTTP\/1\.1 404 Not Found\r\n/);
+  });
+
   it('HEAD, ETag and If-None-Match as a poller uses them; answers are never cached; a trailing slash is the same route', async () => {
     const path = '/api/v1/hooks?from=now-7d&limit=2';
     const get = await fetch(`${service.httpUrl}${path}`);

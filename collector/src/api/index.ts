@@ -395,9 +395,10 @@ export function unavailable(res: Response, message: string): void {
 
 /**
  * OPTIONS on any route that exists: 204 with the same `Allow` a 405 there gives, from every router alike (each
- * Express router would answer it for its own routes only, and the API's catch-all 405). No CORS header is ever
- * added, so a browser's preflight from a page on another origin fails: the API is not readable cross-origin.
- * Mounted before the routers; a path no route matches goes on (404).
+ * Express router would answer it for its own routes only, and the API's catch-all 405). `OPTIONS *` asks about
+ * the server itself (RFC 9110 section 9.3.7): 204 with every method some route takes, and OPTIONS. No CORS header
+ * is ever added, so a browser's preflight from a page on another origin fails: the API is not readable
+ * cross-origin. Mounted before the routers; a path no route matches goes on (404).
  */
 export function answerOptions(): (req: Request, res: Response, next: NextFunction) => void {
   return (req, res, next) => {
@@ -405,7 +406,7 @@ export function answerOptions(): (req: Request, res: Response, next: NextFunctio
       next();
       return;
     }
-    const allow = allowedMethods(req.app, req.path);
+    const allow = req.url === '*' ? [...allowedMethods(req.app), 'OPTIONS'].sort() : allowedMethods(req.app, req.path);
     if (allow.length === 0) {
       next();
       return;
@@ -437,13 +438,16 @@ export function conditionalRequests(): (req: Request, res: Response, next: NextF
   };
 }
 
-/** The methods the app's routes (catch-alls aside) answer on `path` (GET implies HEAD), upper case and sorted; [] when none matches. */
-export function allowedMethods(application: unknown, path: string): string[] {
+/**
+ * The methods the app's routes (catch-alls aside) answer on `path`, or on any path without one (GET implies HEAD),
+ * upper case and sorted; [] when none matches.
+ */
+export function allowedMethods(application: unknown, path?: string): string[] {
   const found = new Set<string>();
   for (const layer of routeLayers(appStack(application))) {
     // A catch-all (the dashboard's pages) matches every path: it says nothing about this one.
     if (String(layer.route.path).includes('*')) continue;
-    if (layer.match?.(path)) for (const [m, on] of Object.entries(layer.route.methods)) if (on && m !== '_all') found.add(m.toUpperCase());
+    if (path === undefined || layer.match?.(path)) for (const [m, on] of Object.entries(layer.route.methods)) if (on && m !== '_all') found.add(m.toUpperCase());
   }
   if (found.has('GET')) found.add('HEAD');
   return [...found].sort();
