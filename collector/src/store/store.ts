@@ -60,7 +60,7 @@ export async function hookCountersFrom(
   const byId = await infos([...rows.keys()]);
   for (const [id, row] of rows) {
     const info = byId.get(id);
-    if (info) out.set(id, { ...toCounters(row), info });
+    if (info) out.set(id, Object.assign(toCounters(row), { info }));
   }
   return out;
 }

@@ -748,10 +748,12 @@ export class SqliteStore implements Store {
    */
   private async aggregate(q: RangeQuery, grouping: Grouping, hooks?: string | readonly string[]): Promise<Map<string, CounterRow>> {
     const out = new Map<string, CounterRow>();
+    // A copy of a row the first time its key comes (merging mutates the row it merges into, and segments kept in
+    // closedSegments are read again), merged into after that.
     const add = (key: string, row: CounterRow): void => {
       const cur = out.get(key);
       if (cur) mergeRow(cur, row);
-      else out.set(key, row);
+      else out.set(key, { ...row });
     };
     // One hook (its page, a breakdown), or a few (RangeQuery.hookIds: rows past the fleet series' riskiest).
     const hookId = typeof hooks === 'string' && hooks !== '' ? hooks : undefined;
@@ -857,10 +859,7 @@ export class SqliteStore implements Store {
       }
       return rows;
     };
-    for (const rows of await Promise.all(parts.map(read))) {
-      // Copies: merging mutates the row it merges into.
-      for (const [g, row] of rows) add(g, { ...row });
-    }
+    for (const rows of await Promise.all(parts.map(read))) for (const [g, row] of rows) add(g, row);
     return out;
   }
 
