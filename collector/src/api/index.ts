@@ -10,14 +10,15 @@ import { DELIVERY_STATUSES, measuredOnly, persistedAtLeast, type DeliveryStatus 
 import { emptyRow, toCounters, totalCounters } from '../store/counters.ts';
 import type { HookCounters } from '../store/model.ts';
 import { dimensionNames } from '../pipeline/settings.ts';
-import { StoreUnavailableError, UnknownDimensionError, type Store } from '../store/store.ts';
+import { StoreUnavailableError, UnknownDimensionError, type HookInfo, type Store } from '../store/store.ts';
+import { classifyCounters } from '../hooks/cliff.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Privacy } from '../privacy/index.ts';
 import { BadBodyError, BadParameterError, echoed } from '../request-error.ts';
 import { MAX_FLEET_HOOK_BUCKETS, ParamError, breakdownOrder, breakdownPageOf, bucketEnd, bucketStart, bucketStarts, nameMatches, onlyParams, parseBreakdownCursor, parseFilters, parseHookId, parseHookIds, pageOf, parseLimit, parseNameFilter, parsePage, parseRange, parseStep, single } from './params.ts';
 import { addTranscriptCommandsRoute } from './transcript-commands.ts';
 import type { QueryGate } from './query-gate.ts';
-import { breakdownRow, clientVersion, hookSummary, seriesBucket, wireCounters } from './wire.ts';
+import { breakdownRow, clientVersion, headroom, hookSummary, seriesBucket, wireCounters } from './wire.ts';
 import { formatRfc3339, formatRfc3339OrNull } from '../rfc3339.ts';
 import { answerParserRefusals, malformedMessage, refusalStatus, type ParserRefusal } from '../net/parser-refusals.ts';
 import { answerServerRefusals, type ServerRefusal } from '../net/server-refusals.ts';
@@ -51,12 +52,30 @@ function hookNotFound(res: Response, id: string): void {
 
 const RISK: Record<DeliveryStatus, number> = { over: 0, near: 1, unknown: 2, ok: 3 };
 
+/** What byRisk ranks a hook by: the fields of its summary (hookSummary) that say how close it is to the cap. */
+type RiskKeys = Pick<HookSummary, 'status' | 'headroom' | 'hookName' | 'outputsPersisted' | 'executionsWithPersisted'>;
+
 /** Riskiest first: persisted outputs, then least headroom. */
-export function byRisk(a: HookSummary, b: HookSummary): number {
+export function byRisk(a: RiskKeys, b: RiskKeys): number {
   return RISK[a.status] - RISK[b.status]
     || persistedAtLeast(b) - persistedAtLeast(a)
     || (a.headroom ?? Infinity) - (b.headroom ?? Infinity)
     || a.hookName.localeCompare(b.hookName);
+}
+
+/** A hook of an answer with what byRisk ranks it by. */
+type RankedHook = RiskKeys & { counters: HookCounters & { info: HookInfo } };
+
+/**
+ * The hooks of hookCounters' answer, riskiest first. A fleet of thousands of hooks is ranked on the figures the
+ * order needs: the whole summary (hookSummary) is built for the hooks an answer returns, not for every hook.
+ */
+function ranked(byHook: Awaited<ReturnType<Store['hookCounters']>>): RankedHook[] {
+  const out: RankedHook[] = [];
+  for (const c of byHook.values()) {
+    out.push({ counters: c, status: classifyCounters(c), headroom: headroom(c), hookName: c.info.hookName, outputsPersisted: c.outputsPersisted, executionsWithPersisted: c.executionsWithPersisted });
+  }
+  return out.sort(byRisk);
 }
 
 
@@ -89,16 +108,6 @@ export function createApiRouter(opts: ApiOptions): Router {
     }
   }).all(probeOnly('/readyz'));
 
-  const hooksInRange = async (q: Record<string, unknown>, reserved: string[]): Promise<{ fromMs: number; toMs: number; filters: Record<string, string>; hooks: HookSummary[]; totals: HookCounters }> => {
-    const range = parseRange(q, now());
-    const filters = filtersOf(q, reserved);
-    return { ...range, filters, ...summarize(await store.hookCounters({ ...range, filters })) };
-  };
-  const summarize = (byHook: Awaited<ReturnType<Store['hookCounters']>>): { hooks: HookSummary[]; totals: HookCounters } => {
-    const counters = [...byHook.values()];
-    return { hooks: counters.map((c) => hookSummary(c.info, c)).sort(byRisk), totals: totalCounters(counters) };
-  };
-
   router.get('/api/v1/hooks', async (req, res) => {
     const q = req.query as Record<string, unknown>;
     const status = single(q, 'status');
@@ -107,11 +116,13 @@ export function createApiRouter(opts: ApiOptions): Router {
     }
     const name = parseNameFilter(q);
     const page = parsePage(q);
-    const { fromMs, toMs, hooks } = await hooksInRange(q, ['from', 'to', 'status', 'name', 'limit', 'cursor']);
+    const { fromMs, toMs } = parseRange(q, now());
+    const filters = filtersOf(q, ['from', 'to', 'status', 'name', 'limit', 'cursor']);
+    const hooks = ranked(await store.hookCounters({ fromMs, toMs, filters }));
     // Status and name narrow the ranked list: pages and `total` count the hooks that match, riskiest first.
     const matching = status || name !== undefined ? hooks.filter((h) => (!status || h.status === status) && nameMatches(h.hookName, name)) : hooks;
     const { items, total, nextCursor } = pageOf(matching, page);
-    const body: HooksResponse = { from: formatRfc3339(fromMs), to: formatRfc3339(toMs), hooks: items, total, nextCursor };
+    const body: HooksResponse = { from: formatRfc3339(fromMs), to: formatRfc3339(toMs), hooks: items.map((h) => hookSummary(h.counters.info, h.counters)), total, nextCursor };
     res.json(body);
   });
 
@@ -187,7 +198,8 @@ export function createApiRouter(opts: ApiOptions): Router {
       store.lastEventMs(filters),
       store.clientVersions({ fromMs, toMs, filters }),
     ]);
-    const { hooks, totals } = summarize(byHook);
+    const hooks = ranked(byHook);
+    const totals = totalCounters([...byHook.values()]);
     const statusCounts = { over: 0, near: 0, ok: 0, unknown: 0 } as Record<DeliveryStatus, number>;
     for (const h of hooks) statusCounts[h.status]++;
     const port = opts.otlpHttpPort?.();
@@ -224,20 +236,21 @@ export function createApiRouter(opts: ApiOptions): Router {
     const first = starts[0] ?? 0;
     // The riskiest `limit` hooks each get their series (the rows /api/v1/hooks lists first); the rest are summed,
     // so the answer stays bounded whatever the number of hooks, and the fleet's totals stay whole.
-    const ranked = summarize(counters).hooks;
+    const risky = ranked(counters);
     // Bounded by what it holds, not by what was asked: a small fleet is answered at any step.
-    const listed = Math.min(limit, ranked.length);
+    const listed = Math.min(limit, risky.length);
     if (listed * starts.length > MAX_FLEET_HOOK_BUCKETS) {
       throw new ParamError('limit', `limit: ${listed} hooks × ${starts.length} buckets is more than ${MAX_FLEET_HOOK_BUCKETS} hook-buckets in one answer; at this step ask for at most ${Math.floor(MAX_FLEET_HOOK_BUCKETS / starts.length)} hooks (limit), or give a longer step`);
     }
     const byId = new Map<string, FleetSeriesHook & { total: number }>();
-    for (const hk of ranked.slice(0, limit)) {
-      byId.set(hk.id, {
-        id: hk.id, hookEvent: hk.hookEvent, hookName: hk.hookName, total: persistedAtLeast(hk),
+    for (const hk of risky.slice(0, limit)) {
+      const { info } = hk.counters;
+      byId.set(info.id, {
+        id: info.id, hookEvent: info.hookEvent, hookName: info.hookName, total: persistedAtLeast(hk),
         largest: starts.map(() => null), outputsPersisted: starts.map(() => 0), executionsWithPersisted: starts.map(() => 0), executions: starts.map(() => 0), sizeUnknownExecutions: starts.map(() => 0),
       });
     }
-    const restHooks = ranked.slice(limit);
+    const restHooks = risky.slice(limit);
     const rest: FleetSeriesRest | null = restHooks.length === 0 ? null : {
       hooks: restHooks.length, hooksWithPersisted: restHooks.filter((hk) => persistedAtLeast(hk) > 0).length,
       largest: starts.map(() => null), persisted: starts.map(() => 0), measuredOnly: starts.map(() => 0), executions: starts.map(() => 0), sizeUnknownExecutions: starts.map(() => 0),
@@ -267,7 +280,7 @@ export function createApiRouter(opts: ApiOptions): Router {
       ends: starts.map((t) => formatRfc3339(bucketEnd(range, t, stepMs, at))),
       hooks: hooks.map(({ total: _total, ...rest }) => rest),
       rest,
-      total: ranked.length,
+      total: risky.length,
     };
     res.json(body);
   });

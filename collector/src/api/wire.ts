@@ -23,16 +23,21 @@ export function wireCounters(c: HookCounters): wire.HookCounters {
   return out;
 }
 
+/** Chars left under the cap by the largest output (negative past it), or null when no size is known. */
+export function headroom(c: HookCounters): number | null {
+  const max = largestOutput(c);
+  return max === null ? null : OUTPUT_CAP_CHARS - max;
+}
+
 /** A hook with its counters, its delivery status and its headroom under the cap (null when unknown). */
 export function hookSummary(info: HookInfo, c: HookCounters): wire.HookSummary {
-  const max = largestOutput(c);
   return {
     id: info.id,
     hookEvent: info.hookEvent,
     hookName: info.hookName,
     ...wireCounters(c),
     status: classifyCounters(c),
-    headroom: max === null ? null : OUTPUT_CAP_CHARS - max,
+    headroom: headroom(c),
     firstSeen: formatRfc3339(info.firstSeenMs),
     lastSeen: formatRfc3339(info.lastSeenMs),
   };
