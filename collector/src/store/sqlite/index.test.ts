@@ -9,6 +9,7 @@ import { tempDir } from '../../../test/helpers.ts';
 import { openSqlite } from './database.ts';
 import { LATE_ARRIVAL_EVENTS, LATE_PERSISTED_EVENTS, SqliteStore } from './index.ts';
 import { lateArrivalsQuery, latePersistedQuery } from '../sql.ts';
+import { loadHistory } from '../../../test/support/history.ts';
 
 const tmp = tempDir();
 afterAll(() => tmp.cleanup());
@@ -132,6 +133,34 @@ describe('group commit', () => {
   });
 });
 
+
+describe('retention', () => {
+  it('answers ingest while a large pass deletes, between its batches', { timeout: 120_000 }, async () => {
+    const store = new SqliteStore({ path: join(tmp.dir, 'retention.db') });
+    try {
+      const now = Date.now();
+      // Batches of events, minute rollups and attribute rollups for retention to delete (5,000 rows a statement).
+      await loadHistory(store, { events: 40_000, fromMs: now - 20 * DAY, toMs: now - 10 * DAY, hooks: 200 });
+      const order: string[] = [];
+      const pruned = store.prune(now - 5 * DAY, now - 5 * DAY).then((r) => {
+        order.push('prune');
+        return r;
+      });
+      // An OTLP request arriving as the pass starts: its 200 waits for this commit, not for the whole pass.
+      const ingested = store.ingest(events(now, 1, 0)).then((r) => {
+        order.push('ingest');
+        return r;
+      });
+      const [r, i] = await Promise.all([pruned, ingested]);
+      expect(r.events).toBe(40_000);
+      expect(i.inserted).toHaveLength(1);
+      expect(order).toEqual(['ingest', 'prune']);
+      expect([...(await store.hookCounters({ fromMs: now - 30 * DAY, toMs: now + 60_000 })).values()].map((c) => c.executions)).toEqual([1]);
+    } finally {
+      await store.close();
+    }
+  });
+});
 
 describe('opening the file', () => {
   it('a path where no file can be created is refused with the path named, as a retryable fault', () => {

@@ -18,6 +18,7 @@ import { ATTR_ROLLUP_KEY, ATTR_ROLLUP_TABLE, attrRollupDdl, attrRollupPruneSql, 
 import { attrFirstMsDdl, overArrivalDdl, attrGroupedEventsQuery, hookGroupedEventsQuery, liveLead, type LiveTo, attrSetIndexChanges, ATTR_SET_INDEX_PREFIX, counterColumnsDdl, type RollupFilter, MIGRATION_FUNCTIONS, attrDigest, attrFilter, compactEventColumnsDdl, compactEventsDdl, compactKey, hookRef, hookRefOf, KIND_CODES, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, arrivalTimeDdl, arrivalIndexDdl, lateArrivalIndexDdl, eventValues, hookScope, lateArrivalsQuery, latePersistedQuery, toArrivals, seriesQuery, fleetSeriesQuery, toFleetBucket, edgeFleetBuckets, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, dimRebuildFromEventsSql, rollupAggregates, upsertSetClause } from '../sql.ts';
 import { SQLITE_BUSY, Statements, createPrivateFile, describeSqliteError, inTransaction, openSqlite, sqliteFault, sqliteFileBytes } from './database.ts';
 import { SqliteReaders, type ReadSession } from './reader.ts';
+import { runPaced } from '../../paced.ts';
 import { EventRowInserts } from './event-rows.ts';
 import type { TranscriptCommandRow } from '../model.ts';
 import type { TranscriptFinding } from '../../hooks/transcript-findings.ts';
@@ -140,6 +141,9 @@ const CLOSED_SEGMENT_ROW_BUDGET = 100_000;
 
 const CORRUPT_CAUSE = 'the database file is corrupt';
 const MIN_RECOVERY_GAP_MS = 1000;
+
+/** Rows one retention statement deletes at most (SqliteStore.prune). */
+const PRUNE_BATCH = 5000;
 
 /** Changes (ingest commits, prunes) the store remembers for the reads under way (SqliteStore.changedSince). */
 const CHANGE_LOG_SIZE = 1024;
@@ -1095,7 +1099,41 @@ export class SqliteStore implements Store {
     return r?.['b'] === null || r?.['b'] === undefined ? null : Number(r['b']);
   }
 
-  async prune(eventsBefore: number, rollupsBeforeMs: number, futureFromMs?: number): Promise<PruneResult> {
+  /**
+   * Retention, statement by statement with a turn of the event loop between them (paced.ts): a first pass over a
+   * large file (thousands of hooks, a day of minute rollups) deletes hundreds of thousands of rows on the
+   * connection ingest commits on, and held the event loop for seconds, OTLP requests and /healthz waiting. Each
+   * statement commits on its own, so an ingest commit between two finds every table consistent.
+   */
+  prune(eventsBefore: number, rollupsBeforeMs: number, futureFromMs?: number): Promise<PruneResult> {
+    return runPaced(this.pruneSteps(eventsBefore, rollupsBeforeMs, futureFromMs));
+  }
+
+  /**
+   * One retention statement, `yield` after it. Caches of what it may have deleted are dropped at once, before the
+   * pause: an ingest commit or a read in the pause must not count on a hook, an attribute set or a segment gone.
+   */
+  private runPrune(sql: string, params: readonly SQLInputValue[], forget?: 'hooks' | 'attrs' | 'segments'): number {
+    if (this.closed) throw new StoreUnavailableError('store is closed');
+    const n = Number(this.read(() => this.c.sql.get(sql).run(...params).changes));
+    if (n > 0 && forget === 'hooks') this.known.clear();
+    if (n > 0 && forget === 'attrs') this.attrs.clear();
+    if (n > 0 && forget === 'segments') this.forgetAllSegments();
+    return n;
+  }
+
+  /** A delete of at most PRUNE_BATCH rows, run again until it deletes fewer; returns how many in all. */
+  private *pruneBatches(sql: string, params: readonly SQLInputValue[], forget?: 'hooks' | 'attrs' | 'segments'): Generator<void, number, void> {
+    let total = 0;
+    for (;;) {
+      const n = this.runPrune(sql, params, forget);
+      total += n;
+      if (n < PRUNE_BATCH) return total;
+      yield;
+    }
+  }
+
+  private *pruneSteps(eventsBefore: number, rollupsBeforeMs: number, futureFromMs?: number): Generator<void, PruneResult, void> {
     const result: PruneResult = { events: 0, rollups: 0, hooks: 0, guardTrims: 0 };
     // Whole hours of events (minute-sources.ts), and minute rollups by their own horizon.
     const eventsBeforeMs = eventsPruneBound(eventsBefore);
@@ -1103,65 +1141,64 @@ export class SqliteStore implements Store {
     // Noted before anything is deleted: from now on no read counts on what goes.
     this.pruned = laterBounds(this.pruned, { eventsBeforeMs, minutesBeforeMs });
     this.read(() => this.c.sql.get('INSERT INTO store_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run(PRUNED_BEFORE_META, JSON.stringify(this.pruned)));
-    const batch = (sql: string, ...params: number[]): number => {
-      let total = 0;
-      for (;;) {
-        const n = Number(this.read(() => this.c.sql.get(sql).run(...params).changes));
-        total += n;
-        if (n < 5000) return total;
-      }
-    };
-    result.events = batch('DELETE FROM events WHERE id IN (SELECT id FROM events WHERE time_ms < ? LIMIT 5000)', eventsBeforeMs);
-    result.guardTrims = batch('DELETE FROM guard_trims WHERE dedup_key IN (SELECT dedup_key FROM guard_trims WHERE time_ms < ? LIMIT 5000)', eventsBefore);
+    result.events = yield* this.pruneBatches(`DELETE FROM events WHERE id IN (SELECT id FROM events WHERE time_ms < ? LIMIT ${PRUNE_BATCH})`, [eventsBeforeMs], 'segments');
+    result.guardTrims = yield* this.pruneBatches(`DELETE FROM guard_trims WHERE dedup_key IN (SELECT dedup_key FROM guard_trims WHERE time_ms < ? LIMIT ${PRUNE_BATCH})`, [eventsBefore]);
     const key = '(hook_id, bucket, service_name, service_version)';
-    const rollups = (t: string, where: string, bound: number): number => batch(`DELETE FROM ${t} WHERE ${key} IN (SELECT ${key.slice(1, -1)} FROM ${t} WHERE ${where} LIMIT 5000)`, bound);
+    const rollups = (t: string, where: string, bound: number): Generator<void, number, void> => this.pruneBatches(`DELETE FROM ${t} WHERE ${key} IN (SELECT ${key.slice(1, -1)} FROM ${t} WHERE ${where} LIMIT ${PRUNE_BATCH})`, [bound], 'segments');
     const hookIds = (this.read(() => this.c.sql.get('SELECT hook_id FROM hooks').all()) as { hook_id: string }[]).map((r) => r.hook_id);
-    const dimPrune = (op: '<' | '>=', bound: number): number => {
-      let n = 0;
-      for (let i = 0; i < hookIds.length; i += DIM_PRUNE_HOOKS) {
-        const chunk = JSON.stringify(hookIds.slice(i, i + DIM_PRUNE_HOOKS));
-        for (const t of Object.values(DIM_ROLLUP_TABLES)) {
-          const sql = dimPruneSql(t, 'hook_id IN (SELECT value FROM json_each(?1))', op, (k) => `?${k}`);
-          for (const dim of this.rolled) n += Number(this.read(() => this.c.sql.get(sql).run(chunk, dim, bound).changes));
-        }
-      }
-      for (const t of Object.values(DIM_CLIENT_TABLES)) {
-        const sql = dimClientPruneSql(t, op, (k) => `?${k}`);
-        for (const dim of this.rolled) n += Number(this.read(() => this.c.sql.get(sql).run(dim, bound).changes));
-      }
-      return n;
-    };
-    this.pruneAttrRollups('<', eventsBeforeMs);
-    result.rollups += rollups(ROLLUP_TABLES.minute, 'bucket < ?', minutesBeforeMs);
-    result.rollups += rollups(ROLLUP_TABLES.hour, 'bucket < ?', rollupsBeforeMs);
-    result.rollups += rollups(ROLLUP_TABLES.day, 'bucket < ?', rollupsBeforeMs);
+    yield* this.pruneAttrRollups('<', eventsBeforeMs);
+    result.rollups += yield* rollups(ROLLUP_TABLES.minute, 'bucket < ?', minutesBeforeMs);
+    result.rollups += yield* rollups(ROLLUP_TABLES.hour, 'bucket < ?', rollupsBeforeMs);
+    result.rollups += yield* rollups(ROLLUP_TABLES.day, 'bucket < ?', rollupsBeforeMs);
     // Dimension rollups are hours and days: they go with retention.rollups like the base ones (not counted in
     // `rollups`, which counts the base rows whatever the dimensions configured).
-    let dimRows = dimPrune('<', rollupsBeforeMs);
+    yield* this.pruneDims(hookIds, '<', rollupsBeforeMs);
     if (futureFromMs !== undefined) {
-      result.events += batch('DELETE FROM events WHERE id IN (SELECT id FROM events WHERE time_ms >= ? LIMIT 5000)', futureFromMs);
-      for (const t of Object.values(ROLLUP_TABLES)) result.rollups += rollups(t, 'bucket >= ?', futureFromMs);
-      dimRows += dimPrune('>=', futureFromMs);
-      this.pruneAttrRollups('>=', futureFromMs);
+      result.events += yield* this.pruneBatches(`DELETE FROM events WHERE id IN (SELECT id FROM events WHERE time_ms >= ? LIMIT ${PRUNE_BATCH})`, [futureFromMs], 'segments');
+      for (const t of Object.values(ROLLUP_TABLES)) result.rollups += yield* rollups(t, 'bucket >= ?', futureFromMs);
+      yield* this.pruneDims(hookIds, '>=', futureFromMs);
+      yield* this.pruneAttrRollups('>=', futureFromMs);
     }
-    result.hooks = batch(`DELETE FROM hooks WHERE hook_id IN (${ORPHAN_HOOKS} LIMIT 5000)`);
-    if (result.hooks > 0) this.known.clear();
+    result.hooks = yield* this.pruneBatches(`DELETE FROM hooks WHERE hook_id IN (${ORPHAN_HOOKS} LIMIT ${PRUNE_BATCH})`, [], 'hooks');
     // Attribute sets no event in retention can reference (last_ms covers every event of the set).
-    if (batch('DELETE FROM attr_sets WHERE id IN (SELECT id FROM attr_sets WHERE last_ms < ? LIMIT 5000)', eventsBeforeMs) > 0) this.attrs.clear();
-    if (result.events > 0 || result.rollups > 0 || dimRows > 0) this.forgetAllSegments();
+    yield* this.pruneBatches(`DELETE FROM attr_sets WHERE id IN (SELECT id FROM attr_sets WHERE last_ms < ? LIMIT ${PRUNE_BATCH})`, [eventsBeforeMs], 'attrs');
     return result;
+  }
+
+  /** The dimension rollups' rows past the bound, a statement per few hooks, table and dimension. */
+  private *pruneDims(hookIds: readonly string[], op: '<' | '>=', bound: number): Generator<void, void, void> {
+    for (let i = 0; i < hookIds.length; i += DIM_PRUNE_HOOKS) {
+      const chunk = JSON.stringify(hookIds.slice(i, i + DIM_PRUNE_HOOKS));
+      for (const t of Object.values(DIM_ROLLUP_TABLES)) {
+        const sql = dimPruneSql(t, 'hook_id IN (SELECT value FROM json_each(?1))', op, (k) => `?${k}`);
+        for (const dim of this.rolled) {
+          this.runPrune(sql, [chunk, dim, bound], 'segments');
+          yield;
+        }
+      }
+    }
+    for (const t of Object.values(DIM_CLIENT_TABLES)) {
+      const sql = dimClientPruneSql(t, op, (k) => `?${k}`);
+      for (const dim of this.rolled) {
+        this.runPrune(sql, [dim, bound], 'segments');
+        yield;
+      }
+    }
   }
 
   /**
    * The rollup per attribute set goes with the events (attr-rollups.ts): whole hours past the bound in batches,
    * then the hour holding it folded again from its events left, in one transaction.
    */
-  private pruneAttrRollups(op: '<' | '>=', bound: number): void {
+  private *pruneAttrRollups(op: '<' | '>=', bound: number): Generator<void, void, void> {
     const { old, edge } = attrRollupPruneSql(op, bound);
     const key = `(${ATTR_ROLLUP_KEY.join(', ')})`;
-    const sql = `DELETE FROM ${ATTR_ROLLUP_TABLE} WHERE ${key} IN (SELECT ${ATTR_ROLLUP_KEY.join(', ')} FROM ${ATTR_ROLLUP_TABLE} WHERE ${old} LIMIT 5000)`;
-    while (Number(this.read(() => this.c.sql.get(sql).run().changes)) >= 5000);
-    if (edge.length > 0) this.read(() => inTransaction(this.c.db, () => { for (const s of edge) this.c.db.exec(s); }));
+    yield* this.pruneBatches(`DELETE FROM ${ATTR_ROLLUP_TABLE} WHERE ${key} IN (SELECT ${ATTR_ROLLUP_KEY.join(', ')} FROM ${ATTR_ROLLUP_TABLE} WHERE ${old} LIMIT ${PRUNE_BATCH})`, [], 'segments');
+    if (this.closed) throw new StoreUnavailableError('store is closed');
+    if (edge.length === 0) return;
+    this.read(() => inTransaction(this.c.db, () => { for (const s of edge) this.c.db.exec(s); }));
+    // A read in a pause before may have kept the hour as it was.
+    this.forgetAllSegments();
   }
 
   async recordTranscriptFindings(findings: TranscriptFinding[]): Promise<FindingsResult> {
@@ -1175,13 +1212,8 @@ export class SqliteStore implements Store {
     return { inserted, duplicates: findings.length - inserted };
   }
 
-  async pruneTranscriptFindings(beforeMs: number): Promise<number> {
-    let total = 0;
-    for (;;) {
-      const n = Number(this.read(() => this.c.sql.get('DELETE FROM transcript_findings WHERE finding_id IN (SELECT finding_id FROM transcript_findings WHERE time_ms < ? LIMIT 5000)').run(beforeMs).changes));
-      total += n;
-      if (n < 5000) return total;
-    }
+  pruneTranscriptFindings(beforeMs: number): Promise<number> {
+    return runPaced(this.pruneBatches(`DELETE FROM transcript_findings WHERE finding_id IN (SELECT finding_id FROM transcript_findings WHERE time_ms < ? LIMIT ${PRUNE_BATCH})`, [beforeMs]));
   }
 
   async transcriptCommands(hookId: string, q: RangeQuery): Promise<TranscriptCommandRow[]> {
