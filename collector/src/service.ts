@@ -24,7 +24,7 @@ import { createServer, type RequestListener, type Server } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
-import { answerClientErrors, answerOptions, apiErrorHandler, conditionalRequests, createApiRouter, parseQuery, unavailable } from './api/index.ts';
+import { answerClientErrors, answerOptions, apiErrorHandler, conditionalRequests, createApiRouter, getOnly, parseQuery, probeOnly, unavailable } from './api/index.ts';
 import { DASHBOARD_HANDLER, RequestMetrics } from './api/request-metrics.ts';
 import { closeServer, trackConnections } from './net/close-server.ts';
 import { closeAfterUnreadBodies } from './net/unread-body.ts';
@@ -222,19 +222,29 @@ function guardFront(app: express.Express, config: HookwatchConfig): void {
   app.use(requireHttpAuth(config.http.auth));
 }
 
+/** GET /metrics, and 405 for another method. */
+function serveMetrics(app: express.Express, metrics: MetricsRegistry): void {
+  app.route('/metrics').get(metrics.handler()).all(getOnly('/metrics', 'the Prometheus exposition'));
+}
+
 /**
  * The HTTP port while the store opens: alive (/healthz, for a liveness probe not to restart a process that waits
  * for its database), not ready (/readyz, with why), /metrics (what is registered so far), and 503 with
- * Retry-After for everything else, as the API answers while the store cannot serve.
+ * Retry-After for everything else, as the API answers while the store cannot serve. Counted and timed as the
+ * app's requests are (the 503s under `other`: no route of this app is for their path); the probes and /metrics
+ * answer another method and OPTIONS as the app does.
  */
-function openingApp(config: HookwatchConfig, metrics: MetricsRegistry, reason: () => string): express.Express {
+function openingApp(config: HookwatchConfig, metrics: MetricsRegistry, requestMetrics: RequestMetrics, reason: () => string): express.Express {
   const app = closeAfterUnreadBodies(express());
   app.disable('x-powered-by');
+  app.use(requestMetrics.measure());
   guardFront(app, config);
-  app.get('/healthz', (_req, res) => void res.json({ status: 'ok' }));
-  app.get('/readyz', (_req, res) => void res.status(503).json({ status: 'not ready', reason: reason() }));
-  app.get('/metrics', metrics.handler());
+  app.use(answerOptions());
+  app.route('/healthz').get((_req, res) => void res.json({ status: 'ok' })).all(probeOnly('/healthz'));
+  app.route('/readyz').get((_req, res) => void res.status(503).json({ status: 'not ready', reason: reason() })).all(probeOnly('/readyz'));
+  serveMetrics(app, metrics);
   app.use((_req, res) => unavailable(res, 'hookwatch is opening its store; retry later'));
+  requestMetrics.nameRoutes(app, {});
   return app;
 }
 
@@ -293,7 +303,7 @@ async function start(config: HookwatchConfig, opts: ServiceOptions, opened: (() 
   registerHandshakeMetrics(metrics, handshakes);
   registerReceiverMetrics(metrics, [{ transport: 'http', stats: receiver.stats }, { transport: 'grpc', stats: grpcReceiver.stats }]);
 
-  // Counted and timed from the first request on (the opening app's refusals by the parser included).
+  // Counted and timed from the first request on, the opening app's and its refusals by the parser included.
   const requestMetrics = new RequestMetrics(metrics);
   // A client sending its request slowly is cut off at http.requestTimeout, as on the OTLP/HTTP port.
   const httpLimits = { ...slowClientLimits(config.http.requestTimeoutMs), ...HOST_CHECKED_BY_PORT };
@@ -311,7 +321,7 @@ async function start(config: HookwatchConfig, opts: ServiceOptions, opened: (() 
   http.keepAliveTimeout = config.http.keepAliveTimeoutMs;
   // The opening app until the store is open and everything serves, then the app; /readyz says why it waits.
   let openingReason = 'the store is opening';
-  let serving: RequestListener = openingApp(config, metrics, () => openingReason);
+  let serving: RequestListener = openingApp(config, metrics, requestMetrics, () => openingReason);
   // Served with a JSON reason for a request the HTTP parser refuses (a URL over the header limit, one not sent in
   // time) or Node's server would (CONNECT, an Expect it cannot meet, HTTP/1.1 without Host).
   answerClientErrors(http, (req, res) => serving(req, res), (status) => requestMetrics.refused(status));
@@ -434,12 +444,7 @@ async function start(config: HookwatchConfig, opts: ServiceOptions, opened: (() 
   guardFront(app, config);
   app.use(answerOptions());
   app.use(conditionalRequests());
-  app.get('/metrics', metrics.handler());
-  // route().all, not app.all: the route then says it takes every method (`_all`), not each one by name, so the
-  // methods OPTIONS lists for /metrics are GET and HEAD.
-  app.route('/metrics').all((_req, res) => {
-    res.status(405).set('allow', 'GET, HEAD').json({ error: { code: 'method_not_allowed', message: 'GET /metrics for the Prometheus exposition' } });
-  });
+  serveMetrics(app, metrics);
   app.use(['/api', '/-/reload'], rejectCrossSiteWrites({ externalUrl: config.alerting.externalUrl }));
   app.use(createReloadRouter({ reload: () => reloader.reload() }));
   app.use(createAlertsRouter({ alerts: alerting.engine.readModel, silences: alerting.engine.silences, dispatcher: alerting.dispatcher, now, onSilencesChanged: () => coordination.publish('hookwatch_silences') }));

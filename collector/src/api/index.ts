@@ -79,6 +79,20 @@ function ranked(byHook: Awaited<ReturnType<Store['hookCounters']>>): RankedHook[
 }
 
 
+/**
+ * What a route taking GET alone (a probe, /metrics) answers another method, mounted with route().all: 405 saying
+ * so, outside /api, whose catch-all answers it for the API's routes. route().all, not app.all: the route then says
+ * it takes every method (`_all`), not each one by name, so the methods OPTIONS lists for it stay GET and HEAD.
+ */
+export function getOnly(path: string, what: string): (req: Request, res: Response) => void {
+  return (_req, res) => {
+    res.status(405).set('allow', 'GET, HEAD').json({ error: { code: 'method_not_allowed', message: `GET ${path} for ${what}` } });
+  };
+}
+
+/** getOnly for a probe (/healthz, /readyz), the opening app's (service.ts) as the API's. */
+export const probeOnly = (path: string): ((req: Request, res: Response) => void) => getOnly(path, "the probe's answer");
+
 export function createApiRouter(opts: ApiOptions): Router {
   const router = express.Router();
   const store = opts.queries ? opts.queries.mount(router, opts.store) : opts.store;
@@ -89,11 +103,6 @@ export function createApiRouter(opts: ApiOptions): Router {
     return opts.privacy ? opts.privacy.filters(filters) : filters;
   };
 
-  // The probes are outside /api, whose catch-all answers another method 405: each route says so itself, as /metrics
-  // does (route().all, so the methods OPTIONS lists stay GET and HEAD).
-  const probeOnly = (path: string) => (_req: Request, res: Response): void => {
-    res.status(405).set('allow', 'GET, HEAD').json({ error: { code: 'method_not_allowed', message: `GET ${path} for the probe's answer` } });
-  };
   router.route('/healthz').get((_req, res) => {
     res.json({ status: 'ok' });
   }).all(probeOnly('/healthz'));

@@ -1,0 +1,97 @@
+/**
+ * A hookwatch whose ports listen while its store opens (a PostgreSQL server not up yet: here a port nothing listens
+ * on, refused at every attempt): what the HTTP port answers meanwhile is counted on /metrics as once it serves,
+ * the probes and /metrics take the methods they take then, and an OTLP/HTTP request is refused before its body is
+ * read. A stop gives the wait up.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { loadConfig, toConfig } from '../src/config/index.ts';
+import { startService } from '../src/service.ts';
+import { StoreWait, StoreWaitGivenUpError } from '../src/store/open.ts';
+import { silentLogger } from '../src/telemetry/logger.ts';
+import { until } from './helpers.ts';
+import { freePort } from './support/free-port.ts';
+import { sampleValue, scrapeMetrics } from './support/prometheus-text.ts';
+import { isolatedEnv, startServiceUnderTest, type ServiceUnderTest } from './support/service.ts';
+
+interface Opening {
+  httpUrl: string;
+  otlpHttpUrl: string;
+  /** Gives the wait up: the start rejects, having closed its ports. */
+  stop(): Promise<void>;
+}
+
+const stops: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const stop of stops.splice(0).reverse()) await stop();
+});
+
+/** Starts hookwatch on a PostgreSQL URL nothing answers, on ports known before the start returns (it never does). */
+async function startOpening(): Promise<Opening> {
+  const dir = mkdtempSync(join(tmpdir(), 'hookwatch-opening-'));
+  const [otlp, grpc, http, db] = [await freePort(), await freePort(), await freePort(), await freePort()];
+  const config = toConfig(loadConfig({ env: {
+    ...isolatedEnv(dir),
+    HOOKWATCH_DB: `postgres://hookwatch:opening-pw@127.0.0.1:${db}/hookwatch`,
+    HOOKWATCH_OTLP_HTTP_ADDR: `127.0.0.1:${otlp}`, HOOKWATCH_OTLP_GRPC_ADDR: `127.0.0.1:${grpc}`, HOOKWATCH_HTTP_ADDR: `127.0.0.1:${http}`,
+  } }));
+  const wait = new StoreWait();
+  const starting = startService(config, { logger: silentLogger, storeWait: wait });
+  starting.catch(() => {});
+  const opening: Opening = {
+    httpUrl: `http://127.0.0.1:${http}`,
+    otlpHttpUrl: `http://127.0.0.1:${otlp}`,
+    stop: async () => {
+      wait.giveUp();
+      await expect(starting).rejects.toBeInstanceOf(StoreWaitGivenUpError);
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+  stops.push(opening.stop);
+  await until('/healthz answering while the store opens', async () => (await fetch(`${opening.httpUrl}/healthz`).catch(() => undefined))?.status === 200);
+  return opening;
+}
+
+async function serving(): Promise<ServiceUnderTest> {
+  const service = await startServiceUnderTest();
+  stops.push(() => service.close());
+  return service;
+}
+
+/** The status and Allow header of a request, its body read. */
+async function answer(url: string, method: string): Promise<{ status: number; allow: string | null }> {
+  const res = await fetch(url, { method });
+  await res.arrayBuffer();
+  return { status: res.status, allow: res.headers.get('allow') };
+}
+
+describe('the HTTP port while the store opens', () => {
+  it('counts and times each request in hookwatch_http_requests_total, as once it serves', async () => {
+    const opening = await startOpening();
+    expect((await answer(`${opening.httpUrl}/healthz`, 'GET')).status).toBe(200);
+    expect((await answer(`${opening.httpUrl}/readyz`, 'GET')).status).toBe(503);
+    expect((await answer(`${opening.httpUrl}/api/v1/hooks`, 'GET')).status).toBe(503);
+    expect((await answer(`${opening.httpUrl}/healthz`, 'POST')).status).toBe(405);
+    const { families } = await scrapeMetrics(opening.httpUrl);
+    const counted = (handler: string, code: string): number | undefined => sampleValue(families, 'hookwatch_http_requests_total', { handler, code });
+    // The /healthz that said it answers, included.
+    expect(counted('/healthz', '200')).toBeGreaterThanOrEqual(2);
+    expect([counted('/healthz', '405'), counted('/readyz', '503'), counted('other', '503')]).toEqual([1, 1, 1]);
+    expect(sampleValue(families, 'hookwatch_http_request_duration_seconds', { handler: '/readyz' }, 'hookwatch_http_request_duration_seconds_count')).toBe(1);
+  });
+
+  it('answers another method on the probes and /metrics, and OPTIONS, as once it serves', async () => {
+    const [opening, service] = [await startOpening(), await serving()];
+    for (const path of ['/healthz', '/readyz', '/metrics']) {
+      for (const method of ['POST', 'PUT', 'DELETE', 'OPTIONS', 'HEAD']) {
+        const when = await answer(`${service.httpUrl}${path}`, method);
+        // /readyz answers 503 while opening, as a GET would: not ready.
+        const expected = path === '/readyz' && method === 'HEAD' ? { ...when, status: 503 } : when;
+        expect(await answer(`${opening.httpUrl}${path}`, method), `${method} ${path}`).toEqual(expected);
+      }
+    }
+  });
+});
