@@ -15,6 +15,7 @@ import { silentLogger } from '../src/telemetry/logger.ts';
 import { until } from './helpers.ts';
 import { freePort } from './support/free-port.ts';
 import { sampleValue, scrapeMetrics } from './support/prometheus-text.ts';
+import { rawExchange } from './support/raw-http.ts';
 import { isolatedEnv, startServiceUnderTest, type ServiceUnderTest } from './support/service.ts';
 
 interface Opening {
@@ -93,5 +94,20 @@ describe('the HTTP port while the store opens', () => {
         expect(await answer(`${opening.httpUrl}${path}`, method), `${method} ${path}`).toEqual(expected);
       }
     }
+  });
+});
+
+describe('the OTLP/HTTP port while the store opens', () => {
+  it('refuses a request 503 with Retry-After before reading its body, and closes the connection', async () => {
+    const opening = await startOpening();
+    // A body declared and never sent: an answer means it was not waited for (otlp.requestTimeout is 30 s).
+    const refused = await rawExchange(opening.otlpHttpUrl, 'POST /v1/logs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\n');
+    expect(refused.head).toMatch(/^HTTP\/1\.1 503 /);
+    expect(refused.head).toMatch(/\r\nretry-after: \d+\r\n/i);
+    expect(refused.head).toMatch(/\r\nconnection: close(\r\n|$)/i);
+    expect(JSON.parse(refused.body.toString('utf8'))).toMatchObject({ code: 14 });
+    const { families } = await scrapeMetrics(opening.httpUrl);
+    expect(sampleValue(families, 'hookwatch_otlp_requests_rejected_total', { transport: 'http', reason: 'store_unavailable' })).toBe(1);
+    expect(sampleValue(families, 'hookwatch_otlp_requests_total', { transport: 'http', signal: 'logs', outcome: '503' })).toBe(1);
   });
 });

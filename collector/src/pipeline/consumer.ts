@@ -30,6 +30,12 @@ export interface LogsConsumer {
    * spends a decode on it. consumeLogs checks again: admission is advice, not a reservation.
    */
   admit?(raw: RawRequest): void;
+  /**
+   * Refuses every request for now (a classified error), before the receiver reads a byte of its body: the stage
+   * can take none, whatever it holds (the store not open yet). OTLP/HTTP only: a gRPC message arrives whole, and
+   * its receiver may hold it until the stage takes it.
+   */
+  admitUnread?(): void;
   consumeLogs(req: LogsRequest, raw: RawRequest): Promise<ConsumeResult>;
 }
 
@@ -37,6 +43,8 @@ export interface LogsConsumer {
 export interface PassThroughConsumer {
   /** As LogsConsumer.admit: refuses a request it could not take now, before the receiver checks the body. */
   admit?(raw: RawRequest): void;
+  /** As LogsConsumer.admitUnread. */
+  admitUnread?(): void;
   consume(raw: RawRequest): Promise<void>;
 }
 

@@ -222,6 +222,9 @@ export class OtlpHttpReceiver {
       if (!encoding) {
         throw new UnsupportedMediaTypeError(`Content-Type ${echoed(req.headers['content-type'] ?? '')} is not supported; use application/x-protobuf or application/json (UTF-8)`);
       }
+      // A stage that can take nothing now (the store not open yet) refuses before the body is read: the connection
+      // then closes after the answer, as for every refusal of an unread body (net/unread-body.ts).
+      (signal === 'logs' ? this.opts.logs : this.opts.passThrough).admitUnread?.();
       const body = await readBody(req, this.opts.maxRequestBytes, account);
       const rawRequest = { signal, body, encoding, receivedAtMs: Date.now() };
       let rejected = 0;
