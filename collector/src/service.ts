@@ -343,7 +343,7 @@ async function start(config: HookwatchConfig, opts: ServiceOptions, opened: (() 
     });
   }));
   // A PostgreSQL server out of reach is waited for (postgres.startTimeout), the ports answering meanwhile.
-  const rawStore = opts.store ?? (await openStoreWhenReachable(config, { logger, onFailure: (message) => (openingReason = message), wait: storeWait }));
+  const rawStore = opts.store ?? (await openStoreWhenReachable(config, { logger, onWaiting: (reason) => (openingReason = reason), wait: storeWait }));
   const instrumented = instrumentStore(metrics, rawStore);
   const store = instrumented.store;
   opened.push(() => store.close());

@@ -18,12 +18,15 @@ import { isPostgresUrl } from './settings.ts';
 import { StoreUnavailableError, type Store } from './store.ts';
 
 
-/** `onMigrationLock`: on PostgreSQL, called once the store holds the migration lock (it may change the schema). */
-export async function openStore(config: HookwatchConfig, opts: { logger?: Logger; onMigrationLock?: () => void } = {}): Promise<Store> {
+/**
+ * On PostgreSQL, `onMigrationLock` is called once the store holds the migration lock (it may change the schema),
+ * `onMigrationLockWait` as it begins to wait for another replica holding it.
+ */
+export async function openStore(config: HookwatchConfig, opts: { logger?: Logger; onMigrationLock?: () => void; onMigrationLockWait?: () => void } = {}): Promise<Store> {
   // Which minutes the minute rollups answer and which the raw events (minute-sources.ts).
   const retention = { eventsMs: config.retention.eventsMs, minuteRollupsMs: config.retention.minuteRollupsMs };
   if (isPostgresUrl(config.db)) {
-    return PostgresStore.open({ url: config.db, dimensions: config.dimensions, poolSize: config.postgres.poolSize, readers: config.store.readers, maxHooks: config.store.maxHooks, retention, ...(opts.logger ? { logger: opts.logger } : {}), ...(opts.onMigrationLock ? { onMigrationLock: opts.onMigrationLock } : {}) });
+    return PostgresStore.open({ url: config.db, dimensions: config.dimensions, poolSize: config.postgres.poolSize, readers: config.store.readers, maxHooks: config.store.maxHooks, retention, ...(opts.logger ? { logger: opts.logger } : {}), ...(opts.onMigrationLock ? { onMigrationLock: opts.onMigrationLock } : {}), ...(opts.onMigrationLockWait ? { onMigrationLockWait: opts.onMigrationLockWait } : {}) });
   }
   return new SqliteStore({ path: config.db, synchronous: config.sqlite.synchronous, cacheBytes: config.sqlite.cacheBytes, dimensions: config.dimensions, readers: config.store.readers, maxHooks: config.store.maxHooks, retention, ...(opts.logger ? { logger: opts.logger } : {}) });
 }
@@ -36,6 +39,10 @@ const START_RETRY_CAP_MS = 10_000;
  * OTLP/gRPC export is held 8 s at most, an OTLP/HTTP client tries again for 10 s, less than the cap.
  */
 const START_RETRY_HURRIED_MS = 1000;
+
+/** What the start waits for (/readyz's reason) while another replica migrates the schema, and while this one does. */
+const WAITING_FOR_MIGRATION = 'waiting for another replica to finish migrating the schema';
+const MIGRATING = 'migrating the database schema';
 
 /** What openStoreWhenReachable rejects with once its wait was given up (StoreWait.giveUp). */
 export class StoreWaitGivenUpError extends Error {
@@ -133,19 +140,25 @@ export class StoreWait {
  * openStore, tried again while a PostgreSQL server cannot be reached for now (StoreUnavailableError: refused, not
  * answering, a name not resolving yet, starting up, too many connections), as in Kubernetes, where the database
  * often comes up after hookwatch or restarts with it. Each failure is logged once, its message scrubbed of the
- * password (the store's own), and told to `onFailure` (what /readyz says meanwhile); the next attempt follows after
+ * password (the store's own), and told to `onWaiting` (what /readyz says meanwhile, as are a wait for another
+ * replica's migration lock and the migration under way once it holds it); the next attempt follows after
  * START_RETRY_FIRST_MS, doubling up to START_RETRY_CAP_MS, sooner while requests wait for the store (StoreWait.hurry).
  * Any other failure (a refused password, a missing database, a schema newer than this hookwatch) is thrown at once,
  * as is the one of the attempt made once postgres.startTimeout has passed (0: no bound). A SQLite store is opened once. `wait` given up (a stop) before an
  * attempt holds the migration lock: StoreWaitGivenUpError at once.
  */
-export async function openStoreWhenReachable(config: HookwatchConfig, opts: { logger: Logger; onFailure?: (message: string) => void; wait?: StoreWait }): Promise<Store> {
+export async function openStoreWhenReachable(config: HookwatchConfig, opts: { logger: Logger; onWaiting?: (reason: string) => void; wait?: StoreWait }): Promise<Store> {
   const wait = opts.wait ?? new StoreWait();
   const startedAt = performance.now();
   let waitMs = START_RETRY_FIRST_MS;
   for (let attempt = 1; ; attempt++) {
     try {
-      return await wait.until(openStore(config, { logger: opts.logger, onMigrationLock: () => wait.migrating() }), (store) => store.close());
+      const onMigrationLock = (): void => {
+        wait.migrating();
+        opts.onWaiting?.(MIGRATING);
+      };
+      const onMigrationLockWait = (): void => opts.onWaiting?.(WAITING_FOR_MIGRATION);
+      return await wait.until(openStore(config, { logger: opts.logger, onMigrationLock, onMigrationLockWait }), (store) => store.close());
     } catch (err) {
       if (err instanceof StoreWaitGivenUpError) throw err;
       const bound = config.postgres.startTimeoutMs;
@@ -154,7 +167,7 @@ export async function openStoreWhenReachable(config: HookwatchConfig, opts: { lo
       wait.waitingAgain();
       // The last attempt is made at the bound, not given up on before it.
       const retryInMs = Math.round(Math.min(waitMs, left));
-      opts.onFailure?.(err.message);
+      opts.onWaiting?.(err.message);
       opts.logger.warn('postgres not reachable at start; trying again', { attempt, retryInMs, err: err.message });
       await wait.pause(retryInMs);
       waitMs = Math.min(waitMs * 2, START_RETRY_CAP_MS);

@@ -64,6 +64,8 @@ export interface PostgresStoreOptions {
    * schema (open.ts StoreWait). What it throws ends the open.
    */
   onMigrationLock?: () => void;
+  /** Called by open when another replica holds the migration lock, once, as it begins to wait for it. */
+  onMigrationLockWait?: () => void;
 }
 
 /** A stuck statement must not hold an OTLP request (and its row locks) forever. */
@@ -525,7 +527,7 @@ export class PostgresStore implements Store {
   static async open(opts: PostgresStoreOptions): Promise<PostgresStore> {
     const store = new PostgresStore(opts);
     try {
-      await store.migrate(opts.onMigrationLock);
+      await store.migrate(opts.onMigrationLock, opts.onMigrationLockWait);
     } catch (err) {
       await store.close();
       throw store.classify(err, 'cannot open the PostgreSQL store');
@@ -549,8 +551,8 @@ export class PostgresStore implements Store {
     for (const p of this.pools) p.on('connect', () => cb());
   }
 
-  /** `locked`: called once the migration lock is held. */
-  private async migrate(locked?: () => void): Promise<void> {
+  /** `locked`: called once the migration lock is held; `waiting`: as another replica holds it. */
+  private async migrate(locked?: () => void, waiting?: () => void): Promise<void> {
     // Held until the end: a second replica starting now waits, then finds every migration applied. Each version is
     // recorded as it is applied, so a replica that dies halfway leaves the next one the versions after it.
     const current = await withMigrationLock(this.pool, MIGRATION_LOCK_KEY, this.logger, async (client) => {
@@ -583,7 +585,7 @@ export class PostgresStore implements Store {
         await this.syncAttrIndexes(client);
       });
       return from;
-    });
+    }, waiting);
     if (current < MIGRATIONS.length) this.logger?.info('postgres schema migrated', { from: current, to: MIGRATIONS.length });
     const legacy = await this.pool.query<{ value: string }>('SELECT value FROM store_meta WHERE key = $1', [LEGACY_KEYS_BEFORE]);
     this.legacyKeysBefore = legacy.rows[0] ? Number(legacy.rows[0].value) : -Infinity;

@@ -74,9 +74,10 @@ const codeOf = (err: unknown): string => (err as { code?: string }).code ?? '';
  * Runs fn on a connection of its own holding the migration lock (a session advisory lock). The lock is asked for
  * with pg_try_advisory_lock every LOCK_POLL_MS, never waited on in a statement: a statement waiting on the lock
  * holds a snapshot, which the holder's CREATE INDEX CONCURRENTLY would wait for in turn. The connection is closed
- * afterwards, which releases the lock (a process that dies releases it with its connection).
+ * afterwards, which releases the lock (a process that dies releases it with its connection). `waiting` is called
+ * once, as it begins to wait for another holder.
  */
-export async function withMigrationLock<T>(pool: pg.Pool, lockKey: number, logger: Logger | undefined, fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
+export async function withMigrationLock<T>(pool: pg.Pool, lockKey: number, logger: Logger | undefined, fn: (c: pg.PoolClient) => Promise<T>, waiting?: () => void): Promise<T> {
   const client = await pool.connect();
   // A lost connection rejects the query in flight; this only keeps the process alive.
   const onError = (): void => {};
@@ -85,12 +86,15 @@ export async function withMigrationLock<T>(pool: pg.Pool, lockKey: number, logge
     // A migration may rewrite a table or build an index over every event: longer than any ingest statement may.
     liftAnswerTimeout(client);
     await client.query('SET statement_timeout = 0');
-    let waiting = false;
+    let waited = false;
     for (;;) {
       const r = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1) AS ok', [lockKey]);
       if (r.rows[0]?.ok) break;
-      if (!waiting) logger?.info('waiting for another replica to finish migrating the schema');
-      waiting = true;
+      if (!waited) {
+        logger?.info('waiting for another replica to finish migrating the schema');
+        waiting?.();
+      }
+      waited = true;
       await sleep(LOCK_POLL_MS);
     }
     return await fn(client);

@@ -133,6 +133,13 @@ it('does not wait for a database that refuses its password: exits 1 at once, the
   expect(r.lines().join('\n')).not.toContain(wrong);
 }, 60_000);
 
+/** What /readyz answers: its status, and its reason when not ready. */
+async function readiness(httpUrl: string): Promise<{ status: number; reason?: string }> {
+  const res = await fetch(`${httpUrl}/readyz`);
+  const { reason } = (await res.json()) as { reason?: string };
+  return { status: res.status, ...(reason === undefined ? {} : { reason }) };
+}
+
 /** Sends `signal` to a replica still starting and resolves with how it exited and how long that took (ms). */
 async function signalled(child: ChildProcess, signal: NodeJS.Signals): Promise<{ code: number | null; signal: NodeJS.Signals | null; ms: number }> {
   const exited = once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
@@ -184,6 +191,8 @@ it('stops at once on SIGTERM while another replica holds the migration lock, exi
   await migrating.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
   const r = await spawnReplica(db);
   await waitFor('the replica waiting for the migration lock', async () => logEntries(r.lines(), 'waiting for another replica to finish migrating the schema')[0], 30_000, 50);
+  // Not the last failure to connect: what it waits for now.
+  expect(await readiness(r.httpUrl)).toEqual({ status: 503, reason: 'waiting for another replica to finish migrating the schema' });
   const exit = await signalled(r.child, 'SIGTERM');
   expect({ code: exit.code, signal: exit.signal }).toEqual({ code: 0, signal: null });
   expect(exit.ms).toBeLessThan(2000);
@@ -205,6 +214,7 @@ it('exits 1 at once on SIGTERM while it migrates the schema, and the next start 
     return waiting.rows[0]!.n > 0 ? true : undefined;
   }, 30_000, 50);
   expect(logEntries(r.lines(), 'postgres schema migrating')).toEqual([]);
+  expect(await readiness(r.httpUrl)).toEqual({ status: 503, reason: 'migrating the database schema' });
   const exit = await signalled(r.child, 'SIGTERM');
   // Not a clean stop: the start was cut short (the server rolls back the migration's transaction under way).
   expect({ code: exit.code, signal: exit.signal }).toEqual({ code: 1, signal: null });
