@@ -1,6 +1,7 @@
 /**
  * openStore and startCoordination: the URL picks the backend; replicas on PostgreSQL elect one leader.
- * openStoreWhenReachable: a wait given up before the migration lock changes nothing.
+ * openStoreWhenReachable: a wait given up before the migration lock changes nothing; a database out of reach is
+ * logged once, then at most once per 10 s with the attempts since, however often waiting requests hurry them.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -12,7 +13,9 @@ import { loadConfig, toConfig, type HookwatchConfig } from '../config/index.ts';
 import { silentLogger } from '../telemetry/logger.ts';
 import { openStore, openStoreWhenReachable, startCoordination, StoreWait, StoreWaitGivenUpError, type Coordination } from './open.ts';
 import { MIGRATION_LOCK_KEY, PostgresStore } from './postgres/index.ts';
+import { freePort } from '../../test/support/free-port.ts';
 import { useTestServer } from '../../test/support/postgres/fixture.ts';
+import { recordingLogger, type Logged } from '../../test/support/recording-logger.ts';
 import { waitFor } from '../../test/support/postgres/replicas.ts';
 import { queryOnce } from '../../test/support/postgres/server.ts';
 import { SqliteStore } from './sqlite/index.ts';
@@ -145,4 +148,44 @@ describe('openStoreWhenReachable with its wait given up', () => {
     expect(wait.giveUp()).toBe(false);
     expect(await (store as PostgresStore).schemaVersion()).toBeGreaterThan(0);
   });
+});
+
+describe('openStoreWhenReachable while the database is out of reach', () => {
+  /** The fields of each line with this message and level. */
+  const fieldsOf = (lines: readonly Logged[], level: string, msg: string): Record<string, unknown>[] =>
+    lines.filter((l) => l.level === level && l.msg.startsWith(`${msg} {`)).map((l) => JSON.parse(l.msg.slice(msg.length + 1)) as Record<string, unknown>);
+
+  it('logs the first failure at once, then at most once per 10 s with the attempts since, each attempt at debug', async () => {
+    // A port nothing listens on: every attempt is refused at once.
+    const url = `postgres://hookwatch:out-of-reach-pw@127.0.0.1:${await freePort()}/hookwatch`;
+    const { logger, lines } = recordingLogger();
+    const wait = new StoreWait();
+    const opening = openStoreWhenReachable(config({ HOOKWATCH_DB: url }), { logger, wait });
+    opening.catch(() => {});
+    // Requests waiting for the store all along (OpeningIntake tells the wait of each): an attempt about every second.
+    const hurrying = setInterval(() => wait.hurry(), 50);
+    try {
+      await new Promise((r) => setTimeout(r, 11_500));
+    } finally {
+      clearInterval(hurrying);
+    }
+    const warned = fieldsOf(lines, 'warn', 'postgres not reachable at start; trying again');
+    const attempts = fieldsOf(lines, 'debug', 'postgres start attempt failed');
+    // Hurried: about one a second, not the 0.5, 1, 2, 4 s of the backoff (which would make 5 in this time).
+    expect(attempts.length).toBeGreaterThanOrEqual(9);
+    expect(attempts[0]).toMatchObject({ attempt: 1, retryWithinMs: 500, err: expect.stringContaining('ECONNREFUSED') });
+    // Each pause is bounded as the backoff says; waiting requests only shorten it.
+    expect(attempts.map((a) => a['retryWithinMs'])).toEqual([500, 1000, 2000, 4000, 8000, ...Array<number>(attempts.length - 5).fill(10_000)]);
+    // The first at once, the next 10 s later with the attempts that failed since.
+    expect(warned).toHaveLength(2);
+    expect(warned[0]).toEqual({ attempt: 1, attempts: 1, err: expect.stringContaining('ECONNREFUSED') });
+    expect(warned[1]).toMatchObject({ attempt: 1 + (warned[1]!['attempts'] as number) });
+    expect(warned[1]!['attempts']).toBeGreaterThanOrEqual(8);
+    // Given up: what was held back is written, every failed attempt counted once.
+    wait.giveUp();
+    await expect(opening).rejects.toBeInstanceOf(StoreWaitGivenUpError);
+    const all = fieldsOf(lines, 'warn', 'postgres not reachable at start; trying again');
+    expect(all.reduce((n, w) => n + (w['attempts'] as number), 0)).toBe(fieldsOf(lines, 'debug', 'postgres start attempt failed').length);
+    expect(lines.map((l) => l.msg).join('\n')).not.toContain('out-of-reach-pw');
+  }, 30_000);
 });

@@ -9,6 +9,7 @@ import { PostgresAlertStateStore } from '../alerting/state/postgres.ts';
 import type { AlertStateStore } from '../alerting/state/store.ts';
 import type { HookwatchConfig } from '../config/index.ts';
 import type { Logger } from '../telemetry/logger.ts';
+import { ThrottledLine } from '../telemetry/throttled-line.ts';
 import { unboundedStep, type ShutdownStep } from '../shutdown.ts';
 import { PostgresStore } from './postgres/index.ts';
 import { LEASE_CHANNEL, PostgresBus, type BusChannel } from './postgres/bus.ts';
@@ -39,6 +40,11 @@ const START_RETRY_CAP_MS = 10_000;
  * OTLP/gRPC export is held 8 s at most, an OTLP/HTTP client tries again for 10 s, less than the cap.
  */
 const START_RETRY_HURRIED_MS = 1000;
+/**
+ * How often, at most, the start logs that the database is still out of reach, with the attempts since its last
+ * line: hurried attempts come about once a second while clients send (each is logged at debug).
+ */
+const START_LOG_INTERVAL_MS = 10_000;
 
 /** What the start waits for (/readyz's reason) while another replica migrates the schema, and while this one does. */
 const WAITING_FOR_MIGRATION = 'waiting for another replica to finish migrating the schema';
@@ -139,9 +145,10 @@ export class StoreWait {
 /**
  * openStore, tried again while a PostgreSQL server cannot be reached for now (StoreUnavailableError: refused, not
  * answering, a name not resolving yet, starting up, too many connections), as in Kubernetes, where the database
- * often comes up after hookwatch or restarts with it. Each failure is logged once, its message scrubbed of the
- * password (the store's own), and told to `onWaiting` (what /readyz says meanwhile, as are a wait for another
- * replica's migration lock and the migration under way once it holds it); the next attempt follows after
+ * often comes up after hookwatch or restarts with it. Each failure is logged at debug, its message scrubbed of the
+ * password (the store's own), and at warn the first at once, then at most once per START_LOG_INTERVAL_MS with the
+ * attempts since; it is told to `onWaiting` (what /readyz says meanwhile, as are a wait for another replica's
+ * migration lock and the migration under way once it holds it); the next attempt follows after
  * START_RETRY_FIRST_MS, doubling up to START_RETRY_CAP_MS, sooner while requests wait for the store (StoreWait.hurry).
  * Any other failure (a refused password, a missing database, a schema newer than this hookwatch) is thrown at once,
  * as is the one of the attempt made once postgres.startTimeout has passed (0: no bound). A SQLite store is opened once. `wait` given up (a stop) before an
@@ -151,27 +158,38 @@ export async function openStoreWhenReachable(config: HookwatchConfig, opts: { lo
   const wait = opts.wait ?? new StoreWait();
   const startedAt = performance.now();
   let waitMs = START_RETRY_FIRST_MS;
-  for (let attempt = 1; ; attempt++) {
-    try {
-      const onMigrationLock = (): void => {
-        wait.migrating();
-        opts.onWaiting?.(MIGRATING);
-      };
-      const onMigrationLockWait = (): void => opts.onWaiting?.(WAITING_FOR_MIGRATION);
-      return await wait.until(openStore(config, { logger: opts.logger, onMigrationLock, onMigrationLockWait }), (store) => store.close());
-    } catch (err) {
-      if (err instanceof StoreWaitGivenUpError) throw err;
-      const bound = config.postgres.startTimeoutMs;
-      const left = bound > 0 ? bound - (performance.now() - startedAt) : Infinity;
-      if (!isPostgresUrl(config.db) || !(err instanceof StoreUnavailableError) || left <= 0) throw err;
-      wait.waitingAgain();
-      // The last attempt is made at the bound, not given up on before it.
-      const retryInMs = Math.round(Math.min(waitMs, left));
-      opts.onWaiting?.(err.message);
-      opts.logger.warn('postgres not reachable at start; trying again', { attempt, retryInMs, err: err.message });
-      await wait.pause(retryInMs);
-      waitMs = Math.min(waitMs * 2, START_RETRY_CAP_MS);
+  let last = { attempt: 0, err: '' };
+  const unreachable = new ThrottledLine(START_LOG_INTERVAL_MS, () => performance.now(), (attempts) => {
+    opts.logger.warn('postgres not reachable at start; trying again', { attempt: last.attempt, attempts, err: last.err });
+  });
+  try {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const onMigrationLock = (): void => {
+          wait.migrating();
+          opts.onWaiting?.(MIGRATING);
+        };
+        const onMigrationLockWait = (): void => opts.onWaiting?.(WAITING_FOR_MIGRATION);
+        return await wait.until(openStore(config, { logger: opts.logger, onMigrationLock, onMigrationLockWait }), (store) => store.close());
+      } catch (err) {
+        if (err instanceof StoreWaitGivenUpError) throw err;
+        const bound = config.postgres.startTimeoutMs;
+        const left = bound > 0 ? bound - (performance.now() - startedAt) : Infinity;
+        if (!isPostgresUrl(config.db) || !(err instanceof StoreUnavailableError) || left <= 0) throw err;
+        wait.waitingAgain();
+        // The last attempt is made at the bound, not given up on before it; sooner while requests wait (hurry).
+        const retryWithinMs = Math.round(Math.min(waitMs, left));
+        opts.onWaiting?.(err.message);
+        last = { attempt, err: err.message };
+        opts.logger.debug('postgres start attempt failed', { attempt, retryWithinMs, err: err.message });
+        unreachable.note();
+        await wait.pause(retryWithinMs);
+        waitMs = Math.min(waitMs * 2, START_RETRY_CAP_MS);
+      }
     }
+  } finally {
+    // The attempts held back since the last line, before what ends the wait is logged.
+    unreachable.flush();
   }
 }
 

@@ -22,6 +22,12 @@ import { emitExecutions, type RecordingExporter } from '../../../test/support/se
 
 const fx = useReplicaFixture();
 
+/** Logged at warn, the first failure at once, then at most once per 10 s with the attempts since. */
+const UNREACHABLE = 'postgres not reachable at start; trying again';
+/** Each failed attempt, logged at debug (log.level debug, DEBUG below) with the most its pause lasts. */
+const ATTEMPT_FAILED = 'postgres start attempt failed';
+const DEBUG = { HOOKWATCH_LOG_LEVEL: 'debug' };
+
 /** Starts a replica on fixed free ports (known before it logs `hookwatch started`), killed after the test. */
 async function spawnReplica(db: string, env: Record<string, string> = {}): Promise<{ starting: Promise<Replica>; child: ChildProcess; otlpHttpUrl: string; otlpGrpcUrl: string; httpUrl: string; lines: () => string[] }> {
   const [otlp, grpc, http] = [await freePort(), await freePort(), await freePort()];
@@ -56,7 +62,7 @@ it('waits for a PostgreSQL that is down at start: alive, not ready, OTLP 503 wit
   const server = fx.server();
   const db = await server.createDatabase();
   const r = await server.down(async () => {
-    const r = await spawnReplica(db);
+    const r = await spawnReplica(db, DEBUG);
     await waitFor('/healthz answering while the database is down', async () => ((await fetch(`${r.httpUrl}/healthz`).catch(() => undefined))?.status === 200 ? true : undefined), 30_000, 100);
     const ready = await fetch(`${r.httpUrl}/readyz`);
     expect(ready.status).toBe(503);
@@ -66,8 +72,8 @@ it('waits for a PostgreSQL that is down at start: alive, not ready, OTLP 503 wit
     expect([hooks.status, hooks.headers.get('retry-after')]).toEqual([503, expect.stringMatching(/^\d+$/)]);
     const refused = await postLogs(r.otlpHttpUrl, 'while-down');
     expect([refused.status, refused.headers.get('retry-after')]).toEqual([503, expect.stringMatching(/^\d+$/)]);
-    // Tried again and again, each failure logged once, the password nowhere.
-    await waitFor('two failed attempts logged', async () => (logEntries(r.lines(), 'postgres not reachable at start; trying again').length >= 2 ? true : undefined), 30_000, 100);
+    // Tried again and again, each failure logged at debug, the password nowhere.
+    await waitFor('two failed attempts logged', async () => (logEntries(r.lines(), ATTEMPT_FAILED).length >= 2 ? true : undefined), 30_000, 100);
     return r;
   });
   const replica = await r.starting;
@@ -77,9 +83,9 @@ it('waits for a PostgreSQL that is down at start: alive, not ready, OTLP 503 wit
   // The one batch acknowledged, and nothing of the one refused.
   expect(await queryOnce<{ n: string }>(db, 'SELECT count(*)::text AS n FROM events')).toEqual([{ n: '1' }]);
   expect(replica.child.exitCode).toBeNull();
-  const attempts = logEntries(r.lines(), 'postgres not reachable at start; trying again');
-  expect(attempts.length).toBeGreaterThanOrEqual(2);
-  expect(attempts[0]).toMatchObject({ level: 'warn', attempt: 1, retryInMs: expect.any(Number) });
+  expect(logEntries(r.lines(), ATTEMPT_FAILED)[0]).toMatchObject({ level: 'debug', attempt: 1, retryWithinMs: 500 });
+  // The first at warn at once; the later ones are in the lines after it.
+  expect(logEntries(r.lines(), UNREACHABLE)[0]).toMatchObject({ level: 'warn', attempt: 1, attempts: 1, err: expect.any(String) });
   expect(r.lines().join('\n')).not.toContain(server.password);
 }, 120_000);
 
@@ -88,10 +94,10 @@ it('holds an OTLP/gRPC export sent before the database is up and commits it once
   const db = await server.createDatabase();
   let exported: Promise<RecordingExporter> | undefined;
   const r = await server.down(async () => {
-    const r = await spawnReplica(db);
+    const r = await spawnReplica(db, DEBUG);
     // Into the fifth pause between attempts (8 s): as long as a hold lasts.
-    const fifth = await waitFor('five failed attempts logged', async () => logEntries(r.lines(), 'postgres not reachable at start; trying again')[4], 30_000, 20);
-    expect(fifth).toMatchObject({ attempt: 5, retryInMs: 8000 });
+    const fifth = await waitFor('five failed attempts logged', async () => logEntries(r.lines(), ATTEMPT_FAILED)[4], 30_000, 20);
+    expect(fifth).toMatchObject({ attempt: 5, retryWithinMs: 8000 });
     // Through OpenTelemetry's JavaScript gRPC exporter (Claude Code's): it sends nothing again after an error.
     exported = emitExecutions(r.otlpGrpcUrl, [{ hookEvent: 'PostToolUse', hookName: 'PostToolUse:Late' }], {}, { protocol: 'grpc' });
     return r;
@@ -116,7 +122,8 @@ it('gives up after postgres.startTimeout when the database never answers, and ex
     const r = await spawnReplica(db, { HOOKWATCH_POSTGRES_START_TIMEOUT: '2s' });
     await expect(r.starting).rejects.toThrow(/exited \(1\)/);
     // Tried again until the bound, not given up on at the first refusal.
-    expect(logEntries(r.lines(), 'postgres not reachable at start; trying again').length).toBeGreaterThanOrEqual(2);
+    const attempts = logEntries(r.lines(), UNREACHABLE).reduce((n, e) => n + (e['attempts'] as number), 0);
+    expect(attempts).toBeGreaterThanOrEqual(2);
     expect(r.lines().join('\n')).toMatch(/cannot open the PostgreSQL store/);
     expect(r.lines().join('\n')).not.toContain(server.password);
   });
@@ -128,7 +135,7 @@ it('does not wait for a database that refuses its password: exits 1 at once, the
   const wrong = `wrong-${server.password}-pw`;
   const r = await spawnReplica(db.replace(`:${server.password}@`, `:${wrong}@`));
   await expect(r.starting).rejects.toThrow(/exited \(1\)/);
-  expect(logEntries(r.lines(), 'postgres not reachable at start; trying again')).toEqual([]);
+  expect(logEntries(r.lines(), UNREACHABLE)).toEqual([]);
   expect(r.lines().join('\n')).toMatch(/cannot open the PostgreSQL store/);
   expect(r.lines().join('\n')).not.toContain(wrong);
 }, 60_000);
@@ -153,10 +160,10 @@ it('stops at once on SIGTERM while it waits for a database that is down, exit 0:
   const server = fx.server();
   const db = await server.createDatabase();
   await server.down(async () => {
-    const r = await spawnReplica(db);
+    const r = await spawnReplica(db, DEBUG);
     // Into the fourth wait between attempts (4 s): a stop that waited for the next attempt would take that long.
-    const fourth = await waitFor('four failed attempts logged', async () => logEntries(r.lines(), 'postgres not reachable at start; trying again')[3], 30_000, 50);
-    expect(fourth).toMatchObject({ attempt: 4, retryInMs: 4000 });
+    const fourth = await waitFor('four failed attempts logged', async () => logEntries(r.lines(), ATTEMPT_FAILED)[3], 30_000, 50);
+    expect(fourth).toMatchObject({ attempt: 4, retryWithinMs: 4000 });
     const exit = await signalled(r.child, 'SIGTERM');
     expect({ code: exit.code, signal: exit.signal }).toEqual({ code: 0, signal: null });
     expect(exit.ms).toBeLessThan(2000);
@@ -178,7 +185,7 @@ it('stops at once on SIGINT during an attempt the database does not answer, exit
     expect({ code: exit.code, signal: exit.signal }).toEqual({ code: 0, signal: null });
     expect(exit.ms).toBeLessThan(5000);
     // No attempt had ended yet.
-    expect(logEntries(r.lines(), 'postgres not reachable at start; trying again')).toEqual([]);
+    expect(logEntries(r.lines(), UNREACHABLE)).toEqual([]);
     expect(logEntries(r.lines(), 'stopped while waiting for the database')).toEqual([expect.objectContaining({ signal: 'SIGINT' })]);
   });
 }, 120_000);
