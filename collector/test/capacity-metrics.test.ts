@@ -212,18 +212,26 @@ describe('retention metrics', () => {
 });
 
 describe('retention stop', () => {
-  it('waits for the run under way and starts none after it (a replica handing its lease back)', async () => {
+  it('waits for the batch under way, counts the run as stopped and starts none after it (a replica handing its lease back)', async () => {
     let release = (): void => {};
     const store = storeNextDoor({ pruneUntil: new Promise<void>((r) => (release = r)) });
+    const metrics = new MetricsRegistry();
     const retention = new Retention({ store, eventsMs: 30 * DAY, rollupsMs: 400 * DAY, maxFutureSkewMs: 60_000, isLeader: () => true, logger: silentLogger, now: () => 40 * DAY });
+    registerRetentionMetrics(metrics, retention, store.kind);
     void retention.run();
+    // Stopped once the store is deleting: a batch it does not end at once (the store ignores the signal).
+    while (store.pruned === 0) await new Promise((r) => setImmediate(r));
     let stopped = false;
     const stopping = retention.stop().then(() => (stopped = true));
     await new Promise((r) => setTimeout(r, 50));
     expect(stopped).toBe(false);
     release();
     await stopping;
-    expect(retention.stats.succeeded).toBe(1);
+    // Neither a success (the findings were left) nor a failure; what it deleted is counted.
+    const f = parseExposition(await metrics.render());
+    expect(Object.fromEntries((f.get('hookwatch_retention_runs_total')?.samples ?? []).map((s) => [s.labels['outcome'], s.value]))).toEqual({ success: 0, failure: 0, deferred: 0, not_leader: 0, stopped: 1 });
+    expect(sampleValue(f, 'hookwatch_retention_removed_total', { kind: 'events' })).toBe(5);
+    expect(sampleValue(f, 'hookwatch_retention_removed_total', { kind: 'transcript_findings' })).toBe(0);
     await retention.run();
     expect(store.pruned).toBe(1);
   });

@@ -47,16 +47,21 @@ export interface RetentionStats {
    * or a batch failed and the lease read again had moved): not a failure of retention, which the new leader runs.
    */
   notLeader: number;
+  /**
+   * Runs under way when this process began to stop (stop()): ended between two batches, what they deleted until
+   * then counted in `removed`, the rest left to the next run. Neither a success nor a failure.
+   */
+  stopped: number;
   /** Time (ms) the last successful run began; undefined while none has succeeded in this process. */
   lastSuccessMs: number | undefined;
   removed: Record<RemovedKind, number>;
 }
 
 export class Retention {
-  readonly stats: RetentionStats = { succeeded: 0, failed: 0, deferred: 0, notLeader: 0, lastSuccessMs: undefined, removed: { events: 0, rollups: 0, hooks: 0, transcript_findings: 0, guard_trims: 0, partitions: 0 } };
+  readonly stats: RetentionStats = { succeeded: 0, failed: 0, deferred: 0, notLeader: 0, stopped: 0, lastSuccessMs: undefined, removed: { events: 0, rollups: 0, hooks: 0, transcript_findings: 0, guard_trims: 0, partitions: 0 } };
   private readonly opts: RetentionOptions;
   private running: Promise<void> | undefined;
-  private stopped = false;
+  private readonly stopping = new AbortController();
 
   constructor(opts: RetentionOptions) {
     this.opts = opts;
@@ -64,16 +69,19 @@ export class Retention {
 
   /** Runs retention once; a call while a run is under way waits for that run instead of starting a second one. */
   run(): Promise<void> {
-    if (this.stopped) return Promise.resolve();
+    if (this.stopping.signal.aborted) return Promise.resolve();
     this.running ??= this.runOnce().finally(() => {
       this.running = undefined;
     });
     return this.running;
   }
 
-  /** Starts no run from now on; resolves once the run under way, if any, has ended. Safe twice. */
+  /**
+   * Starts no run from now on, and ends the run under way, if any, between two of its batches (a pass over a large
+   * store takes many seconds, which a graceful shutdown does not wait for); resolves once it has ended. Safe twice.
+   */
   async stop(): Promise<void> {
-    this.stopped = true;
+    this.stopping.abort();
     await this.running;
   }
 
@@ -87,22 +95,26 @@ export class Retention {
       logger.warn('forwarding retention failed', { err });
     }
     if (!this.opts.isLeader()) return;
+    const { signal } = this.stopping;
     let t = now();
     let deferred: boolean;
     try {
       // Replicas share the database, not a clock: its time, where it has one, is the same whoever leads.
       if (store.clockMs) t = await store.clockMs();
+      if (signal.aborted) return this.stoppedRun();
       // Rows stamped past the future skew (stored before such times were clamped) are never shown: removed too.
-      const r = await store.prune(t - this.opts.eventsMs, t - this.opts.rollupsMs, t + this.opts.maxFutureSkewMs + 60_000);
+      const r = await store.prune(t - this.opts.eventsMs, t - this.opts.rollupsMs, t + this.opts.maxFutureSkewMs + 60_000, signal);
       this.count({ events: r.events, rollups: r.rollups, hooks: r.hooks, guard_trims: r.guardTrims, partitions: r.partitions ?? 0 });
       deferred = (r.partitionsDeferred ?? 0) > 0;
       if (r.events || r.rollups || r.hooks || r.guardTrims) {
         logger.info('retention removed old data', { events: r.events, rollups: r.rollups, hooks: r.hooks, ...(r.guardTrims ? { guardTrims: r.guardTrims } : {}), ...(r.partitions ? { partitions: r.partitions } : {}) });
       }
+      if (signal.aborted) return this.stoppedRun();
       // Transcript findings are kept as long as raw events.
-      const findings = await store.pruneTranscriptFindings(t - this.opts.eventsMs);
+      const findings = await store.pruneTranscriptFindings(t - this.opts.eventsMs, signal);
       this.count({ transcript_findings: findings });
       if (findings) logger.info('retention removed old transcript findings', { transcriptFindings: findings });
+      if (signal.aborted) return this.stoppedRun();
     } catch (err) {
       if (err instanceof NotLeaderError) {
         // Paused or cut off past its lease: another replica leads and runs retention, and this one deletes no more.
@@ -124,6 +136,12 @@ export class Retention {
     this.stats.lastSuccessMs = t;
   }
 
+  /** A run ended by stop(): what it deleted is committed and counted, the next run (after a restart) deletes the rest. */
+  private stoppedRun(): void {
+    this.stats.stopped++;
+    this.opts.logger.info('retention run stopped: hookwatch is stopping; the next run deletes the rest');
+  }
+
   private count(removed: Partial<Record<RemovedKind, number>>): void {
     for (const kind of REMOVED_KINDS) this.stats.removed[kind] += removed[kind] ?? 0;
   }
@@ -137,12 +155,13 @@ export class Retention {
 export function registerRetentionMetrics(metrics: MetricsRegistry, retention: Retention, storeKind: string): void {
   const stats = retention.stats;
   metrics.collectedCounter('retention', {
-    name: 'hookwatch_retention_runs_total', help: 'Retention runs of the store by this replica (the leader), by outcome: success, failure, deferred (old days left to the next run: a lock on events not granted in time), or not_leader (stopped because the leader lease moved to another replica meanwhile).', labelNames: ['outcome'],
+    name: 'hookwatch_retention_runs_total', help: 'Retention runs of the store by this replica (the leader), by outcome: success, failure, deferred (old days left to the next run: a lock on events not granted in time), not_leader (stopped because the leader lease moved to another replica meanwhile), or stopped (under way when hookwatch began to stop: ended between two batches, the rest left to the next run).', labelNames: ['outcome'],
     collect: (set) => {
       set({ outcome: 'success' }, stats.succeeded);
       set({ outcome: 'failure' }, stats.failed);
       set({ outcome: 'deferred' }, stats.deferred);
       set({ outcome: 'not_leader' }, stats.notLeader);
+      set({ outcome: 'stopped' }, stats.stopped);
     },
   });
   metrics.collectedGauge('retention', {

@@ -191,8 +191,8 @@ export interface Store {
    * whose id is already stored is not stored again. Resolves once they are durable.
    */
   recordTranscriptFindings(findings: TranscriptFinding[]): Promise<FindingsResult>;
-  /** Deletes transcript findings older than beforeMs, in bounded batches; returns how many. */
-  pruneTranscriptFindings(beforeMs: number): Promise<number>;
+  /** Deletes transcript findings older than beforeMs, in bounded batches; returns how many (signal: as prune's). */
+  pruneTranscriptFindings(beforeMs: number, signal?: AbortSignal): Promise<number>;
   /** Per-command figures of one hook from the transcript findings in the range. */
   transcriptCommands(hookId: string, q: RangeQuery): Promise<TranscriptCommandRow[]>;
   /**
@@ -220,9 +220,11 @@ export interface Store {
    * rollups older than the store's retention.minuteRollups (minute-sources.ts) and rollups older than
    * rollupsBeforeMs, then hooks with nothing left, in bounded batches. With futureFromMs, also events and rollup buckets at or after it (stamped by a clock
    * far ahead before such times were clamped). A store whose retention is fenced by a leader lease throws
-   * NotLeaderError once the lease has moved (prune and pruneTranscriptFindings alike).
+   * NotLeaderError once the lease has moved (prune and pruneTranscriptFindings alike). Once `signal` aborts (the
+   * process stops), the run ends between two batches, each committed, and resolves with what it deleted until
+   * then: the next run deletes the rest.
    */
-  prune(eventsBeforeMs: number, rollupsBeforeMs: number, futureFromMs?: number): Promise<PruneResult>;
+  prune(eventsBeforeMs: number, rollupsBeforeMs: number, futureFromMs?: number, signal?: AbortSignal): Promise<PruneResult>;
   /**
    * What the store takes on disk (StoreSize); undefined for one without files (an in-memory database). A stat of
    * the files on SQLite; a catalog query on PostgreSQL, which /metrics runs periodically, never per scrape.
@@ -261,6 +263,18 @@ export class StoreUnavailableError extends Error {
  */
 export class NotLeaderError extends Error {
   override name = 'NotLeaderError';
+}
+
+/**
+ * Retention work (prune, pruneTranscriptFindings) that throws `signal.reason` at its first pause between two
+ * batches once `signal` aborts: that ends it quietly, each batch before committed on its own.
+ */
+export async function untilStopped(work: Promise<void>, signal: AbortSignal | undefined): Promise<void> {
+  try {
+    await work;
+  } catch (err) {
+    if (!signal?.aborted || err !== signal.reason) throw err;
+  }
 }
 
 /** A filter or dimension the store does not know. */

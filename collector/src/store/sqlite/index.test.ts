@@ -1,5 +1,5 @@
 /** The SQLite store's reuse of closed rollup segments must never serve a stale answer. */
-import { readdirSync } from 'node:fs';
+import { copyFileSync, existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -10,6 +10,8 @@ import { openSqlite } from './database.ts';
 import { LATE_ARRIVAL_EVENTS, LATE_PERSISTED_EVENTS, SqliteStore } from './index.ts';
 import { lateArrivalsQuery, latePersistedQuery } from '../sql.ts';
 import { loadHistory } from '../../../test/support/history.ts';
+import { recordingLogger } from '../../../test/support/recording-logger.ts';
+import { Retention } from '../retention.ts';
 
 const tmp = tempDir();
 afterAll(() => tmp.cleanup());
@@ -156,6 +158,70 @@ describe('retention', () => {
       expect(i.inserted).toHaveLength(1);
       expect(order).toEqual(['ingest', 'prune']);
       expect([...(await store.hookCounters({ fromMs: now - 30 * DAY, toMs: now + 60_000 })).values()].map((c) => c.executions)).toEqual([1]);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('a pass stopped while it runs ends between two batches; the next pass deletes the rest', { timeout: 180_000 }, async () => {
+    const now = Date.now();
+    // Two copies of one file: a pass run to its end on one, the same pass stopped on the other.
+    const whole = join(tmp.dir, 'retention-whole.db');
+    const seeded = new SqliteStore({ path: whole });
+    await loadHistory(seeded, { events: 40_000, fromMs: now - 20 * DAY, toMs: now - 10 * DAY, hooks: 200 });
+    await seeded.close();
+    const stopped = join(tmp.dir, 'retention-stopped.db');
+    for (const suffix of ['', '-wal']) if (existsSync(whole + suffix)) copyFileSync(whole + suffix, stopped + suffix);
+    const retention = (store: SqliteStore): Retention => new Retention({
+      store, eventsMs: 5 * DAY, rollupsMs: 5 * DAY, maxFutureSkewMs: 300_000, isLeader: () => true, logger: recordingLogger().logger, now: () => now,
+    });
+    // Rows of every table, to tell a finished pass from a stopped one.
+    const rows = (path: string): Record<string, number> => {
+      const db = new DatabaseSync(path, { readOnly: true });
+      try {
+        const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name").all().map((r) => String(r['name']));
+        return Object.fromEntries(tables.map((t) => [t, Number(db.prepare(`SELECT count(*) AS n FROM "${t}"`).get()?.['n'])]));
+      } finally {
+        db.close();
+      }
+    };
+
+    const store = new SqliteStore({ path: stopped });
+    try {
+      const r = retention(store);
+      const running = r.run();
+      // The pass has begun deleting (its first batch is committed, the event loop has its turn): stopped there.
+      await new Promise((resolve) => setImmediate(resolve));
+      const t0 = performance.now();
+      await r.stop();
+      const stoppedMs = performance.now() - t0;
+      await running;
+      const left = rows(stopped)['events']!;
+      expect(left).toBeGreaterThan(0);
+      expect(left).toBeLessThan(40_000);
+      // Not a success (old rows are still stored), nor a failure; what it deleted is counted.
+      expect(r.stats).toMatchObject({ stopped: 1, succeeded: 0, failed: 0, lastSuccessMs: undefined });
+      expect(r.stats.removed.events).toBe(40_000 - left);
+
+      // The same pass on the other copy, to its end: stop() waited a small part of it.
+      const other = new SqliteStore({ path: whole });
+      let wholeMs: number;
+      try {
+        const t1 = performance.now();
+        await retention(other).run();
+        wholeMs = performance.now() - t1;
+      } finally {
+        await other.close();
+      }
+      expect(stoppedMs / wholeMs, `stop() took ${Math.round(stoppedMs)} ms, the whole pass took ${Math.round(wholeMs)} ms`).toBeLessThan(1 / 3);
+
+      // The next pass deletes the rest: the file ends as the one whose pass was not stopped.
+      const next = retention(store);
+      await next.run();
+      expect(next.stats).toMatchObject({ succeeded: 1, stopped: 0 });
+      expect(next.stats.removed.events).toBe(left);
+      expect(rows(stopped)).toEqual(rows(whole));
+      expect(rows(stopped)['events']).toBe(0);
     } finally {
       await store.close();
     }

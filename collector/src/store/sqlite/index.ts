@@ -24,7 +24,7 @@ import type { TranscriptCommandRow } from '../model.ts';
 import type { TranscriptFinding } from '../../hooks/transcript-findings.ts';
 import { FINDING_COLUMNS, commandsQuery, findingValues, toCommandRow, transcriptFindingsDdl, type FindingsResult } from '../transcript-findings.ts';
 import { guardTrimSql, guardTrimStats, guardTrimValues, guardTrimsDdl, type GuardTrim, type GuardTrimStats } from '../guard-trims.ts';
-import { StoreUnavailableError, hookCountersFrom, splitExpired, type Arrival, type ArrivalQuery, type HookInfo, type LatePersistedQuery, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store, type StoreSize, type FleetBucket } from '../store.ts';
+import { StoreUnavailableError, hookCountersFrom, untilStopped, splitExpired, type Arrival, type ArrivalQuery, type HookInfo, type LatePersistedQuery, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store, type StoreSize, type FleetBucket } from '../store.ts';
 
 export interface SqliteStoreOptions {
   path: string;
@@ -1103,10 +1103,13 @@ export class SqliteStore implements Store {
    * Retention, statement by statement with a turn of the event loop between them (paced.ts): a first pass over a
    * large file (thousands of hooks, a day of minute rollups) deletes hundreds of thousands of rows on the
    * connection ingest commits on, and held the event loop for seconds, OTLP requests and /healthz waiting. Each
-   * statement commits on its own, so an ingest commit between two finds every table consistent.
+   * statement commits on its own, so an ingest commit between two finds every table consistent, and a pass
+   * stopped at a pause (signal) leaves the rest to the next one.
    */
-  prune(eventsBefore: number, rollupsBeforeMs: number, futureFromMs?: number): Promise<PruneResult> {
-    return runPaced(this.pruneSteps(eventsBefore, rollupsBeforeMs, futureFromMs));
+  async prune(eventsBefore: number, rollupsBeforeMs: number, futureFromMs?: number, signal?: AbortSignal): Promise<PruneResult> {
+    const result: PruneResult = { events: 0, rollups: 0, hooks: 0, guardTrims: 0 };
+    await untilStopped(runPaced(this.pruneSteps(result, eventsBefore, rollupsBeforeMs, futureFromMs), () => signal?.throwIfAborted()), signal);
+    return result;
   }
 
   /**
@@ -1122,47 +1125,51 @@ export class SqliteStore implements Store {
     return n;
   }
 
-  /** A delete of at most PRUNE_BATCH rows, run again until it deletes fewer; returns how many in all. */
-  private *pruneBatches(sql: string, params: readonly SQLInputValue[], forget?: 'hooks' | 'attrs' | 'segments'): Generator<void, number, void> {
-    let total = 0;
+  /**
+   * A delete of at most PRUNE_BATCH rows, run again until it deletes fewer; `count` is told what each one deleted
+   * (a pass stopped between two keeps what they deleted until then).
+   */
+  private *pruneBatches(sql: string, params: readonly SQLInputValue[], forget?: 'hooks' | 'attrs' | 'segments', count?: (n: number) => void): Generator<void, void, void> {
     for (;;) {
       const n = this.runPrune(sql, params, forget);
-      total += n;
-      if (n < PRUNE_BATCH) return total;
+      count?.(n);
+      if (n < PRUNE_BATCH) return;
       yield;
     }
   }
 
-  private *pruneSteps(eventsBefore: number, rollupsBeforeMs: number, futureFromMs?: number): Generator<void, PruneResult, void> {
-    const result: PruneResult = { events: 0, rollups: 0, hooks: 0, guardTrims: 0 };
+  /** The statements of a pass, what they delete added to `result` as they go. */
+  private *pruneSteps(result: PruneResult, eventsBefore: number, rollupsBeforeMs: number, futureFromMs?: number): Generator<void, void, void> {
+    const add = (kind: 'events' | 'rollups' | 'hooks' | 'guardTrims') => (n: number): void => {
+      result[kind] += n;
+    };
     // Whole hours of events (minute-sources.ts), and minute rollups by their own horizon.
     const eventsBeforeMs = eventsPruneBound(eventsBefore);
     const minutesBeforeMs = minuteRollupsPruneBound(Date.now(), eventsBeforeMs, this.retention);
     // Noted before anything is deleted: from now on no read counts on what goes.
     this.pruned = laterBounds(this.pruned, { eventsBeforeMs, minutesBeforeMs });
     this.read(() => this.c.sql.get('INSERT INTO store_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run(PRUNED_BEFORE_META, JSON.stringify(this.pruned)));
-    result.events = yield* this.pruneBatches(`DELETE FROM events WHERE id IN (SELECT id FROM events WHERE time_ms < ? LIMIT ${PRUNE_BATCH})`, [eventsBeforeMs], 'segments');
-    result.guardTrims = yield* this.pruneBatches(`DELETE FROM guard_trims WHERE dedup_key IN (SELECT dedup_key FROM guard_trims WHERE time_ms < ? LIMIT ${PRUNE_BATCH})`, [eventsBefore]);
+    yield* this.pruneBatches(`DELETE FROM events WHERE id IN (SELECT id FROM events WHERE time_ms < ? LIMIT ${PRUNE_BATCH})`, [eventsBeforeMs], 'segments', add('events'));
+    yield* this.pruneBatches(`DELETE FROM guard_trims WHERE dedup_key IN (SELECT dedup_key FROM guard_trims WHERE time_ms < ? LIMIT ${PRUNE_BATCH})`, [eventsBefore], undefined, add('guardTrims'));
     const key = '(hook_id, bucket, service_name, service_version)';
-    const rollups = (t: string, where: string, bound: number): Generator<void, number, void> => this.pruneBatches(`DELETE FROM ${t} WHERE ${key} IN (SELECT ${key.slice(1, -1)} FROM ${t} WHERE ${where} LIMIT ${PRUNE_BATCH})`, [bound], 'segments');
+    const rollups = (t: string, where: string, bound: number): Generator<void, void, void> => this.pruneBatches(`DELETE FROM ${t} WHERE ${key} IN (SELECT ${key.slice(1, -1)} FROM ${t} WHERE ${where} LIMIT ${PRUNE_BATCH})`, [bound], 'segments', add('rollups'));
     const hookIds = (this.read(() => this.c.sql.get('SELECT hook_id FROM hooks').all()) as { hook_id: string }[]).map((r) => r.hook_id);
     yield* this.pruneAttrRollups('<', eventsBeforeMs);
-    result.rollups += yield* rollups(ROLLUP_TABLES.minute, 'bucket < ?', minutesBeforeMs);
-    result.rollups += yield* rollups(ROLLUP_TABLES.hour, 'bucket < ?', rollupsBeforeMs);
-    result.rollups += yield* rollups(ROLLUP_TABLES.day, 'bucket < ?', rollupsBeforeMs);
+    yield* rollups(ROLLUP_TABLES.minute, 'bucket < ?', minutesBeforeMs);
+    yield* rollups(ROLLUP_TABLES.hour, 'bucket < ?', rollupsBeforeMs);
+    yield* rollups(ROLLUP_TABLES.day, 'bucket < ?', rollupsBeforeMs);
     // Dimension rollups are hours and days: they go with retention.rollups like the base ones (not counted in
     // `rollups`, which counts the base rows whatever the dimensions configured).
     yield* this.pruneDims(hookIds, '<', rollupsBeforeMs);
     if (futureFromMs !== undefined) {
-      result.events += yield* this.pruneBatches(`DELETE FROM events WHERE id IN (SELECT id FROM events WHERE time_ms >= ? LIMIT ${PRUNE_BATCH})`, [futureFromMs], 'segments');
-      for (const t of Object.values(ROLLUP_TABLES)) result.rollups += yield* rollups(t, 'bucket >= ?', futureFromMs);
+      yield* this.pruneBatches(`DELETE FROM events WHERE id IN (SELECT id FROM events WHERE time_ms >= ? LIMIT ${PRUNE_BATCH})`, [futureFromMs], 'segments', add('events'));
+      for (const t of Object.values(ROLLUP_TABLES)) yield* rollups(t, 'bucket >= ?', futureFromMs);
       yield* this.pruneDims(hookIds, '>=', futureFromMs);
       yield* this.pruneAttrRollups('>=', futureFromMs);
     }
-    result.hooks = yield* this.pruneBatches(`DELETE FROM hooks WHERE hook_id IN (${ORPHAN_HOOKS} LIMIT ${PRUNE_BATCH})`, [], 'hooks');
+    yield* this.pruneBatches(`DELETE FROM hooks WHERE hook_id IN (${ORPHAN_HOOKS} LIMIT ${PRUNE_BATCH})`, [], 'hooks', add('hooks'));
     // Attribute sets no event in retention can reference (last_ms covers every event of the set).
     yield* this.pruneBatches(`DELETE FROM attr_sets WHERE id IN (SELECT id FROM attr_sets WHERE last_ms < ? LIMIT ${PRUNE_BATCH})`, [eventsBeforeMs], 'attrs');
-    return result;
   }
 
   /** The dimension rollups' rows past the bound, a statement per few hooks, table and dimension. */
@@ -1212,8 +1219,12 @@ export class SqliteStore implements Store {
     return { inserted, duplicates: findings.length - inserted };
   }
 
-  pruneTranscriptFindings(beforeMs: number): Promise<number> {
-    return runPaced(this.pruneBatches(`DELETE FROM transcript_findings WHERE finding_id IN (SELECT finding_id FROM transcript_findings WHERE time_ms < ? LIMIT ${PRUNE_BATCH})`, [beforeMs]));
+  async pruneTranscriptFindings(beforeMs: number, signal?: AbortSignal): Promise<number> {
+    let total = 0;
+    await untilStopped(runPaced(this.pruneBatches(`DELETE FROM transcript_findings WHERE finding_id IN (SELECT finding_id FROM transcript_findings WHERE time_ms < ? LIMIT ${PRUNE_BATCH})`, [beforeMs], undefined, (n) => {
+      total += n;
+    }), () => signal?.throwIfAborted()), signal);
+    return total;
   }
 
   async transcriptCommands(hookId: string, q: RangeQuery): Promise<TranscriptCommandRow[]> {
