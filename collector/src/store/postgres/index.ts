@@ -29,7 +29,7 @@ import { inTransaction, isAnswerTimeout, isConnectTimeout, keepAlive, liftAnswer
 import { boundPause, holdLease, leaseHeld, type LeaseFence } from './fence.ts';
 import { buildEventsIndex, fillColumn, inMigrationTransaction, withMigrationLock, type Migration } from './migrate.ts';
 import { ConnectionSockets, CuttablePool } from './sockets.ts';
-import { NotLeaderError, StoreUnavailableError, hookCountersFrom, splitExpired, type Arrival, type ArrivalQuery, type HookInfo, type LatePersistedQuery, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store, type StoreSize, type FleetBucket } from '../store.ts';
+import { NotLeaderError, StoreUnavailableError, hookCountersFrom, splitExpired, untilStopped, type Arrival, type ArrivalQuery, type HookInfo, type LatePersistedQuery, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store, type StoreSize, type FleetBucket } from '../store.ts';
 
 export interface PostgresStoreOptions {
   /** postgres:// URL; its password never appears in logs or errors. */
@@ -1286,9 +1286,19 @@ export class PostgresStore implements Store {
     return this.classify(err, 'retention failed');
   }
 
-  async prune(eventsBefore: number, rollupsBeforeMs: number, futureFromMs?: number): Promise<PruneResult> {
-    const epoch = this.retentionEpoch();
+  async prune(eventsBefore: number, rollupsBeforeMs: number, futureFromMs?: number, signal?: AbortSignal): Promise<PruneResult> {
     const result: PruneResult & { partitions: number } = { events: 0, rollups: 0, hooks: 0, guardTrims: 0, partitions: 0 };
+    await untilStopped(this.pruneRun(result, eventsBefore, rollupsBeforeMs, futureFromMs, signal), signal);
+    return result;
+  }
+
+  /**
+   * A retention run, what it deletes added to `result` as it goes. Each batch is its own transaction: once
+   * `signal` aborts, the run ends before the next one (throwing signal.reason), and leaves the index rebuilds too.
+   */
+  private async pruneRun(result: PruneResult & { partitions: number }, eventsBefore: number, rollupsBeforeMs: number, futureFromMs: number | undefined, signal: AbortSignal | undefined): Promise<void> {
+    const epoch = this.retentionEpoch();
+    const go = (): void => signal?.throwIfAborted();
     // Whole hours of events (minute-sources.ts), and minute rollups by their own horizon.
     const eventsBeforeMs = eventsPruneBound(eventsBefore);
     // The database's time, read once for the run (the replicas share its clock, not their own).
@@ -1303,40 +1313,43 @@ export class PostgresStore implements Store {
     ));
     const n = this.pruneBatch;
     // Each batch is its own short transaction, fenced: ingest on other replicas never waits long behind retention.
-    // The batch size is the last parameter ($2, or $1 without a bound).
-    const batch = async (sql: string, ...bound: number[]): Promise<number> => {
-      let total = 0;
+    // The batch size is the last parameter ($2, or $1 without a bound); `count` is told what each one deleted.
+    const batch = async (count: ((deleted: number) => void) | undefined, sql: string, ...bound: number[]): Promise<void> => {
       for (;;) {
+        go();
         const r = await this.fenced(epoch, (c) => c.query(sql, [...bound, n]));
-        total += r.rowCount ?? 0;
-        if ((r.rowCount ?? 0) < n) return total;
+        count?.(r.rowCount ?? 0);
+        if ((r.rowCount ?? 0) < n) return;
       }
+    };
+    const add = (kind: 'events' | 'rollups' | 'guardTrims') => (deleted: number): void => {
+      result[kind] += deleted;
     };
     // Whole days go with their partition; only the day holding the bound is deleted from, in batches. A day whose
     // partition is left to the next run (a lock not granted in time) is not deleted from row by row meanwhile.
     const deferred: string[] = [];
-    const old = await this.dropPartitions(epoch, (d) => (d + 1) * DAY_MS <= eventsBeforeMs);
+    const old = await this.dropPartitions(epoch, (d) => (d + 1) * DAY_MS <= eventsBeforeMs, { signal });
     deferred.push(...old.deferred);
-    result.events = old.events;
-    result.partitions = old.partitions;
+    result.events += old.events;
+    result.partitions += old.partitions;
     const boundDayMs = Math.floor(eventsBeforeMs / DAY_MS) * DAY_MS;
-    result.events += await batch('DELETE FROM events WHERE (hook, time_ms, key) IN (SELECT hook, time_ms, key FROM events WHERE time_ms >= $1 AND time_ms < $2 ORDER BY time_ms LIMIT $3)', boundDayMs, eventsBeforeMs);
-    result.guardTrims = await batch('DELETE FROM guard_trims WHERE dedup_key IN (SELECT dedup_key FROM guard_trims WHERE time_ms < $1 LIMIT $2)', eventsBefore);
-    const rollups = (t: string, before: number): Promise<number> => batch(`DELETE FROM ${t} WHERE ctid IN (SELECT ctid FROM ${t} WHERE bucket < $1 LIMIT $2)`, before);
+    await batch(add('events'), 'DELETE FROM events WHERE (hook, time_ms, key) IN (SELECT hook, time_ms, key FROM events WHERE time_ms >= $1 AND time_ms < $2 ORDER BY time_ms LIMIT $3)', boundDayMs, eventsBeforeMs);
+    await batch(add('guardTrims'), 'DELETE FROM guard_trims WHERE dedup_key IN (SELECT dedup_key FROM guard_trims WHERE time_ms < $1 LIMIT $2)', eventsBefore);
+    const rollups = (t: string, before: number): Promise<void> => batch(add('rollups'), `DELETE FROM ${t} WHERE ctid IN (SELECT ctid FROM ${t} WHERE bucket < $1 LIMIT $2)`, before);
     // The rollup per attribute set goes with the events (attr-rollups.ts): whole hours past the bound in batches,
     // then the hour holding it folded again from its events left, in one transaction.
     const attrPrune = async (op: '<' | '>=', bound: number): Promise<void> => {
       const { old, edge } = attrRollupPruneSql(op, bound);
-      await batch(`DELETE FROM ${ATTR_ROLLUP_TABLE} WHERE ctid IN (SELECT ctid FROM ${ATTR_ROLLUP_TABLE} WHERE ${old} LIMIT $1)`);
+      await batch(undefined, `DELETE FROM ${ATTR_ROLLUP_TABLE} WHERE ctid IN (SELECT ctid FROM ${ATTR_ROLLUP_TABLE} WHERE ${old} LIMIT $1)`);
       if (edge.length === 0) return;
       await this.fenced(epoch, async (client) => {
         for (const sql of edge) await client.query(sql);
       });
     };
     await attrPrune('<', eventsBeforeMs);
-    result.rollups += await rollups(ROLLUP_TABLES.minute, minutesBeforeMs);
-    result.rollups += await rollups(ROLLUP_TABLES.hour, rollupsBeforeMs);
-    result.rollups += await rollups(ROLLUP_TABLES.day, rollupsBeforeMs);
+    await rollups(ROLLUP_TABLES.minute, minutesBeforeMs);
+    await rollups(ROLLUP_TABLES.hour, rollupsBeforeMs);
+    await rollups(ROLLUP_TABLES.day, rollupsBeforeMs);
     // Dimension rollups are hours and days: they go with retention.rollups like the base ones (not counted in
     // `rollups`, which counts the base rows whatever the dimensions configured).
     const hookIds = (await this.query('SELECT hook_id FROM hooks', [])).map((r) => String(r['hook_id']));
@@ -1344,34 +1357,43 @@ export class PostgresStore implements Store {
       for (let i = 0; i < hookIds.length; i += DIM_PRUNE_HOOKS) {
         const chunk = hookIds.slice(i, i + DIM_PRUNE_HOOKS);
         for (const t of Object.values(DIM_ROLLUP_TABLES)) {
-          for (const dim of this.rolled) await this.fenced(epoch, (c) => c.query(dimPruneSql(t, 'hook_id = ANY($1::text[])', op, (k) => `$${k}`), [chunk, dim, bound]));
+          for (const dim of this.rolled) {
+            go();
+            await this.fenced(epoch, (c) => c.query(dimPruneSql(t, 'hook_id = ANY($1::text[])', op, (k) => `$${k}`), [chunk, dim, bound]));
+          }
         }
       }
       for (const t of Object.values(DIM_CLIENT_TABLES)) {
-        for (const dim of this.rolled) await this.fenced(epoch, (c) => c.query(dimClientPruneSql(t, op, (k) => `$${k}`), [dim, bound]));
+        for (const dim of this.rolled) {
+          go();
+          await this.fenced(epoch, (c) => c.query(dimClientPruneSql(t, op, (k) => `$${k}`), [dim, bound]));
+        }
       }
     };
     await dimPrune('<', rollupsBeforeMs);
     if (futureFromMs !== undefined) {
       // Once a lock was not granted, the days ahead wait for the next run too: each attempt would hold ingest
       // behind it for as long again.
-      const ahead = deferred.length > 0 ? { events: 0, partitions: 0, deferred: [] } : await this.dropPartitions(epoch, (d) => d * DAY_MS >= futureFromMs, { keepEmpty: true });
+      const ahead = deferred.length > 0 ? { events: 0, partitions: 0, deferred: [] } : await this.dropPartitions(epoch, (d) => d * DAY_MS >= futureFromMs, { keepEmpty: true, signal });
       deferred.push(...ahead.deferred);
       result.events += ahead.events;
       result.partitions += ahead.partitions;
       const nextDayMs = Math.ceil(futureFromMs / DAY_MS) * DAY_MS;
-      result.events += await batch('DELETE FROM events WHERE (hook, time_ms, key) IN (SELECT hook, time_ms, key FROM events WHERE time_ms >= $1 AND time_ms < $2 LIMIT $3)', futureFromMs, nextDayMs);
-      const future = (t: string): Promise<number> => batch(`DELETE FROM ${t} WHERE ctid IN (SELECT ctid FROM ${t} WHERE bucket >= $1 LIMIT $2)`, futureFromMs);
-      for (const t of Object.values(ROLLUP_TABLES)) result.rollups += await future(t);
+      await batch(add('events'), 'DELETE FROM events WHERE (hook, time_ms, key) IN (SELECT hook, time_ms, key FROM events WHERE time_ms >= $1 AND time_ms < $2 LIMIT $3)', futureFromMs, nextDayMs);
+      for (const t of Object.values(ROLLUP_TABLES)) await batch(add('rollups'), `DELETE FROM ${t} WHERE ctid IN (SELECT ctid FROM ${t} WHERE bucket >= $1 LIMIT $2)`, futureFromMs);
       await dimPrune('>=', futureFromMs);
       await attrPrune('>=', futureFromMs);
     }
-    result.hooks = await this.pruneOrphanHooks(epoch, n);
+    result.hooks = await this.pruneOrphanHooks(epoch, n, signal);
     if (result.hooks > 0) this.known.clear();
     // Attribute sets no event in retention can reference (last_ms covers every event of the set).
     // The outer condition again: under READ COMMITTED a row another replica's ingest has just moved on (a
     // session resumed) is rechecked against the outer WHERE only, and must then stay.
-    if (await batch('DELETE FROM attr_sets WHERE id IN (SELECT id FROM attr_sets WHERE last_ms < $1 LIMIT $2) AND last_ms < $1', eventsBeforeMs) > 0) this.attrs.clear();
+    await batch((deleted) => {
+      if (deleted > 0) this.attrs.clear();
+    }, 'DELETE FROM attr_sets WHERE id IN (SELECT id FROM attr_sets WHERE last_ms < $1 LIMIT $2) AND last_ms < $1', eventsBeforeMs);
+    // A stopping process leaves the rebuilds (each may wait on old transactions) and the days ahead to the next run.
+    go();
     // Not fenced (a rebuild changes no row): one meeting another replica's on the same index fails on its lock.
     // One run's rebuilds at a time: a rebuild waiting on an old transaction may outlast the next run's start,
     // which would otherwise take it for an interrupted one and start the same rebuild beside it.
@@ -1397,7 +1419,6 @@ export class PostgresStore implements Store {
       result.partitionsDeferred = deferred.length;
       this.logger?.warn('event partitions left to the next retention run: a lock on events was not granted in time', { partitions: deferred, lockTimeoutMs: PARTITION_DDL_LOCK_TIMEOUT_MS });
     }
-    return result;
   }
 
   /**
@@ -1408,9 +1429,11 @@ export class PostgresStore implements Store {
    * this transaction. The delete then checks again in a new statement, whose snapshot sees every such commit.
    * Locks are taken in hook id order, as ingest takes them.
    */
-  private async pruneOrphanHooks(epoch: number, n: number): Promise<number> {
+  private async pruneOrphanHooks(epoch: number, n: number, signal: AbortSignal | undefined): Promise<number> {
     let total = 0;
     for (;;) {
+      // Stopping (Store.prune): the hooks deleted so far are counted, the caller ends the run.
+      if (signal?.aborted) return total;
       const candidates = (await this.write(`${ORPHAN_HOOKS} ORDER BY hook_id LIMIT $1`, [n])).map((r) => String(r['hook_id']));
       if (candidates.length === 0) return total;
       const deleted = await this.fenced(epoch, async (client) => {
@@ -1553,11 +1576,13 @@ export class PostgresStore implements Store {
    * Not DETACH ... CONCURRENTLY: it waits for those same transactions to end (a dump's, for hours), and cut short
    * by a timeout it leaves the partition pending, to be finished by hand or by the next run.
    */
-  private async dropPartitions(epoch: number, due: (day: number) => boolean, opts: { keepEmpty?: boolean } = {}): Promise<{ events: number; partitions: number; deferred: string[] }> {
+  private async dropPartitions(epoch: number, due: (day: number) => boolean, opts: { keepEmpty?: boolean; signal?: AbortSignal | undefined } = {}): Promise<{ events: number; partitions: number; deferred: string[] }> {
     let events = 0;
     let partitions = 0;
     const days = (await this.partitionDays()).filter(due).sort((a, b) => a - b);
     for (const [i, d] of days.entries()) {
+      // Stopping (Store.prune): the days dropped so far are counted, the caller ends the run.
+      if (opts.signal?.aborted) break;
       const name = `${PARTITION_PREFIX}${d}`;
       // The days ahead made ready for ingest hold nothing yet: dropped, each would be made again at once, and each
       // DETACH and CREATE takes a lock on events that ingest waits behind.
@@ -1600,10 +1625,11 @@ export class PostgresStore implements Store {
     return { inserted: rows.length, duplicates: findings.length - rows.length };
   }
 
-  async pruneTranscriptFindings(beforeMs: number): Promise<number> {
+  async pruneTranscriptFindings(beforeMs: number, signal?: AbortSignal): Promise<number> {
     const epoch = this.retentionEpoch();
     let total = 0;
     for (;;) {
+      if (signal?.aborted) return total;
       const r = await this.fenced(epoch, (c) => c.query('DELETE FROM transcript_findings WHERE finding_id IN (SELECT finding_id FROM transcript_findings WHERE time_ms < $1 LIMIT $2)', [beforeMs, this.pruneBatch]));
       const deleted = r.rowCount ?? 0;
       total += deleted;

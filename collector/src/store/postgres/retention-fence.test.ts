@@ -3,7 +3,8 @@
  * freeze) in the middle of a retention run, past its lease, while another replica takes the lease over, deletes
  * nothing more once it resumes; the new leader's run deletes what is due, and the paused one counts its run as
  * not_leader, not as a failure of retention. A batch that takes long (waiting on a row lock) holds neither the
- * renewal of the lease nor its leader's leadership.
+ * renewal of the lease nor its leader's leadership. A run under way when the process stops ends between two
+ * batches.
  */
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
@@ -172,5 +173,33 @@ describe('retention fenced by the leader lease', () => {
     console.log(`lease ${lease}: ${lines.filter((l) => l.level === 'warn').map((l) => l.msg).join('; ')}`);
     expect({ notLeader: stats.notLeader, failed: stats.failed, succeeded: stats.succeeded }).toEqual(outcome === 'not_leader' ? { notLeader: 1, failed: 0, succeeded: 0 } : { notLeader: 0, failed: 1, succeeded: 0 });
     expect(await eventsLeft(url)).toBe(EVENTS - 2 * BATCH);
+  }, 60_000);
+});
+
+describe('retention stopped with the process', () => {
+  it('a run stopped while a batch is under way ends once that batch commits, counted as stopped; the next run deletes the rest', async () => {
+    const { url, store } = await fencedStore();
+    // Retention by the database clock: every event is past the bound, in the day holding it.
+    const eventsMs = Date.now() - (T0 + 2 * 3_600_000);
+    const retention = new Retention({ store, eventsMs, rollupsMs: eventsMs, maxFutureSkewMs: 60_000, isLeader: () => true, logger: recordingLogger().logger, now: Date.now });
+    const pause = pauseAt(insideThirdBatch);
+    db.defer(async () => pause.restore());
+    void retention.run();
+    await pause.paused;
+    // The process stops (SIGTERM) while the third batch is on its way to the server.
+    const stopping = retention.stop();
+    pause.resume();
+    await stopping;
+    pause.restore();
+    // That batch commits; the run sends none after it (it went on to the end before).
+    expect(await eventsLeft(url)).toBe(EVENTS - 3 * BATCH);
+    expect(retention.stats).toMatchObject({ stopped: 1, succeeded: 0, failed: 0, notLeader: 0 });
+    expect(retention.stats.removed.events).toBe(3 * BATCH);
+
+    const next = new Retention({ store, eventsMs, rollupsMs: eventsMs, maxFutureSkewMs: 60_000, isLeader: () => true, logger: recordingLogger().logger, now: Date.now });
+    await next.run();
+    expect(next.stats).toMatchObject({ succeeded: 1, stopped: 0 });
+    expect(next.stats.removed.events).toBe(EVENTS - 3 * BATCH);
+    expect(await eventsLeft(url)).toBe(0);
   }, 60_000);
 });
