@@ -3,10 +3,11 @@
  * clients keep sending: every record that got a 200 is in the store afterwards, and the process exits 0
  * within the shutdown bound. While it drains, /readyz says not ready and /healthz still answers. A hung client
  * cannot hold it past the bound, nor can a step waiting on nothing end it early and silently; a slow but healthy
- * alert event endpoint gets the time its export is allowed; a second signal exits at once.
+ * alert event endpoint gets the time its export is allowed; a second signal exits at once. A retention pass under
+ * way (a large file's first pass takes seconds) ends between two batches instead of holding the stop.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -14,6 +15,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { SqliteStore } from './store/sqlite/index.ts';
 import { otlpAccepted, otlpHookBody, WebhookSink } from '../test/support/alerting.ts';
 import { holdRequest } from '../test/support/held-request.ts';
+import { loadHistory } from '../test/support/history.ts';
 import { isolatedEnv } from '../test/support/service.ts';
 import { waitForStarted, type StartedLine } from '../test/support/started.ts';
 
@@ -76,6 +78,13 @@ async function waitForLine(child: Child, msg: string): Promise<void> {
     if (performance.now() > deadline) throw new Error(`no "${msg}" line: ${child.lines.join('\n')}`);
     await new Promise((r) => setTimeout(r, 20));
   }
+}
+
+/** When the child logged `msg` (its line's time, ms since the epoch). */
+function lineTime(child: Child, msg: string): number {
+  const line = child.lines.find((l) => l.includes(`"msg":"${msg}"`));
+  if (!line) throw new Error(`no "${msg}" line: ${child.lines.join('\n')}`);
+  return Date.parse((JSON.parse(line) as { time: string }).time);
 }
 
 describe('graceful shutdown of hookwatch serve', { timeout: TEST_TIMEOUT_MS }, () => {
@@ -245,6 +254,48 @@ describe('graceful shutdown of hookwatch serve', { timeout: TEST_TIMEOUT_MS }, (
     const exit = await child.exited;
     expect(exit.code, child.lines.join('\n')).toBe(0);
     expect(child.lines.filter((l) => l.includes('"msg":"configuration reload'))).toEqual([]);
+  });
+
+  it('SIGTERM during a long retention pass ends it between two batches: exit 0, the next start deletes the rest', async () => {
+    // Two copies of one file holding 40,000 events past retention.events (30 days), for the pass at start.
+    const [whole, stopped] = [0, 1].map(() => {
+      const dir = mkdtempSync(join(tmpdir(), 'hookwatch-shutdown-'));
+      dirs.push(dir);
+      return dir;
+    }) as [string, string];
+    const now = Date.now();
+    const seeded = new SqliteStore({ path: join(whole, 'hookwatch.db') });
+    await loadHistory(seeded, { events: 40_000, fromMs: now - 50 * 86_400_000, toMs: now - 40 * 86_400_000, hooks: 200 });
+    await seeded.close();
+    for (const file of ['hookwatch.db', 'hookwatch.db-wal']) if (existsSync(join(whole, file))) copyFileSync(join(whole, file), join(stopped, file));
+    const removed = (child: Child): number => (JSON.parse(child.lines.find((l) => l.includes('"msg":"retention removed old data"')) ?? '{}') as { events?: number }).events ?? 0;
+
+    // The pass run to its end, for how long it takes: from the start line on (it began before), a lower bound.
+    const first = await startChild(whole);
+    await waitForLine(first, 'retention removed old data');
+    first.proc.kill('SIGTERM');
+    expect((await first.exited).code, first.lines.join('\n')).toBe(0);
+    expect(removed(first)).toBe(40_000);
+    const passMs = lineTime(first, 'retention removed old data') - lineTime(first, 'hookwatch started');
+
+    // The same pass, SIGTERM as soon as the process has started.
+    const child = await startChild(stopped);
+    child.proc.kill('SIGTERM');
+    const exit = await child.exited;
+    const log = child.lines.join('\n');
+    expect(exit.code, log).toBe(0);
+    const stopMs = lineTime(child, 'retention run stopped: hookwatch is stopping; the next run deletes the rest') - lineTime(child, 'shutting down');
+    expect(stopMs / passMs, `the pass stopped ${stopMs} ms after SIGTERM; the whole pass took over ${passMs} ms`).toBeLessThan(0.5);
+    const deleted = removed(child);
+    expect(deleted).toBeGreaterThan(0);
+    expect(deleted).toBeLessThan(40_000);
+
+    // The next start's pass deletes the rest.
+    const next = await startChild(stopped);
+    await waitForLine(next, 'retention removed old data');
+    next.proc.kill('SIGTERM');
+    expect((await next.exited).code, next.lines.join('\n')).toBe(0);
+    expect(removed(next)).toBe(40_000 - deleted);
   });
 
   it('a second SIGTERM exits at once', async () => {
