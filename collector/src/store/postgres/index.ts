@@ -409,9 +409,13 @@ function grownPastPacked(p: { indexBytes: number; tableBytes: number }, packedSh
   return p.indexBytes >= REPACK_MIN_BYTES && p.tableBytes >= REPACK_MIN_BYTES && p.indexBytes / p.tableBytes > packedShare * REPACK_GROWTH;
 }
 
-/** An answer's snapshot: its connection, in its transaction. */
+/** An answer's snapshot: its connection, in its transaction, asked one statement at a time (`query`). */
 interface Snapshot {
   client: pg.PoolClient;
+  /** Settles once the statement asked last is answered: the next one is sent after it. */
+  last: Promise<unknown>;
+  /** Why no further statement is sent: one failed (the transaction is aborted), or the answer was read. */
+  over?: unknown;
 }
 
 export class PostgresStore implements Store {
@@ -1761,9 +1765,24 @@ export class PostgresStore implements Store {
     this.sockets.destroyAll();
   }
 
-  /** A read query, on the read pool, or in the snapshot of the answer it is part of (`snapshot`). */
+  /**
+   * A read query, on the read pool, or in the snapshot of the answer it is part of (`snapshot`). An answer asks
+   * several at once (its segments, its edges): each is sent on the snapshot's connection once the one before is
+   * answered, never queued in pg behind a statement still running. After a failure (its transaction is aborted)
+   * the rest fail with the same error, unsent, as does a statement asked once the answer was read (its connection
+   * may be back in the pool by then).
+   */
   private query(sql: string, params: unknown[]): Promise<Record<string, unknown>[]> {
-    return this.run(this.answers.getStore()?.client ?? this.readPool, sql, params);
+    const snapshot = this.answers.getStore();
+    if (!snapshot) return this.run(this.readPool, sql, params);
+    const answered = snapshot.last.then(() => {
+      if (snapshot.over !== undefined) throw snapshot.over;
+      return this.run(snapshot.client, sql, params);
+    });
+    snapshot.last = answered.catch((err: unknown) => {
+      snapshot.over ??= err;
+    });
+    return answered;
   }
 
   /**
@@ -1779,10 +1798,15 @@ export class PostgresStore implements Store {
     await this.currentBounds();
     // The answer's own failures are classified where they happen (`run`); the rest are the transaction's.
     let readFailed = false;
-    const answer = (client: pg.PoolClient): Promise<T> => this.answers.run({ client }, () => read().catch((err: unknown) => {
-      readFailed = true;
-      throw err;
-    }));
+    const answer = (client: pg.PoolClient): Promise<T> => {
+      const snapshot: Snapshot = { client, last: Promise.resolve() };
+      return this.answers.run(snapshot, () => read().catch((err: unknown) => {
+        readFailed = true;
+        throw err;
+      }).finally(() => {
+        snapshot.over ??= new Error('store query asked after its answer was read');
+      }));
+    };
     try {
       return await inTransaction(this.readPool, answer, undefined, 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
     } catch (err) {
