@@ -5,7 +5,8 @@
  * store-outage.test.ts real exports to a real PostgreSQL.
  */
 import { EventEmitter } from 'node:events';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { OverloadedError } from '../../pipeline/errors.ts';
 import { StoreUnavailableError } from '../../store/store.ts';
 import { STORE_HOLD, StoreHolds } from './store-hold.ts';
 
@@ -51,5 +52,56 @@ describe('StoreHolds woken when the database answers again', () => {
     expect(await Promise.all(committed)).toEqual(tries.map((_, i) => i));
     expect(tries).toEqual(new Array<number>(n).fill(2));
     expect(holds.stats).toEqual({ committed: n, unavailable: 0, cancelled: 0, refused: 0 });
+  });
+
+  describe('while otlp.maxPendingRequests batches already wait for the store', () => {
+    // The backoff's timers stand still unless the test moves them: every try below is one a hold was woken for.
+    afterEach(() => {
+      vi.useRealTimers();
+    });
+
+    it('wakes the next hold as a try ends, not all of them in a burst while the one place is taken', async () => {
+      vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
+      const holds = new StoreHolds(1);
+      const n = 4;
+      const tries = new Array<number>(n + 1).fill(0);
+      /** Ends the one try waiting for the store (otlp.maxPendingRequests 1); undefined while none does. */
+      let release: (() => void) | undefined;
+      const commit = (i: number) => async (): Promise<number> => {
+        if (tries[i]!++ === 0) throw new StoreUnavailableError('store cannot write: connection refused');
+        if (release) throw new OverloadedError('1 batches are waiting for the store; retry later', 1);
+        await new Promise<void>((resolve) => (release = () => {
+          release = undefined;
+          resolve();
+        }));
+        return i;
+      };
+      // The first hold's try at the end of its backoff takes the one place.
+      const first = holds.commit(heldCall(), commit(0));
+      await vi.advanceTimersByTimeAsync(STORE_HOLD.firstRetryMs);
+      expect(release).toBeDefined();
+      const rest = Array.from({ length: n }, (_, k) => holds.commit(heldCall(), commit(k + 1)));
+      await turn();
+      expect(tries).toEqual([2, 1, 1, 1, 1]);
+
+      // The database answers again: one woken hold finds the place taken; the others are not tried.
+      holds.reachable();
+      await turn();
+      expect(tries).toEqual([2, 2, 1, 1, 1]);
+      // The try in the store ends: the next hold tries at once, not at the end of its backoff.
+      for (let k = 2; k <= n; k++) {
+        release!();
+        await turn();
+        expect(tries[k], `hold ${k}`).toBe(2);
+        expect(release).toBeDefined();
+      }
+      // The hold that found the place taken tries again last.
+      release!();
+      await turn();
+      expect(tries).toEqual([2, 3, 2, 2, 2]);
+      release!();
+      expect(await Promise.all([first, ...rest])).toEqual([0, 1, 2, 3, 4]);
+      expect(holds.stats).toEqual({ committed: n + 1, unavailable: 0, cancelled: 0, refused: 0 });
+    });
   });
 });

@@ -9,11 +9,12 @@
  * A hold tries again after STORE_HOLD.firstRetryMs, doubling up to maxRetryMs, and sooner when the store finds
  * the database answering again (reachable()). A later try that finds hookwatch overloaded (OverloadedError: as
  * many batches waiting for the store as otlp.maxPendingRequests allows, the forwarding queue full) is tried again
- * the same way. A hold ends marginMs before the client's deadline (grpc-timeout: the JavaScript exporter's is its
- * 10 s export timeout) and at most capMs after it began (noDeadlineMs for a client that sets none), answered as
- * its last try failed (UNAVAILABLE either way): never acknowledged before the store took it. A try still
- * running then is left to end by itself; a batch it commits is found stored when the client sends it again (the
- * events' idempotency keys), as is what a try that failed halfway (a request committed in parts) had committed.
+ * the same way, and sooner once another hold's try ends: the place that try took is free then. A hold ends
+ * marginMs before the client's deadline (grpc-timeout: the JavaScript exporter's is its 10 s export timeout) and
+ * at most capMs after it began (noDeadlineMs for a client that sets none), answered as its last try failed
+ * (UNAVAILABLE either way): never acknowledged before the store took it. A try still running then is left to end
+ * by itself; a batch it commits is found stored when the client sends it again (the events' idempotency keys), as
+ * is what a try that failed halfway (a request committed in parts) had committed.
  * A client that cancels, or whose deadline passes, ends its hold, and a stop ends every hold at once.
  * The held call keeps what it holds of otlp.maxInflightBytes (its message, its decoded request) until it is answered
  * and no try is running on them (index.ts).
@@ -75,9 +76,12 @@ function settle<T>(attempt: Promise<T>, ended: AbortSignal): Promise<Attempt<T> 
 export class StoreHolds {
   readonly stats: Record<HoldOutcome, number> = { committed: 0, unavailable: 0, cancelled: 0, refused: 0 };
   private readonly stopping = new AbortController();
-  /** Wakes each hold waiting for its next try (woken: by reachable()), in the order they began to wait. */
+  /** Wakes each hold waiting for its next try (woken: in line, see toWake), in the order they began to wait. */
   private readonly waiting = new Set<Wake>();
-  /** The waiting holds reachable() has yet to wake, and how many it woke are trying now. */
+  /**
+   * The waiting holds to wake as tries end, in line: those reachable() found waiting, and those whose last try
+   * found hookwatch overloaded. How many of them woken are trying now.
+   */
   private readonly toWake = new Set<Wake>();
   private wokenTrying = 0;
   private readonly atOnce: number;
@@ -91,7 +95,9 @@ export class StoreHolds {
    * The database answers again: held exports try now, not at the end of their backoff. Their tries run a few at
    * a time (atOnce), the longest waiting first, each next one woken as one ends: all at once, they would be as
    * many batches waiting at once for a database that has just come back, past otlp.maxPendingRequests, and the
-   * tries that came next would find hookwatch overloaded.
+   * tries that came next would find hookwatch overloaded. A woken try that finds it overloaded all the same (the
+   * place taken by a try at the end of its backoff) wakes no other, which would find the place taken too: that
+   * hold waits in line again, and the next is woken once a try ends.
    * A hold not woken yet still tries at the end of its backoff. Another call adds the holds waiting by then.
    */
   reachable(): void {
@@ -105,7 +111,7 @@ export class StoreHolds {
     this.stopping.abort();
   }
 
-  /** Wakes the holds reachable() is to wake, while fewer than atOnce it woke are trying. */
+  /** Wakes the holds in line, while fewer than atOnce woken are trying. */
   private wakeNext(): void {
     for (const wake of this.toWake) {
       if (this.wokenTrying >= this.atOnce) return;
@@ -141,17 +147,20 @@ export class StoreHolds {
     call.once('cancelled', cancelled);
     this.stopping.signal.addEventListener('abort', stopped, { once: true });
     let err = first;
+    /** Whether the last try found hookwatch overloaded: the hold then waits in line for a place as well. */
+    let overloaded = false;
     try {
       for (let delayMs: number = STORE_HOLD.firstRetryMs; ; delayMs = Math.min(2 * delayMs, STORE_HOLD.maxRetryMs)) {
-        const woken = await this.pause(delayMs, ended.signal);
+        const woken = await this.pause(delayMs, ended.signal, overloaded);
         let attempt: Attempt<T> | undefined;
         try {
           attempt = ended.signal.aborted ? undefined : await settle(commit(), ended.signal);
         } finally {
-          if (woken) {
-            this.wokenTrying--;
-            this.wakeNext();
-          }
+          if (woken) this.wokenTrying--;
+          overloaded = attempt?.ok === false && mapError(attempt.err).reason === 'overloaded';
+          // A try that ended otherwise than overloaded leaves its place in the store to the next hold in line;
+          // one that found none leaves none, and woken, that next would only find it taken too.
+          if (!overloaded) this.wakeNext();
         }
         if (!attempt) {
           this.stats[ended.signal.reason as HoldOutcome]++;
@@ -174,18 +183,23 @@ export class StoreHolds {
     }
   }
 
-  /** Resolves after `ms` or when `ended` fires (false), or when reachable() wakes it (true). */
-  private pause(ms: number, ended: AbortSignal): Promise<boolean> {
+  /**
+   * Resolves after `ms` or when `ended` fires (false), or when woken in line (true): after reachable(), or with
+   * `inLine` (the last try found hookwatch overloaded) as tries end.
+   */
+  private pause(ms: number, ended: AbortSignal, inLine: boolean): Promise<boolean> {
     return new Promise((resolve) => {
       const done: Wake = (woken) => {
         clearTimeout(timer);
         this.waiting.delete(done);
+        this.toWake.delete(done);
         ended.removeEventListener('abort', notWoken);
         resolve(woken);
       };
       const notWoken = (): void => done(false);
       const timer = setTimeout(notWoken, ms);
       this.waiting.add(done);
+      if (inLine) this.toWake.add(done);
       ended.addEventListener('abort', notWoken, { once: true });
     });
   }
