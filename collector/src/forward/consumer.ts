@@ -28,6 +28,11 @@ export interface ForwardingStageOptions {
 /** Commits requests to the durable queue, refusing (503 + Retry-After) rather than dropping when it is full. */
 export class ForwardingStage implements PassThroughConsumer {
   private readonly opts: ForwardingStageOptions;
+  /**
+   * The requests counted in refusedFull already: an OTLP/gRPC export held while the queue is full is checked
+   * again on each try (receiver/otlp-grpc/store-hold.ts), and is still one request found the queue full.
+   */
+  private readonly refusedFull = new WeakSet<RawRequest>();
 
   constructor(opts: ForwardingStageOptions) {
     this.opts = opts;
@@ -43,7 +48,10 @@ export class ForwardingStage implements PassThroughConsumer {
       throw new TooLargeError(`request of ${raw.body.length} bytes is larger than the whole forwarding queue (${this.opts.queue.maxBytes} bytes)`);
     }
     if (!this.opts.queue.hasRoom(raw.body.length)) {
-      this.opts.queue.countRefused();
+      if (!this.refusedFull.has(raw)) {
+        this.refusedFull.add(raw);
+        this.opts.queue.countRefused();
+      }
       this.enqueueRefused();
     }
   }

@@ -11,8 +11,16 @@ import { DecodeBudget, DecodeLimitError, type LogsRequest } from '../otlp/model.
 import { OverloadedError, TooLargeError } from '../pipeline/errors.ts';
 import { runPaced, type PacedSteps, type Steps } from '../paced.ts';
 
-function heldError(limitBytes: number): OverloadedError {
-  return new OverloadedError(`hookwatch is holding otlp.maxInflightBytes (${limitBytes} bytes) of requests in memory; retry later`);
+/**
+ * otlp.maxInflightBytes is spent: answered as any OverloadedError (503 / UNAVAILABLE with a retry delay), but never
+ * held over gRPC (otlp-grpc/store-hold.ts), where the held call would keep its bytes in that budget meanwhile.
+ */
+export class InflightFullError extends OverloadedError {
+  override name = 'InflightFullError';
+}
+
+function heldError(limitBytes: number): InflightFullError {
+  return new InflightFullError(`hookwatch is holding otlp.maxInflightBytes (${limitBytes} bytes) of requests in memory; retry later`);
 }
 
 export class InflightBudget {
@@ -63,7 +71,7 @@ export class InflightAccount {
     return this.held;
   }
 
-  /** Charges `bytes` more to this request; throws OverloadedError when the process-wide budget is spent. */
+  /** Charges `bytes` more to this request; throws InflightFullError when the process-wide budget is spent. */
   take(bytes: number): void {
     if (this.released) throw new Error('in-flight account used after release');
     if (!this.budget.tryTake(bytes)) {

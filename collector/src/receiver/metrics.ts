@@ -1,6 +1,6 @@
 /**
  * The receivers' figures for /metrics: OTLP requests by transport, signal and outcome, rejections by reason, and
- * the OTLP/gRPC exports held while the store was unavailable.
+ * the OTLP/gRPC exports held while the store was unavailable or hookwatch overloaded.
  */
 import type { MetricsRegistry } from '../telemetry/metrics.ts';
 import { HOLD_OUTCOMES, REJECT_REASONS, type ReceiverStats } from './options.ts';
@@ -38,7 +38,7 @@ export function registerReceiverMetrics(metrics: MetricsRegistry, receivers: rea
     },
   });
   metrics.collectedCounter('otlp', {
-    name: 'hookwatch_otlp_requests_held_total', help: 'OTLP/gRPC exports held while the store was unavailable and tried again, by how the hold ended (committed, unavailable, cancelled, refused).',
+    name: 'hookwatch_otlp_requests_held_total', help: 'OTLP/gRPC exports held while the store was unavailable or hookwatch overloaded and tried again, by how the hold ended (committed, unavailable, cancelled, refused).',
     labelNames: ['transport', 'outcome'],
     collect: (set) => {
       for (const { transport, stats } of receivers) {

@@ -59,11 +59,11 @@ export const REJECT_REASONS = {
 export type RejectReason = (typeof REJECT_REASONS)[keyof typeof REJECT_REASONS][number];
 
 /**
- * How an OTLP/gRPC export held while the store was unavailable (otlp-grpc/store-hold.ts) ended: committed (the
- * store took the export: answered OK), unavailable (still not taken when the hold's time was up, or hookwatch
- * stopping: UNAVAILABLE), cancelled (the client cancelled, or its deadline passed), refused (a later try failed
- * otherwise than with the store unavailable or hookwatch overloaded, which are tried again: answered as that
- * error is).
+ * How an OTLP/gRPC export held while the store was unavailable or hookwatch overloaded (otlp-grpc/store-hold.ts)
+ * ended: committed (the store took the export: answered OK), unavailable (still not taken when the hold's time
+ * was up, or hookwatch stopping: UNAVAILABLE), cancelled (the client cancelled, or its deadline passed), refused
+ * (a later try failed otherwise than with the store unavailable or hookwatch overloaded, which are tried again:
+ * answered as that error is).
  */
 export const HOLD_OUTCOMES = ['committed', 'unavailable', 'cancelled', 'refused'] as const;
 export type HoldOutcome = (typeof HOLD_OUTCOMES)[number];
@@ -76,7 +76,7 @@ export const WRONG_PROTOCOL_LOG_INTERVAL_MS = 60_000;
 
 /**
  * Counters for /metrics and tests: requests by signal and outcome, rejections by reason, and over OTLP/gRPC the
- * exports held while the store was unavailable, by how the hold ended (otlp-grpc/store-hold.ts).
+ * exports held while the store was unavailable or hookwatch overloaded, by how the hold ended (otlp-grpc/store-hold.ts).
  */
 export interface ReceiverStats {
   requests: Record<string, number>;

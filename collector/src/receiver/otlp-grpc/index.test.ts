@@ -40,10 +40,15 @@ class Recorder implements LogsConsumer, PassThroughConsumer {
   logs: { req: LogsRequest; raw: RawRequest }[] = [];
   passed: RawRequest[] = [];
   fail: Error | undefined;
+  /** While set, admit() throws it: a request refused before the receiver decodes it. */
+  refuse: Error | undefined;
   /** While set, a request waits for it before it is taken: a call kept in flight. */
   hold: Promise<void> | undefined;
   /** Requests that have reached this stage, taken or not. */
   arrived = 0;
+  admit(): void {
+    if (this.refuse) throw this.refuse;
+  }
   async consumeLogs(req: LogsRequest, raw: RawRequest): Promise<ConsumeResult> {
     this.arrived++;
     await this.hold;
@@ -233,14 +238,17 @@ describe('OTLP/gRPC receiver status codes', () => {
     expect(receiver?.stats.rejected).toEqual({ bad_request: 2 });
   });
 
-  it('answers UNAVAILABLE with RetryInfo when the next stage is overloaded', async () => {
+  it('answers UNAVAILABLE with RetryInfo when the next stage stays overloaded, a second before the client\'s deadline', async () => {
     const { url, next } = await start();
     next.fail = new OverloadedError('queue full', 7);
-    const { err } = await rawExport(url, Buffer.alloc(0));
+    // Held until then: 500 ms, tried again 250 ms on.
+    const err = await exportOwn(url, Buffer.alloc(0), 1500).answered;
     expect(err?.code).toBe(GrpcStatus.UNAVAILABLE);
     const details = err?.metadata.get(STATUS_DETAILS_KEY)[0];
     expect(Buffer.isBuffer(details)).toBe(true);
     expect(retryDelayFromStatus(details as Buffer)).toBe(7000);
+    expect(next.arrived).toBe(2);
+    expect(receiver?.stats.held).toEqual({ committed: 0, unavailable: 1, cancelled: 0, refused: 0 });
   });
 
   it('takes a client cancelling its call before the answer in its stride (an exporter\'s process exiting)', async () => {
@@ -351,6 +359,53 @@ describe('OTLP/gRPC receiver holding exports the store cannot take now', () => {
     expect(await answered).toBeNull();
     expect(next.logs).toHaveLength(1);
     expect(receiver?.stats.held).toEqual({ committed: 1, unavailable: 0, cancelled: 0, refused: 0 });
+  });
+
+  it('holds an export whose first try finds the next stage overloaded, and answers OK once it is taken', async () => {
+    const { url, next } = await start();
+    // otlp.maxPendingRequests batches waiting for a store that is slow to answer.
+    next.fail = new OverloadedError('64 batches are waiting for the store; retry later', 1);
+    const { answered } = exportOwn(url, body, 10_000);
+    await vi.waitFor(() => expect(next.arrived).toBeGreaterThanOrEqual(2), { timeout: 20_000 });
+    expect(await settledYet(answered)).toBe(false);
+    next.fail = undefined;
+    expect(await answered).toBeNull();
+    expect(next.logs).toHaveLength(1);
+    expect(receiver?.stats.held).toEqual({ committed: 1, unavailable: 0, cancelled: 0, refused: 0 });
+    expect(receiver?.stats.requests).toEqual({ 'logs:ok': 1 });
+    expect(receiver?.stats.rejected).toEqual({});
+  });
+
+  it('holds an export the next stage does not admit with only its message in flight, decoded once admitted', async () => {
+    const { url, next, inflight } = await start();
+    next.refuse = new OverloadedError('64 batches are waiting for the store; retry later', 1);
+    const { answered } = exportOwn(url, body, 10_000);
+    // Refused before its decoding, tried again at the end of its backoff (250 ms on) and still held.
+    await sleep(STORE_HOLD.firstRetryMs + 200);
+    expect(await settledYet(answered)).toBe(false);
+    expect(inflight.inUseBytes).toBe(body.length);
+    next.refuse = undefined;
+    expect(await answered).toBeNull();
+    expect(next.logs).toHaveLength(1);
+    expect(next.logs[0]!.req.resourceLogs.length).toBeGreaterThan(0);
+    expect(receiver?.stats.held).toEqual({ committed: 1, unavailable: 0, cancelled: 0, refused: 0 });
+    await vi.waitFor(() => expect(inflight.inUseBytes).toBe(0));
+  });
+
+  it('answers at once, holding nothing, an export whose decoding otlp.maxInflightBytes has no room for', async () => {
+    // Room for the call's reservation of twice otlp.maxRequestBytes, not for its message and what it decodes to.
+    const { url, next, inflight } = await start({ maxRequestBytes: body.length, inflightBytes: 64 * body.length });
+    const others = inflight.open();
+    others.take(inflight.limitBytes - 2 * body.length - 16);
+    const started = Date.now();
+    const err = await exportOwn(url, body, 10_000).answered;
+    others.release();
+    expect(err?.code).toBe(GrpcStatus.UNAVAILABLE);
+    expect(err?.details).toMatch(/^hookwatch is holding otlp.maxInflightBytes/);
+    expect(Date.now() - started).toBeLessThan(STORE_HOLD.firstRetryMs);
+    expect(next.arrived).toBe(0);
+    expect(receiver?.stats.held).toEqual({ committed: 0, unavailable: 0, cancelled: 0, refused: 0 });
+    expect(receiver?.stats.rejected).toEqual({ overloaded: 1 });
   });
 
   it('answers UNAVAILABLE before the client\'s deadline while the next stage stays overloaded', async () => {

@@ -11,8 +11,9 @@
  * bytes with it. The calls of one HTTP/2 connection get no reservation past half of the budget, so one client's
  * streams that send headers and no message cannot hold it all.
  *
- * An export the store cannot take now (a database restarting) is held and its commit tried again until a little
- * before the client's deadline (store-hold.ts): OpenTelemetry's JavaScript gRPC exporter never sends a batch again.
+ * An export the store cannot take now (a database restarting), or hookwatch cannot (otlp.maxPendingRequests
+ * batches waiting for the store), is held and its commit tried again until a little before the client's deadline
+ * (store-hold.ts): OpenTelemetry's JavaScript gRPC exporter never sends a batch again.
  *
  * With otlp.tls the port speaks TLS (mutual TLS with a client CA): grpc-js takes a rotated certificate through
  * its server credentials' update hook, so new connections get it without a restart.
@@ -38,6 +39,9 @@ import { authCredentials, sameSecret, secretDigest } from '../../net/secret.ts';
 import { decodeLogs, decodeWithin, type InflightAccount } from '../inflight.ts';
 import { WRONG_PROTOCOL_LOG_INTERVAL_MS, type OtlpReceiverOptions, type ReceiverStats, type RejectReason } from '../options.ts';
 import { StoreHolds, wakeAtOnce } from './store-hold.ts';
+
+/** Commits a decoded request; resolves with the records rejected and the message of an OTLP partial success. */
+type Consume = () => Promise<{ rejected: number; message: string }>;
 
 /** A status as a server interceptor passes it on. */
 type SentStatus = Parameters<ServerInterceptingCall['sendStatus']>[0];
@@ -484,21 +488,27 @@ export class OtlpGrpcReceiver {
     this.messagesInUse.set(body, new Promise<void>((resolve) => (messageDone = resolve)));
     try {
       const raw = { signal, body, encoding: 'protobuf' as const, receivedAtMs: Date.now() };
-      let consume: () => Promise<{ rejected: number; message: string }>;
-      if (signal === 'logs') {
-        this.opts.logs.admit?.(raw);
-        const decoded = await decodeWithin(decodedAccount, this.opts.inflight, (bound) => decodeLogs('protobuf', body, bound));
-        consume = () => this.opts.logs.consumeLogs(decoded, raw);
-      } else {
+      /** Refuses the request while the next stage cannot take it, then decodes it: until then it holds its message only. */
+      const admit = async (): Promise<Consume> => {
+        if (signal === 'logs') {
+          this.opts.logs.admit?.(raw);
+          const decoded = await decodeWithin(decodedAccount, this.opts.inflight, (bound) => decodeLogs('protobuf', body, bound));
+          return () => this.opts.logs.consumeLogs(decoded, raw);
+        }
         this.opts.passThrough.admit?.(raw);
         await decodeWithin(decodedAccount, this.opts.inflight, (bound) => validatePassThroughSteps(raw, bound));
-        consume = async () => {
+        return async () => {
           await this.opts.passThrough.consume(raw);
           return { rejected: 0, message: '' };
         };
-      }
+      };
+      /** Commits the request once admitted and decoded (once, however many tries a hold makes). */
+      let consume: Consume | undefined;
       const { rejected, message } = await this.holds.commit(call, () => {
-        const next = consume();
+        const next = (async () => {
+          consume ??= await admit();
+          return consume();
+        })();
         attempt = next;
         return next;
       });

@@ -1,26 +1,28 @@
 /**
  * Holding an OTLP/gRPC export the store cannot take now (StoreUnavailableError: PostgreSQL restarting, the network
- * to it down for a moment) and trying its commit again, rather than answering UNAVAILABLE at once. OpenTelemetry's
- * JavaScript gRPC exporter (Claude Code's, OTEL_EXPORTER_OTLP_PROTOCOL=grpc) sends nothing again after an error:
- * every batch answered UNAVAILABLE during a restart of a few seconds would be lost. Its OTLP/HTTP exporter sends a
- * batch answered 503 again after the Retry-After, within the same export timeout a hold would spend, so OTLP/HTTP
- * answers at once.
+ * to it down for a moment), or hookwatch cannot take now (OverloadedError: as many batches waiting for the store as
+ * otlp.maxPendingRequests allows, the forwarding queue full), and trying its commit again, rather than answering
+ * UNAVAILABLE at once. OpenTelemetry's JavaScript gRPC exporter (Claude Code's, OTEL_EXPORTER_OTLP_PROTOCOL=grpc)
+ * sends nothing again after an error: every batch answered UNAVAILABLE during a restart of a few seconds would be
+ * lost. Its OTLP/HTTP exporter sends a batch answered 503 again after the Retry-After, within the same export
+ * timeout a hold would spend, so OTLP/HTTP answers at once.
  *
- * A hold tries again after STORE_HOLD.firstRetryMs, doubling up to maxRetryMs, and sooner when the store finds
- * the database answering again (reachable()). A later try that finds hookwatch overloaded (OverloadedError: as
- * many batches waiting for the store as otlp.maxPendingRequests allows, the forwarding queue full) is tried again
- * the same way, and sooner once another hold's try ends: the place that try took is free then. A hold ends
- * marginMs before the client's deadline (grpc-timeout: the JavaScript exporter's is its 10 s export timeout) and
- * at most capMs after it began (noDeadlineMs for a client that sets none), answered as its last try failed
- * (UNAVAILABLE either way): never acknowledged before the store took it. A try still running then is left to end
- * by itself; a batch it commits is found stored when the client sends it again (the events' idempotency keys), as
- * is what a try that failed halfway (a request committed in parts) had committed.
- * A client that cancels, or whose deadline passes, ends its hold, and a stop ends every hold at once.
- * The held call keeps what it holds of otlp.maxInflightBytes (its message, its decoded request) until it is answered
- * and no try is running on them (index.ts).
+ * A hold tries again after STORE_HOLD.firstRetryMs, doubling up to maxRetryMs, and sooner when the store finds the
+ * database answering again (reachable()). A try that finds hookwatch overloaded, the first or a later one, is tried
+ * again the same way, and sooner once another hold's try ends: the place that try took is free then. An export
+ * refused because otlp.maxInflightBytes is spent (InflightFullError) is answered at once: held, it would keep its
+ * bytes in that budget. A hold ends marginMs before the client's deadline (grpc-timeout: the JavaScript exporter's
+ * is its 10 s export timeout) and at most capMs after it began (noDeadlineMs for a client that sets none), answered
+ * as its last try failed (UNAVAILABLE either way): never acknowledged before the store took it. A try still running
+ * then is left to end by itself; a batch it commits is found stored when the client sends it again (the events'
+ * idempotency keys), as is what a try that failed halfway (a request committed in parts) had committed. A client
+ * that cancels, or whose deadline passes, ends its hold, and a stop ends every hold at once. The held call keeps
+ * what it holds of otlp.maxInflightBytes (its message, its decoded request) until it is answered and no try is
+ * running on them (index.ts).
  */
 import type { Deadline, ServerUnaryCall } from '@grpc/grpc-js';
 import { mapError } from '../../pipeline/errors.ts';
+import { InflightFullError } from '../inflight.ts';
 import type { HoldOutcome } from '../options.ts';
 
 export const STORE_HOLD = { firstRetryMs: 250, maxRetryMs: 2000, marginMs: 1000, capMs: 8000, noDeadlineMs: 5000, wakeAtOnce: 8 } as const;
@@ -46,21 +48,20 @@ type HeldCall = Pick<ServerUnaryCall<Buffer, Buffer>, 'cancelled' | 'getDeadline
 
 type Attempt<T> = { ok: true; value: T } | { ok: false; err: unknown };
 
-/** Ends a hold's wait for its next try; `woken`: by reachable(), not its backoff or its end. */
+/** Ends a hold's wait for its next try; `woken`: in line (toWake), not by its backoff or its end. */
 type Wake = (woken: boolean) => void;
 
-function storeUnavailable(err: unknown): boolean {
-  return mapError(err).reason === 'store_unavailable';
+function overloaded(err: unknown): boolean {
+  return mapError(err).reason === 'overloaded' && !(err instanceof InflightFullError);
 }
 
 /**
- * Whether a later try of a held export failed for a while only: the store still unavailable, or overloaded
- * (OverloadedError: otlp.maxPendingRequests batches waiting for the store once it answers again and the held
- * exports retry, the forwarding queue full). Either is tried again after the backoff.
+ * Whether a try of an export failed for a while only, to be held and tried again: the store unavailable, or
+ * hookwatch overloaded (otlp.maxPendingRequests batches waiting for the store: a slow store, or held exports
+ * trying again once it answers; the forwarding queue full), not otlp.maxInflightBytes spent.
  */
 function transient(err: unknown): boolean {
-  const { reason } = mapError(err);
-  return reason === 'store_unavailable' || reason === 'overloaded';
+  return mapError(err).reason === 'store_unavailable' || overloaded(err);
 }
 
 /** How `attempt` settled, or undefined once `ended` fires first (the attempt goes on, its outcome unread). */
@@ -123,12 +124,12 @@ export class StoreHolds {
     }
   }
 
-  /** Runs `commit`; while it fails because the store is unavailable, holds `call` and runs it again. */
+  /** Runs `commit`; while it fails because the store is unavailable or hookwatch overloaded, holds `call` and runs it again. */
   async commit<T>(call: HeldCall, commit: () => Promise<T>): Promise<T> {
     try {
       return await commit();
     } catch (err) {
-      if (!storeUnavailable(err)) throw err;
+      if (!transient(err)) throw err;
       return this.hold(call, commit, err);
     }
   }
@@ -148,19 +149,19 @@ export class StoreHolds {
     this.stopping.signal.addEventListener('abort', stopped, { once: true });
     let err = first;
     /** Whether the last try found hookwatch overloaded: the hold then waits in line for a place as well. */
-    let overloaded = false;
+    let inLine = overloaded(first);
     try {
       for (let delayMs: number = STORE_HOLD.firstRetryMs; ; delayMs = Math.min(2 * delayMs, STORE_HOLD.maxRetryMs)) {
-        const woken = await this.pause(delayMs, ended.signal, overloaded);
+        const woken = await this.pause(delayMs, ended.signal, inLine);
         let attempt: Attempt<T> | undefined;
         try {
           attempt = ended.signal.aborted ? undefined : await settle(commit(), ended.signal);
         } finally {
           if (woken) this.wokenTrying--;
-          overloaded = attempt?.ok === false && mapError(attempt.err).reason === 'overloaded';
+          inLine = attempt?.ok === false && overloaded(attempt.err);
           // A try that ended otherwise than overloaded leaves its place in the store to the next hold in line;
           // one that found none leaves none, and woken, that next would only find it taken too.
-          if (!overloaded) this.wakeNext();
+          if (!inLine) this.wakeNext();
         }
         if (!attempt) {
           this.stats[ended.signal.reason as HoldOutcome]++;
