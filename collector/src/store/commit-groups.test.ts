@@ -13,17 +13,7 @@ import { COUNTER_COLUMNS, MAX_COLUMNS, SUM_COLUMNS, addEvent, emptyRow, groupFor
 import { dimValue, groupForDimRollups } from './dim-rollups.ts';
 import { DAY, HOUR, MINUTE } from './segments.ts';
 import { hookRef } from './sql.ts';
-
-/** A small seeded generator (mulberry32), so a failure replays. */
-function random(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { seededRandom } from '../../test/support/random.ts';
 
 const T0 = Date.UTC(2026, 2, 2, 23, 50);
 const HOOKS = [['PreToolUse', 'PreToolUse:Bash'], ['PostToolUse', 'PostToolUse:Bash'], ['Stop', 'Stop'], ['SessionStart', 'SessionStart:startup'], ['UserPromptSubmit', 'UserPromptSubmit']] as const;
@@ -33,7 +23,7 @@ const DIMS = ['team', 'terminal.type'];
 
 /** `n` events, each fact drawn on its own: runs of one hook, client, minute or team are as short as chance makes them. */
 function events(n: number, seed: number): HookEvent[] {
-  const rnd = random(seed);
+  const rnd = seededRandom(seed);
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rnd() * xs.length)] as T;
   return Array.from({ length: n }, (_, i) => {
     const [hookEvent, hookName] = pick(HOOKS);
@@ -151,7 +141,7 @@ describe('rows of one commit', () => {
 
     it(`groups the rollup per attribute set in the order of hook numbers (seed ${seed})`, () => {
       const list = events(2_000, seed);
-      const rnd = random(seed + 100);
+      const rnd = seededRandom(seed + 100);
       const attrIds = list.map(() => 1 + Math.floor(rnd() * 4));
       const expected = foldAll<[bigint, number, number]>(list, (e, i) => [[hookRef(e.hookId) as bigint, floor(e.timeMs, HOUR), attrIds[i] as number]]);
       // Hook numbers are signed: ids from 8 on sort before those below, unlike their text.

@@ -7,17 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { OUTPUT_KINDS } from '../../../shared/src/cliff.ts';
 import { COUNTER_COLUMNS, MAX_COLUMNS, SUM_COLUMNS, emptyRow, fromDbRow, mergeRow, toCounters, totalCounters, type CounterColumn, type CounterRow } from './counters.ts';
 import { COUNT_FIELDS, type CountField, type HookCounters, type SizeField } from './model.ts';
-
-/** A small seeded generator (mulberry32), so a failure replays. */
-function random(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { seededRandom } from '../../test/support/random.ts';
 
 /** Each count field and the column it comes from. */
 const COUNT_COLUMN: [CountField, CounterColumn][] = [
@@ -36,7 +26,7 @@ function row(rnd: () => number): CounterRow {
 
 describe('counter rows', () => {
   it('reads every column of a database row, numbers from bigints and strings, unknown as null', () => {
-    const rnd = random(3);
+    const rnd = seededRandom(3);
     for (let i = 0; i < 50; i++) {
       const r = row(rnd);
       const db: Record<string, unknown> = { g: 'hook' };
@@ -47,7 +37,7 @@ describe('counter rows', () => {
   });
 
   it('merges every column by its rule', () => {
-    const rnd = random(5);
+    const rnd = seededRandom(5);
     for (let i = 0; i < 200; i++) {
       const a = row(rnd);
       const b = row(rnd);
@@ -61,7 +51,7 @@ describe('counter rows', () => {
 
   it('gives every column to its field of the counters, and totals counters as one row folding them all', () => {
     expect(COUNT_COLUMN.map(([f]) => f).sort()).toEqual([...COUNT_FIELDS].sort());
-    const rnd = random(9);
+    const rnd = seededRandom(9);
     const rows = Array.from({ length: 40 }, () => row(rnd));
     const counters = rows.map(toCounters);
     for (const [i, c] of counters.entries()) {
