@@ -47,13 +47,7 @@ export class ForwardingStage implements PassThroughConsumer {
       // It could never fit: a retryable answer would have the client retry forever.
       throw new TooLargeError(`request of ${raw.body.length} bytes is larger than the whole forwarding queue (${this.opts.queue.maxBytes} bytes)`);
     }
-    if (!this.opts.queue.hasRoom(raw.body.length)) {
-      if (!this.refusedFull.has(raw)) {
-        this.refusedFull.add(raw);
-        this.opts.queue.countRefused();
-      }
-      this.enqueueRefused();
-    }
+    if (!this.opts.queue.hasRoom(raw.body.length)) this.refuseFull(raw);
   }
 
   /** Metrics and traces: a full queue is answered before the receiver parses the body to check it. */
@@ -68,6 +62,9 @@ export class ForwardingStage implements PassThroughConsumer {
 
   /** Commits `body` for `raw`'s signal; the caller answers 200 only after this resolves. */
   async enqueue(raw: RawRequest, body: Buffer): Promise<void> {
+    // `body` may be larger than raw.body, which check() found room for (forward.enrich); checked here, the queue
+    // does not count the request again on each try of a held export.
+    if (!this.opts.queue.hasRoom(body.length)) this.refuseFull(raw);
     try {
       await this.opts.queue.enqueue(raw.signal, raw.encoding, body, raw.receivedAtMs);
     } catch (err) {
@@ -92,6 +89,15 @@ export class ForwardingStage implements PassThroughConsumer {
         return result;
       },
     };
+  }
+
+  /** Refuses `raw` for a full queue, counted in refusedFull once however many times it is tried. */
+  private refuseFull(raw: RawRequest): never {
+    if (!this.refusedFull.has(raw)) {
+      this.refusedFull.add(raw);
+      this.opts.queue.countRefused();
+    }
+    this.enqueueRefused();
   }
 
   private enqueueRefused(): never {
