@@ -33,6 +33,11 @@ export class ForwardingStage implements PassThroughConsumer {
    * again on each try (receiver/otlp-grpc/store-hold.ts), and is still one request found the queue full.
    */
   private readonly refusedFull = new WeakSet<RawRequest>();
+  /**
+   * What the hook stage made of the logs requests it committed and the queue then refused: such an export, held,
+   * goes straight to the queue on its next try, its events not committed again (counted as duplicates).
+   */
+  private readonly hookCommitted = new WeakMap<RawRequest, ConsumeResult>();
 
   constructor(opts: ForwardingStageOptions) {
     this.opts = opts;
@@ -84,7 +89,11 @@ export class ForwardingStage implements PassThroughConsumer {
       },
       consumeLogs: async (req: LogsRequest, raw: RawRequest): Promise<ConsumeResult> => {
         this.check(raw);
-        const result = await next.consumeLogs(req, raw);
+        let result = this.hookCommitted.get(raw);
+        if (!result) {
+          result = await next.consumeLogs(req, raw);
+          this.hookCommitted.set(raw, result);
+        }
         await this.enqueue(raw, this.opts.transform ? this.opts.transform(raw, result) : raw.body);
         return result;
       },

@@ -312,7 +312,7 @@ describe('inline collector mode over OTLP/HTTP', () => {
     expect(tagged).toEqual([['SessionStart:startup', 'over']]);
   });
 
-  it('counts a held gRPC export once in refusedFull when the queue has room for its body but not for it enriched', async () => {
+  it('counts a held gRPC export once in refusedFull, its events committed once, when the queue has room for its body but not for it enriched', async () => {
     const { url } = await downstream(new HttpDownstream());
     // Room for the capture as it came; hookwatch.delivery on its SessionStart record makes it larger.
     const hw = await startHookwatch({ HOOKWATCH_FORWARD_ENDPOINT: url, HOOKWATCH_FORWARD_ENRICH: 'true', HOOKWATCH_FORWARD_QUEUE_MAX_BYTES: String(PROTO_LOGS.length) });
@@ -320,6 +320,8 @@ describe('inline collector mode over OTLP/HTTP', () => {
     expect((await grpcExport(hw.otlpGrpcUrl, 'logs', PROTO_LOGS, 2000))?.code).toBe(GrpcStatus.UNAVAILABLE);
     expect(hw.grpcReceiver.stats.held).toMatchObject({ unavailable: 1 });
     expect((await forwardingStatus(hw)).destinations[0]).toMatchObject({ refusedFull: 1, depth: 0 });
+    // Its events were committed by the first try: the later ones do not commit them again (as duplicates).
+    expect(hw.ingest.stats).toMatchObject({ batches: 1, stored: hw.ingest.stats.hookEvents, duplicates: 0 });
   });
 
   it('labels the right JSON records whatever the field spelling or null entries, and keeps large numbers exact', async () => {
