@@ -105,3 +105,24 @@ describe('StoreHolds woken when the database answers again', () => {
     });
   });
 });
+
+describe('StoreHolds stopped', () => {
+  it('answers a hold at once when hookwatch stops in the turn its try fails, not at the end of the next backoff', async () => {
+    const holds = new StoreHolds();
+    const unavailable = new StoreUnavailableError('store cannot write: connection refused');
+    let tries = 0;
+    const held = holds.commit(heldCall(), () => {
+      if (tries++ === 0) return Promise.reject(unavailable);
+      // The stop comes as the hold reads this try's failure (a store closed by the shutdown that stops hookwatch).
+      const failed = Promise.reject(unavailable);
+      return { then: (ok: () => void, fail: (err: unknown) => void) => failed.then(ok, (err: unknown) => {
+        fail(err);
+        holds.stop();
+      }) } as unknown as Promise<never>;
+    }).then(() => 'committed', (err: unknown) => err);
+    await vi.waitFor(() => expect(tries).toBe(2));
+    const answered = await Promise.race([held, new Promise((resolve) => setTimeout(() => resolve('still held'), STORE_HOLD.firstRetryMs / 5))]);
+    expect(answered).toBe(unavailable);
+    expect(holds.stats).toEqual({ committed: 0, unavailable: 1, cancelled: 0, refused: 0 });
+  });
+});

@@ -190,6 +190,11 @@ export class StoreHolds {
    */
   private pause(ms: number, ended: AbortSignal, inLine: boolean): Promise<boolean> {
     return new Promise((resolve) => {
+      // Ended as the last try's failure was read (a stop in the same turn): its abort fired already.
+      if (ended.aborted) {
+        resolve(false);
+        return;
+      }
       const done: Wake = (woken) => {
         clearTimeout(timer);
         this.waiting.delete(done);
