@@ -56,7 +56,7 @@ const RISK: Record<DeliveryStatus, number> = { over: 0, near: 1, unknown: 2, ok:
 type RiskKeys = Pick<HookSummary, 'status' | 'headroom' | 'hookName' | 'outputsPersisted' | 'executionsWithPersisted'>;
 
 /** Riskiest first: persisted outputs, then least headroom. */
-export function byRisk(a: RiskKeys, b: RiskKeys): number {
+function byRisk(a: RiskKeys, b: RiskKeys): number {
   return RISK[a.status] - RISK[b.status]
     || persistedAtLeast(b) - persistedAtLeast(a)
     || (a.headroom ?? Infinity) - (b.headroom ?? Infinity)

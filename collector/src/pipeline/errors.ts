@@ -51,7 +51,7 @@ export interface ErrorMapping {
  * twice, at 0 and 5 s; at 2 s it tries at 0, 2, 4, 6 and 8 s, so an outage of up to 8 s loses nothing, one request
  * per client every 2 s. At 1 s its 5 retries would be spent by 5 s; 0 it takes as "at once", all 5 in a burst.
  */
-export const STORE_RETRY_AFTER_SECONDS = 2;
+const STORE_RETRY_AFTER_SECONDS = 2;
 
 /** The one mapping from an ingest error to HTTP and gRPC answers. */
 export function mapError(err: unknown): ErrorMapping {
