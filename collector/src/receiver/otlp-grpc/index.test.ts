@@ -23,7 +23,7 @@ import { OverloadedError } from '../../pipeline/errors.ts';
 import { StoreUnavailableError } from '../../store/store.ts';
 import { silentLogger, type Logger } from '../../telemetry/logger.ts';
 import { OtlpGrpcReceiver } from './index.ts';
-import { STORE_HOLD } from './store-hold.ts';
+import { STORE_HOLD, type HoldBackoff } from './store-hold.ts';
 import { InflightBudget } from '../inflight.ts';
 import { TlsCredentials } from '../../net/tls.ts';
 import { HAVE_OPENSSL, useTestPki } from '../../../test/support/certs.ts';
@@ -46,12 +46,21 @@ class Recorder implements LogsConsumer, PassThroughConsumer {
   hold: Promise<void> | undefined;
   /** Requests that have reached this stage, taken or not. */
   arrived = 0;
+  /** While set, a request that arrives while this many wait for `hold` is refused: otlp.maxPendingRequests. */
+  maxPending: number | undefined;
+  private pending = 0;
   admit(): void {
     if (this.refuse) throw this.refuse;
   }
   async consumeLogs(req: LogsRequest, raw: RawRequest): Promise<ConsumeResult> {
     this.arrived++;
-    await this.hold;
+    if (this.maxPending !== undefined && this.pending >= this.maxPending) throw new OverloadedError(`${this.pending} batches are waiting for the store; retry later`, 1);
+    this.pending++;
+    try {
+      await this.hold;
+    } finally {
+      this.pending--;
+    }
     if (this.fail) throw this.fail;
     this.logs.push({ req, raw });
     return { rejected: 0, message: '' };
@@ -74,10 +83,14 @@ afterEach(async () => {
   receiver = undefined;
 });
 
-async function start(opts: { token?: string; maxRequestBytes?: number; inflightBytes?: number; requestTimeoutMs?: number; tls?: TlsCredentials; logger?: Logger } = {}): Promise<{ url: string; next: Recorder; inflight: InflightBudget }> {
+async function start(opts: { token?: string; maxRequestBytes?: number; inflightBytes?: number; requestTimeoutMs?: number; tls?: TlsCredentials; logger?: Logger; maxPending?: number; holdBackoff?: HoldBackoff } = {}): Promise<{ url: string; next: Recorder; inflight: InflightBudget }> {
   const next = new Recorder();
+  next.maxPending = opts.maxPending;
   const inflight = new InflightBudget(opts.inflightBytes ?? 64 * 1024 * 1024);
-  receiver = new OtlpGrpcReceiver({ addr: '127.0.0.1:0', maxRequestBytes: opts.maxRequestBytes ?? 4 * 1024 * 1024, requestTimeoutMs: opts.requestTimeoutMs ?? 30_000, ingestToken: opts.token ?? '', ...(opts.tls ? { tls: opts.tls } : {}), inflight, logs: next, passThrough: next, logger: opts.logger ?? silentLogger });
+  receiver = new OtlpGrpcReceiver({
+    addr: '127.0.0.1:0', maxRequestBytes: opts.maxRequestBytes ?? 4 * 1024 * 1024, requestTimeoutMs: opts.requestTimeoutMs ?? 30_000, ingestToken: opts.token ?? '', ...(opts.tls ? { tls: opts.tls } : {}),
+    ...(opts.maxPending === undefined ? {} : { maxPending: opts.maxPending }), inflight, logs: next, passThrough: next, logger: opts.logger ?? silentLogger,
+  }, opts.holdBackoff);
   const { port } = await receiver.start();
   return { url: `${opts.tls ? 'https' : 'http'}://127.0.0.1:${port}`, next, inflight };
 }
@@ -390,6 +403,28 @@ describe('OTLP/gRPC receiver holding exports the store cannot take now', () => {
     expect(next.logs[0]!.req.resourceLogs.length).toBeGreaterThan(0);
     expect(receiver?.stats.held).toEqual({ committed: 1, unavailable: 0, cancelled: 0, refused: 0 });
     await vi.waitFor(() => expect(inflight.inUseBytes).toBe(0));
+  });
+
+  it('tries a held export as soon as an export that was never held gives up its place for the store, not at the end of its backoff', { timeout: 20_000 }, async () => {
+    // One batch may wait for the store (otlp.maxPendingRequests 1). The backoff is longer than any hold: a held
+    // export that is committed was woken by the place coming free.
+    const { url, next } = await start({ maxPending: 1, holdBackoff: { firstRetryMs: 20_000, maxRetryMs: 20_000 } });
+    let release = (): void => {};
+    next.hold = new Promise<void>((resolve) => (release = resolve));
+    const first = exportOwn(url, body, 10_000);
+    await vi.waitFor(() => expect(next.arrived).toBe(1), { timeout: 5000 });
+    // The second finds the place taken, and is held.
+    const second = exportOwn(url, body, 10_000);
+    await vi.waitFor(() => expect(next.arrived).toBe(2), { timeout: 5000 });
+    expect(await settledYet(second.answered)).toBe(false);
+    next.hold = undefined;
+    release();
+    expect(await first.answered).toBeNull();
+    expect(await second.answered).toBeNull();
+    expect(next.arrived).toBe(3);
+    expect(next.logs).toHaveLength(2);
+    expect(receiver?.stats.held).toEqual({ committed: 1, unavailable: 0, cancelled: 0, refused: 0 });
+    expect(receiver?.stats.requests).toEqual({ 'logs:ok': 2 });
   });
 
   it('answers at once, holding nothing, an export whose decoding otlp.maxInflightBytes has no room for', async () => {

@@ -38,7 +38,7 @@ import { OverloadedError, UnauthenticatedError, mapError } from '../../pipeline/
 import { authCredentials, sameSecret, secretDigest } from '../../net/secret.ts';
 import { decodeLogs, decodeWithin, type InflightAccount } from '../inflight.ts';
 import { WRONG_PROTOCOL_LOG_INTERVAL_MS, type OtlpReceiverOptions, type ReceiverStats, type RejectReason } from '../options.ts';
-import { StoreHolds, wakeAtOnce } from './store-hold.ts';
+import { StoreHolds, wakeAtOnce, type HoldBackoff } from './store-hold.ts';
 
 /** Commits a decoded request; resolves with the records rejected and the message of an OTLP partial success. */
 type Consume = () => Promise<{ rejected: number; message: string }>;
@@ -165,9 +165,10 @@ export class OtlpGrpcReceiver {
   private readonly notGrpc: ThrottledLine;
   private port = 0;
 
-  constructor(opts: OtlpReceiverOptions) {
+  /** `holdBackoff`: how long a held export waits between its tries when nothing wakes it sooner (STORE_HOLD's unless given). */
+  constructor(opts: OtlpReceiverOptions, holdBackoff?: HoldBackoff) {
     this.opts = opts;
-    this.holds = new StoreHolds(wakeAtOnce(opts.maxPending));
+    this.holds = new StoreHolds(wakeAtOnce(opts.maxPending), holdBackoff);
     this.stats = { requests: {}, rejected: {}, held: this.holds.stats };
     this.notGrpc = new ThrottledLine(WRONG_PROTOCOL_LOG_INTERVAL_MS, () => performance.now(), (connections) => {
       opts.logger.warn('otlp grpc: a client that does not speak gRPC connected; an OTLP/HTTP exporter (OTEL_EXPORTER_OTLP_PROTOCOL http/protobuf or http/json) goes to the OTLP/HTTP port (otlp.http.addr, 4318 by default), a gRPC one to this port needs OTEL_EXPORTER_OTLP_PROTOCOL=grpc', { port: this.port, connections });

@@ -103,6 +103,44 @@ describe('StoreHolds woken when the database answers again', () => {
       expect(await Promise.all([first, ...rest])).toEqual([0, 1, 2, 3, 4]);
       expect(holds.stats).toEqual({ committed: n + 1, unavailable: 0, cancelled: 0, refused: 0 });
     });
+
+    it('wakes one hold in line, not all of them, as an export that was never held leaves the place', async () => {
+      vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
+      const holds = new StoreHolds(1);
+      const n = 3;
+      const tries = new Array<number>(n).fill(0);
+      /** Ends the try in the one place; undefined while none holds it. */
+      let release: (() => void) | undefined;
+      const take = async (): Promise<void> => {
+        if (release) throw new OverloadedError('1 batches are waiting for the store; retry later', 1);
+        await new Promise<void>((resolve) => (release = () => {
+          release = undefined;
+          resolve();
+        }));
+      };
+      // An export that is never held takes the place; the others find it taken and wait in line.
+      const unheld = holds.commit(heldCall(), take);
+      const held = Array.from({ length: n }, (_, i) => holds.commit(heldCall(), async () => {
+        tries[i]!++;
+        await take();
+        return i;
+      }));
+      await turn();
+      expect(tries).toEqual([1, 1, 1]);
+      // It ends: the first in line tries at once and takes the place, the others still wait.
+      release!();
+      await unheld;
+      await turn();
+      expect(tries).toEqual([2, 1, 1]);
+      for (let k = 1; k < n; k++) {
+        release!();
+        await turn();
+        expect(tries[k], `hold ${k}`).toBe(2);
+      }
+      release!();
+      expect(await Promise.all(held)).toEqual([0, 1, 2]);
+      expect(holds.stats).toEqual({ committed: n, unavailable: 0, cancelled: 0, refused: 0 });
+    });
   });
 });
 

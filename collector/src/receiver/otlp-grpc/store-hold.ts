@@ -9,7 +9,7 @@
  *
  * A hold tries again after STORE_HOLD.firstRetryMs, doubling up to maxRetryMs, and sooner when the store finds the
  * database answering again (reachable()). A try that finds hookwatch overloaded, the first or a later one, is tried
- * again the same way, and sooner once another hold's try ends: the place that try took is free then. An export
+ * again the same way, and sooner once another try ends, a held export's or not: the place it took is free then. An export
  * refused because otlp.maxInflightBytes is spent (InflightFullError) is answered at once: held, it would keep its
  * bytes in that budget. A hold ends marginMs before the client's deadline (grpc-timeout: the JavaScript exporter's
  * is its 10 s export timeout) and at most capMs after it began (noDeadlineMs for a client that sets none), answered
@@ -26,6 +26,12 @@ import { InflightFullError } from '../inflight.ts';
 import type { HoldOutcome } from '../options.ts';
 
 export const STORE_HOLD = { firstRetryMs: 250, maxRetryMs: 2000, marginMs: 1000, capMs: 8000, noDeadlineMs: 5000, wakeAtOnce: 8 } as const;
+
+/** How long a hold waits before its tries, when nothing wakes it sooner: STORE_HOLD's, or a test's own. */
+export interface HoldBackoff {
+  firstRetryMs: number;
+  maxRetryMs: number;
+}
 
 /**
  * How many tries of held exports woken by reachable() run at once, for a pipeline that lets `maxPending` batches
@@ -81,15 +87,18 @@ export class StoreHolds {
   private readonly waiting = new Set<Wake>();
   /**
    * The waiting holds to wake as tries end, in line: those reachable() found waiting, and those whose last try
-   * found hookwatch overloaded. How many of them woken are trying now.
+   * found hookwatch overloaded, woken as tries end (a hold's, or an export's that was never held). How many of
+   * them woken are trying now.
    */
   private readonly toWake = new Set<Wake>();
   private wokenTrying = 0;
   private readonly atOnce: number;
+  private readonly backoff: HoldBackoff;
 
   /** `atOnce`: how many tries of the holds reachable() wakes run at once (wakeAtOnce()). */
-  constructor(atOnce: number = STORE_HOLD.wakeAtOnce) {
+  constructor(atOnce: number = STORE_HOLD.wakeAtOnce, backoff: HoldBackoff = STORE_HOLD) {
     this.atOnce = atOnce;
+    this.backoff = backoff;
   }
 
   /**
@@ -124,11 +133,18 @@ export class StoreHolds {
     }
   }
 
-  /** Runs `commit`; while it fails because the store is unavailable or hookwatch overloaded, holds `call` and runs it again. */
+  /**
+   * Runs `commit`; while it fails because the store is unavailable or hookwatch overloaded, holds `call` and runs
+   * it again. A first try that ends otherwise than overloaded gives up its place as a hold's try does: the next
+   * hold in line is woken, not left to its backoff.
+   */
   async commit<T>(call: HeldCall, commit: () => Promise<T>): Promise<T> {
     try {
-      return await commit();
+      const value = await commit();
+      this.wakeNext();
+      return value;
     } catch (err) {
+      if (!overloaded(err)) this.wakeNext();
       if (!transient(err)) throw err;
       return this.hold(call, commit, err);
     }
@@ -151,7 +167,7 @@ export class StoreHolds {
     /** Whether the last try found hookwatch overloaded: the hold then waits in line for a place as well. */
     let inLine = overloaded(first);
     try {
-      for (let delayMs: number = STORE_HOLD.firstRetryMs; ; delayMs = Math.min(2 * delayMs, STORE_HOLD.maxRetryMs)) {
+      for (let delayMs = this.backoff.firstRetryMs; ; delayMs = Math.min(2 * delayMs, this.backoff.maxRetryMs)) {
         const woken = await this.pause(delayMs, ended.signal, inLine);
         let attempt: Attempt<T> | undefined;
         try {
