@@ -48,10 +48,7 @@ export class ForwardingStage implements PassThroughConsumer {
     if (!this.opts.exporter.accepts(raw.encoding)) {
       throw new UnsupportedMediaTypeError('OTLP/JSON cannot be forwarded to a gRPC destination unchanged; send application/x-protobuf or set forward.protocol to http/protobuf');
     }
-    if (raw.body.length > this.opts.queue.maxBytes) {
-      // It could never fit: a retryable answer would have the client retry forever.
-      throw new TooLargeError(`request of ${raw.body.length} bytes is larger than the whole forwarding queue (${this.opts.queue.maxBytes} bytes)`);
-    }
+    this.refuseLarger(raw.body.length, '');
     if (!this.opts.queue.hasRoom(raw.body.length)) this.refuseFull(raw);
   }
 
@@ -69,6 +66,7 @@ export class ForwardingStage implements PassThroughConsumer {
   async enqueue(raw: RawRequest, body: Buffer): Promise<void> {
     // `body` may be larger than raw.body, which check() found room for (forward.enrich); checked here, the queue
     // does not count the request again on each try of a held export.
+    if (body !== raw.body) this.refuseLarger(body.length, ' once enriched (forward.enrich)');
     if (!this.opts.queue.hasRoom(body.length)) this.refuseFull(raw);
     try {
       await this.opts.queue.enqueue(raw.signal, raw.encoding, body, raw.receivedAtMs);
@@ -98,6 +96,16 @@ export class ForwardingStage implements PassThroughConsumer {
         return result;
       },
     };
+  }
+
+  /**
+   * Refuses a body of `bytes` (413 / RESOURCE_EXHAUSTED, not to be retried) that could never fit in the queue: a
+   * retryable answer would have the client retry it, or an OTLP/gRPC export be held, until it gave up. `as`: how
+   * the body came to be that size, when it is not the request as it came.
+   */
+  private refuseLarger(bytes: number, as: string): void {
+    const { maxBytes } = this.opts.queue;
+    if (bytes > maxBytes) throw new TooLargeError(`request of ${bytes} bytes${as} is larger than the whole forwarding queue (forward.queue.maxBytes: ${maxBytes} bytes)`);
   }
 
   /** Refuses `raw` for a full queue, counted in refusedFull once however many times it is tried. */

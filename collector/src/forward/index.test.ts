@@ -283,7 +283,9 @@ describe('inline collector mode over OTLP/HTTP', () => {
   it('refuses a request larger than the whole queue with 413 rather than a retry that can never succeed', async () => {
     const { url } = await downstream(new HttpDownstream());
     const hw = await startHookwatch({ HOOKWATCH_FORWARD_ENDPOINT: url, HOOKWATCH_FORWARD_QUEUE_MAX_BYTES: '2048' });
-    expect((await post(hw.otlpHttpUrl, 'logs', PROTO_LOGS)).status).toBe(413);
+    const res = await post(hw.otlpHttpUrl, 'logs', PROTO_LOGS);
+    expect(res.status).toBe(413);
+    expect(await res.text()).toContain(`request of ${PROTO_LOGS.length} bytes is larger than the whole forwarding queue (forward.queue.maxBytes: 2048 bytes)`);
     expect((await post(hw.otlpHttpUrl, 'metrics', PROTO_METRICS)).status).toBe(200);
   });
 
@@ -313,15 +315,42 @@ describe('inline collector mode over OTLP/HTTP', () => {
   });
 
   it('counts a held gRPC export once in refusedFull, its events committed once, when the queue has room for its body but not for it enriched', async () => {
-    const { url } = await downstream(new HttpDownstream());
-    // Room for the capture as it came; hookwatch.delivery on its SessionStart record makes it larger.
-    const hw = await startHookwatch({ HOOKWATCH_FORWARD_ENDPOINT: url, HOOKWATCH_FORWARD_ENRICH: 'true', HOOKWATCH_FORWARD_QUEUE_MAX_BYTES: String(PROTO_LOGS.length) });
+    const { d, url } = await downstream(new HttpDownstream());
+    d.mode = { kind: 'status', status: 503 };
+    // Metrics kept in the queue leave room for the capture as it came; hookwatch.delivery on its SessionStart
+    // record makes it larger, though not larger than the whole queue.
+    const hw = await startHookwatch({ HOOKWATCH_FORWARD_ENDPOINT: url, HOOKWATCH_FORWARD_ENRICH: 'true', HOOKWATCH_FORWARD_QUEUE_MAX_BYTES: String(PROTO_METRICS.length + PROTO_LOGS.length) });
+    expect((await post(hw.otlpHttpUrl, 'metrics', PROTO_METRICS)).status).toBe(200);
     // Held and tried again (250 ms on, then 500 ms after) until a second before its deadline.
     expect((await grpcExport(hw.otlpGrpcUrl, 'logs', PROTO_LOGS, 2000))?.code).toBe(GrpcStatus.UNAVAILABLE);
     expect(hw.grpcReceiver.stats.held).toMatchObject({ unavailable: 1 });
-    expect((await forwardingStatus(hw)).destinations[0]).toMatchObject({ refusedFull: 1, depth: 0 });
+    expect((await forwardingStatus(hw)).destinations[0]).toMatchObject({ refusedFull: 1, depth: 1 });
     // Its events were committed by the first try: the later ones do not commit them again (as duplicates).
     expect(hw.ingest.stats).toMatchObject({ batches: 1, stored: hw.ingest.stats.hookEvents, duplicates: 0 });
+  });
+
+  it('refuses at once, not to be retried, a request whose enriched body is larger than the whole queue', async () => {
+    const { url } = await downstream(new HttpDownstream());
+    // Room for the capture as it came and nothing more; hookwatch.delivery on its SessionStart record makes it larger.
+    const maxBytes = PROTO_LOGS.length;
+    const hw = await startHookwatch({ HOOKWATCH_FORWARD_ENDPOINT: url, HOOKWATCH_FORWARD_ENRICH: 'true', HOOKWATCH_FORWARD_QUEUE_MAX_BYTES: String(maxBytes) });
+    const tooLarge = new RegExp(`^request of (\\d+) bytes once enriched \\(forward\\.enrich\\) is larger than the whole forwarding queue \\(forward\\.queue\\.maxBytes: ${maxBytes} bytes\\)$`);
+    // Over gRPC: RESOURCE_EXHAUSTED without RetryInfo, not held.
+    const err = await grpcExport(hw.otlpGrpcUrl, 'logs', PROTO_LOGS, 10_000);
+    expect(err?.code).toBe(GrpcStatus.RESOURCE_EXHAUSTED);
+    expect(err?.details).toMatch(tooLarge);
+    expect(Number(tooLarge.exec(err?.details ?? '')?.[1])).toBeGreaterThan(maxBytes);
+    expect(err?.metadata.get(STATUS_DETAILS_KEY)).toEqual([]);
+    expect(hw.grpcReceiver.stats.held).toEqual({ committed: 0, unavailable: 0, cancelled: 0, refused: 0 });
+    expect(hw.grpcReceiver.stats.rejected).toEqual({ too_large: 1 });
+    // Over HTTP: 413, naming the size and the setting.
+    const res = await post(hw.otlpHttpUrl, 'logs', PROTO_LOGS);
+    expect(res.status).toBe(413);
+    expect(res.headers.get('retry-after')).toBeNull();
+    expect(await res.text()).toMatch(/request of \d+ bytes once enriched \(forward\.enrich\) is larger than the whole forwarding queue \(forward\.queue\.maxBytes: \d+ bytes\)/);
+    expect(hw.receiver.stats.rejected).toEqual({ too_large: 1 });
+    // Neither acknowledged nor queued, and not counted as found the queue full.
+    expect((await forwardingStatus(hw)).destinations[0]).toMatchObject({ refusedFull: 0, depth: 0 });
   });
 
   it('labels the right JSON records whatever the field spelling or null entries, and keeps large numbers exact', async () => {
