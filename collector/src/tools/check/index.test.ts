@@ -557,8 +557,8 @@ describe('check --settings', () => {
     expect(json.result).toMatchObject({
       ok: true,
       skipped: [
-        { event: 'Stop', matcher: null, command: null, location: 'hooks.Stop[0].hooks[1]', because: 'type', reason: 'not a command hook; check runs command hooks only' },
-        { event: 'PreToolUse', matcher: 'mcp__.*', command: "printf '%40s' x", location: 'hooks.PreToolUse[1].hooks[0]', because: 'matcher', reason: expect.stringContaining('does not select "Bash"') as unknown },
+        { event: 'Stop', matcher: null, command: null, type: 'prompt', location: 'hooks.Stop[0].hooks[1]', because: 'type', reason: 'not a command hook; check runs command hooks only' },
+        { event: 'PreToolUse', matcher: 'mcp__.*', command: "printf '%40s' x", type: 'command', location: 'hooks.PreToolUse[1].hooks[0]', because: 'matcher', reason: expect.stringContaining('does not select "Bash"') as unknown },
       ],
     });
     expect(json.code).toBe(0);

@@ -202,7 +202,7 @@ export async function runCheck(argv: string[], io: ToolIO): Promise<number> {
       if (query !== undefined && !matcherSelects(hook.matcher, query)) {
         const flag = hook.event === 'SessionStart' ? ' (give --source with a value it selects)' : input.tool_name !== undefined ? ' (give --tool-name with a tool it selects)' : '';
         const reason = `matcher ${JSON.stringify(hook.matcher)} does not select ${JSON.stringify(query)}, so Claude Code would not run it for this firing${flag}`;
-        skipped.push({ event: hook.event, matcher: hook.matcher, command: hook.command, type: undefined, location: hook.location ?? hook.event, because: 'matcher', reason });
+        skipped.push({ event: hook.event, matcher: hook.matcher, command: hook.command, type: 'command', location: hook.location ?? hook.event, because: 'matcher', reason });
         continue;
       }
       const run = await runHook({ command: hook.command, input, cwd: projectDir, env, timeoutMs: hook.timeoutSeconds * 1000, killGraceMs, shell: values.shell });

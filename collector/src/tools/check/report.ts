@@ -42,8 +42,8 @@ export interface SkippedHook {
   matcher: string | undefined;
   /** Undefined for a hook that is not a command. */
   command: string | undefined;
-  /** The hook's type when it is not a command ("prompt"). */
-  type: string | undefined;
+  /** The hook's type: "command", or what it is when not a command ("prompt"). */
+  type: string;
   location: string;
   because: 'matcher' | 'type';
   reason: string;
@@ -93,6 +93,7 @@ export function checkJson(hooks: HookCheck[], options: ReportOptions): unknown {
       event: hook.event,
       matcher: hook.matcher ?? null,
       command: hook.command ?? null,
+      type: hook.type,
       location: hook.location,
       because: hook.because,
       reason: hook.reason,
@@ -229,7 +230,7 @@ export function checkText(hooks: HookCheck[], options: ReportOptions): string {
 
   // After the hooks that ran, and never with a status of theirs: a hook left out is not ok, only not checked.
   for (const hook of options.skipped ?? []) {
-    out.push(`${hook.event}  ${hook.command ?? `a "${hook.type ?? '?'}" hook`}  (${hook.location})\n  SKIPPED, not checked: ${hook.reason}\n\n`);
+    out.push(`${hook.event}  ${hook.command ?? `a "${hook.type}" hook`}  (${hook.location})\n  SKIPPED, not checked: ${hook.reason}\n\n`);
   }
 
   const outputs = hooks.flatMap((h) => h.measured.outputs);
