@@ -22,10 +22,12 @@ export function runToEnd<T>(steps: Steps<T>): T {
 /**
  * The result of `steps`, with a turn of the event loop between slices: the I/O and timers due then are served
  * first; a step that yielded a promise is resumed once it settles. `between` runs at each pause, before the turn
- * (a throw there ends the work with that error).
+ * (a throw there ends the work with that error). Once `signal` is aborted no further slice runs: the work ends
+ * with its reason at the pause, whether the abort came before the turn or during it.
  */
-export async function runPaced<T>(steps: PacedSteps<T>, between?: () => void): Promise<T> {
+export async function runPaced<T>(steps: PacedSteps<T>, between?: () => void, signal?: AbortSignal): Promise<T> {
   for (;;) {
+    signal?.throwIfAborted();
     const s = steps.next();
     if (s.done) return s.value;
     between?.();

@@ -11,7 +11,9 @@ import { LATE_ARRIVAL_EVENTS, LATE_PERSISTED_EVENTS, SqliteStore } from './index
 import { lateArrivalsQuery, latePersistedQuery } from '../sql.ts';
 import { loadHistory } from '../../../test/support/history.ts';
 import { recordingLogger } from '../../../test/support/recording-logger.ts';
-import { Retention } from '../retention.ts';
+import { Retention, registerRetentionMetrics } from '../retention.ts';
+import { MetricsRegistry } from '../../telemetry/metrics.ts';
+import { parseExposition, sampleValue } from '../../../test/support/prometheus-text.ts';
 
 const tmp = tempDir();
 afterAll(() => tmp.cleanup());
@@ -189,19 +191,27 @@ describe('retention', () => {
     const store = new SqliteStore({ path: stopped });
     try {
       const r = retention(store);
+      const metrics = new MetricsRegistry();
+      registerRetentionMetrics(metrics, r, store.kind);
       const running = r.run();
-      // The pass has begun deleting (its first batch is committed, the event loop has its turn): stopped there.
+      // The pass has begun deleting (its first batch is committed, the event loop has its turn): stopped there,
+      // in the pause, with what the file holds at that moment noted.
       await new Promise((resolve) => setImmediate(resolve));
+      const atStop = rows(stopped);
       const t0 = performance.now();
       await r.stop();
       const stoppedMs = performance.now() - t0;
       await running;
-      const left = rows(stopped)['events']!;
+      // No batch ran after the stop: the pass ended at the pause it was stopped in.
+      expect(rows(stopped)).toEqual(atStop);
+      const left = atStop['events']!;
       expect(left).toBeGreaterThan(0);
       expect(left).toBeLessThan(40_000);
       // Not a success (old rows are still stored), nor a failure; what it deleted is counted.
       expect(r.stats).toMatchObject({ stopped: 1, succeeded: 0, failed: 0, lastSuccessMs: undefined });
-      expect(r.stats.removed.events).toBe(40_000 - left);
+      const f = parseExposition(await metrics.render());
+      expect(sampleValue(f, 'hookwatch_retention_runs_total', { outcome: 'stopped' })).toBe(1);
+      expect(sampleValue(f, 'hookwatch_retention_removed_total', { kind: 'events' })).toBe(40_000 - left);
 
       // The same pass on the other copy, to its end: stop() waited a small part of it.
       const other = new SqliteStore({ path: whole });

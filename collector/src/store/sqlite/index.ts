@@ -1108,7 +1108,7 @@ export class SqliteStore implements Store {
    */
   async prune(eventsBefore: number, rollupsBeforeMs: number, futureFromMs?: number, signal?: AbortSignal): Promise<PruneResult> {
     const result: PruneResult = { events: 0, rollups: 0, hooks: 0, guardTrims: 0 };
-    await untilStopped(runPaced(this.pruneSteps(result, eventsBefore, rollupsBeforeMs, futureFromMs), () => signal?.throwIfAborted()), signal);
+    await untilStopped(runPaced(this.pruneSteps(result, eventsBefore, rollupsBeforeMs, futureFromMs), undefined, signal), signal);
     return result;
   }
 
@@ -1223,7 +1223,7 @@ export class SqliteStore implements Store {
     let total = 0;
     await untilStopped(runPaced(this.pruneBatches(`DELETE FROM transcript_findings WHERE finding_id IN (SELECT finding_id FROM transcript_findings WHERE time_ms < ? LIMIT ${PRUNE_BATCH})`, [beforeMs], undefined, (n) => {
       total += n;
-    }), () => signal?.throwIfAborted()), signal);
+    }), undefined, signal), signal);
     return total;
   }
 
