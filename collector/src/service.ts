@@ -422,7 +422,7 @@ async function start(config: HookwatchConfig, opts: ServiceOptions, opened: (() 
   // forward queue file). It runs once serving, then every hour and whenever this replica becomes leader.
   const retention = new Retention({
     store, eventsMs: config.retention.eventsMs, rollupsMs: config.retention.rollupsMs, maxFutureSkewMs: config.otlp.maxFutureSkewMs,
-    isLeader: () => coordination.leader.isLeader(), ...(forwarding ? { expireForwarded: (beforeMs: number) => forwarding.expire(beforeMs) } : {}), logger, now,
+    isLeader: () => coordination.leader.isLeader(), ...(forwarding ? { expireForwarded: (beforeMs: number, signal: AbortSignal) => forwarding.expire(beforeMs, signal) } : {}), logger, now,
   });
   registerRetentionMetrics(metrics, retention, rawStore.kind);
   // A stat of the SQLite files at every scrape; PostgreSQL's catalog query at most once a minute, never per scrape.

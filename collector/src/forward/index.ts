@@ -39,8 +39,11 @@ export interface Forwarding {
   deadLetterSummary(): DeadLetterSummary;
   /** Requeues the dead letters (as many as the queue has room for) and wakes delivery. */
   replayDeadLetters(): { replayed: number; remaining: number };
-  /** Retention: removes queued requests and dead letters received before `beforeMs`; resolves to how many. */
-  expire(beforeMs: number): Promise<number>;
+  /**
+   * Retention: removes queued requests and dead letters received before `beforeMs`; resolves to how many. Once
+   * `signal` is aborted it ends at its next pause (DurableQueue.expire).
+   */
+  expire(beforeMs: number, signal?: AbortSignal): Promise<number>;
   /** Stops delivery after the attempt in flight and closes the queue file. Safe twice. */
   stop(): Promise<void>;
 }
@@ -154,7 +157,7 @@ export async function startForwarding(config: ForwardConfig, opts: ForwardingOpt
       }
       return r;
     },
-    expire: (beforeMs) => queue.expire(beforeMs),
+    expire: (beforeMs, signal) => queue.expire(beforeMs, signal),
     stop: () => {
       stopping ??= (async () => {
         tls?.stop();

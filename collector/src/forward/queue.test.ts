@@ -5,7 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ConfigError, type ForwardConfig } from '../config/index.ts';
@@ -16,6 +16,8 @@ import { Forwarder, backoffDelay, DEFAULT_BACKOFF } from './forwarder.ts';
 import { parseForwardHeaders } from './settings.ts';
 import { BODY_CHUNK_BYTES, DurableQueue, QueueFullError } from './queue.ts';
 import { StoreInUseError } from '../store/sqlite/process-lock.ts';
+import { SqliteStore } from '../store/sqlite/index.ts';
+import { Retention } from '../store/retention.ts';
 
 const dirs: string[] = [];
 const queues: DurableQueue[] = [];
@@ -314,6 +316,37 @@ describe('DurableQueue with bodies over BODY_CHUNK_BYTES', () => {
     expect(expire.result).toBe(1);
     const left = onDisk(q.path);
     expect([left.queued, left.dead, left.chunks > 0 && left.chunks < 4]).toEqual([0, 0, true]);
+    await expectReopenedClean(q.path);
+  });
+
+  it('ends expiry at a pause once retention is stopped, and removes the rest of its chunks at the next open', async () => {
+    const q = open(undefined, 100 * BODY_CHUNK_BYTES);
+    await q.enqueue('logs', 'protobuf', large(), 1);
+    await q.enqueue('logs', 'protobuf', large(), 2);
+    const store = new SqliteStore({ path: join(dirname(q.path), 'store.db') });
+    const retention = new Retention({
+      store, eventsMs: 100, rollupsMs: 100, maxFutureSkewMs: 60_000, isLeader: () => true, logger: silentLogger, now: () => 200,
+      expireForwarded: (beforeMs, signal) => q.expire(beforeMs, signal),
+    });
+    // Stopped (as at SIGTERM) once both rows are gone and some of their chunks, not all: what the file holds then.
+    let atStop: ReturnType<typeof onDisk> | undefined;
+    let stopping: Promise<void> | undefined;
+    try {
+      await watchTurns(() => retention.run(), () => {
+        const d = onDisk(q.path);
+        if (atStop || d.chunks === 0 || d.chunks >= 8) return;
+        atStop = d;
+        stopping = retention.stop();
+      });
+      await stopping;
+    } finally {
+      await store.close();
+    }
+    expect(atStop).toMatchObject({ queued: 0, dead: 0 });
+    // No chunk was deleted after the stop, and the run counts as stopped.
+    expect(onDisk(q.path)).toEqual(atStop);
+    expect(retention.stats).toMatchObject({ stopped: 1, succeeded: 0, failed: 0 });
+    q.close();
     await expectReopenedClean(q.path);
   });
 

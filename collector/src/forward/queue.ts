@@ -494,9 +494,10 @@ export class DurableQueue {
   /**
    * Retention: removes queued requests and dead letters received before `beforeMs` (counted as expired) in one
    * transaction, then the chunks of their bodies as ack does, then truncates the write-ahead log so no copy of
-   * their bodies stays on disk. Returns how many were removed.
+   * their bodies stays on disk. Returns how many were removed. Once `signal` is aborted (a stop) no more chunks
+   * are deleted: nothing refers to those left, removed at the next open.
    */
-  async expire(beforeMs: number): Promise<number> {
+  async expire(beforeMs: number, signal?: AbortSignal): Promise<number> {
     const r = inTransaction(this.db, () => {
       const queued = this.stmt.expireQueue.all(beforeMs) as Removed[];
       const dead = this.stmt.expireDead.all(beforeMs) as Removed[];
@@ -511,10 +512,10 @@ export class DurableQueue {
       this.deadBytes -= d.bytes;
       this.deadCount--;
     }
-    await this.dropBodies([...r.queued, ...r.dead]);
+    await this.dropBodies([...r.queued, ...r.dead], signal);
     const n = r.queued.length + r.dead.length;
-    // Closed meanwhile (a stop): the chunks left go at the next open, and the log with them.
-    if (n && !this.closed) this.db.exec('PRAGMA wal_checkpoint(TRUNCATE)');
+    // Closed or stopped meanwhile: the chunks left go at the next open, and the log with them.
+    if (n && !this.closed && !signal?.aborted) this.db.exec('PRAGMA wal_checkpoint(TRUNCATE)');
     return n;
   }
 
@@ -586,20 +587,20 @@ export class DurableQueue {
   }
 
   /**
-   * Deletes the chunks under `key`, one statement each, the event loop served between. A queue closed meanwhile
-   * stops there: nothing refers to the chunks left, removed at the next open.
+   * Deletes the chunks under `key`, one statement each, the event loop served between. A queue closed meanwhile,
+   * or work stopped (`signal`), stops there: nothing refers to the chunks left, removed at the next open.
    */
-  private dropChunks(key: number): Promise<void> {
+  private dropChunks(key: number, signal?: AbortSignal): Promise<void> {
     const stmt = this.stmt.deleteChunk;
     const closed = (): boolean => this.closed;
     return runPaced((function* () {
-      while (!closed() && Number(stmt.run(key).changes) > 0) yield;
+      while (!closed() && !signal?.aborted && Number(stmt.run(key).changes) > 0) yield;
     })());
   }
 
-  /** The chunks of bodies whose rows a committed transaction removed, body after body. */
-  private async dropBodies(removed: readonly Removed[]): Promise<void> {
-    for (const r of removed) if (r.body_key !== null) await this.dropChunks(r.body_key);
+  /** The chunks of bodies whose rows a committed transaction removed, body after body (until `signal` stops it). */
+  private async dropBodies(removed: readonly Removed[], signal?: AbortSignal): Promise<void> {
+    for (const r of removed) if (r.body_key !== null) await this.dropChunks(r.body_key, signal);
   }
 }
 

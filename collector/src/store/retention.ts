@@ -26,8 +26,11 @@ export interface RetentionOptions {
   maxFutureSkewMs: number;
   /** Whether this replica leads (always true on SQLite). */
   isLeader(): boolean;
-  /** This replica's forward queue (inline mode): expires what is older than the bound, returns how many. */
-  expireForwarded?(beforeMs: number): Promise<number>;
+  /**
+   * This replica's forward queue (inline mode): expires what is older than the bound, returns how many; once
+   * `signal` is aborted (stop()) it ends at its next pause.
+   */
+  expireForwarded?(beforeMs: number, signal: AbortSignal): Promise<number>;
   logger: Logger;
   now: () => number;
 }
@@ -87,15 +90,16 @@ export class Retention {
 
   private async runOnce(): Promise<void> {
     const { store, logger, now } = this.opts;
+    const { signal } = this.stopping;
     // Raw bodies (user emails included) are not kept past retention.events, delivered or not.
     try {
-      const expired = (await this.opts.expireForwarded?.(now() - this.opts.eventsMs)) ?? 0;
+      const expired = (await this.opts.expireForwarded?.(now() - this.opts.eventsMs, signal)) ?? 0;
       if (expired) logger.warn('retention removed undelivered forwarding requests and dead letters older than retention.events', { removed: expired });
     } catch (err) {
       logger.warn('forwarding retention failed', { err });
     }
     if (!this.opts.isLeader()) return;
-    const { signal } = this.stopping;
+    if (signal.aborted) return this.stoppedRun();
     let t = now();
     let deferred: boolean;
     try {
