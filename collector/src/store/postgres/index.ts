@@ -1389,7 +1389,6 @@ export class PostgresStore implements Store {
       await attrPrune('>=', futureFromMs);
     }
     result.hooks = await this.pruneOrphanHooks(epoch, n, signal);
-    if (result.hooks > 0) this.known.clear();
     // Attribute sets no event in retention can reference (last_ms covers every event of the set).
     // The outer condition again: under READ COMMITTED a row another replica's ingest has just moved on (a
     // session resumed) is rechecked against the outer WHERE only, and must then stay.
@@ -1431,7 +1430,8 @@ export class PostgresStore implements Store {
    * by it would take a hook whose new events that ingest just stored. So each batch first locks its hooks' rows:
    * an ingest that wrote to one of them holds the row (its upsert) until it commits, and a later one waits for
    * this transaction. The delete then checks again in a new statement, whose snapshot sees every such commit.
-   * Locks are taken in hook id order, as ingest takes them.
+   * Locks are taken in hook id order, as ingest takes them. The cache of hooks known to exist is dropped after each
+   * batch that deleted some: an ingest before the next batch counts a hook it deleted against store.maxHooks again.
    */
   private async pruneOrphanHooks(epoch: number, n: number, signal: AbortSignal | undefined): Promise<number> {
     let total = 0;
@@ -1446,6 +1446,7 @@ export class PostgresStore implements Store {
         return r.rowCount ?? 0;
       });
       total += deleted;
+      if (deleted > 0) this.known.clear();
       // Fewer than a batch, or none of them gone after all (data arrived for each): nothing more to find now.
       if (candidates.length < n || deleted === 0) return total;
     }
