@@ -112,6 +112,7 @@ export class ChartPanel {
   readonly element: HTMLElement;
   readonly canvas: HTMLCanvasElement;
   private readonly summary: HTMLParagraphElement;
+  private readonly hint: HTMLParagraphElement;
   private readonly tableHolder: HTMLDivElement;
   private readonly box: HTMLDivElement;
   private readonly selection: HTMLDivElement;
@@ -132,18 +133,24 @@ export class ChartPanel {
     this.id = id;
     this.canvas = h('canvas', { id: `chart-${id}`, role: 'img', 'aria-label': title });
     this.summary = h('p', { class: 'chart-summary', id: `chart-${id}-summary` });
+    this.hint = h('p', { class: 'hint' }, description);
     this.tableHolder = scrollBox(`${title}: data table`);
     this.selection = h('div', { class: 'zoom-selection', hidden: true });
     this.said = h('p', { class: 'sr-only', role: 'status', id: `chart-${id}-said` });
     this.box = h('div', { class: 'chart-box' }, this.canvas, this.selection);
     this.element = h('section', { class: 'panel chart-panel', 'aria-labelledby': `chart-${id}-title`, 'data-chart': id },
       h(opts.heading ?? 'h2', { id: `chart-${id}-title`, class: 'chart-title' }, title),
-      h('p', { class: 'hint' }, description),
+      this.hint,
       this.box,
       this.summary,
       h('details', { class: 'chart-data' }, h('summary', null, 'Data table'), this.tableHolder),
     );
     this.canvas.setAttribute('aria-describedby', `chart-${id}-summary`);
+  }
+
+  /** The line under the title saying what the chart draws, when that changes with what is known (alerts). */
+  setDescription(description: string): void {
+    if (this.hint.textContent !== description) this.hint.textContent = description;
   }
 
   /** Shaded spans drawn behind the data (e.g. when alerts fired); set before render. */

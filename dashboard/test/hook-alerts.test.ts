@@ -2,7 +2,8 @@
  * A hook's alert timeline in headless Chromium against a real hookwatch whose alert state holds more resolved
  * alerts of other hooks than the alerts API lists at once (its newest 1,000): the hook's page asks for its own
  * alerts alone (GET /api/v1/alerts?hook=), so its resolved alert older than all of them is still on its timeline.
- * The alerts API failing, the timeline says its alerts are unknown, never that the hook has none.
+ * The alerts API failing, the timeline says its alerts are unknown, never that the hook has none, and the cliff
+ * chart's hint says so rather than promising spans shaded where alerts were active.
  */
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -39,6 +40,11 @@ function timeline(p: WatchedPage['page']): Promise<{ rows: string[]; said: strin
     rows: [...document.querySelectorAll('#hook-alerts tbody tr')].map((tr) => [...tr.querySelectorAll('td')].slice(0, 2).map((td) => td.textContent).join(' ')),
     said: document.querySelector('#hook-alerts-holder > p')?.textContent ?? null,
   }));
+}
+
+/** What the cliff chart's hint says under its title. */
+function cliffHint(p: WatchedPage['page']): Promise<string | null> {
+  return p.textContent('[data-chart="cliff"] > p.hint');
 }
 
 beforeAll(async () => {
@@ -104,6 +110,9 @@ describe('a hook\'s alert timeline', () => {
     await p.goto(`${svc.httpUrl}/hooks/${ID}`);
     await waitLoaded(p);
     expect(await timeline(p)).toEqual({ rows: [], said: 'Alert timeline unavailable: the alert state is not readable' });
+    // The cliff chart promises no shaded spans it cannot draw: it says the alert state is unknown.
+    expect(await cliffHint(p)).toMatch(/alert state unknown/);
+    expect(await cliffHint(p)).not.toMatch(/shaded/);
     // The rest of the page is there, no error banner over it.
     expect(await p.isHidden('#error-banner')).toBe(true);
     expect(await p.textContent('h1')).toContain(HOOK);
@@ -111,5 +120,6 @@ describe('a hook\'s alert timeline', () => {
     await p.unroute(alertsApi);
     await p.click('#refresh-now');
     await expect.poll(() => timeline(p), { timeout: 10_000 }).toEqual({ rows: ['headroom resolved'], said: null });
+    expect(await cliffHint(p)).toMatch(/shaded spans when alerts were active/);
   });
 });

@@ -286,6 +286,15 @@ export function growthRows(points: readonly Point[], covers: readonly BucketCove
 /** The id of the hook page's alert timeline, where a link to the hook's alerts (`#alert-timeline`) scrolls to. */
 export const ALERT_TIMELINE = 'alert-timeline';
 
+/**
+ * The line under the cliff chart's title, saying what it draws: with the alert state known, the spans shaded
+ * when this hook's alerts were active; while the alerts API fails, that the alert state is unknown instead.
+ */
+export function cliffDescription(alertsKnown: boolean): string {
+  const alerts = alertsKnown ? 'shaded spans when alerts were active' : 'alert state unknown, so no alert spans are drawn';
+  return `Largest output per bucket for each string kind, against the 10,000-character cap and the ~2,000-character preview; triangles mark buckets with persisted outputs, ${alerts}. Drag across to zoom.`;
+}
+
 /** Alerts of this hook as bands over a bucketed chart: from when they became active to when they resolved. */
 export function alertBands(alerts: readonly AlertSummary[], series: SeriesResponse, colors: { firing: string; pending: string; resolved: string }): Band[] {
   const stepMs = series.step * 1000;

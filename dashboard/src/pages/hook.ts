@@ -19,7 +19,7 @@ import { zoomOutUrl } from '../shell-state.ts';
 import { apiQuery, buildUrl } from '../state.ts';
 import { cssColor } from '../theme.ts';
 import {
-  ALERT_TIMELINE, alertBands, alertRows, backUrl, breakdownBy, breakdownCut, breakdownRows, breakdownUrl, cliffView, curveRows, curveSummary, deliveryView, dimensionOptions,
+  ALERT_TIMELINE, alertBands, alertRows, backUrl, breakdownBy, breakdownCut, breakdownRows, breakdownUrl, cliffDescription, cliffView, curveRows, curveSummary, deliveryView, dimensionOptions,
   DAY_MS, dayTicks, facts, filterEmpty, followQueries, growthCovers, growthRows, hookIdOf, noSuchHook, observedSizes, persistedKnown, seriesCovers, subtitle, unfilteredPanelNote, zoomUrl, type Fact,
 } from './hook-state.ts';
 
@@ -271,7 +271,7 @@ export function hookPage(root: HTMLElement, ctx: PageContext): Page {
   const title = h('h1', { id: 'hook-title' }, 'Hook');
   const factsEl = h('div', { class: 'kpis', id: 'hook-facts' });
   const filterNote = h('div');
-  const cliff = new ChartPanel('cliff', 'The cliff over time', 'Largest output per bucket for each string kind, against the 10,000-character cap and the ~2,000-character preview; triangles mark buckets with persisted outputs, shaded spans when alerts were active. Drag across to zoom.');
+  const cliff = new ChartPanel('cliff', 'The cliff over time', cliffDescription(true));
   const delivery = new ChartPanel('delivery', 'Success against persisted outputs', 'Claude Code reports success even when an output was persisted: the gap is output the model never saw whole. Drag across to zoom.');
   const curve = new ChartPanel('curve', 'Sent against delivered', 'delivered(n) = n up to 10,000, then about 2,000: this hook\'s observed sizes placed on the cliff.');
   const growth = new ChartPanel('growth', 'Growth and forecast', `Daily largest output over the last ${FORECAST_DAYS} days and the least-squares trend carried to the cap.`);
@@ -369,6 +369,7 @@ export function hookPage(root: HTMLElement, ctx: PageContext): Page {
       const empty = filterEmpty(hk, state);
       replace(filterNote, empty && h('p', { class: 'warn', id: 'filter-empty' }, empty.text, ctx.link(empty.clearUrl, {}, 'Remove the filters')));
       replace(factsEl, ...facts(hk, reading).map(fact), guardTrimsKpi(guardTrims, guardUnfiltered));
+      cliff.setDescription(cliffDescription(!(alerts instanceof ApiFailure)));
       cliff.setBands(alertBands(alerts instanceof ApiFailure ? [] : alerts, series, { firing: cssColor('--over'), pending: cssColor('--near'), resolved: cssColor('--muted') }));
       const c1 = cliffChart(series);
       if (guardUnfiltered === null) addGuardTrimsToCliff(c1.config, series, guardTrims);
