@@ -1030,8 +1030,13 @@ export function start(root: HTMLElement): Dashboard {
       return;
     }
     page = factory(main, ctx);
+    // Where the navigation left the focus: on the page (the control used went with the page it was on), or on the
+    // control used. Moved since (the reader clicked or tabbed to a control while the data loaded), it stays there.
+    const left = document.activeElement;
     void load(gen).then(() => {
       if (refocus === null || gen !== generation) return;
+      const now = document.activeElement;
+      if (now !== null && now !== document.body && now !== left) return;
       // A link to a part of the page (its fragment) brings the focus there, as it scrolled there; not the way back
       // to a view, which comes back to where it was scrolled.
       const target = back ? null : fragmentTarget();

@@ -130,6 +130,32 @@ describe('overview', () => {
     expect(new URL(p.url()).pathname).toMatch(/^\/hooks\//);
   });
 
+  it('leaves the focus where the reader moved it while a page opened loads', async () => {
+    const { page: p } = await page();
+    await p.goto(svc.httpUrl + '/');
+    await waitLoaded(p);
+    // The hook's page waits for its figures until the test lets them through.
+    const held: Route[] = [];
+    const api = (u: URL): boolean => u.pathname.startsWith('/api/v1/hooks/');
+    await p.route(api, (r) => void held.push(r));
+    await p.focus('#hook-rows tr:first-child a.hook-link');
+    await p.keyboard.press('Enter');
+    await expect.poll(() => held.length).toBeGreaterThan(0);
+    const focused = (): Promise<string> => p.evaluate(() => {
+      const el = document.activeElement;
+      return el && el !== document.body ? `${el.tagName} ${el.id} ${el.className} ${(el.textContent ?? '').slice(0, 40)}` : 'none';
+    });
+    // Meanwhile the reader tabs on: the control reached keeps the focus once the page is drawn.
+    await p.keyboard.press('Tab');
+    const reached = await focused();
+    expect(reached).not.toBe('none');
+    await p.unroute(api);
+    for (const r of held) await r.continue().catch(() => undefined);
+    await waitLoaded(p, 2);
+    await p.locator('#hook-content').waitFor();
+    expect(await focused()).toBe(reached);
+  });
+
   it('is readable on a narrow screen, overview and hook page alike', async () => {
     const { page: p } = await page({ width: 390 });
     const overflow = (): Promise<{ by: number; wide: string[] }> => p.evaluate(() => {
