@@ -1,9 +1,11 @@
 import { spawnSync } from 'node:child_process';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { OverviewResponse } from '../../../shared/src/api.ts';
+import type { FleetSeriesHook, FleetSeriesResponse, FleetSeriesRest, OverviewResponse } from '../../../shared/src/api.ts';
 import type { Forecast } from '../../../shared/src/forecast.ts';
 import { setTimeZone } from '../format.ts';
 import { readState } from '../state.ts';
+import { seededRandom } from '../../../collector/test/support/random.ts';
+import SEEDED_FLEET_VIEW from '../testdata/fleet-view-seeded.json' with { type: 'json' };
 import { BLIND, NEAR, NOW, OK, OVER, PARTIAL, alert, fleet, fleetHook, hook, overview } from '../testdata/api-responses.ts';
 import {
   FORECAST_ROWS, ROW_LIMIT, bucketRange, emptyTable, firingByHook, firingLabel, fleetClickUrl, fleetPartial, fleetView, forecastOf, linePointRadii, forecastTodo, headerCells, hookAlertsUrl, hookRow, hookUrl, kpis, readSort,
@@ -20,6 +22,32 @@ const fit = (daysToCap: number | null, over: Partial<Forecast> = {}): ForecastEn
   days: 10, at: NOW,
 });
 const names = (hooks: { hookName: string }[]): string[] => hooks.map((h) => h.hookName);
+
+/**
+ * A fleet answer of 40 hooks over 12 buckets, most buckets empty, and 3 hooks more summed past its limit: sizes
+ * unknown (null largest, size-unknown executions), outputs reported persisted, and executions measured over the
+ * cap without a reported count, placed by a seeded generator.
+ */
+function seededFleet(seed: number): FleetSeriesResponse {
+  const rnd = seededRandom(seed);
+  const n = 12;
+  const pick = <T>(f: (i: number) => T): T[] => Array.from({ length: n }, (_v, i) => f(i));
+  const starts = pick((i) => new Date(Date.parse('2026-11-29T06:00:00.000Z') + i * 7_200_000).toISOString());
+  const hooks = Array.from({ length: 40 }, (_v, k): FleetSeriesHook => {
+    const executions = pick(() => (rnd() < 0.3 ? 1 + Math.floor(rnd() * 4) : 0));
+    const sizeUnknownExecutions = executions.map((e) => (e > 0 && rnd() < 0.3 ? 1 : 0));
+    const largest = executions.map((e, i) => (e > (sizeUnknownExecutions[i] ?? 0) ? Math.floor(rnd() * 14_000) : null));
+    const executionsWithPersisted = largest.map((v) => (v !== null && v > 10_000 ? 1 : 0));
+    const outputsPersisted = executionsWithPersisted.map((w) => (w > 0 && rnd() < 0.5 ? 1 + Math.floor(rnd() * 3) : 0));
+    return { id: `hook-${k}`, hookEvent: 'Stop', hookName: `Stop:seeded-${k}`, largest, outputsPersisted, executionsWithPersisted, executions, sizeUnknownExecutions };
+  });
+  const rest: FleetSeriesRest = {
+    hooks: 3, hooksWithPersisted: 1, largest: pick((i) => (i % 4 === 1 ? 11_000 : i % 4 === 2 ? 500 : null)), persisted: pick((i) => (i % 4 === 1 ? 2 : 0)),
+    measuredOnly: pick((i) => (i % 8 === 1 ? 1 : 0)), executions: pick((i) => (i % 4 === 0 ? 0 : 3)), sizeUnknownExecutions: pick((i) => (i % 4 === 3 ? 3 : 0)),
+  };
+  return { from: starts[0] ?? '', to: '2026-11-30T06:00:00.000Z', step: 7_200, buckets: starts, ends: [...starts.slice(1), '2026-11-30T06:00:00.000Z'], hooks, rest, total: 43 };
+}
+
 const NONE = new Map<string, ForecastEntry>();
 
 beforeEach(() => setTimeZone('UTC'));
@@ -362,6 +390,12 @@ describe('fleet figures', () => {
     expect(sparkLabel(OVER.hookName, measured)).toBe('Stop:lint-report: largest output per bucket, peak 12,500 chars; 1 bucket with persisted outputs');
     // Where the client reports more outputs than executions over the cap, the reported count stands.
     expect(persistedSeries(fleetHook(OVER, [12_000, 30_000], [1, 3], [1, 1], [1, 1]))).toEqual([1, 3]);
+  });
+
+  it('draws a seeded fleet with gaps, unknown sizes and measured-only buckets as it always has', () => {
+    // The numbers recorded from the chart as it was computed bucket by bucket, over every hook for each bucket.
+    const f = seededFleet(7);
+    expect(JSON.parse(JSON.stringify({ top: fleetView(f), noneShown: fleetView(f, 0) }))).toEqual(SEEDED_FLEET_VIEW);
   });
 
   it('says no output was persisted, and keeps unknown buckets unknown', () => {
