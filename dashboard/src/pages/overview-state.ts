@@ -452,44 +452,83 @@ export interface FleetView {
   partial: (string | null)[];
 }
 
+/** Whether a hook persisted outputs (persistedAtLeast) in any bucket. */
+function persistsAny(hk: FleetSeriesHook): boolean {
+  return hk.outputsPersisted.some((v, i) => persistedAtLeast({ outputsPersisted: v, executionsWithPersisted: hk.executionsWithPersisted[i] ?? 0 }) > 0);
+}
+
+/** The fleet chart's sums per bucket: of the grouped rest (the hooks not drawn on their own), and of every hook. */
+interface FleetSums {
+  restPersisted: number[];
+  restSizeUnknown: number[];
+  restMeasured: number[];
+  executions: number[];
+  largest: (number | null)[];
+  /** Over the whole range and every hook: persisted outputs, executions without size data, measured-only ones. */
+  totals: { persisted: number; sizeUnknown: number; measured: number };
+}
+
+/**
+ * The fleet chart's sums, those past the answer's limit (fleet.rest) included, in one pass over each hook's
+ * buckets: a hook at a time, adding into each bucket's sums, so the work is the size of the answer (hooks ×
+ * buckets) with nothing looked up or allocated per hook and bucket.
+ */
+function fleetSums(fleet: FleetSeriesResponse, shown: ReadonlySet<FleetSeriesHook>): FleetSums {
+  const n = fleet.buckets.length;
+  const beyond = fleet.rest;
+  const from = (xs: readonly number[] | undefined): number[] => Array.from({ length: n }, (_v, i) => xs?.[i] ?? 0);
+  const sum = (xs: readonly number[] | undefined): number => (xs ?? []).reduce((a, b) => a + b, 0);
+  const s: FleetSums = {
+    restPersisted: from(beyond?.persisted), restSizeUnknown: from(beyond?.sizeUnknownExecutions), restMeasured: from(beyond?.measuredOnly),
+    executions: from(beyond?.executions), largest: Array.from({ length: n }, (_v, i) => beyond?.largest[i] ?? null),
+    totals: { persisted: sum(beyond?.persisted), sizeUnknown: sum(beyond?.sizeUnknownExecutions), measured: sum(beyond?.measuredOnly) },
+  };
+  for (const hk of fleet.hooks) {
+    const grouped = !shown.has(hk);
+    for (let i = 0; i < n; i++) {
+      const c = { outputsPersisted: hk.outputsPersisted[i] ?? 0, executionsWithPersisted: hk.executionsWithPersisted[i] ?? 0 };
+      const persisted = persistedAtLeast(c);
+      const measured = measuredOnly(c);
+      const sizeUnknown = hk.sizeUnknownExecutions[i] ?? 0;
+      s.totals.persisted += persisted;
+      s.totals.sizeUnknown += sizeUnknown;
+      s.totals.measured += measured;
+      if (grouped) {
+        s.restPersisted[i] = (s.restPersisted[i] ?? 0) + persisted;
+        s.restSizeUnknown[i] = (s.restSizeUnknown[i] ?? 0) + sizeUnknown;
+        s.restMeasured[i] = (s.restMeasured[i] ?? 0) + measured;
+      }
+      s.executions[i] = (s.executions[i] ?? 0) + (hk.executions[i] ?? 0);
+      const v = hk.largest[i] ?? null;
+      if (v !== null) s.largest[i] = Math.max(s.largest[i] ?? 0, v);
+    }
+  }
+  return s;
+}
+
 export function fleetView(fleet: FleetSeriesResponse, top = FLEET_TOP): FleetView {
   const span = Date.parse(fleet.to) - Date.parse(fleet.from);
   const labels = fleet.buckets.map((b) => bucketLabel(b, fleet.step, span));
   const covers = bucketCovers(fleet, fleet.buckets, fleet.ends);
-  const persisted = new Map(fleet.hooks.map((hk) => [hk, persistedSeries(hk)]));
-  const of = (hk: FleetSeriesHook): number[] => persisted.get(hk) ?? [];
-  const withPersisted = fleet.hooks.filter((hk) => of(hk).some((v) => v > 0));
+  const withPersisted = fleet.hooks.filter(persistsAny);
   const shown = withPersisted.slice(0, top);
-  const shownPersisted = shown.map(of);
-  const rest = fleet.hooks.filter((hk) => !shown.includes(hk));
+  const shownPersisted = shown.map(persistedSeries);
   // The hooks past the answer's limit come summed (fleet.rest): they belong to the grouped rest and the totals.
   const beyond = fleet.rest;
-  // A figure of the grouped rest per bucket: its hooks' summed, with those past the answer's limit.
-  const restSum = (series: (hk: FleetSeriesHook) => readonly number[], beyondSeries: readonly number[] | undefined): number[] =>
-    fleet.buckets.map((_b, i) => rest.reduce((s, hk) => s + (series(hk)[i] ?? 0), beyondSeries?.[i] ?? 0));
-  const restPersisted = restSum(of, beyond?.persisted);
-  const measured = new Map(fleet.hooks.map((hk) => [hk, perBucket(hk, measuredOnly)]));
-  const measuredOf = (hk: FleetSeriesHook): number[] => measured.get(hk) ?? [];
+  const sums = fleetSums(fleet, new Set(shown));
+  const { restPersisted, executions, largest } = sums;
   // Counts of persisted outputs per bucket in words, "at least" or "none known" where the bucket's is a lower bound.
   const inWords = (persistedPer: readonly number[], sizeUnknown: readonly number[], measuredPer: readonly number[]): string[] =>
     persistedPer.map((v, i) => persistedBound(v, sizeUnknown[i] ?? 0, measuredPer[i] ?? 0).text);
-  const shownText = shown.map((hk) => inWords(of(hk), hk.sizeUnknownExecutions, measuredOf(hk)));
-  const restText = inWords(restPersisted, restSum((hk) => hk.sizeUnknownExecutions, beyond?.sizeUnknownExecutions), restSum(measuredOf, beyond?.measuredOnly));
-  const executions = fleet.buckets.map((_b, i) => fleet.hooks.reduce((s, hk) => s + (hk.executions[i] ?? 0), beyond?.executions[i] ?? 0));
-  const largest = fleet.buckets.map((_b, i) => fleet.hooks.reduce<number | null>((m, hk) => {
-    const v = hk.largest[i] ?? null;
-    return v === null ? m : Math.max(m ?? 0, v);
-  }, beyond?.largest[i] ?? null));
+  const shownText = shown.map((hk) => inWords(persistedSeries(hk), hk.sizeUnknownExecutions, perBucket(hk, measuredOnly)));
+  const restText = inWords(restPersisted, sums.restSizeUnknown, sums.restMeasured);
   const peak = largest.reduce<number | null>((m, v) => (v === null ? m : Math.max(m ?? 0, v)), null);
-  // A count over the whole range and every hook, those past the answer's limit included.
-  const fleetTotal = (series: (hk: FleetSeriesHook) => readonly number[], beyondSeries: readonly number[] | undefined): number =>
-    [...fleet.hooks.map(series), beyondSeries ?? []].reduce((s, xs) => xs.reduce((a, b) => a + b, s), 0);
-  const totalPersisted = fleetTotal(of, beyond?.persisted);
+  const totalPersisted = sums.totals.persisted;
   const hooksWithPersisted = withPersisted.length + (beyond?.hooksWithPersisted ?? 0);
   const bucketsWith = restPersisted.map((v, i) => v + shownPersisted.reduce((s, p) => s + (p[i] ?? 0), 0)).filter((v) => v > 0).length;
   // A lower bound says so, and why, as the fleet's total does: unknown is not zero, and an execution measured over
   // the cap without its count reported is one output at least, in a hook drawn or past the answer's limit alike.
-  const why = lowerBoundWhy(fleetTotal((hk) => hk.sizeUnknownExecutions, beyond?.sizeUnknownExecutions), fleetTotal(measuredOf, beyond?.measuredOnly));
+  const why = lowerBoundWhy(sums.totals.sizeUnknown, sums.totals.measured);
   const summary = totalPersisted === 0
     ? `${why === null ? 'No outputs persisted in this range' : `No output is known to have been persisted in this range (${why})`}; the largest output in the fleet was ${chars(peak)} against the 10,000 cap.`
     : `${why === null ? '' : 'At least '}${plural(totalPersisted, 'output')} persisted across ${plural(hooksWithPersisted, 'hook')}, in ${num(bucketsWith)} of ${plural(fleet.buckets.length, 'bucket')}${why === null ? '' : ` (${why})`}; the largest output in the fleet was ${chars(peak)}.`;
