@@ -8,10 +8,12 @@ import type { ClusterState } from './model.ts';
 import { PostgresAlertStateStore } from '../alerting/state/postgres.ts';
 import type { AlertStateStore } from '../alerting/state/store.ts';
 import type { HookwatchConfig } from '../config/index.ts';
+import { formatDuration } from '../config/values.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import { ThrottledLine } from '../telemetry/throttled-line.ts';
 import { unboundedStep, type ShutdownStep } from '../shutdown.ts';
 import { PostgresStore } from './postgres/index.ts';
+import { MigrationLockWaitError } from './postgres/migrate.ts';
 import { LEASE_CHANNEL, PostgresBus, type BusChannel } from './postgres/bus.ts';
 import { PostgresLease, readCluster } from './postgres/lease.ts';
 import { SqliteStore } from './sqlite/index.ts';
@@ -21,13 +23,14 @@ import { StoreUnavailableError, type Store } from './store.ts';
 
 /**
  * On PostgreSQL, `onMigrationLock` is called once the store holds the migration lock (it may change the schema),
- * `onMigrationLockWait` as it begins to wait for another replica holding it.
+ * `onMigrationLockWait` as it begins to wait for another replica holding it, which `migrationLockWaitMs` bounds
+ * (MigrationLockWaitError past it).
  */
-export async function openStore(config: HookwatchConfig, opts: { logger?: Logger; onMigrationLock?: () => void; onMigrationLockWait?: () => void } = {}): Promise<Store> {
+export async function openStore(config: HookwatchConfig, opts: { logger?: Logger; onMigrationLock?: () => void; onMigrationLockWait?: () => void; migrationLockWaitMs?: number } = {}): Promise<Store> {
   // Which minutes the minute rollups answer and which the raw events (minute-sources.ts).
   const retention = { eventsMs: config.retention.eventsMs, minuteRollupsMs: config.retention.minuteRollupsMs };
   if (isPostgresUrl(config.db)) {
-    return PostgresStore.open({ url: config.db, dimensions: config.dimensions, poolSize: config.postgres.poolSize, readers: config.store.readers, maxHooks: config.store.maxHooks, retention, ...(opts.logger ? { logger: opts.logger } : {}), ...(opts.onMigrationLock ? { onMigrationLock: opts.onMigrationLock } : {}), ...(opts.onMigrationLockWait ? { onMigrationLockWait: opts.onMigrationLockWait } : {}) });
+    return PostgresStore.open({ url: config.db, dimensions: config.dimensions, poolSize: config.postgres.poolSize, readers: config.store.readers, maxHooks: config.store.maxHooks, retention, ...(opts.logger ? { logger: opts.logger } : {}), ...(opts.onMigrationLock ? { onMigrationLock: opts.onMigrationLock } : {}), ...(opts.onMigrationLockWait ? { onMigrationLockWait: opts.onMigrationLockWait } : {}), ...(opts.migrationLockWaitMs === undefined ? {} : { migrationLockWaitMs: opts.migrationLockWaitMs }) });
   }
   return new SqliteStore({ path: config.db, synchronous: config.sqlite.synchronous, cacheBytes: config.sqlite.cacheBytes, dimensions: config.dimensions, readers: config.store.readers, maxHooks: config.store.maxHooks, retention, ...(opts.logger ? { logger: opts.logger } : {}) });
 }
@@ -151,11 +154,13 @@ export class StoreWait {
  * migration lock and the migration under way once it holds it); the next attempt follows after
  * START_RETRY_FIRST_MS, doubling up to START_RETRY_CAP_MS, sooner while requests wait for the store (StoreWait.hurry).
  * Any other failure (a refused password, a missing database, a schema newer than this hookwatch) is thrown at once,
- * as is the one of the attempt made once postgres.startTimeout has passed (0: no bound). A SQLite store is opened once. `wait` given up (a stop) before an
+ * as is the one of the attempt made once postgres.startTimeout has passed (0: no bound), which bounds the wait for
+ * another replica's migration lock too (an error naming the setting). A SQLite store is opened once. `wait` given up (a stop) before an
  * attempt holds the migration lock: StoreWaitGivenUpError at once.
  */
 export async function openStoreWhenReachable(config: HookwatchConfig, opts: { logger: Logger; onWaiting?: (reason: string) => void; wait?: StoreWait }): Promise<Store> {
   const wait = opts.wait ?? new StoreWait();
+  const bound = config.postgres.startTimeoutMs;
   const startedAt = performance.now();
   let waitMs = START_RETRY_FIRST_MS;
   let last = { attempt: 0, err: '' };
@@ -170,10 +175,14 @@ export async function openStoreWhenReachable(config: HookwatchConfig, opts: { lo
           opts.onWaiting?.(MIGRATING);
         };
         const onMigrationLockWait = (): void => opts.onWaiting?.(WAITING_FOR_MIGRATION);
-        return await wait.until(openStore(config, { logger: opts.logger, onMigrationLock, onMigrationLockWait }), (store) => store.close());
+        // Another replica's migration is waited for within the same bound as the database.
+        const migrationLockWaitMs = bound > 0 ? Math.max(0, bound - (performance.now() - startedAt)) : undefined;
+        return await wait.until(openStore(config, { logger: opts.logger, onMigrationLock, onMigrationLockWait, migrationLockWaitMs }), (store) => store.close());
       } catch (err) {
         if (err instanceof StoreWaitGivenUpError) throw err;
-        const bound = config.postgres.startTimeoutMs;
+        if (err instanceof MigrationLockWaitError) {
+          throw new Error(`cannot open the PostgreSQL store: another replica held the schema migration lock past postgres.startTimeout (${formatDuration(bound)}); it may still be migrating a large database: raise postgres.startTimeout, or look for a replica stuck holding the lock`, { cause: err });
+        }
         const left = bound > 0 ? bound - (performance.now() - startedAt) : Infinity;
         if (!isPostgresUrl(config.db) || !(err instanceof StoreUnavailableError) || left <= 0) throw err;
         wait.waitingAgain();

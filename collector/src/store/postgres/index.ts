@@ -27,7 +27,7 @@ import { FINDING_COLUMNS, commandsQuery, findingValues, toCommandRow, transcript
 import { guardTrimSql, guardTrimStats, guardTrimValues, guardTrimsDdl, type GuardTrim, type GuardTrimStats } from '../guard-trims.ts';
 import { inTransaction, isAnswerTimeout, isConnectTimeout, keepAlive, liftAnswerTimeout } from './connection.ts';
 import { boundPause, holdLease, leaseHeld, type LeaseFence } from './fence.ts';
-import { buildEventsIndex, fillColumn, inMigrationTransaction, withMigrationLock, type Migration } from './migrate.ts';
+import { buildEventsIndex, fillColumn, inMigrationTransaction, MigrationLockWaitError, withMigrationLock, type Migration } from './migrate.ts';
 import { ConnectionSockets, CuttablePool } from './sockets.ts';
 import { NotLeaderError, StoreUnavailableError, hookCountersFrom, splitExpired, untilStopped, type Arrival, type ArrivalQuery, type HookInfo, type LatePersistedQuery, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store, type StoreSize, type FleetBucket } from '../store.ts';
 
@@ -66,6 +66,11 @@ export interface PostgresStoreOptions {
   onMigrationLock?: () => void;
   /** Called by open when another replica holds the migration lock, once, as it begins to wait for it. */
   onMigrationLockWait?: () => void;
+  /**
+   * How long open waits for another replica's migration lock before it fails with MigrationLockWaitError, having
+   * changed nothing (default: no bound).
+   */
+  migrationLockWaitMs?: number;
 }
 
 /** A stuck statement must not hold an OTLP request (and its row locks) forever. */
@@ -531,7 +536,7 @@ export class PostgresStore implements Store {
   static async open(opts: PostgresStoreOptions): Promise<PostgresStore> {
     const store = new PostgresStore(opts);
     try {
-      await store.migrate(opts.onMigrationLock, opts.onMigrationLockWait);
+      await store.migrate(opts.onMigrationLock, opts.onMigrationLockWait, opts.migrationLockWaitMs);
     } catch (err) {
       await store.close();
       throw store.classify(err, 'cannot open the PostgreSQL store');
@@ -555,8 +560,11 @@ export class PostgresStore implements Store {
     for (const p of this.pools) p.on('connect', () => cb());
   }
 
-  /** `locked`: called once the migration lock is held; `waiting`: as another replica holds it. */
-  private async migrate(locked?: () => void, waiting?: () => void): Promise<void> {
+  /**
+   * `locked`: called once the migration lock is held; `waiting`: as another replica holds it; `waitMs`: how long
+   * that is waited for at most.
+   */
+  private async migrate(locked?: () => void, waiting?: () => void, waitMs?: number): Promise<void> {
     // Held until the end: a second replica starting now waits, then finds every migration applied. Each version is
     // recorded as it is applied, so a replica that dies halfway leaves the next one the versions after it.
     const current = await withMigrationLock(this.pool, MIGRATION_LOCK_KEY, this.logger, async (client) => {
@@ -589,7 +597,7 @@ export class PostgresStore implements Store {
         await this.syncAttrIndexes(client);
       });
       return from;
-    }, waiting);
+    }, { waiting, waitMs });
     if (current < MIGRATIONS.length) this.logger?.info('postgres schema migrated', { from: current, to: MIGRATIONS.length });
     const legacy = await this.pool.query<{ value: string }>('SELECT value FROM store_meta WHERE key = $1', [LEGACY_KEYS_BEFORE]);
     this.legacyKeysBefore = legacy.rows[0] ? Number(legacy.rows[0].value) : -Infinity;
@@ -1836,7 +1844,7 @@ export class PostgresStore implements Store {
 
   /** Retryable failures become StoreUnavailableError (503 + Retry-After); every message is scrubbed of the password. */
   private classify(err: unknown, what: string): Error {
-    if (err instanceof StoreUnavailableError || err instanceof NotLeaderError) return err;
+    if (err instanceof StoreUnavailableError || err instanceof NotLeaderError || err instanceof MigrationLockWaitError) return err;
     const e = err as { code?: string; message?: string };
     const code = e.code ?? '';
     const message = `${what}: ${this.describe(err)}`;

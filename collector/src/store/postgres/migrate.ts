@@ -70,14 +70,23 @@ const UNDEFINED_TABLE = '42P01';
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const codeOf = (err: unknown): string => (err as { code?: string }).code ?? '';
 
+/** What withMigrationLock throws once another holder kept the lock past the wait it was given (`waitMs`). */
+export class MigrationLockWaitError extends Error {
+  constructor(waitMs: number) {
+    super(`another replica held the schema migration lock for ${waitMs} ms`);
+    this.name = 'MigrationLockWaitError';
+  }
+}
+
 /**
  * Runs fn on a connection of its own holding the migration lock (a session advisory lock). The lock is asked for
  * with pg_try_advisory_lock every LOCK_POLL_MS, never waited on in a statement: a statement waiting on the lock
  * holds a snapshot, which the holder's CREATE INDEX CONCURRENTLY would wait for in turn. The connection is closed
  * afterwards, which releases the lock (a process that dies releases it with its connection). `waiting` is called
- * once, as it begins to wait for another holder.
+ * once, as it begins to wait for another holder; with `waitMs`, a lock still held by another that long after the
+ * first try ends the wait with MigrationLockWaitError, having changed nothing.
  */
-export async function withMigrationLock<T>(pool: pg.Pool, lockKey: number, logger: Logger | undefined, fn: (c: pg.PoolClient) => Promise<T>, waiting?: () => void): Promise<T> {
+export async function withMigrationLock<T>(pool: pg.Pool, lockKey: number, logger: Logger | undefined, fn: (c: pg.PoolClient) => Promise<T>, opts: { waiting?: () => void; waitMs?: number } = {}): Promise<T> {
   const client = await pool.connect();
   // A lost connection rejects the query in flight; this only keeps the process alive.
   const onError = (): void => {};
@@ -86,16 +95,20 @@ export async function withMigrationLock<T>(pool: pg.Pool, lockKey: number, logge
     // A migration may rewrite a table or build an index over every event: longer than any ingest statement may.
     liftAnswerTimeout(client);
     await client.query('SET statement_timeout = 0');
+    const began = performance.now();
     let waited = false;
     for (;;) {
       const r = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1) AS ok', [lockKey]);
       if (r.rows[0]?.ok) break;
       if (!waited) {
         logger?.info('waiting for another replica to finish migrating the schema');
-        waiting?.();
+        opts.waiting?.();
       }
       waited = true;
-      await sleep(LOCK_POLL_MS);
+      const left = opts.waitMs === undefined ? LOCK_POLL_MS : opts.waitMs - (performance.now() - began);
+      if (left <= 0) throw new MigrationLockWaitError(opts.waitMs ?? 0);
+      // The last try is made at the bound, not given up on before it.
+      await sleep(Math.min(LOCK_POLL_MS, left));
     }
     return await fn(client);
   } finally {

@@ -2,7 +2,8 @@
  * A replica started before its PostgreSQL answers (in Kubernetes the database often comes up after the pod, or
  * restarts at the same moment): it must not exit, but listen at once, alive (/healthz) and not ready (/readyz),
  * answer every OTLP request 503 with Retry-After (nothing acknowledged before it is committed), try the database
- * again and again, and once it answers migrate and serve. postgres.startTimeout bounds the wait when set. A
+ * again and again, and once it answers migrate and serve. postgres.startTimeout bounds the wait when set (for
+ * another replica's migration too). A
  * SIGTERM or SIGINT while it waits (or waits for another replica's migration) stops it at once, exit 0; one while
  * it migrates exits 1 at once, and the next start migrates.
  */
@@ -232,4 +233,23 @@ it('exits 1 at once on SIGTERM while it migrates the schema, and the next start 
   const next = await fx.replica(db, {});
   expect(logEntries(next.lines, 'postgres schema migrated')).toEqual([expect.objectContaining({ from: 0, to: MIGRATIONS.length })]);
   expect(await queryOnce<{ v: number }>(db, 'SELECT MAX(version) AS v FROM schema_migrations')).toEqual([{ v: MIGRATIONS.length }]);
+}, 120_000);
+
+it('gives up after postgres.startTimeout while another replica holds the migration lock, and exits 1 saying why', async () => {
+  const db = await fx.server().createDatabase();
+  const migrating = new pg.Client({ connectionString: db });
+  await migrating.connect();
+  fx.defer(() => migrating.end());
+  await migrating.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
+  const t0 = performance.now();
+  const r = await spawnReplica(db, { HOOKWATCH_POSTGRES_START_TIMEOUT: '3s' });
+  await waitFor('the replica waiting for the migration lock', async () => logEntries(r.lines(), 'waiting for another replica to finish migrating the schema')[0], 30_000, 50);
+  await expect(r.starting).rejects.toThrow(/exited \(1\)/);
+  // Waited out the bound, not given up at the first refusal of the lock, and not much past it.
+  const ms = performance.now() - t0;
+  expect(ms).toBeGreaterThanOrEqual(3000);
+  expect(ms).toBeLessThan(15_000);
+  expect(r.lines().join('\n')).toMatch(/cannot open the PostgreSQL store: another replica held the schema migration lock past postgres\.startTimeout \(3s\)/);
+  // It changed nothing: the schema is the other replica's to migrate.
+  expect(await queryOnce<{ t: string | null }>(db, `SELECT to_regclass('schema_migrations')::text AS t`)).toEqual([{ t: null }]);
 }, 120_000);
