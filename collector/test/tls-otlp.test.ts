@@ -3,10 +3,8 @@
  * exporters (OTLP/HTTP JSON and protobuf, OTLP/gRPC) given the CA, and for mutual TLS a client certificate,
  * through the standard OTEL_EXPORTER_OTLP_CERTIFICATE / _CLIENT_CERTIFICATE / _CLIENT_KEY variables.
  */
-import { X509Certificate } from 'node:crypto';
 import { copyFileSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { connect, type ConnectionOptions } from 'node:tls';
 import { OTLPLogExporter as JsonExporter } from '@opentelemetry/exporter-logs-otlp-http';
 import { OTLPLogExporter as ProtoExporter } from '@opentelemetry/exporter-logs-otlp-proto';
 import { OTLPLogExporter as GrpcExporter } from '@opentelemetry/exporter-logs-otlp-grpc';
@@ -16,7 +14,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { OverviewResponse } from '../../shared/src/api.ts';
 import { ConfigError } from '../src/config/index.ts';
 import { recordingLogger } from './support/recording-logger.ts';
-import { HAVE_OPENSSL, pemBody, useTestPki, type CertFiles } from './support/certs.ts';
+import { HAVE_OPENSSL, fingerprint, pemBody, servedFingerprint, useTestPki, type CertFiles } from './support/certs.ts';
 import { parseExposition, sampleValue } from './support/prometheus-text.ts';
 import { RecordingExporter, startServiceUnderTest, type ServiceUnderTest } from './support/service.ts';
 
@@ -67,18 +65,6 @@ const baseFor = (s: ServiceUnderTest, kind: Kind): string => (kind === 'grpc' ? 
 /** What a probe offers: the gRPC port speaks HTTP/2 only (h2), the OTLP/HTTP port HTTP/1.1. */
 const ALPN = ['h2', 'http/1.1'];
 
-/** The certificate a fresh TLS connection to `port` is shown. */
-function servedFingerprint(port: number, opts: ConnectionOptions = {}): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const socket = connect({ host: '127.0.0.1', port, servername: 'localhost', rejectUnauthorized: false, ...opts }, () => {
-      resolve(socket.getPeerCertificate().fingerprint256);
-      socket.end();
-    });
-    socket.once('error', reject);
-  });
-}
-
-const fingerprint = (file: string): string => new X509Certificate(readFileSync(file)).fingerprint256;
 const portOf = (url: string): number => Number(new URL(url).port);
 
 describe.skipIf(!HAVE_OPENSSL)('OTLP receivers over TLS', () => {

@@ -4,9 +4,11 @@
  * them takes milliseconds.
  */
 import { spawnSync } from 'node:child_process';
+import { X509Certificate } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { connect, type ConnectionOptions } from 'node:tls';
 import { afterAll, beforeAll } from 'vitest';
 import { requireTool, runs } from '../required-tool.ts';
 
@@ -97,4 +99,18 @@ export function useTestPki(prefix: string): TestPki {
   });
   afterAll(() => cleanup());
   return pki;
+}
+
+/** The SHA-256 fingerprint of the certificate in `file`. */
+export const fingerprint = (file: string): string => new X509Certificate(readFileSync(file)).fingerprint256;
+
+/** The certificate a fresh TLS connection to `port` on 127.0.0.1 is shown (its fingerprint). */
+export function servedFingerprint(port: number, opts: ConnectionOptions = {}): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect({ host: '127.0.0.1', port, servername: 'localhost', rejectUnauthorized: false, ...opts }, () => {
+      resolve(socket.getPeerCertificate().fingerprint256);
+      socket.end();
+    });
+    socket.once('error', reject);
+  });
 }
