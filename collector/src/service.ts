@@ -342,6 +342,14 @@ async function start(config: HookwatchConfig, opts: ServiceOptions, opened: (() 
       resolve();
     });
   }));
+  // Rotated certificates are looked for once the ports listen, not once the store is open: the wait for a database
+  // may last minutes, and a certificate renewed meanwhile must not expire in use.
+  otlpTls?.start();
+  httpTls?.start();
+  opened.push(() => {
+    otlpTls?.stop();
+    httpTls?.stop();
+  });
   // A PostgreSQL server out of reach is waited for (postgres.startTimeout), the ports answering meanwhile.
   const rawStore = opts.store ?? (await openStoreWhenReachable(config, { logger, onWaiting: (reason) => (openingReason = reason), wait: storeWait }));
   const instrumented = instrumentStore(metrics, rawStore);
@@ -465,9 +473,6 @@ async function start(config: HookwatchConfig, opts: ServiceOptions, opened: (() 
   serving = app;
   grpcReceiver.storeReachable();
   listening = true;
-  // Rotated certificates are looked for once every port serves.
-  otlpTls?.start();
-  httpTls?.start();
   const httpAddress = http.address() as AddressInfo;
   if (!config.alerting.externalUrl) externalUrl = reachableUrl(config.http.addr, { boundPort: httpAddress.port, tls: httpTls !== undefined });
   // Once serving: the hooks seen in the last month get their series at 0, off the start-up path.

@@ -1,10 +1,10 @@
 /**
  * A hookwatch whose ports listen while its store opens (a PostgreSQL server not up yet: here a port nothing listens
  * on, refused at every attempt): what the HTTP port answers meanwhile is counted on /metrics as once it serves,
- * the probes and /metrics take the methods they take then, and an OTLP/HTTP request is refused before its body is
- * read. A stop gives the wait up.
+ * the probes and /metrics take the methods they take then, an OTLP/HTTP request is refused before its body is
+ * read, and a rotated certificate is served already. A stop gives the wait up.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -13,6 +13,7 @@ import { startService } from '../src/service.ts';
 import { StoreWait, StoreWaitGivenUpError } from '../src/store/open.ts';
 import { silentLogger } from '../src/telemetry/logger.ts';
 import { until } from './helpers.ts';
+import { fingerprint, servedFingerprint, useTestPki } from './support/certs.ts';
 import { freePort } from './support/free-port.ts';
 import { sampleValue, scrapeMetrics } from './support/prometheus-text.ts';
 import { rawExchange } from './support/raw-http.ts';
@@ -30,21 +31,25 @@ afterEach(async () => {
   for (const stop of stops.splice(0).reverse()) await stop();
 });
 
-/** Starts hookwatch on a PostgreSQL URL nothing answers, on ports known before the start returns (it never does). */
-async function startOpening(): Promise<Opening> {
+/**
+ * Starts hookwatch on a PostgreSQL URL nothing answers, on ports known before the start returns (it never does),
+ * with `env` on top (the HTTP port over TLS: waited for once it shows its certificate).
+ */
+async function startOpening(env: Record<string, string> = {}): Promise<Opening> {
   const dir = mkdtempSync(join(tmpdir(), 'hookwatch-opening-'));
   const [otlp, grpc, http, db] = [await freePort(), await freePort(), await freePort(), await freePort()];
   const config = toConfig(loadConfig({ env: {
     ...isolatedEnv(dir),
     HOOKWATCH_DB: `postgres://hookwatch:opening-pw@127.0.0.1:${db}/hookwatch`,
     HOOKWATCH_OTLP_HTTP_ADDR: `127.0.0.1:${otlp}`, HOOKWATCH_OTLP_GRPC_ADDR: `127.0.0.1:${grpc}`, HOOKWATCH_HTTP_ADDR: `127.0.0.1:${http}`,
+    ...env,
   } }));
   const wait = new StoreWait();
   const starting = startService(config, { logger: silentLogger, storeWait: wait });
   starting.catch(() => {});
   const opening: Opening = {
-    httpUrl: `http://127.0.0.1:${http}`,
-    otlpHttpUrl: `http://127.0.0.1:${otlp}`,
+    httpUrl: `${config.http.tls ? 'https' : 'http'}://127.0.0.1:${http}`,
+    otlpHttpUrl: `${config.otlp.tls ? 'https' : 'http'}://127.0.0.1:${otlp}`,
     stop: async () => {
       wait.giveUp();
       await expect(starting).rejects.toBeInstanceOf(StoreWaitGivenUpError);
@@ -52,7 +57,8 @@ async function startOpening(): Promise<Opening> {
     },
   };
   stops.push(opening.stop);
-  await until('/healthz answering while the store opens', async () => (await fetch(`${opening.httpUrl}/healthz`).catch(() => undefined))?.status === 200);
+  if (config.http.tls) await until('the HTTP port showing its certificate while the store opens', () => servedFingerprint(http).then(() => true, () => false));
+  else await until('/healthz answering while the store opens', async () => (await fetch(`${opening.httpUrl}/healthz`).catch(() => undefined))?.status === 200);
   return opening;
 }
 
@@ -109,5 +115,26 @@ describe('the OTLP/HTTP port while the store opens', () => {
     const { families } = await scrapeMetrics(opening.httpUrl);
     expect(sampleValue(families, 'hookwatch_otlp_requests_rejected_total', { transport: 'http', reason: 'store_unavailable' })).toBe(1);
     expect(sampleValue(families, 'hookwatch_otlp_requests_total', { transport: 'http', signal: 'logs', outcome: '503' })).toBe(1);
+  });
+});
+
+describe('TLS while the store opens', () => {
+  const pki = useTestPki('hookwatch-opening-tls-');
+
+  it('serves a rotated certificate on every port without waiting for the store', async () => {
+    const files = { certFile: join(pki.dir, 'opening.crt'), keyFile: join(pki.dir, 'opening.key') };
+    const put = (from: typeof files): void => {
+      copyFileSync(from.certFile, files.certFile);
+      copyFileSync(from.keyFile, files.keyFile);
+    };
+    put(pki.server);
+    const opening = await startOpening({
+      HOOKWATCH_HTTP_TLS_CERT_FILE: files.certFile, HOOKWATCH_HTTP_TLS_KEY_FILE: files.keyFile, HOOKWATCH_HTTP_TLS_RELOAD_INTERVAL: '1s',
+      HOOKWATCH_OTLP_TLS_CERT_FILE: files.certFile, HOOKWATCH_OTLP_TLS_KEY_FILE: files.keyFile, HOOKWATCH_OTLP_TLS_RELOAD_INTERVAL: '1s',
+    });
+    const ports = [opening.httpUrl, opening.otlpHttpUrl].map((u) => Number(new URL(u).port));
+    for (const port of ports) expect(await servedFingerprint(port)).toBe(fingerprint(pki.server.certFile));
+    put(pki.rotated);
+    for (const port of ports) await expect.poll(() => servedFingerprint(port), { timeout: 5000, interval: 200 }).toBe(fingerprint(pki.rotated.certFile));
   });
 });

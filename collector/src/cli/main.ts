@@ -73,6 +73,8 @@ async function serve(flags: Record<string, string | undefined>, env: NodeJS.Proc
     },
   };
   for (const warning of loaded.warnings) logger.warn(warning);
+  // At once, not after the store opens: a replica waiting for its database (minutes, maybe) listens meanwhile.
+  for (const w of exposureWarnings(config)) logger.warn(w);
   // Signal handlers go in before anything announces readiness: a supervisor (or a test) that sends SIGTERM
   // as soon as it reads "hookwatch started" must never hit the default action, which kills without draining.
   let service: Awaited<ReturnType<typeof startService>> | undefined = undefined;
@@ -164,7 +166,6 @@ async function serve(flags: Record<string, string | undefined>, env: NodeJS.Proc
     db: redactUrlPassword(config.db),
     configFile: loaded.file ?? null,
   });
-  for (const w of exposureWarnings(config)) logger.warn(w);
   // The line a person starting hookwatch looks for: where the dashboard is and where to send telemetry.
   const dashboard = `${service.externalUrl.replace(/\/+$/, '')}/`;
   const [httpLabel, grpcLabel] = config.otlp.tls ? ['https', 'grpcs'] : ['http', 'grpc'];

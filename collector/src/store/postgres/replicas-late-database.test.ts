@@ -130,6 +130,16 @@ it('gives up after postgres.startTimeout when the database never answers, and ex
   });
 }, 120_000);
 
+it('warns of ports open to all without credentials at once, not once the database answers', async () => {
+  // A database nothing answers: the start never gets past its wait.
+  const db = `postgres://hookwatch:late-pw@127.0.0.1:${await freePort()}/hookwatch`;
+  const grpc = await freePort();
+  const r = await spawnReplica(db, { HOOKWATCH_OTLP_GRPC_ADDR: `0.0.0.0:${grpc}` });
+  await waitFor('/healthz answering while the database is out of reach', async () => ((await fetch(`${r.httpUrl}/healthz`).catch(() => undefined))?.status === 200 ? true : undefined), 30_000, 100);
+  await waitFor('the exposure warning', async () => logEntries(r.lines(), `the OTLP receivers listen on 0.0.0.0:${grpc} without otlp.ingestToken: anyone who can reach them can send telemetry`)[0], 10_000, 50);
+  expect(logEntries(r.lines(), 'hookwatch started')).toEqual([]);
+}, 60_000);
+
 it('does not wait for a database that refuses its password: exits 1 at once, the password nowhere', async () => {
   const server = fx.server();
   const db = await server.createDatabase();
