@@ -227,24 +227,89 @@ function serveMetrics(app: express.Express, metrics: MetricsRegistry): void {
   app.route('/metrics').get(metrics.handler()).all(getOnly('/metrics', 'the Prometheus exposition'));
 }
 
+/** What the HTTP port's routes are built with before the store opens. */
+interface RouteContext {
+  config: HookwatchConfig;
+  metrics: MetricsRegistry;
+  requestMetrics: RequestMetrics;
+  queries: QueryGate;
+  logger: Logger;
+  now: () => number;
+  otlpTls: TlsCredentials | undefined;
+}
+
+/** What the serving app's routes answer from: the store and what is built on it. */
+interface OpenParts {
+  store: Store;
+  alerting: Pick<Alerting, 'engine' | 'dispatcher'>;
+  coordination: Coordination;
+  forwarding: Forwarding | undefined;
+  privacy: Awaited<ReturnType<typeof openPrivacy>>;
+  reload: () => Promise<ReloadResult>;
+  /** The OTLP/HTTP port once every port serves (the dashboard's setup snippet). */
+  otlpHttpPort: () => number | undefined;
+  ready: () => boolean;
+}
+
+/**
+ * The serving app's routes, after its front (guardFront, OPTIONS, conditional requests), in the order they are
+ * tried, and the last handler; then each route named for hookwatch_http_requests_total.
+ */
+function mountRoutes(app: express.Express, ctx: RouteContext, parts: OpenParts): void {
+  const { config, metrics, requestMetrics, queries, logger, now, otlpTls } = ctx;
+  const { store, alerting, coordination, forwarding, privacy } = parts;
+  serveMetrics(app, metrics);
+  app.use(['/api', '/-/reload'], rejectCrossSiteWrites({ externalUrl: config.alerting.externalUrl }));
+  app.use(createReloadRouter({ reload: parts.reload }));
+  app.use(createAlertsRouter({ alerts: alerting.engine.readModel, silences: alerting.engine.silences, dispatcher: alerting.dispatcher, now, onSilencesChanged: () => coordination.publish('hookwatch_silences') }));
+  app.use(createClusterRouter({ coordination, logger }));
+  // Before the API router, whose /api catch-all answers 404.
+  app.use(createForwardingRouter({ forwarding }));
+  app.use(createGuardTrimsRouter({ store, now, queries }));
+  const otlpHttp = { otlpHttpPort: parts.otlpHttpPort, otlpHttpTls: otlpTls !== undefined };
+  app.use(createApiRouter({ store, queries, dimensions: config.dimensions, logger, now, ready: parts.ready, privacy, ...otlpHttp, otlpIngestToken: config.otlp.ingestToken !== '', otlpClientCertificate: otlpTls?.mutual === true }));
+  const dashboard = createDashboardRouter({ ...otlpHttp, servedFile: (res) => requestMetrics.answeredBy(res, DASHBOARD_HANDLER) });
+  app.use(dashboard);
+  // Last: an error a router passes on gets the API's JSON answer (503 while the store is down), not an HTML page.
+  app.use(apiErrorHandler(logger));
+  requestMetrics.nameRoutes(app, { [DASHBOARD_HANDLER]: dashboard });
+}
+
+/**
+ * What the store opens, for routes built before it is (mountRoutes in openingApp, never served): every property
+ * is such a stand-in in turn, and calling one throws. The routers only keep what they are given until a request
+ * comes.
+ */
+function notOpenYet<T>(): T {
+  const standIn: object = new Proxy(() => {}, {
+    get: () => standIn,
+    apply: () => {
+      throw new Error('the store is not open');
+    },
+  });
+  return standIn as T;
+}
+
 /**
  * The HTTP port while the store opens: alive (/healthz, for a liveness probe not to restart a process that waits
  * for its database), not ready (/readyz, with why), /metrics (what is registered so far), and 503 with
  * Retry-After for everything else, as the API answers while the store cannot serve. Counted and timed as the
- * app's requests are (the 503s under `other`: no route of this app is for their path); the probes and /metrics
- * answer another method and OPTIONS as the app does.
+ * app's requests are, under the route the serving app has for their path (its routes are built on stand-ins,
+ * never served, and named: each route's series is there from the start); the probes and /metrics answer another
+ * method and OPTIONS as the app does.
  */
-function openingApp(config: HookwatchConfig, metrics: MetricsRegistry, requestMetrics: RequestMetrics, reason: () => string): express.Express {
+function openingApp(ctx: RouteContext, reason: () => string): express.Express {
   const app = closeAfterUnreadBodies(express());
   app.disable('x-powered-by');
-  app.use(requestMetrics.measure());
-  guardFront(app, config);
+  app.use(ctx.requestMetrics.measure());
+  guardFront(app, ctx.config);
   app.use(answerOptions());
   app.route('/healthz').get((_req, res) => void res.json({ status: 'ok' })).all(probeOnly('/healthz'));
   app.route('/readyz').get((_req, res) => void res.status(503).json({ status: 'not ready', reason: reason() })).all(probeOnly('/readyz'));
-  serveMetrics(app, metrics);
+  serveMetrics(app, ctx.metrics);
   app.use((_req, res) => unavailable(res, 'hookwatch is opening its store; retry later'));
-  requestMetrics.nameRoutes(app, {});
+  const notOpen = { store: notOpenYet<Store>(), alerting: notOpenYet<OpenParts['alerting']>(), coordination: notOpenYet<Coordination>(), privacy: notOpenYet<OpenParts['privacy']>() };
+  mountRoutes(express(), ctx, { ...notOpen, forwarding: undefined, reload: notOpenYet(), otlpHttpPort: () => undefined, ready: () => false });
   return app;
 }
 
@@ -319,9 +384,13 @@ async function start(config: HookwatchConfig, opts: ServiceOptions, opened: (() 
   }
   // Idle kept-alive connections outlive a load balancer's (http.keepAliveTimeout), which then closes them first.
   http.keepAliveTimeout = config.http.keepAliveTimeoutMs;
+  // One bound for every query route: a burst of expensive queries gets 503s, not a queue every later request waits in.
+  const queries = new QueryGate(config.http.maxPendingQueries);
+  registerQueryMetrics(metrics, queries);
+  const routeContext: RouteContext = { config, metrics, requestMetrics, queries, logger, now, otlpTls };
   // The opening app until the store is open and everything serves, then the app; /readyz says why it waits.
   let openingReason = 'the store is opening';
-  let serving: RequestListener = openingApp(config, metrics, requestMetrics, () => openingReason);
+  let serving: RequestListener = openingApp(routeContext, () => openingReason);
   // Served with a JSON reason for a request the HTTP parser refuses (a URL over the header limit, one not sent in
   // time) or Node's server would (CONNECT, an Expect it cannot meet, HTTP/1.1 without Host).
   answerClientErrors(http, (req, res) => serving(req, res), (status) => requestMetrics.refused(status));
@@ -439,10 +508,6 @@ async function start(config: HookwatchConfig, opts: ServiceOptions, opened: (() 
   // evaluate once it leads, and which rules its batches tell the leader about.
   const reloader = new ConfigReloader({ source: opts.configSource, running: config, alerting, ingest, logger, metrics, now });
 
-  // One bound for every query route: a burst of expensive queries gets 503s, not a queue every later request waits in.
-  const queries = new QueryGate(config.http.maxPendingQueries);
-  registerQueryMetrics(metrics, queries);
-
   let listening = false;
   const app = closeAfterUnreadBodies(express());
   app.disable('x-powered-by');
@@ -452,21 +517,8 @@ async function start(config: HookwatchConfig, opts: ServiceOptions, opened: (() 
   guardFront(app, config);
   app.use(answerOptions());
   app.use(conditionalRequests());
-  serveMetrics(app, metrics);
-  app.use(['/api', '/-/reload'], rejectCrossSiteWrites({ externalUrl: config.alerting.externalUrl }));
-  app.use(createReloadRouter({ reload: () => reloader.reload() }));
-  app.use(createAlertsRouter({ alerts: alerting.engine.readModel, silences: alerting.engine.silences, dispatcher: alerting.dispatcher, now, onSilencesChanged: () => coordination.publish('hookwatch_silences') }));
-  app.use(createClusterRouter({ coordination, logger }));
-  // Before the API router, whose /api catch-all answers 404.
-  app.use(createForwardingRouter({ forwarding }));
-  app.use(createGuardTrimsRouter({ store, now, queries }));
-  const otlpHttp = { otlpHttpPort: () => (listening ? otlpHttpAddress.port : undefined), otlpHttpTls: otlpTls !== undefined };
-  app.use(createApiRouter({ store, queries, dimensions: config.dimensions, logger, now, ready: () => listening, privacy, ...otlpHttp, otlpIngestToken: config.otlp.ingestToken !== '', otlpClientCertificate: otlpTls?.mutual === true }));
-  const dashboard = createDashboardRouter({ ...otlpHttp, servedFile: (res) => requestMetrics.answeredBy(res, DASHBOARD_HANDLER) });
-  app.use(dashboard);
-  // Last: an error a router passes on gets the API's JSON answer (503 while the store is down), not an HTML page.
-  app.use(apiErrorHandler(logger));
-  requestMetrics.nameRoutes(app, { [DASHBOARD_HANDLER]: dashboard });
+  const otlpHttpPort = (): number | undefined => (listening ? otlpHttpAddress.port : undefined);
+  mountRoutes(app, routeContext, { store, alerting, coordination, forwarding, privacy, reload: () => reloader.reload(), otlpHttpPort, ready: () => listening });
   // Everything serves: OTLP requests go to the store, the HTTP port to the app, and the exports held while the
   // store opened try their commit now.
   intake.open({ logs, passThrough });

@@ -86,8 +86,28 @@ describe('the HTTP port while the store opens', () => {
     const counted = (handler: string, code: string): number | undefined => sampleValue(families, 'hookwatch_http_requests_total', { handler, code });
     // The /healthz that said it answers, included.
     expect(counted('/healthz', '200')).toBeGreaterThanOrEqual(2);
-    expect([counted('/healthz', '405'), counted('/readyz', '503'), counted('other', '503')]).toEqual([1, 1, 1]);
+    // The API's 503 under the route it is for, as once it serves (HookwatchApiErrors says which route fails).
+    expect([counted('/healthz', '405'), counted('/readyz', '503'), counted('/api/v1/hooks', '503')]).toEqual([1, 1, 1]);
+    expect(counted('other', '503')).toBeUndefined();
     expect(sampleValue(families, 'hookwatch_http_request_duration_seconds', { handler: '/readyz' }, 'hookwatch_http_request_duration_seconds_count')).toBe(1);
+  });
+
+  it('counts a request under the route the serving app gives its path, with the series of every route at 0, as once it serves', async () => {
+    const [opening, service] = [await startOpening(), await serving()];
+    const handlers = async (url: string): Promise<string[]> => {
+      const samples = (await scrapeMetrics(url)).families.get('hookwatch_http_requests_total')?.samples ?? [];
+      return samples.filter((x) => x.labels['code'] === '200').map((x) => String(x.labels['handler'])).sort();
+    };
+    const served = await handlers(service.httpUrl);
+    expect(served).toEqual(expect.arrayContaining(['/api/v1/hooks', '/api/v1/hooks/:id/series', '/dashboard']));
+    expect(await handlers(opening.httpUrl)).toEqual(served);
+    for (const [path, method] of [['/api/v1/hooks/abc/series', 'GET'], ['/api/v1/silences', 'POST'], ['/hooks/abc', 'GET'], ['/api/v1/nothing', 'GET']] as const) {
+      expect((await answer(`${opening.httpUrl}${path}`, method)).status, path).toBe(503);
+    }
+    const { families } = await scrapeMetrics(opening.httpUrl);
+    const counted = (handler: string): number | undefined => sampleValue(families, 'hookwatch_http_requests_total', { handler, code: '503' });
+    // A path no route is for (the API answers it 404 once it serves) under `other`, as then.
+    expect([counted('/api/v1/hooks/:id/series'), counted('/api/v1/silences'), counted('/dashboard'), counted('other')]).toEqual([1, 1, 1, 1]);
   });
 
   it('answers another method on the probes and /metrics, and OPTIONS, as once it serves', async () => {
