@@ -43,6 +43,7 @@ import { HookIngest } from './pipeline/hook-ingest.ts';
 import { OpeningIntake } from './pipeline/opening.ts';
 import { OtlpHttpReceiver } from './receiver/otlp-http/index.ts';
 import { OtlpGrpcReceiver } from './receiver/otlp-grpc/index.ts';
+import type { HoldBackoff } from './receiver/otlp-grpc/store-hold.ts';
 import { startForwarding, type Forwarding } from './forward/index.ts';
 import { createForwardingRouter } from './api/forward.ts';
 import { createGuardTrimsRouter } from './api/guard-trims.ts';
@@ -81,6 +82,8 @@ export interface ServiceOptions {
   now?: () => number;
   /** Replaces the store named by config.db (tests). */
   store?: Store;
+  /** Replaces how long an OTLP/gRPC export held waits before its tries when nothing wakes it (tests). */
+  grpcHoldBackoff?: HoldBackoff;
   passThrough?: PassThroughConsumer;
   /** Alerting test hooks: no timer (drive evaluation on a controlled clock), a fixed jitter source, an event sink. */
   alerting?: Pick<AlertingOptions, 'timer' | 'random' | 'events'>;
@@ -363,7 +366,7 @@ async function start(config: HookwatchConfig, opts: ServiceOptions, opened: (() 
     passThrough: intake.passThrough,
     logger,
   };
-  const grpcReceiver = new OtlpGrpcReceiver({ addr: config.otlpGrpc.addr, maxPending: config.otlp.maxPendingRequests, ...receiverOptions });
+  const grpcReceiver = new OtlpGrpcReceiver({ addr: config.otlpGrpc.addr, maxPending: config.otlp.maxPendingRequests, ...receiverOptions }, opts.grpcHoldBackoff);
   const receiver = new OtlpHttpReceiver({ addr: config.otlp.http.addr, keepAliveTimeoutMs: config.otlp.http.keepAliveTimeoutMs, ...receiverOptions });
   registerHandshakeMetrics(metrics, handshakes);
   registerReceiverMetrics(metrics, [{ transport: 'http', stats: receiver.stats }, { transport: 'grpc', stats: grpcReceiver.stats }]);
@@ -437,6 +440,9 @@ async function start(config: HookwatchConfig, opts: ServiceOptions, opened: (() 
   const passThrough = opts.passThrough ?? forwarding?.stage ?? discardPassThrough;
   // A new connection to the database: exports held while it was out of reach try their commit now.
   rawStore.onConnected?.(() => grpcReceiver.storeReachable());
+  // A batch leaves its place among otlp.maxPendingRequests (an OTLP/HTTP one too): the next export held for want
+  // of one tries now.
+  ingest.onPlaceFreed(() => grpcReceiver.placeFreed());
 
   registerIngestMetrics(metrics, { stats: ingest.stats, queueDepth: () => instrumented.inFlight('ingest'), capacity: config.otlp.maxPendingRequests, nearThreshold: () => ingest.nearThreshold });
   const hookMetrics = new HookMetrics({ maxSeries: config.metrics.maxHookSeries, now });

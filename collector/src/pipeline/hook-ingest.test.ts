@@ -19,6 +19,7 @@ import { StoreUnavailableError, type IngestResult, type Store } from '../store/s
 import { silentLogger } from '../telemetry/logger.ts';
 import { getJson, postOtlp, tempDir, until } from '../../test/helpers.ts';
 import { emitExecutions } from '../../test/support/service.ts';
+import type { HoldBackoff } from '../receiver/otlp-grpc/store-hold.ts';
 import { HookIngest, ONE_COMMIT_EVENTS } from './hook-ingest.ts';
 
 const tmp = tempDir();
@@ -59,9 +60,10 @@ function gatedStore(path: string): { store: Store; open: () => void; failing: (o
   };
 }
 
-async function start(store: Store): Promise<RunningService> {
-  const config = toConfig(loadConfig({ env: { HOOKWATCH_OTLP_HTTP_ADDR: '127.0.0.1:0', HOOKWATCH_OTLP_GRPC_ADDR: '127.0.0.1:0', HOOKWATCH_HTTP_ADDR: '127.0.0.1:0', HOOKWATCH_OTLP_MAX_PENDING_REQUESTS: '2', HOOKWATCH_DB: join(tmp.dir, 'unused.db') } }));
-  return startService(config, { logger: silentLogger, store });
+/** `maxPending`: otlp.maxPendingRequests (2 unless told); `grpcHoldBackoff`: the OTLP/gRPC holds' own. */
+async function start(store: Store, opts: { maxPending?: number; grpcHoldBackoff?: HoldBackoff } = {}): Promise<RunningService> {
+  const config = toConfig(loadConfig({ env: { HOOKWATCH_OTLP_HTTP_ADDR: '127.0.0.1:0', HOOKWATCH_OTLP_GRPC_ADDR: '127.0.0.1:0', HOOKWATCH_HTTP_ADDR: '127.0.0.1:0', HOOKWATCH_OTLP_MAX_PENDING_REQUESTS: String(opts.maxPending ?? 2), HOOKWATCH_DB: join(tmp.dir, 'unused.db') } }));
+  return startService(config, { logger: silentLogger, store, ...(opts.grpcHoldBackoff ? { grpcHoldBackoff: opts.grpcHoldBackoff } : {}) });
 }
 
 describe('back-pressure', () => {
@@ -139,6 +141,35 @@ describe('an OTLP/gRPC export held while the store cannot write', () => {
     expect(metrics).toMatch(/^hookwatch_hook_events_stored_total 3$/m);
     expect(metrics).toMatch(/^hookwatch_ingest_batches_total 1$/m);
     expect(metrics).toMatch(/^hookwatch_log_records_received_total\{kind="hook_event"\} 3$/m);
+  });
+
+  it('is tried as soon as an OTLP/HTTP request gives up its place for the store, not at the end of its backoff', { timeout: 30_000 }, async () => {
+    const gated = gatedStore(join(tmp.dir, 'woken.db'));
+    // One batch may wait for the store. The hold's backoff is longer than any hold: an export committed was woken
+    // by the place coming free.
+    service = await start(gated.store, { maxPending: 1, grpcHoldBackoff: { firstRetryMs: 20_000, maxRetryMs: 20_000 } });
+    const running = service;
+    let overloaded = 0;
+    const admit = running.ingest.admit.bind(running.ingest);
+    running.ingest.admit = () => {
+      try {
+        admit();
+      } catch (err) {
+        overloaded++;
+        throw err;
+      }
+    };
+    // An OTLP/HTTP request takes the place, and waits for the store.
+    const http = postOtlp(running.otlpHttpUrl, '/v1/logs', batch(1), { 'content-type': 'application/json' });
+    await until('the OTLP/HTTP request waiting for the store', () => running.ingest.stats.batches === 1);
+    const sent = emitExecutions(running.otlpGrpcUrl, [{ hookEvent: 'Stop', hookName: 'Stop:woken' }], {}, { protocol: 'grpc' });
+    await until('the OTLP/gRPC export refused for the batch waiting, and held', () => overloaded === 1);
+    gated.open();
+    expect((await http).status).toBe(200);
+    const exporter = await sent;
+    expect(exporter.codes, `the exporter's errors: ${exporter.errors.join('; ')}`).toEqual([0]);
+    expect(running.grpcReceiver.stats.held).toEqual({ committed: 1, unavailable: 0, cancelled: 0, refused: 0 });
+    expect(running.ingest.stats.stored).toBe(2);
   });
 });
 

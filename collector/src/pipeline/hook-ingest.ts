@@ -81,6 +81,7 @@ export class HookIngest implements LogsConsumer {
    */
   private readonly counted = new WeakSet<RawRequest>();
   private readonly listeners: IngestListener[] = [];
+  private readonly placeFreedListeners: (() => void)[] = [];
   private readonly opts: HookIngestOptions;
   private near: number;
 
@@ -101,6 +102,14 @@ export class HookIngest implements LogsConsumer {
 
   addListener(l: IngestListener): void {
     this.listeners.push(l);
+  }
+
+  /**
+   * Calls `listener` each time a store write ends, a place among otlp.maxPendingRequests coming free: the OTLP/gRPC
+   * exports held for want of one (receiver/otlp-grpc/store-hold.ts) try again then, whichever port's request held it.
+   */
+  onPlaceFreed(listener: () => void): void {
+    this.placeFreedListeners.push(listener);
   }
 
   admit(): void {
@@ -215,6 +224,7 @@ export class HookIngest implements LogsConsumer {
     } finally {
       this.pending--;
       this.stats.storeSeconds += (performance.now() - started) / 1000;
+      for (const l of this.placeFreedListeners) l();
     }
   }
 

@@ -197,6 +197,11 @@ export class OtlpGrpcReceiver {
     this.holds.reachable();
   }
 
+  /** A batch waiting for the store (otlp.maxPendingRequests), an OTLP/HTTP one as well, leaves its place: the next held export in line tries now. */
+  placeFreed(): void {
+    this.holds.placeFreed();
+  }
+
   /** Starts listening; resolves with the bound port (port 0 picks a free one). */
   async start(): Promise<{ host: string; port: number }> {
     const { host, port } = splitAddr(this.opts.addr);
