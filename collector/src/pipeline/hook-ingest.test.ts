@@ -5,6 +5,7 @@
  * to an in-memory store the parts are seen one by one, and through the service on SQLite a failed part is retried.
  */
 import { join } from 'node:path';
+import { status as GrpcStatus } from '@grpc/grpc-js';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { batchTemplate } from '../../../bench/lib/batch.ts';
 import { loadConfig, toConfig } from '../config/index.ts';
@@ -20,9 +21,13 @@ import { silentLogger } from '../telemetry/logger.ts';
 import { getJson, postOtlp, tempDir, until } from '../../test/helpers.ts';
 import { emitExecutions } from '../../test/support/service.ts';
 import type { HoldBackoff } from '../receiver/otlp-grpc/store-hold.ts';
+import { HttpDownstream } from '../../test/support/downstream-recorder.ts';
+import { grpcFrame, rawGrpcCall, type RawGrpcResult } from '../../test/faults/grpc-raw.ts';
 import { HookIngest, ONE_COMMIT_EVENTS } from './hook-ingest.ts';
 
 const tmp = tempDir();
+const LOGS_PATH = '/opentelemetry.proto.collector.logs.v1.LogsService/Export';
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 let service: RunningService | undefined;
 afterEach(async () => {
   await service?.stop();
@@ -35,8 +40,8 @@ function batch(seq: number): string {
   return JSON.stringify({ resourceLogs: [{ scopeLogs: [{ logRecords: [{ attributes: Object.entries(attrs).map(([key, v]) => ({ key, value: { stringValue: v } })) }] }] }] });
 }
 
-/** The real SQLite store behind a gate the test opens, or a switch that makes writes fail. */
-function gatedStore(path: string): { store: Store; open: () => void; failing: (on: boolean) => void } {
+/** The real SQLite store behind a gate the test opens (and shuts again), or a switch that makes writes fail. */
+function gatedStore(path: string): { store: Store; open: () => void; shut: () => void; failing: (on: boolean) => void } {
   const real = new SqliteStore({ path });
   let release: () => void = () => {};
   let gate = new Promise<void>((r) => (release = r));
@@ -54,15 +59,21 @@ function gatedStore(path: string): { store: Store; open: () => void; failing: (o
       release();
       gate = Promise.resolve();
     },
+    shut: () => {
+      gate = new Promise<void>((r) => (release = r));
+    },
     failing: (on) => {
       fail = on;
     },
   };
 }
 
-/** `maxPending`: otlp.maxPendingRequests (2 unless told); `grpcHoldBackoff`: the OTLP/gRPC holds' own. */
-async function start(store: Store, opts: { maxPending?: number; grpcHoldBackoff?: HoldBackoff } = {}): Promise<RunningService> {
-  const config = toConfig(loadConfig({ env: { HOOKWATCH_OTLP_HTTP_ADDR: '127.0.0.1:0', HOOKWATCH_OTLP_GRPC_ADDR: '127.0.0.1:0', HOOKWATCH_HTTP_ADDR: '127.0.0.1:0', HOOKWATCH_OTLP_MAX_PENDING_REQUESTS: String(opts.maxPending ?? 2), HOOKWATCH_DB: join(tmp.dir, 'unused.db') } }));
+/**
+ * `maxPending`: otlp.maxPendingRequests (2 unless told); `grpcHoldBackoff`: the OTLP/gRPC holds' own; `env`: more
+ * settings (forwarding).
+ */
+async function start(store: Store, opts: { maxPending?: number; grpcHoldBackoff?: HoldBackoff; env?: Record<string, string> } = {}): Promise<RunningService> {
+  const config = toConfig(loadConfig({ env: { HOOKWATCH_OTLP_HTTP_ADDR: '127.0.0.1:0', HOOKWATCH_OTLP_GRPC_ADDR: '127.0.0.1:0', HOOKWATCH_HTTP_ADDR: '127.0.0.1:0', HOOKWATCH_OTLP_MAX_PENDING_REQUESTS: String(opts.maxPending ?? 2), HOOKWATCH_DB: join(tmp.dir, 'unused.db'), ...opts.env } }));
   return startService(config, { logger: silentLogger, store, ...(opts.grpcHoldBackoff ? { grpcHoldBackoff: opts.grpcHoldBackoff } : {}) });
 }
 
@@ -170,6 +181,45 @@ describe('an OTLP/gRPC export held while the store cannot write', () => {
     expect(exporter.codes, `the exporter's errors: ${exporter.errors.join('; ')}`).toEqual([0]);
     expect(running.grpcReceiver.stats.held).toEqual({ committed: 1, unavailable: 0, cancelled: 0, refused: 0 });
     expect(running.ingest.stats.stored).toBe(2);
+  });
+
+  it('answers as the try running at the end of its hold ends: committed, it is forwarded once, not again when sent again', { timeout: 30_000 }, async () => {
+    const downstream = new HttpDownstream();
+    const downstreamUrl = await downstream.start();
+    try {
+      const gated = gatedStore(join(tmp.dir, 'late.db'));
+      gated.open();
+      gated.failing(true);
+      service = await start(gated.store, { env: { HOOKWATCH_FORWARD_ENDPOINT: downstreamUrl, HOOKWATCH_FORWARD_QUEUE_PATH: join(tmp.dir, 'late-queue.db') } });
+      const running = service;
+      const forwarding = running.forwarding!;
+      const request = batchTemplate(3, 'protobuf').bytes;
+      const hookEvents = extractHookEvents(decodeLogsProto(request), { nearThreshold: 8000, dimensions: [] }).events.length;
+      const message = grpcFrame(request, false);
+      // Held until a second before its 3 s deadline.
+      const send = (): Promise<RawGrpcResult> => rawGrpcCall(running.otlpGrpcUrl, LOGS_PATH, message, { headers: { 'grpc-timeout': '3S' }, giveUpMs: 10_000 });
+      const sentAt = Date.now();
+      const first = send();
+      await until('a try failed, the export held', () => running.ingest.stats.storeErrors >= 1);
+      // Its next try waits in the store until past the end of the hold, then commits.
+      gated.shut();
+      gated.failing(false);
+      const storeErrors = running.ingest.stats.storeErrors;
+      await sleep(sentAt + 2300 - Date.now());
+      expect(running.ingest.stats.storeErrors).toBe(storeErrors);
+      gated.open();
+      const answer = await first;
+      // A client that sends a batch answered UNAVAILABLE again (grpc-go's, the OpenTelemetry Collector's).
+      const again = answer.code === GrpcStatus.UNAVAILABLE ? await send() : undefined;
+      await until('the forwarding queue drained', () => forwarding.queue.depth === 0 && downstream.requests.length > 0);
+      // Stored once either way (the events' keys find a batch sent again stored), forwarded once only if answered OK.
+      expect(running.ingest.stats.stored).toBe(hookEvents);
+      expect(downstream.requests.filter((r) => r.signal === 'logs')).toHaveLength(1);
+      expect({ code: answer.code, again: again?.code }).toEqual({ code: GrpcStatus.OK, again: undefined });
+      expect(running.grpcReceiver.stats.held).toEqual({ committed: 1, unavailable: 0, cancelled: 0, refused: 0 });
+    } finally {
+      await downstream.stop();
+    }
   });
 });
 

@@ -457,27 +457,49 @@ describe('OTLP/gRPC receiver holding exports the store cannot take now', () => {
     expect(receiver?.stats.rejected).toEqual({ overloaded: 1 });
   });
 
-  it('keeps the bytes of an export it stopped holding in flight until the try still running on them ends', async () => {
+  /** Holds an export (3 s deadline: held until 2 s on) whose next try waits in the next stage until `release`. */
+  async function tryRunning(): Promise<{ next: Recorder; inflight: InflightBudget; export: ReturnType<typeof exportOwn>; sentAt: number; tries: number; release: () => void }> {
     const { url, next, inflight } = await start();
     next.fail = unavailable;
-    // Held for a second less than the deadline: until 2 s on, with tries 250 ms and 750 ms on.
-    const { answered } = exportOwn(url, body, 3000);
+    const sentAt = Date.now();
+    const sent = exportOwn(url, body, 3000);
     await vi.waitFor(() => expect(next.arrived).toBeGreaterThanOrEqual(2), { timeout: 20_000 });
     let release = (): void => {};
     next.hold = new Promise<void>((resolve) => (release = resolve));
     const tries = next.arrived;
     await vi.waitFor(() => expect(next.arrived).toBe(tries + 1), { timeout: 5000 });
+    return { next, inflight, export: sent, sentAt, tries: tries + 1, release };
+  }
+
+  it('answers a hold that ends while its try runs as that try ends, not before: a commit then is answered OK', async () => {
+    const { next, inflight, export: { answered }, sentAt, tries, release } = await tryRunning();
+    // Past the end of the hold, before the deadline: a client answered UNAVAILABLE now would send again what the
+    // try may yet commit.
+    await sleep(sentAt + 2300 - Date.now());
+    expect(await settledYet(answered)).toBe(false);
+    next.fail = undefined;
+    release();
+    expect(await answered).toBeNull();
+    expect(next.arrived).toBe(tries);
+    expect(next.logs).toHaveLength(1);
+    expect(receiver?.stats.held).toEqual({ committed: 1, unavailable: 0, cancelled: 0, refused: 0 });
+    await vi.waitFor(() => expect(inflight.inUseBytes).toBe(0));
+  });
+
+  it('keeps the bytes of an export whose client went away in flight until the try still running on them ends', async () => {
+    const { next, inflight, export: { call, answered }, tries, release } = await tryRunning();
     const held = inflight.inUseBytes;
     expect(held).toBeGreaterThan(body.length);
 
-    // The hold ends while that try waits: the client is answered, the try goes on with the message and its decoding.
-    expect((await answered)?.code).toBe(GrpcStatus.UNAVAILABLE);
-    expect(receiver?.stats.held).toEqual({ committed: 0, unavailable: 1, cancelled: 0, refused: 0 });
+    // The client cancels while that try waits: the hold ends at once, the try goes on with the message and its decoding.
+    call.cancel();
+    expect((await answered)?.code).toBe(GrpcStatus.CANCELLED);
+    await vi.waitFor(() => expect(receiver?.stats.held).toEqual({ committed: 0, unavailable: 0, cancelled: 1, refused: 0 }), { timeout: 5000 });
     await sleep(100);
     expect(inflight.inUseBytes).toBe(held);
     release();
     await vi.waitFor(() => expect(inflight.inUseBytes).toBe(0));
-    expect(next.arrived).toBe(tries + 1);
+    expect(next.arrived).toBe(tries);
   });
 
   it('stops trying once the client cancels its call', async () => {

@@ -307,13 +307,13 @@ export class OtlpGrpcReceiver {
 
   /**
    * Stops accepting and lets in-flight calls finish (forced after 10 s); an export held while the store is
-   * unavailable is answered UNAVAILABLE at once. A connection that has not started a call
+   * unavailable is answered UNAVAILABLE at once, or as its try running then ends. A connection that has not started a call
    * is closed once it has been open NEW_CONNECTION_GRACE_MS, as the HTTP ports close theirs. Safe to call twice or
    * before start.
    */
   shutdown(): Promise<void> {
     if (!this.started) return Promise.resolve();
-    // Held exports are answered UNAVAILABLE now: the drain does not wait out their holds.
+    // Held exports are answered UNAVAILABLE now (or as their try running ends): the drain does not wait out their holds.
     this.holds.stop();
     clearInterval(this.freshSweep);
     this.notGrpc.flush();

@@ -14,10 +14,13 @@
  * refused because otlp.maxInflightBytes is spent (InflightFullError) is answered at once: held, it would keep its
  * bytes in that budget. A hold ends marginMs before the client's deadline (grpc-timeout: the JavaScript exporter's
  * is its 10 s export timeout) and at most capMs after it began (noDeadlineMs for a client that sets none), answered
- * as its last try failed (UNAVAILABLE either way): never acknowledged before the store took it. A try still running
- * then is left to end by itself; a batch it commits is found stored when the client sends it again (the events'
- * idempotency keys), as is what a try that failed halfway (a request committed in parts) had committed. A client
- * that cancels, or whose deadline passes, ends its hold, and a stop ends every hold at once. The held call keeps
+ * as its last try failed (UNAVAILABLE either way): never acknowledged before the store took it. A try running then
+ * is waited for, and the hold answered as it ends (OK once it commits): answered UNAVAILABLE before, a client that
+ * sends the batch again (grpc-go's, the OpenTelemetry Collector's) would have it forwarded twice, the store finding
+ * the events stored (their idempotency keys) but the forwarding queue taking the request again. What a try that failed
+ * halfway (a request committed in parts) had committed is found stored likewise. A client that cancels, or whose
+ * deadline passes, ends its hold at once, a try still running left to end by itself; a stop ends every hold at
+ * once, a try running then waited for as above. The held call keeps
  * what it holds of otlp.maxInflightBytes (its message, its decoded request) until it is answered and no try is
  * running on them (index.ts).
  */
@@ -71,12 +74,12 @@ function transient(err: unknown): boolean {
   return mapError(err).reason === 'store_unavailable' || overloaded(err);
 }
 
-/** How `attempt` settled, or undefined once `ended` fires first (the attempt goes on, its outcome unread). */
-function settle<T>(attempt: Promise<T>, ended: AbortSignal): Promise<Attempt<T> | undefined> {
+/** How `attempt` settled, or undefined once `gone` fires first (the attempt goes on, its outcome unread). */
+function settle<T>(attempt: Promise<T>, gone: AbortSignal): Promise<Attempt<T> | undefined> {
   return new Promise((resolve) => {
     const gaveUp = (): void => resolve(undefined);
-    ended.addEventListener('abort', gaveUp, { once: true });
-    void attempt.then((value) => resolve({ ok: true, value }), (err: unknown) => resolve({ ok: false, err })).finally(() => ended.removeEventListener('abort', gaveUp));
+    gone.addEventListener('abort', gaveUp, { once: true });
+    void attempt.then((value) => resolve({ ok: true, value }), (err: unknown) => resolve({ ok: false, err })).finally(() => gone.removeEventListener('abort', gaveUp));
   });
 }
 
@@ -125,7 +128,7 @@ export class StoreHolds {
     this.wakeNext();
   }
 
-  /** Ends every hold (UNAVAILABLE) and holds nothing from now on. */
+  /** Ends every hold (UNAVAILABLE, or as its try running now ends) and holds nothing from now on. */
   stop(): void {
     this.toWake.clear();
     this.stopping.abort();
@@ -164,12 +167,18 @@ export class StoreHolds {
     const now = Date.now();
     const until = holdUntil(call.getDeadline(), now);
     if (until <= now || call.cancelled || this.stopping.signal.aborted) throw first;
+    /** No try begins once this fires; the hold answers as the try running then ends. */
     const ended = new AbortController();
+    /** The client went away: a try still running is not waited for. */
+    const gone = new AbortController();
     const end = (outcome: HoldOutcome) => (): void => {
       if (!ended.signal.aborted) ended.abort(outcome);
     };
     const timeUp = setTimeout(end('unavailable'), until - now);
-    const cancelled = end('cancelled');
+    const cancelled = (): void => {
+      end('cancelled')();
+      gone.abort();
+    };
     const stopped = end('unavailable');
     call.once('cancelled', cancelled);
     this.stopping.signal.addEventListener('abort', stopped, { once: true });
@@ -181,7 +190,7 @@ export class StoreHolds {
         const woken = await this.pause(delayMs, ended.signal, inLine);
         let attempt: Attempt<T> | undefined;
         try {
-          attempt = ended.signal.aborted ? undefined : await settle(commit(), ended.signal);
+          attempt = ended.signal.aborted ? undefined : await settle(commit(), gone.signal);
         } finally {
           if (woken) this.wokenTrying--;
           inLine = attempt?.ok === false && overloaded(attempt.err);
