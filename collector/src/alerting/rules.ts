@@ -10,7 +10,7 @@ import { ALERT_RANGE_LEAD_MS } from '../../../shared/src/alert-range.ts';
 import { chartStepForSpan } from '../../../shared/src/chart-step.ts';
 import { isOverflowHook, type HookEvent } from '../hooks/model.ts';
 import { totalCounters } from '../store/counters.ts';
-import type { ArrivalCounters, HookInfo, Store } from '../store/store.ts';
+import type { ArrivalCounters, FleetBucket, HookInfo, Store } from '../store/store.ts';
 import { blindCondition, growthCondition, guardTrimsNote, headroomCondition, hookLimitCondition, neverCompletedCondition, persistedCondition, quietFeedCondition, quietHookCondition, ratioCondition } from './conditions.ts';
 import { dimensionLabel, type RuleConfig } from './settings.ts';
 
@@ -221,7 +221,7 @@ export async function withEvidence(candidates: readonly Candidate[], isNew: (c: 
 }
 
 /** persisted: outputs over the cap, reported or measured. */
-const persistedEvidence: Evidence = (b) => b.outputsPersisted > 0 || b.executionsWithPersisted > 0;
+const persistedEvidence = (b: Pick<HookCounters, 'outputsPersisted' | 'executionsWithPersisted'>): boolean => b.outputsPersisted > 0 || b.executionsWithPersisted > 0;
 /** The executions of the window, every one in the share or the count. */
 const executionEvidence: Evidence = (b) => b.executions > 0;
 
@@ -275,24 +275,39 @@ function neverCompleted(rule: RuleConfig, ctx: RuleContext): Promise<Candidate[]
   return perHook(rule, ctx, toMs - rule.windowMs, toMs, (c, _info, scope) => neverCompletedCondition(rule, c, scope), (b) => b.starts > 0);
 }
 
+/**
+ * How many hooks' daily series the growth rule reads at once (Store.fleetSeries): a read per hook pays a round trip
+ * to the store per hook, thousands per evaluation; every hook in one read is one long answer taken in at once.
+ */
+const GROWTH_HOOKS_PER_READ = 500;
+
 async function growth(rule: RuleConfig, ctx: RuleContext): Promise<Candidate[]> {
   const fromMs = windowStartMs(rule, ctx.now);
   const toMs = ctx.now + FUTURE_SKEW_MS;
   const counters = await ctx.store.hookCounters({ fromMs, toMs });
+  const hooks = [...counters.values()].filter((c) => !persistedEvidence(c));
   const out: Candidate[] = [];
-  for (const c of counters.values()) {
-    if (persistedEvidence(c)) continue;
-    const series = await ctx.store.series(c.info.id, { fromMs, toMs, stepMs: DAY });
-    // A hook over the cap is the persisted rule's: also when the output over it was stored after the counters were
-    // read, which the series, read later, holds (its trend would reach the cap at once, and resolve next time).
-    if ([...series.values()].some(persistedEvidence)) continue;
-    const points: Point[] = [...series.entries()]
-      .map(([t, b]) => ({ t, value: largestOutput(b) }))
-      .filter((p): p is Point => p.value !== null)
-      .sort((a, b) => a.t - b.t);
-    const annotations = growthCondition(rule, points, c.info.hookName, ctx.now);
-    // The trend's first day: read with it.
-    if (annotations) out.push({ labels: hookLabels(rule, c.info), annotations, hookId: c.info.id, evidenceFromMs: points[0]?.t ?? null });
+  for (let i = 0; i < hooks.length; i += GROWTH_HOOKS_PER_READ) {
+    const some = hooks.slice(i, i + GROWTH_HOOKS_PER_READ);
+    const daily = new Map<string, FleetBucket[]>();
+    for (const b of await ctx.store.fleetSeries({ fromMs, toMs, stepMs: DAY, hookIds: some.map((c) => c.info.id) })) {
+      const days = daily.get(b.hookId);
+      if (days) days.push(b);
+      else daily.set(b.hookId, [b]);
+    }
+    for (const c of some) {
+      const series = daily.get(c.info.id) ?? [];
+      // A hook over the cap is the persisted rule's: also when the output over it was stored after the counters
+      // were read, which the series, read later, holds (its trend would reach the cap at once, and resolve next time).
+      if (series.some(persistedEvidence)) continue;
+      const points: Point[] = series
+        .map((b) => ({ t: b.bucketMs, value: b.largest }))
+        .filter((p): p is Point => p.value !== null)
+        .sort((a, b) => a.t - b.t);
+      const annotations = growthCondition(rule, points, c.info.hookName, ctx.now);
+      // The trend's first day: read with it.
+      if (annotations) out.push({ labels: hookLabels(rule, c.info), annotations, hookId: c.info.id, evidenceFromMs: points[0]?.t ?? null });
+    }
   }
   return guarded(rule, ctx, fromMs, toMs, out);
 }
