@@ -51,3 +51,22 @@ export function* awaiting<T>(work: () => Promise<T>): Generator<Promise<void>, T
 export function atOnce<T>(work: () => T): Steps<T> {
   return { next: () => ({ done: true, value: work() }) };
 }
+
+/**
+ * A pause for long async work done in a loop, by time: called at each item, it gives the event loop a turn
+ * (setImmediate) once `sliceMs` have passed since the last turn, and returns undefined (nothing to await) before.
+ * `between` runs at each pause, before the turn (a throw there ends the work with that error), as runPaced's.
+ */
+export type Pause = () => Promise<void> | undefined;
+
+export function pauseEvery(sliceMs: number, between?: () => void): Pause {
+  let sliceStart = performance.now();
+  return () => {
+    if (performance.now() - sliceStart < sliceMs) return undefined;
+    between?.();
+    return new Promise<void>((resolve) => setImmediate(() => {
+      sliceStart = performance.now();
+      resolve();
+    }));
+  };
+}

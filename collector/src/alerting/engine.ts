@@ -24,6 +24,7 @@ import { AlertReadModel } from './read-model.ts';
 import { evaluateRule, evaluatesOnIngest, readGuardNoteSince, readsGuardTrims, ruleTriggeredBy, withEvidence } from './rules.ts';
 import { Silences } from './silencing.ts';
 import { alwaysLeader, type AlertStateStore, type LeaderElector } from './state/store.ts';
+import { pauseEvery, type Pause } from '../paced.ts';
 
 export interface AlertEngineOptions {
   store: Store;
@@ -46,6 +47,8 @@ export interface AlertEngineOptions {
    * follower reads alerts and silences from it before answering (refresh), so every replica answers the same.
    */
   shared?: boolean;
+  /** How long an evaluation runs before it gives the event loop a turn; default EVALUATION_SLICE_MS. */
+  sliceMs?: number;
 }
 
 /** Counters for /metrics and tests. */
@@ -77,6 +80,15 @@ type SentNotification = Pick<Notification, 'receiver' | 'createdAtMs' | 'status'
  * resolved.
  */
 const UNDELIVERED_RETRY_MS = 5 * 60_000;
+
+/**
+ * How long an evaluation runs before it gives the event loop a turn: its rules' loops over every hook run in slices,
+ * so OTLP acknowledgements and API answers wait at most about this long behind an evaluation of thousands of hooks.
+ */
+const EVALUATION_SLICE_MS = 10;
+
+/** A stop between the slices of an evaluation ends it there, before it applied anything. */
+class EvaluationStopped extends Error {}
 
 /** First wait before a failed reload of the alert state is tried again; it doubles up to the maximum. */
 const RELOAD_RETRY_MIN_MS = 1_000;
@@ -470,6 +482,7 @@ export class AlertEngine implements IngestListener {
     try {
       await this.evaluateOnce(scope);
     } catch (err) {
+      if (err instanceof EvaluationStopped) return;
       this.opts.logger.error('alert evaluation failed', { err });
     }
   }
@@ -489,7 +502,11 @@ export class AlertEngine implements IngestListener {
     const missed = catchUp ? await this.receiversMissed(receivers) : new Map<string, string[]>();
     const now = this.now();
     const keep = this.opts.resolvedRetentionMs ?? DAY;
-    const outcomes = await this.query(scope, rules, now);
+    // Read in slices; a stop between them ends the evaluation there: nothing below has run.
+    const pause = pauseEvery(this.opts.sliceMs ?? EVALUATION_SLICE_MS, () => {
+      if (this.stopped) throw new EvaluationStopped('alert evaluation stopped');
+    });
+    const outcomes = await this.query(scope, rules, now, pause);
     const step = applyEvaluation(this.set, outcomes, { now, sweep: scope === 'all' || typeof scope === 'object', configured: rules.map((r) => r.name), resolvedRetentionMs: keep });
     for (const f of step.failed) {
       this.stats.ruleErrors++;
@@ -582,15 +599,16 @@ export class AlertEngine implements IngestListener {
   }
 
   /** Runs the queries of the rules in scope (an ingest evaluation: the triggered ones, a reload's: those it changed, rulesToRead; `notify`: none). */
-  private async query(scope: Scope, configured: readonly RuleConfig[], now: number): Promise<RuleOutcome[]> {
+  private async query(scope: Scope, configured: readonly RuleConfig[], now: number, pause: Pause): Promise<RuleOutcome[]> {
     const triggered = this.ingestRules;
     if (scope === 'ingest') this.ingestRules = new Set();
     const due = (r: RuleConfig): boolean => scope === 'all' || (scope === 'ingest' ? triggered.has(r.name) : typeof scope === 'object' && scope.reload.has(r.name));
     const rules = rulesToRead(configured, due);
     const outcomes: RuleOutcome[] = [];
     for (const rule of rules) {
+      await pause();
       try {
-        const candidates = await evaluateRule(rule, { store: this.opts.store, now });
+        const candidates = await evaluateRule(rule, { store: this.opts.store, now, pause });
         // When the evidence begins, for the links of the alerts that become active now, and what guard trimmed of
         // their hooks (those past the rule's limit are dropped, unread).
         const active = this.set.activeOf(rule.name);
@@ -600,6 +618,7 @@ export class AlertEngine implements IngestListener {
         });
         outcomes.push({ rule, candidates: [...kept, ...candidates.slice(MAX_ALERTS_PER_RULE)] });
       } catch (error) {
+        if (error instanceof EvaluationStopped) throw error;
         outcomes.push({ rule, error });
       }
     }

@@ -44,6 +44,8 @@ export interface AlertingOptions {
   serviceVersion?: string;
   /** Skip the timer (tests drive evaluation on a controlled clock). */
   timer?: boolean;
+  /** How long an evaluation runs before it gives the event loop a turn (AlertEngineOptions.sliceMs; tests). */
+  evaluationSliceMs?: number;
   /**
    * Where notifications link to, read when each is rendered: the service's (alerting.externalUrl, else the
    * HTTP port's URL once it is bound). Default: alerting.externalUrl as configured.
@@ -131,6 +133,7 @@ export async function startAlerting(opts: AlertingOptions): Promise<Alerting> {
     repeatIntervalMs: config.repeatIntervalMs,
     ...(opts.leader ? { leader: opts.leader } : {}),
     ...(opts.shared ? { shared: true } : {}),
+    ...(opts.evaluationSliceMs === undefined ? {} : { sliceMs: opts.evaluationSliceMs }),
   });
   try {
     await engine.start();

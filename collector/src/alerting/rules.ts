@@ -13,6 +13,7 @@ import { totalCounters } from '../store/counters.ts';
 import type { ArrivalCounters, FleetBucket, HookInfo, Store } from '../store/store.ts';
 import { blindCondition, growthCondition, guardTrimsNote, headroomCondition, hookLimitCondition, neverCompletedCondition, persistedCondition, quietFeedCondition, quietHookCondition, ratioCondition } from './conditions.ts';
 import { dimensionLabel, type RuleConfig } from './settings.ts';
+import type { Pause } from '../paced.ts';
 
 /** One label set whose condition holds at evaluation time. */
 export interface Candidate {
@@ -38,6 +39,11 @@ export interface Candidate {
 export interface RuleContext {
   store: Store;
   now: number;
+  /**
+   * Called at each hook of a loop over every hook: gives the event loop a turn between slices of the loop (the
+   * engine's, paced.ts pauseEvery); a throw there ends the evaluation. None: straight through.
+   */
+  pause?: Pause;
 }
 
 const DAY = 86_400_000;
@@ -165,6 +171,7 @@ async function perHook(rule: RuleConfig, ctx: RuleContext, fromMs: number, toMs:
   const counters = await ctx.store.hookCounters({ fromMs, toMs });
   const out: Candidate[] = [];
   for (const c of counters.values()) {
+    await ctx.pause?.();
     if (!rule.groupBy) {
       const annotations = cond(c, c.info, scopeText(rule, c.info, undefined));
       if (annotations) out.push({ labels: hookLabels(rule, c.info), annotations, hookId: c.info.id, readEvidence: evidenceReader(ctx, c.info.id, fromMs, toMs, evidence) });
@@ -296,6 +303,7 @@ async function growth(rule: RuleConfig, ctx: RuleContext): Promise<Candidate[]> 
       else daily.set(b.hookId, [b]);
     }
     for (const c of some) {
+      await ctx.pause?.();
       const series = daily.get(c.info.id) ?? [];
       // A hook over the cap is the persisted rule's: also when the output over it was stored after the counters
       // were read, which the series, read later, holds (its trend would reach the cap at once, and resolve next time).
@@ -333,6 +341,7 @@ async function silence(rule: RuleConfig, ctx: RuleContext): Promise<Candidate[]>
   const counters = await ctx.store.hookCounters({ fromMs: ctx.now - rule.windowMs, toMs: ctx.now + FUTURE_SKEW_MS });
   const out: Candidate[] = [];
   for (const c of counters.values()) {
+    await ctx.pause?.();
     const annotations = quietHookCondition(rule, c.info.hookName, c.info.lastSeenMs, ctx.now);
     // The quiet stretch it reports begins at the hook's last execution, often hours before the alert: read with it,
     // so the link shows that execution and the gap after it.

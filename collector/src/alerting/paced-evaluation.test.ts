@@ -1,0 +1,131 @@
+/**
+ * An evaluation over many hooks runs in slices: the event loop gets turns between them (ingest acknowledgements and
+ * API answers do not wait for the whole evaluation), the alerts and notifications are those of an evaluation run
+ * straight through, and a stop between slices ends it with nothing applied. The store answers in this thread
+ * (':memory:'), so every turn the loop gets during an evaluation is one the evaluation gave it.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { DatabaseSync } from 'node:sqlite';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { AlertingConfig } from '../config/index.ts';
+import { parseReceivers } from '../notify/settings.ts';
+import { SqliteStore } from '../store/sqlite/index.ts';
+import { FakeClock, hookEvent, WebhookSink } from '../../test/support/alerting.ts';
+import { recordingLogger } from '../../test/support/recording-logger.ts';
+import { startAlerting } from './index.ts';
+import { parseRules } from './settings.ts';
+
+const HOOKS = 1000;
+const cleanups: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+/** `HOOKS` hooks with an execution each at the clock's time, one in ten over the cap, one in ten near it. */
+async function setUp() {
+  const dir = mkdtempSync(join(tmpdir(), 'hookwatch-paced-evaluation-'));
+  const clock = new FakeClock(Date.now());
+  const store = new SqliteStore({ path: ':memory:' });
+  const sink = new WebhookSink(clock.now);
+  await sink.start();
+  await store.ingest(Array.from({ length: HOOKS }, (_, i) => hookEvent({
+    hookName: `PostToolUse:hook-${i}`, timeMs: clock.now(), additionalContextChars: i % 10 === 3 ? 12_000 : i % 10 === 7 ? 9_000 : 100, outputsPersisted: i % 10 === 3 ? 1 : 0,
+  })));
+  const config: AlertingConfig = {
+    rules: parseRules([{ kind: 'persisted', window: '1h' }, { kind: 'headroom' }, { kind: 'persisted_ratio', minExecutions: 1 }]),
+    receivers: parseReceivers([{ name: 'ops', url: `${sink.url}/hook` }]),
+    evaluationIntervalMs: 10_000,
+    repeatIntervalMs: 4 * 3_600_000,
+    externalUrl: 'http://hookwatch.test',
+    otlp: { endpoint: '', headers: {} },
+    delivery: { deadlineMs: 60_000, initialBackoffMs: 5, maxBackoffMs: 20, maxQueue: 10_000 },
+  };
+  let n = 0;
+  const start = async (evaluationSliceMs: number) => {
+    const { logger, lines } = recordingLogger();
+    const db = join(dir, `state-${n++}.db`);
+    const alerting = await startAlerting({ config, db, store, logger, now: clock.now, timer: false, random: () => 0.5, evaluationSliceMs });
+    cleanups.push(() => alerting.stop());
+    return { alerting, lines, db };
+  };
+  cleanups.push(async () => {
+    await store.close();
+    await sink.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  return { start, sink };
+}
+
+/** Counts the turns the event loop gets (setImmediate callbacks run) until `until` settles; `onTurn` at each. */
+async function turnsDuring(until: Promise<unknown>, onTurn: (turns: number) => void = () => {}): Promise<number> {
+  let turns = 0;
+  let done = false;
+  const tick = (): void => {
+    if (done) return;
+    turns++;
+    onTurn(turns);
+    setImmediate(tick);
+  };
+  setImmediate(tick);
+  await until;
+  done = true;
+  return turns;
+}
+
+/** The outbox as the state store holds it, in the order the notifications were planned. */
+function outbox(db: string): { alert: string; receiver: string; status: string }[] {
+  const sql = new DatabaseSync(db, { readOnly: true });
+  try {
+    return (sql.prepare('SELECT data FROM alert_notifications ORDER BY rowid').all() as { data: string }[]).map((r) => {
+      const n = JSON.parse(r.data) as { alert: { id: string }; receiver: string; status: string };
+      return { alert: n.alert.id, receiver: n.receiver, status: n.status };
+    });
+  } finally {
+    sql.close();
+  }
+}
+
+function savedAlerts(db: string): number {
+  const sql = new DatabaseSync(db, { readOnly: true });
+  try {
+    return (sql.prepare('SELECT count(*) AS n FROM alert_instances').get() as { n: number }).n;
+  } finally {
+    sql.close();
+  }
+}
+
+describe('an evaluation over many hooks, in slices', () => {
+  it('gives the event loop turns while it runs, and raises and notifies what one run straight through does', { timeout: 60_000 }, async () => {
+    const t = await setUp();
+    const sliced = await t.start(0);
+    const straight = await t.start(Number.POSITIVE_INFINITY);
+    // The evaluation each start queues raises the alerts.
+    const turns = await turnsDuring(sliced.alerting.engine.evaluate('notify'));
+    expect(turns).toBeGreaterThanOrEqual(HOOKS);
+    await straight.alerting.engine.evaluate('notify');
+
+    expect(sliced.alerting.engine.readModel.alerts()).toEqual(straight.alerting.engine.readModel.alerts());
+    expect(sliced.alerting.engine.readModel.alerts().length).toBeGreaterThan(HOOKS / 10);
+    expect(outbox(sliced.db)).toEqual(outbox(straight.db));
+    expect(outbox(sliced.db).length).toBeGreaterThan(HOOKS / 10);
+  });
+
+  it('ends at a stop between slices with nothing applied, saved or notified, and logs no failure', { timeout: 60_000 }, async () => {
+    const t = await setUp();
+    const { alerting, lines, db } = await t.start(0);
+    // The evaluation the start queued is running: stopped a few slices in.
+    let stopping: Promise<void> | undefined;
+    await turnsDuring(alerting.engine.evaluate('notify').then(() => stopping), (turns) => {
+      if (turns === 5) stopping = alerting.stop();
+    });
+    expect(stopping).toBeDefined();
+    expect(alerting.engine.readModel.alerts()).toEqual([]);
+    expect(savedAlerts(db)).toBe(0);
+    expect(outbox(db)).toEqual([]);
+    expect(alerting.engine.stats.evaluations).toBe(0);
+    expect(t.sink.requests).toEqual([]);
+    expect(lines.filter((l) => l.level === 'error' || l.level === 'warn')).toEqual([]);
+  });
+});
