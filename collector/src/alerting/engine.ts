@@ -125,7 +125,8 @@ export class AlertEngine implements IngestListener {
   private reloadDelayMs = RELOAD_RETRY_MIN_MS;
   /**
    * Receivers a reload added, owed the alerts firing then: notified at the next evaluation this replica saves as
-   * leader, then forgotten. A load as leader forgets them too: its catch-up reads from the state store which
+   * leader, then forgotten. Kept only while leading: a follower's reloads add none, and a load as leader (or an
+   * evaluation found not leading) forgets them; the catch-up of a load as leader reads from the state store which
    * receivers never had an alert, so a follower's reload does not notify again, once it leads, a receiver the
    * leader already notified after the same reload.
    */
@@ -299,8 +300,11 @@ export class AlertEngine implements IngestListener {
     const before = new Map(this.opts.rules.map((r) => [r.name, JSON.stringify(r)]));
     const changed = new Set(next.rules.filter((r) => before.get(r.name) !== JSON.stringify(r)).map((r) => r.name));
     const names = new Set(next.receivers.map((r) => r.name));
-    for (const name of this.addedReceivers) if (!names.has(name)) this.addedReceivers.delete(name);
-    for (const name of names) if (!this.opts.receivers.some((r) => r.name === name)) this.addedReceivers.add(name);
+    // Only the leader owes a receiver the reload adds: a follower's would pile up, reload after reload, for when it
+    // leads, whose load owes each receiver what the state store says it never had (catchUp) instead.
+    const leads = this.leader.isLeader();
+    for (const name of this.addedReceivers) if (!names.has(name) || !leads) this.addedReceivers.delete(name);
+    if (leads) for (const name of names) if (!this.opts.receivers.some((r) => r.name === name)) this.addedReceivers.add(name);
     this.opts = { ...this.opts, rules: next.rules, receivers: next.receivers, repeatIntervalMs: next.repeatIntervalMs };
     // Triggered rules that no longer exist are not evaluated.
     for (const name of this.ingestRules) if (!next.rules.some((r) => r.name === name)) this.ingestRules.delete(name);
@@ -478,6 +482,8 @@ export class AlertEngine implements IngestListener {
   }
 
   private async run(scope: Scope): Promise<void> {
+    // A leader that lost the lease before its evaluation saved: the next leader's load owes the receivers it added.
+    if (!this.leader.isLeader()) this.addedReceivers.clear();
     if (this.stopped || !this.leader.isLeader() || this.stale) return;
     try {
       await this.evaluateOnce(scope);

@@ -347,6 +347,44 @@ function removedReceiverTimelines(open: () => Promise<Backend>): void {
     }
   });
 
+  it('a follower keeps no receiver its reloads add: an evaluation as leader before its leadership\'s load notifies nobody again', { timeout: 60_000 }, async () => {
+    const t = await setUp();
+    let firstLeads = true;
+    const stops: (() => Promise<void>)[] = [];
+    const startAs = async (leads: () => boolean): Promise<Alerting> => {
+      const stateStore = t.backend.stateStore();
+      const alerting = await startAlerting({ config: t.opsOnly, db: t.backend.db, store: t.backend.store, logger: recordingLogger().logger, now: t.clock.now, timer: false, random: () => 0.5, leader: { isLeader: leads }, ...(stateStore ? { stateStore } : {}) });
+      stops.push(() => alerting.stop());
+      return alerting;
+    };
+    try {
+      const leader = await startAs(() => firstLeads);
+      await t.fire(leader);
+      await leader.engine.evaluate('notify');
+      await leader.dispatcher.idle();
+      // Started once the alert fired: the follower holds it as saved.
+      const follower = await startAs(() => !firstLeads);
+
+      // Both replicas reload the same file, which adds oncall: the leader notifies it.
+      t.clock.advance(60_000);
+      await leader.reconfigure(t.both);
+      await follower.reconfigure(t.both);
+      await leader.dispatcher.idle();
+      expect(t.oncall.delivered()).toHaveLength(1);
+
+      // The follower leads; an evaluation queued before its leadership's load runs first. oncall had the alert.
+      firstLeads = false;
+      t.clock.advance(60_000);
+      await follower.engine.evaluate('all');
+      await follower.dispatcher.idle();
+      expect(t.oncall.requests).toHaveLength(1);
+      expect(t.ops.requests).toHaveLength(1);
+    } finally {
+      for (const stop of stops) await stop();
+      await t.close();
+    }
+  });
+
   it('a receiver whose notification was dropped when it left the file gets the alert when a restart brings it back', { timeout: 60_000 }, async () => {
     const t = await setUp();
     try {
