@@ -271,6 +271,31 @@ describe('alertmanager renewals', () => {
       await sink.close();
     }
   });
+
+  it('wait for the one in flight: an Alertmanager slower than the resend interval gets one push at a time', async () => {
+    const sink = new WebhookSink();
+    // Answers each push after 2.5 s, within the receiver's timeout but past two resend intervals.
+    sink.reply = () => ({ status: 200, delayMs: 2500 });
+    await sink.start();
+    const [receiver] = parseReceivers([{ name: 'am', type: 'alertmanager', url: sink.url, resendInterval: '1s', timeout: '10s' }]);
+    const firing: AlertSummary = {
+      id: 'a-1', fingerprint: 'fp', rule: 'persisted', state: 'firing', labels: { alertname: 'persisted' }, annotations: {},
+      activeAt: '2026-12-01T00:00:00.000Z', startsAt: '2026-12-01T00:00:00.000Z', endsAt: null, firstEventAt: null, lastNotifiedAt: '2026-12-01T00:00:00.000Z', deliveries: [], silencedBy: [], hookId: null,
+    };
+    const refresher = new AlertmanagerRefresher({ receivers: receiver ? [receiver] : [], links: { externalUrl: '' }, alerts: () => [firing], logger: silentLogger });
+    try {
+      refresher.start();
+      await sink.waitFor(1, 3000);
+      await new Promise((r) => setTimeout(r, 2000));
+      // The first push is still unanswered: the two intervals since then sent nothing over it.
+      expect(sink.requests).toHaveLength(1);
+      await sink.waitFor(2, 3000);
+      expect(refresher.byReceiver.get('am')).toEqual({ delivered: 1, failed: 0 });
+    } finally {
+      await refresher.stop();
+      await sink.close();
+    }
+  });
 });
 
 describe('alertmanager receiver test notification', () => {

@@ -11,7 +11,7 @@ import type { ClientTlsCredentials } from '../net/tls.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import { dashboardLink } from './links.ts';
 import type { BodyRenderer, LinkContext, Notification, ReceiverConfig } from './model.ts';
-import { sendWithRetry } from './transport.ts';
+import { sendWithRetry, type SendResult } from './transport.ts';
 import { formatRfc3339 } from '../rfc3339.ts';
 
 /** Prometheus' default `--rules.alert.resend-delay`. */
@@ -96,6 +96,11 @@ export class AlertmanagerRefresher {
   private readonly abort = new AbortController();
   private readonly running = new Set<Promise<void>>();
   private readonly failing = new Set<string>();
+  /**
+   * Receivers with a push in flight: an Alertmanager slower than its resend interval (within its timeout) is not
+   * sent the next one over it; the interval after its answer is.
+   */
+  private readonly pushing = new Set<string>();
 
   constructor(opts: AlertmanagerRefresherOptions) {
     this.opts = opts;
@@ -132,17 +137,27 @@ export class AlertmanagerRefresher {
     void p.finally(() => this.running.delete(p));
   }
 
-  /** Pushes the firing alerts to one receiver now (one attempt: the next interval is the retry). */
+  /**
+   * Pushes the firing alerts to one receiver now (one attempt: the next interval is the retry); nothing while the
+   * previous push to it is still waiting for its answer.
+   */
   async push(r: ReceiverConfig): Promise<void> {
     const now = this.opts.now ?? Date.now;
     if (this.opts.active && !this.opts.active()) return;
+    if (this.pushing.has(r.name)) return;
     const firing = this.opts.alerts().filter((a) => a.state === 'firing' && a.lastNotifiedAt !== null && a.startsAt !== null);
     if (firing.length === 0) return;
     const resend = r.resendIntervalMs ?? DEFAULT_RESEND_INTERVAL_MS;
     const body = JSON.stringify(firing.map((a) => postableAlert({ ...a, startsAt: a.startsAt as string }, null, this.opts.links, now(), resend)));
-    const result = await sendWithRetry(() => ({ body, headers: r.headers }), {
-      url: r.url, timeoutMs: r.timeoutMs, deadlineMs: now() + r.timeoutMs, maxAttempts: 1, signal: this.abort.signal, now, tls: this.opts.tls?.get(r.name) ?? null,
-    });
+    this.pushing.add(r.name);
+    let result: SendResult;
+    try {
+      result = await sendWithRetry(() => ({ body, headers: r.headers }), {
+        url: r.url, timeoutMs: r.timeoutMs, deadlineMs: now() + r.timeoutMs, maxAttempts: 1, signal: this.abort.signal, now, tls: this.opts.tls?.get(r.name) ?? null,
+      });
+    } finally {
+      this.pushing.delete(r.name);
+    }
     if (result.outcome === 'aborted') return;
     const counts = this.byReceiver.get(r.name);
     if (counts) counts[result.outcome === 'delivered' ? 'delivered' : 'failed']++;
