@@ -575,7 +575,7 @@ alerting:
     // A duration out of range is told in the units it is written in.
     expect(() => load('alerting:\n  rules:\n    - { kind: persisted, for: 31d }\n')).toThrow(/alerting\.rules\[0\]\.for: must be between 0ms and 30d$/);
     expect(() => load('alerting:\n  rules:\n    - { kind: silence, after: 50ms }\n')).toThrow(/alerting\.rules\[0\]\.after: must be between 100ms and 30d$/);
-    expect(() => load('alerting:\n  receivers:\n    - { name: ops, url: "http://127.0.0.1:1/x", timeout: 10m }\n')).toThrow(/alerting\.receivers\[0\]\.timeout: must be between 100ms and 5m$/);
+    expect(() => load('alerting:\n  receivers:\n    - { name: ops, url: "http://127.0.0.1:2/x", timeout: 10m }\n')).toThrow(/alerting\.receivers\[0\]\.timeout: must be between 100ms and 5m$/);
     // A key the kind does not read is refused, not left looking set while it changes nothing.
     expect(() => load('alerting:\n  rules:\n    - { kind: persisted, threshold: 0.5 }\n')).toThrow(/alerting\.rules\[0\]\.threshold: not used by kind persisted \(only by persisted_ratio, headroom\)/);
     expect(() => load('alerting:\n  rules:\n    - { kind: headroom, minExecutions: 5 }\n')).toThrow(/alerting\.rules\[0\]\.minExecutions: not used by kind headroom \(only by persisted_ratio\)/);

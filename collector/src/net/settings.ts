@@ -190,6 +190,23 @@ export function plainUrlProblem(config: ClientTlsConfig | null | undefined, url:
   return `${set ? `${config.section}.${set}` : config.section} is set but ${urlSetting} is not an https:// URL, so no TLS is spoken with ${server}: write the ${noun} as https://host:port, or unset ${config.section}.*`;
 }
 
+/**
+ * The ports fetch never connects to (the fetch standard's "bad ports", https://fetch.spec.whatwg.org/#port-blocking):
+ * a request to one fails at once with `bad port`, every time.
+ */
+const FETCH_BAD_PORTS = new Set([
+  1, 7, 9, 11, 13, 15, 17, 19, 20, 21, 22, 23, 25, 37, 42, 43, 53, 69, 77, 79, 87, 95, 101, 102, 103, 104, 109, 110, 111, 113, 115, 117, 119,
+  123, 135, 137, 139, 143, 161, 179, 389, 427, 465, 512, 513, 514, 515, 526, 530, 531, 532, 540, 548, 554, 556, 563, 587, 601, 636, 989, 990,
+  993, 995, 1719, 1720, 1723, 2049, 3659, 4045, 4190, 5060, 5061, 6000, 6566, 6665, 6666, 6667, 6668, 6669, 6679, 6697, 10080,
+]);
+
+/** Why a URL that hookwatch reaches with fetch can never be reached (a bad port), or undefined; the URL is not echoed. */
+export function fetchPortProblem(url: URL): string | undefined {
+  // A scheme's default port is not kept in `port`: never a bad one.
+  if (url.port === '' || !FETCH_BAD_PORTS.has(Number(url.port))) return undefined;
+  return `port ${url.port} is one fetch never connects to (the fetch standard's bad ports), so every request would fail; serve it on another port`;
+}
+
 /** What is wrong with a client's settings taken together (a certificate without its key, a bad server name), or undefined. */
 export function clientTlsProblem(config: ClientTlsConfig): string | undefined {
   const { section } = config;

@@ -10,7 +10,7 @@ import { alertmanagerBody } from './alertmanager.ts';
 import { Dispatcher } from './dispatcher.ts';
 import type { Notification, ReceiverConfig } from './model.ts';
 import { OtlpAlertEmitter, logsUrl } from './otlp.ts';
-import { signingSecretProblem } from './settings.ts';
+import { parseReceivers, signingSecretProblem } from './settings.ts';
 import { slackText } from './slack.ts';
 import { sendWithRetry, type AttemptResult } from './transport.ts';
 
@@ -381,6 +381,18 @@ describe('dispatcher', () => {
     expect(signingSecretProblem('plain-secret-value')).toMatch(/whsec_/);
     expect(signingSecretProblem('whsec_c2hvcnQ=')).toMatch(/16 bytes/);
     expect(signingSecretProblem('whsec_not base64!')).not.toContain('not base64!');
+  });
+
+  it('refuses a receiver url on a port fetch never connects to (a bad port), naming the port and not the url', async () => {
+    // Every attempt to such a port fails before it is made: a notification would be retried until its deadline.
+    const r = await sendWithRetry(() => ({ body: '{}', headers: {} }), { url: 'http://127.0.0.1:6000/hook', timeoutMs: 1000, deadlineMs: Date.now() + 1000, maxAttempts: 1 });
+    expect(r).toMatchObject({ outcome: 'failed', httpStatus: null, error: 'bad port' });
+    const receiver = (url: string): unknown[] => [{ name: 'ops', url }];
+    expect(() => parseReceivers(receiver('https://hooks.example.test:6000/services/secret-token-xyz'))).toThrow(/^alerting\.receivers\[0\]\.url: port 6000 is one fetch never connects to/);
+    expect(() => parseReceivers(receiver('http://hooks.example.test:5060/services/secret-token-xyz'))).toThrow(expect.objectContaining({ message: expect.not.stringContaining('secret-token-xyz') }));
+    expect(parseReceivers(receiver('http://hooks.example.test:6001/x'))).toHaveLength(1);
+    // A scheme's default port is not written in the URL: never refused.
+    expect(parseReceivers(receiver('https://hooks.example.test:443/x'))).toHaveLength(1);
   });
 });
 

@@ -7,7 +7,7 @@
  */
 import { ConfigError, SettingError, durationWithin as duration, isMapping as isMap, validator, type Setting, type SettingValues } from '../config/setting.ts';
 import { FILE_CONTENTS, FILE_CONTENTS_PROBLEM, INVALID_HEADER_VALUE_CHAR, MIN_SECRET_CHARS, headerSecretProblem, headerSecrets, redactUrlPassword, shortSecretProblem, urlPasswordProblem } from '../config/values.ts';
-import { TLS_DEFAULTS, TLS_MIN_VERSIONS, clientTlsConfig, clientTlsProblem, clientTlsSettings, clientTlsWithoutUrlProblem, plainUrlProblem, type ClientTlsConfig } from '../net/settings.ts';
+import { TLS_DEFAULTS, TLS_MIN_VERSIONS, clientTlsConfig, clientTlsProblem, clientTlsSettings, clientTlsWithoutUrlProblem, fetchPortProblem, plainUrlProblem, type ClientTlsConfig } from '../net/settings.ts';
 import type { ReceiverConfig } from './model.ts';
 
 const DAY = 86_400_000;
@@ -149,6 +149,8 @@ export function parseReceivers(raw: unknown): ReceiverConfig[] {
     const authorization = fromUrl ? { Authorization: fromUrl.authorization } : authorizationHeader(r, at, headers);
     const target = fromUrl ? fromUrl.url : (url as string);
     if (r['resendInterval'] !== undefined && type !== 'alertmanager') throw new SettingError(`${at}.resendInterval: only for type alertmanager`);
+    const badPort = fetchPortProblem(parsed);
+    if (badPort) throw new SettingError(`${at}.url: ${badPort}`);
     const tls = parseTls(r['tls'], `${at}.tls`);
     // As forward.tls.*: tls beside an http:// URL would be ignored, so it is refused. The URL itself is not shown.
     const plain = plainUrlProblem(tls, target, `${at}.url`, 'the receiver', 'url');
