@@ -10,7 +10,7 @@ import { alertmanagerApiRenderer } from './alertmanager-api.ts';
 import type { BodyRenderer, LinkContext, Notification, NotificationOutcome, ReceiverConfig } from './model.ts';
 import { signHeaders } from './signing.ts';
 import { slackRenderer } from './slack.ts';
-import { sendWithRetry, TLS_FAILURE_PREFIX, type AttemptResult, type OutgoingRequest, type SendResult } from './transport.ts';
+import { failureReason, NOTIFICATION_FAILURE_REASONS, sendWithRetry, TLS_FAILURE_PREFIX, type AttemptResult, type NotificationFailureReason, type OutgoingRequest, type SendResult } from './transport.ts';
 
 export interface DispatcherOptions {
   receivers: readonly ReceiverConfig[];
@@ -58,6 +58,8 @@ export interface DispatcherStats {
   attempts: number;
   /** Attempts whose TLS handshake with the receiver failed (a CA that does not vouch for it, a refused client certificate). */
   tlsFailures: number;
+  /** The notifications failed, by the reason of their last attempt. */
+  failedByReason: Record<NotificationFailureReason, number>;
 }
 
 interface Lane {
@@ -88,7 +90,7 @@ export function rendererFor(receiver: ReceiverConfig, links: LinkContext, now: (
 }
 
 export class Dispatcher {
-  readonly stats: DispatcherStats = { enqueued: 0, delivered: 0, failed: 0, dropped: 0, discarded: 0, attempts: 0, tlsFailures: 0 };
+  readonly stats: DispatcherStats = { enqueued: 0, delivered: 0, failed: 0, dropped: 0, discarded: 0, attempts: 0, tlsFailures: 0, failedByReason: Object.fromEntries(NOTIFICATION_FAILURE_REASONS.map((r) => [r, 0])) as DispatcherStats['failedByReason'] };
   private opts: DispatcherOptions;
   private readonly lanes = new Map<string, Lane>();
   /** Lanes of receivers a reload removed, until their deliveries in flight have stopped. */
@@ -260,6 +262,7 @@ export class Dispatcher {
     if (result.outcome === 'delivered') this.stats.delivered++;
     else {
       this.stats.failed++;
+      this.stats.failedByReason[failureReason(result)]++;
       this.opts.logger.warn('notification not delivered', { receiver: n.receiver, alert: n.alert.id, status: n.status, attempts: result.attempts, httpStatus: result.httpStatus, error: result.error });
     }
     // Settled once the outcome is recorded: the outbox no longer hands it out, and the alert's next notification

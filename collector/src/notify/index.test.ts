@@ -5,9 +5,12 @@ import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { silentLogger } from '../telemetry/logger.ts';
 import { otlpAccepted, WebhookSink } from '../../test/support/alerting.ts';
+import { parseExposition, sampleValue } from '../../test/support/prometheus-text.ts';
 import { recordingLogger } from '../../test/support/recording-logger.ts';
+import { MetricsRegistry } from '../telemetry/metrics.ts';
 import { alertmanagerBody } from './alertmanager.ts';
 import { Dispatcher } from './dispatcher.ts';
+import { registerNotifyMetrics } from './metrics.ts';
 import type { Notification, ReceiverConfig } from './model.ts';
 import { OtlpAlertEmitter, logsUrl } from './otlp.ts';
 import { parseReceivers, signingSecretProblem } from './settings.ts';
@@ -313,6 +316,38 @@ describe('dispatcher', () => {
     d.enqueue(notification({ receiver: 'fast', webhookId: 'e' }));
     await fast.waitFor(1);
     expect(performance.now() - started).toBeLessThan(5000);
+    await d.stop();
+  });
+
+  it('counts the notifications given up on by why on /metrics: the status class, a timeout, no connection', async () => {
+    const refusing = await sink();
+    refusing.reply = () => ({ status: 404 });
+    const redirecting = await sink();
+    redirecting.reply = () => ({ status: 302, headers: { location: 'http://127.0.0.1:2/elsewhere' } });
+    const down = await sink();
+    down.reply = () => ({ status: 503 });
+    const hanging = await sink();
+    hanging.reply = () => ({ status: 200, delayMs: 5000 });
+    const closed = await sink();
+    const closedUrl = closed.url;
+    await closed.close();
+    const d = new Dispatcher({
+      receivers: [
+        receiver(refusing.url, { name: 'refusing' }), receiver(redirecting.url, { name: 'redirecting' }), receiver(down.url, { name: 'down' }),
+        receiver(hanging.url, { name: 'hanging', timeoutMs: 200 }), receiver(closedUrl, { name: 'closed' }),
+      ],
+      links: { externalUrl: '' }, logger: silentLogger, deadlineMs: 400, maxQueue: 10, baseDelayMs: 5, maxDelayMs: 20,
+    });
+    for (const name of ['refusing', 'redirecting', 'down', 'hanging', 'closed']) d.enqueue(notification({ receiver: name, webhookId: `msg_${name}` }));
+    await d.idle();
+    const metrics = new MetricsRegistry();
+    registerNotifyMetrics(metrics, d.stats);
+    const families = parseExposition(await metrics.render());
+    const reasons = ['refused_3xx', 'refused_4xx', 'refused_5xx', 'unreachable', 'timeout', 'tls', 'other'];
+    expect(Object.fromEntries(reasons.map((reason) => [reason, sampleValue(families, 'hookwatch_notification_failures_total', { reason })]))).toEqual({
+      refused_3xx: 1, refused_4xx: 1, refused_5xx: 1, unreachable: 1, timeout: 1, tls: 0, other: 0,
+    });
+    expect(sampleValue(families, 'hookwatch_notifications_total', { outcome: 'failed' })).toBe(5);
     await d.stop();
   });
 

@@ -6,6 +6,7 @@ import type { MetricsRegistry } from '../telemetry/metrics.ts';
 import type { AlertmanagerRefresher } from './alertmanager-api.ts';
 import type { DispatcherStats } from './dispatcher.ts';
 import { ALERT_EVENT_FAILURE_REASONS, type AlertEventStats } from './otlp.ts';
+import { NOTIFICATION_FAILURE_REASONS } from './transport.ts';
 
 const OUTCOMES = ['enqueued', 'delivered', 'failed', 'dropped', 'discarded'] as const;
 
@@ -15,6 +16,14 @@ export function registerNotifyMetrics(metrics: MetricsRegistry, stats: Dispatche
     labelNames: ['outcome'],
     collect: (set) => {
       for (const outcome of OUTCOMES) set({ outcome }, stats[outcome]);
+    },
+  });
+  metrics.collectedCounter('notify', {
+    name: 'hookwatch_notification_failures_total',
+    help: 'Alert notifications failed (hookwatch_notifications_total{outcome="failed"}), by the reason of their last attempt: refused_3xx (a redirect, not followed), refused_4xx, refused_5xx (the status class answered), unreachable (no connection made, or closed before the answer), timeout, tls (the handshake failed), other.',
+    labelNames: ['reason'],
+    collect: (set) => {
+      for (const reason of NOTIFICATION_FAILURE_REASONS) set({ reason }, stats.failedByReason[reason]);
     },
   });
   metrics.collectedCounter('notify', { name: 'hookwatch_notification_attempts_total', help: 'Delivery attempts of alert notifications, retries included.', collect: (set) => set({}, stats.attempts) });

@@ -129,6 +129,32 @@ export function describeError(err: unknown, url: string): string {
   return scrubUrl(msg, url).slice(0, 300);
 }
 
+/**
+ * Why a notification was given up on, as /metrics names it (hookwatch_notification_failures_total{reason}), in the
+ * words of the alert events' failures: refused_3xx (a redirect, not followed), refused_4xx, refused_5xx (the status
+ * its last attempt was answered), unreachable (no connection made, or it was closed before the answer), timeout
+ * (no answer within the receiver's timeout), tls (the handshake failed), other.
+ */
+export const NOTIFICATION_FAILURE_REASONS = ['refused_3xx', 'refused_4xx', 'refused_5xx', 'unreachable', 'timeout', 'tls', 'other'] as const;
+export type NotificationFailureReason = (typeof NOTIFICATION_FAILURE_REASONS)[number];
+
+/** describeError's codes that mean no connection could be made or kept. */
+const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNABORTED', 'UND_ERR_SOCKET']);
+/** describeError's codes of fetch's own timeouts (connecting, the answer's headers or body). */
+const TIMEOUT_CODES = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
+
+/** The reason of a delivery that failed, from its last attempt's status and error. */
+export function failureReason(result: Pick<SendResult, 'httpStatus' | 'error'>): NotificationFailureReason {
+  const status = result.httpStatus;
+  if (status !== null && status >= 300) return status >= 500 ? 'refused_5xx' : status >= 400 ? 'refused_4xx' : 'refused_3xx';
+  const error = result.error ?? '';
+  if (error.startsWith(TLS_FAILURE_PREFIX)) return 'tls';
+  // The error as describeError wrote it, `; gave up: ...` after it when the deadline ended the retries.
+  const cause = error.split(';')[0] ?? '';
+  if (cause === 'timed out' || TIMEOUT_CODES.has(cause)) return 'timeout';
+  return UNREACHABLE_CODES.has(cause) ? 'unreachable' : 'other';
+}
+
 /** Removes a URL and its path/query from a message. */
 export function scrubUrl(text: string, url: string): string {
   let out = text.split(url).join('<url>');
