@@ -229,9 +229,15 @@ export class Dispatcher {
     // The attempts' records, written before the outcome's: once the outbox row is done (and later pruned), they
     // are what says the receiver had the notification.
     const recording: (void | Promise<void>)[] = [];
+    // Each attempt with its receiver as configured then: a reload that changed its url, headers, signing secret or
+    // tls (a token rotated, a receiver moved) applies from the next attempt of a notification being retried.
+    const build = (attempt: number): OutgoingRequest => {
+      const r = lane.receiver;
+      return { ...buildRequest(r, lane.renderer, n)(attempt), target: { url: r.url, timeoutMs: r.timeoutMs, tls: this.opts.tls?.get(r.name) ?? null } };
+    };
     let result: SendResult;
     try {
-      result = await sendWithRetry(buildRequest(lane.receiver, lane.renderer, n), {
+      result = await sendWithRetry(build, {
         url: lane.receiver.url,
         timeoutMs: lane.receiver.timeoutMs,
         deadlineMs: n.createdAtMs + this.opts.deadlineMs,

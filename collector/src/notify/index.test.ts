@@ -319,6 +319,25 @@ describe('dispatcher', () => {
     await d.stop();
   });
 
+  it('a notification being retried takes a reloaded receiver\'s new url and headers from its next attempt', async () => {
+    const old = await sink();
+    old.reply = () => ({ status: 503 });
+    const fixed = await sink();
+    const d = new Dispatcher({ receivers: [receiver(old.url)], links: { externalUrl: '' }, logger: silentLogger, deadlineMs: 10_000, maxQueue: 10, baseDelayMs: 200, maxDelayMs: 200 });
+    const finished: string[] = [];
+    d['opts'].onFinished = (_n, outcome) => void finished.push(outcome);
+    d.enqueue(notification());
+    await old.waitFor(1);
+    d.reconfigure({ receivers: [receiver(fixed.url, { headers: { 'X-Team': 'renamed' } })], deadlineMs: 10_000, maxQueue: 10 });
+    await d.idle();
+    expect(finished).toEqual(['delivered']);
+    expect(fixed.requests).toHaveLength(1);
+    expect(fixed.requests[0]?.headers['x-team']).toBe('renamed');
+    expect(fixed.requests[0]?.headers['webhook-id']).toBe(old.requests[0]?.headers['webhook-id']);
+    expect(old.requests.length).toBeLessThanOrEqual(2);
+    await d.stop();
+  });
+
   it('counts the notifications given up on by why on /metrics: the status class, a timeout, no connection', async () => {
     const refusing = await sink();
     refusing.reply = () => ({ status: 404 });

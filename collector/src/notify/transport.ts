@@ -27,6 +27,8 @@ export interface AttemptResult {
 export interface OutgoingRequest {
   body: string;
   headers: Record<string, string>;
+  /** Where this attempt goes, in place of SendOptions' (a reload changed the receiver since the first attempt). */
+  target?: Pick<SendOptions, 'url' | 'timeoutMs' | 'tls'>;
 }
 
 export interface SendOptions {
@@ -212,27 +214,28 @@ export async function sendWithRetry(build: (attempt: number) => OutgoingRequest,
     if (opts.signal?.aborted) return { outcome: 'aborted', attempts: attempt - 1, httpStatus: lastStatus, error: lastError };
     if (opts.proceed && !(await opts.proceed().catch(() => false))) return { outcome: 'aborted', attempts: attempt - 1, httpStatus: lastStatus, error: lastError };
     const req = build(attempt);
+    const { url, timeoutMs, tls } = req.target ?? opts;
     const atMs = now();
     const started = performance.now();
     let status: number | null = null;
     let error: string | null = null;
     let retryAfter: number | undefined;
     try {
-      const timeout = AbortSignal.timeout(opts.timeoutMs);
-      const res = await fetch(opts.url, {
+      const timeout = AbortSignal.timeout(timeoutMs);
+      const res = await fetch(url, {
         method: 'POST',
         headers: { 'content-type': 'application/json', 'user-agent': 'hookwatch', ...req.headers },
         body: req.body,
         redirect: 'manual',
         signal: opts.signal ? AbortSignal.any([timeout, opts.signal]) : timeout,
-        ...(opts.tls ? { dispatcher: tlsDispatcher(opts.tls) } : {}),
+        ...(tls ? { dispatcher: tlsDispatcher(tls) } : {}),
       } as RequestInit);
       status = res.status;
       retryAfter = parseRetryAfter(res.headers.get('retry-after'), now());
       await drain(res);
       if (status < 200 || status >= 300) error = `HTTP ${status}`;
     } catch (err) {
-      error = opts.signal?.aborted ? 'aborted' : describeError(err, opts.url);
+      error = opts.signal?.aborted ? 'aborted' : describeError(err, url);
     }
     const durationMs = Math.round(performance.now() - started);
     lastStatus = status;
