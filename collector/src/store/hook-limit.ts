@@ -79,7 +79,7 @@ export function foldNewHooks(events: readonly HookEvent[], exists: (id: string) 
 
 /**
  * The hook ids a store knows exist, so a steady feed of known hooks costs no lookup. Bounded: past `max` ids
- * the store asks the database for the rest. Cleared when retention removes hooks.
+ * the store asks the database for the rest. Cleared when retention removes hooks, or a hook known turns out gone.
  */
 export class KnownHooks {
   private readonly ids = new Set<string>();

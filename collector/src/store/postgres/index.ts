@@ -48,7 +48,7 @@ export interface PostgresStoreOptions {
   logger?: Logger;
   /** Rows deleted per statement by prune (bounded so retention never holds long locks). */
   pruneBatch?: number;
-  /** store.maxHooks: events of further hook names are counted under overflow hooks (approximate across replicas). */
+  /** store.maxHooks: events of further hook names are counted under overflow hooks (by all replicas together). */
   maxHooks?: number;
   /**
    * How long a read may count on the retention bounds this replica last read (PrunedBounds) before reading them
@@ -121,7 +121,15 @@ const PARTITION_DDL_LOCK_TIMEOUT_MS = 1000;
  * Advisory lock key between ingests that fold events onto overflow hooks (exclusive) and all others (shared):
  * two deliveries of one event racing with different fold decisions would otherwise both find no copy.
  */
-const FOLD_LOCK_KEY = 0x686f6f6b79;
+export const FOLD_LOCK_KEY = 0x686f6f6b79;
+
+/** A batch taken for one of known hooks created a hook row: rolled back, to be counted against store.maxHooks. */
+class HookRecreated extends Error {
+  constructor() {
+    super('a hook taken for known was created again');
+  }
+}
+
 /** store_meta key: the last day whose events partition has had its unique index rebuilt packed. */
 const PACKED_THROUGH = 'events_index_packed_through';
 /** A day's partition is rebuilt packed this long after the day ends (events arriving later split a page or two). */
@@ -685,9 +693,11 @@ export class PostgresStore implements Store {
     const unique = new Map<string, HookEvent>();
     for (const e of kept) if (!unique.has(e.dedupKey)) unique.set(e.dedupKey, e);
     const sorted = [...unique.values()].sort((a, b) => (a.dedupKey < b.dedupKey ? -1 : a.dedupKey > b.dedupKey ? 1 : 0));
+    // Once a hook taken for known turned out deleted (HookRecreated), the batch is counted as one with new hooks.
+    let recount = false;
     for (let attempt = 1; ; attempt++) {
       try {
-        const admitting = await this.admitsNewHooks(sorted);
+        const admitting = recount || (await this.admitsNewHooks(sorted));
         await this.ensurePartitions(sorted.map((e) => Math.floor(e.timeMs / DAY_MS)));
         let inserted: HookEvent[];
         let fold: { folded: number; overflowHooks: string[] };
@@ -700,6 +710,12 @@ export class PostgresStore implements Store {
         this.attrs.commit();
         return { inserted, duplicates: kept.length - inserted.length, ...(fold.folded > 0 ? { folded: fold.folded, overflowHooks: fold.overflowHooks } : {}), ...old };
       } catch (err) {
+        if (err instanceof HookRecreated) {
+          // Retention deleted hooks this replica still took for known: the others it knows may be gone too.
+          this.known.clear();
+          recount = true;
+          continue;
+        }
         const code = (err as { code?: string }).code ?? '';
         if (CONFLICT_SQLSTATE.has(code)) {
           if (attempt < INGEST_ATTEMPTS) {
@@ -722,7 +738,9 @@ export class PostgresStore implements Store {
 
   /**
    * Whether the batch names hooks the hooks table does not hold (a cheap look outside the transaction: a steady
-   * feed of known hooks costs nothing). Only such a batch can pass store.maxHooks.
+   * feed of known hooks costs nothing). Only such a batch can pass store.maxHooks. The answer may be out of date
+   * by the time the batch writes (retention, of this replica or another, deleting a hook it took for known): the
+   * batch's own upsert of its hooks has the last word (ingestOnce).
    */
   private async admitsNewHooks(sorted: HookEvent[]): Promise<boolean> {
     const unknown = this.known.unknown(sorted);
@@ -749,7 +767,9 @@ export class PostgresStore implements Store {
 
   /**
    * `original`: the batch's events in key order; `admitting`: it names hooks the table did not hold, so its
-   * events are folded past store.maxHooks here, under the exclusive fold lock.
+   * events are folded past store.maxHooks here, under the exclusive fold lock. A batch not admitting whose upsert
+   * creates a hook row after all (retention deleted the hook after admitsNewHooks looked, maybe while an admitting
+   * batch took its room) is rolled back with HookRecreated, to be counted under the exclusive lock.
    */
   private async ingestOnce(original: HookEvent[], admitting: boolean): Promise<{ inserted: HookEvent[]; fold: { folded: number; overflowHooks: string[] } }> {
     return inTransaction(this.pool, async (client) => {
@@ -795,7 +815,7 @@ export class PostgresStore implements Store {
       const inserted = sorted.filter((_, i) => fresh.has(keys[i] as string));
       if (inserted.length > 0) {
         const attrOf = new Map(sorted.map((e, i) => [e, attrs[i] as number]));
-        await this.applyRollups(client, inserted, inserted.map((e) => attrOf.get(e) as number));
+        await this.applyRollups(client, inserted, inserted.map((e) => attrOf.get(e) as number), admitting);
       }
       return { inserted, fold };
     }, this.onLost);
@@ -848,17 +868,21 @@ export class PostgresStore implements Store {
    * What the inserted events add, each table in one multi-row statement: the hooks, the base rollups, the
    * dimension rollups, the rollup per (hook, attribute set) (`attrIds`: each event's set), then the client rows
    * per dimension value: those are shared by every batch of a team whatever its hooks, so their row locks are
-   * taken last, just before the commit that releases them.
+   * taken last, just before the commit that releases them. Not `admitting` (ingestOnce), a hook row created is
+   * HookRecreated, before any other row is locked: the row version an upsert's update writes carries its
+   * transaction in xmax (the row lock it takes), an inserted one none.
    */
-  private async applyRollups(client: pg.PoolClient, events: HookEvent[], attrIds: number[]): Promise<void> {
+  private async applyRollups(client: pg.PoolClient, events: HookEvent[], attrIds: number[], admitting: boolean): Promise<void> {
     const { hooks, rows } = groupForRollups(events, Date.now());
     const hookList = [...hooks.entries()];
-    await client.query(
+    const upserted = await client.query<{ created: boolean }>(
       `INSERT INTO hooks AS t (hook_id, hook_event, hook_name, first_seen, last_seen, ref)
        SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int8[], $5::int8[], $6::int8[])
-       ON CONFLICT (hook_id) DO UPDATE SET first_seen = LEAST(t.first_seen, excluded.first_seen), last_seen = GREATEST(t.last_seen, excluded.last_seen)`,
+       ON CONFLICT (hook_id) DO UPDATE SET first_seen = LEAST(t.first_seen, excluded.first_seen), last_seen = GREATEST(t.last_seen, excluded.last_seen)
+       RETURNING (t.xmax = 0) AS created`,
       [hookList.map(([id]) => id), hookList.map(([, h]) => h.event.hookEvent), hookList.map(([, h]) => h.event.hookName), hookList.map(([, h]) => h.firstMs), hookList.map(([, h]) => h.lastMs), hookList.map(([id]) => hookRef(id)?.toString() ?? null)],
     );
+    if (!admitting && upserted.rows.some((r) => r.created)) throw new HookRecreated();
     for (const g of GRANULARITIES) {
       const list = rows[g];
       await upsertRollups(client, ROLLUP_TABLES[g], [['hook_id', 'text'], ['bucket', 'int8'], ['service_name', 'text'], ['service_version', 'text']], list.map((x) => [x.hookId, x.bucket, x.serviceName, x.serviceVersion]), list.map((x) => x.row));

@@ -1,7 +1,8 @@
 /**
  * Retention removing hooks with nothing left, batch by batch, on a real PostgreSQL, while ingest goes on between
  * the batches: a hook a batch has deleted is new again to the next ingest, which counts it against store.maxHooks
- * as any new hook.
+ * as any new hook. So is one deleted after an ingest took it for a known hook (its own replica's retention while
+ * the batch waits, another replica's that it has not heard of yet): the batch that stores it again counts it.
  */
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
@@ -10,11 +11,16 @@ import { useTestServer } from '../../../test/support/postgres/fixture.ts';
 import { queryOnce } from '../../../test/support/postgres/server.ts';
 import { waitFor } from '../../../test/support/postgres/replicas.ts';
 import { overflowHookName } from '../../hooks/model.ts';
-import { PostgresStore } from './index.ts';
+import { FOLD_LOCK_KEY, PostgresStore } from './index.ts';
 
 const db = useTestServer();
 const DAY = 86_400_000;
 const T0 = Date.UTC(2026, 2, 2, 12);
+
+/** The stored hooks' names, in name order. */
+async function hookNames(url: string): Promise<string[]> {
+  return (await queryOnce<{ hook_name: string }>(url, 'SELECT hook_name FROM hooks ORDER BY hook_name')).map((h) => h.hook_name);
+}
 
 describe('retention of hooks with nothing left', () => {
   it('a hook deleted by one batch is counted against store.maxHooks when it comes back before the next batch', { timeout: 60_000 }, async () => {
@@ -49,7 +55,63 @@ describe('retention of hooks with nothing left', () => {
 
     await other.query('ROLLBACK');
     expect((await run).hooks).toBe(2);
-    const hooks = await queryOnce<{ hook_name: string }>(url, 'SELECT hook_name FROM hooks ORDER BY hook_name');
-    expect(hooks.map((h) => h.hook_name)).toEqual([overflowHookName('PostToolUse'), 'PostToolUse:three']);
+    expect(await hookNames(url)).toEqual([overflowHookName('PostToolUse'), 'PostToolUse:three']);
+  });
+
+  it('a hook deleted while a batch taking it for known waits for its transaction is counted against store.maxHooks', { timeout: 60_000 }, async () => {
+    const url = await db.server().createDatabase();
+    // A connection for each of the two ingests left waiting and one for retention.
+    const store = db.track(await PostgresStore.open({ url, poolSize: 4, maxHooks: 2 }));
+    const now = T0 + 3 * DAY;
+    // "one" has only old events, "two" new ones too; each stored twice, so the store keeps both as known.
+    for (const at of [T0, T0 + 1000]) await store.ingest([hookEvent({ hookName: 'PostToolUse:one', timeMs: at }), hookEvent({ hookName: 'PostToolUse:two', timeMs: at })]);
+    await store.ingest([hookEvent({ hookName: 'PostToolUse:two', timeMs: now })]);
+    // The fold lock held: every ingest transaction waits for it, in the order they come.
+    const other = new pg.Client({ connectionString: url });
+    await other.connect();
+    // The lock goes with the connection: what a failed expectation leaves waiting ends before the store closes.
+    const pending: Promise<unknown>[] = [];
+    db.defer(async () => {
+      await other.end();
+      await Promise.allSettled(pending);
+    });
+    await other.query('BEGIN');
+    await other.query('SELECT pg_advisory_xact_lock($1)', [FOLD_LOCK_KEY]);
+    const waiting = (n: number) => async () => ((await queryOnce(url, "SELECT 1 FROM pg_stat_activity WHERE application_name = 'hookwatch' AND query LIKE 'SELECT pg_advisory_xact_lock%' AND wait_event_type = 'Lock'")).length === n ? true : undefined);
+    // A new hook first: it counts the table once the lock is let go.
+    const three = store.ingest([hookEvent({ hookName: 'PostToolUse:three', timeMs: now })]);
+    pending.push(three);
+    await waitFor('the new hook to wait on the fold lock', waiting(1), 10_000);
+    // Then "one", taken for a known hook: it comes after the new one.
+    const back = store.ingest([hookEvent({ hookName: 'PostToolUse:one', timeMs: now })]);
+    pending.push(back);
+    await waitFor('the known hook to wait on the fold lock', waiting(2), 10_000);
+    // Meanwhile retention deletes "one": the new hook takes its room. (The run's index rebuilds, after the hooks,
+    // wait for the transactions waiting on the lock.)
+    const run = store.prune(T0 + 2 * DAY, T0 + 2 * DAY);
+    pending.push(run);
+    await waitFor('retention to delete "one"', async () => ((await hookNames(url)).includes('PostToolUse:one') ? undefined : true), 10_000);
+    await other.query('ROLLBACK');
+    expect((await run).hooks).toBe(1);
+    expect((await three).folded ?? 0).toBe(0);
+    expect(await back).toMatchObject({ folded: 1, overflowHooks: [overflowHookName('PostToolUse')] });
+    expect(await hookNames(url)).toEqual([overflowHookName('PostToolUse'), 'PostToolUse:three', 'PostToolUse:two']);
+  });
+
+  it("a hook another replica's retention deleted is counted against store.maxHooks before this replica reads the new bounds", { timeout: 60_000 }, async () => {
+    const url = await db.server().createDatabase();
+    // The follower trusts the bounds it read for an hour: events of the last hour do not make it read them again.
+    const follower = db.track(await PostgresStore.open({ url, poolSize: 2, maxHooks: 2, boundsRefreshMs: 3_600_000 }));
+    const leader = db.track(await PostgresStore.open({ url, poolSize: 2, maxHooks: 2 }));
+    const now = Date.now();
+    const old = now - 3 * DAY;
+    for (const at of [old, old + 1000]) await follower.ingest([hookEvent({ hookName: 'PostToolUse:one', timeMs: at }), hookEvent({ hookName: 'PostToolUse:two', timeMs: at })]);
+    await follower.ingest([hookEvent({ hookName: 'PostToolUse:two', timeMs: now })]);
+    expect((await leader.prune(now - 2 * DAY, now - 2 * DAY)).hooks).toBe(1);
+    expect((await leader.ingest([hookEvent({ hookName: 'PostToolUse:three', timeMs: now })])).folded ?? 0).toBe(0);
+    // "one" is still known to the follower: the batch that stores it again counts it, past the limit.
+    const back = await follower.ingest([hookEvent({ hookName: 'PostToolUse:one', timeMs: now })]);
+    expect(back).toMatchObject({ folded: 1, overflowHooks: [overflowHookName('PostToolUse')] });
+    expect(await hookNames(url)).toEqual([overflowHookName('PostToolUse'), 'PostToolUse:three', 'PostToolUse:two']);
   });
 });
