@@ -260,7 +260,7 @@ describe('hookwatch serve', () => {
 
   it.each([
     ['the database', { HOOKWATCH_DB: '/proc/hookwatch-none/h.db' }, 'db /proc/hookwatch-none/h.db (HOOKWATCH_DB, --db)'],
-    ['the forwarding queue', { HOOKWATCH_FORWARD_ENDPOINT: 'http://127.0.0.1:9', HOOKWATCH_FORWARD_QUEUE_PATH: '/proc/hookwatch-none/fq.db' }, 'forward.queue.path /proc/hookwatch-none/fq.db (HOOKWATCH_FORWARD_QUEUE_PATH, --forward-queue-path)'],
+    ['the forwarding queue', { HOOKWATCH_FORWARD_ENDPOINT: 'http://127.0.0.1:2', HOOKWATCH_FORWARD_QUEUE_PATH: '/proc/hookwatch-none/fq.db' }, 'forward.queue.path /proc/hookwatch-none/fq.db (HOOKWATCH_FORWARD_QUEUE_PATH, --forward-queue-path)'],
   ])('%s in a folder that cannot be made (under /proc) is an error naming the setting, exit 1, not a process that spins', (_what, vars, setting) => {
     // The real process, killed with SIGKILL past the timeout: one spinning in a synchronous loop takes no SIGTERM.
     const r = spawnSync(process.execPath, [BIN, 'serve'], { encoding: 'utf8', env: env({ ...base(), ...vars }), cwd: dir, timeout: 20_000, killSignal: 'SIGKILL' });
@@ -271,7 +271,7 @@ describe('hookwatch serve', () => {
 
   it.each([
     ['the database', 'HOOKWATCH_DB', '--db', 'db', {}],
-    ['the forwarding queue', 'HOOKWATCH_FORWARD_QUEUE_PATH', '--forward-queue-path', 'forward.queue.path', { HOOKWATCH_FORWARD_ENDPOINT: 'http://127.0.0.1:9' }],
+    ['the forwarding queue', 'HOOKWATCH_FORWARD_QUEUE_PATH', '--forward-queue-path', 'forward.queue.path', { HOOKWATCH_FORWARD_ENDPOINT: 'http://127.0.0.1:2' }],
   ])('%s given as a folder is an error naming the setting, its variable and its flag, exit 1, and leaves no file beside it', (_what, envName, flag, key, vars) => {
     const parent = mkdtempSync(join(dir, 'folder-'));
     const folder = join(parent, 'data');
@@ -343,7 +343,7 @@ describe('hookwatch serve', () => {
 
   it.each([
     ['SQLite file', 'HOOKWATCH_DB', 'db', {}, 'a SQLite store is served by one process at a time'],
-    ['forwarding queue file', 'HOOKWATCH_FORWARD_QUEUE_PATH', 'forward.queue.path', { HOOKWATCH_FORWARD_ENDPOINT: 'http://127.0.0.1:9' }, 'a forwarding queue file is used by one process at a time'],
+    ['forwarding queue file', 'HOOKWATCH_FORWARD_QUEUE_PATH', 'forward.queue.path', { HOOKWATCH_FORWARD_ENDPOINT: 'http://127.0.0.1:2' }, 'a forwarding queue file is used by one process at a time'],
   ])('a second process on the same %s is refused at once, and starts once the first has stopped', async (_what, envName, key, extra, why) => {
     // Each process has files of its own but the one shared.
     const shared = join(mkdtempSync(join(dir, 'shared-')), 'shared.db');
@@ -363,7 +363,7 @@ describe('hookwatch serve', () => {
 
   it('in fan-out mode, leaves a queue file another process forwards from to it, the warning naming its lock and that process', async () => {
     const queue = join(mkdtempSync(join(dir, 'shared-')), 'fq.db');
-    const first = await serving({ ...base(), HOOKWATCH_FORWARD_ENDPOINT: 'http://127.0.0.1:9', HOOKWATCH_FORWARD_QUEUE_PATH: queue });
+    const first = await serving({ ...base(), HOOKWATCH_FORWARD_ENDPOINT: 'http://127.0.0.1:2', HOOKWATCH_FORWARD_QUEUE_PATH: queue });
     try {
       const second = await serving({ ...base(), HOOKWATCH_FORWARD_QUEUE_PATH: queue });
       try {

@@ -4,6 +4,9 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, expect, it } from 'vitest';
+import { loadConfig, toConfig } from '../config/index.ts';
+import { isolatedEnv } from '../../test/support/service.ts';
+import { tempDir } from '../../test/helpers.ts';
 import { HttpExporter, MAX_RESPONSE_BYTES } from './exporter-http.ts';
 
 const servers: Server[] = [];
@@ -111,4 +114,27 @@ it('keeps the authorization header it sends out of a refusal that repeats it, wh
   const message = (result as { message: string }).message;
   expect(message).toContain('credential <redacted> not accepted');
   expect(message).not.toContain(token);
+});
+
+it('is refused an endpoint on a port fetch never connects to (a bad port) when the config loads, naming the port and not the url', async () => {
+  // Every attempt to such a port fails before it is made: forwarded requests would wait in the queue for ever.
+  const exporter = new HttpExporter({ endpoint: 'http://127.0.0.1:6000', protocol: 'http/protobuf', headers: {}, compression: 'none', timeoutMs: 5_000 });
+  expect(await exporter.export({ signal: 'logs', encoding: 'protobuf', body: Buffer.alloc(0) })).toMatchObject({ kind: 'retryable', message: expect.stringContaining('bad port') as string });
+  const dir = tempDir('hookwatch-forward-port-');
+  try {
+    // A start and a reload both load the configuration this way.
+    const config = (env: Record<string, string>): ReturnType<typeof toConfig> => toConfig(loadConfig({ env: { ...isolatedEnv(dir.dir), ...env } }));
+    const secretUrl = 'https://user:endpoint-pass-5a4b@otlp.example.test:6666/otlp?api-key=k3y-0123';
+    expect(() => config({ HOOKWATCH_FORWARD_ENDPOINT: secretUrl })).toThrow(/^invalid value for forward\.endpoint \(forward\.protocol http\/protobuf\): port 6666 is one fetch never connects to/);
+    expect(() => config({ HOOKWATCH_FORWARD_ENDPOINT: secretUrl, HOOKWATCH_FORWARD_PROTOCOL: 'http/json' })).toThrow(expect.objectContaining({ message: expect.not.stringMatching(/endpoint-pass|k3y|otlp\.example/) }));
+    expect(() => config({ HOOKWATCH_FORWARD_ENDPOINT: 'http://collector:10080' })).toThrow(/port 10080/);
+    expect(config({ HOOKWATCH_FORWARD_ENDPOINT: 'http://collector:4318' }).forward.endpoint).toBe('http://collector:4318');
+    // A scheme's default port is not written in the URL: never refused.
+    expect(config({ HOOKWATCH_FORWARD_ENDPOINT: 'https://collector:443' }).forward.endpoint).toBe('https://collector:443');
+    // gRPC does not go through fetch: its connections reach any port.
+    expect(config({ HOOKWATCH_FORWARD_ENDPOINT: 'http://collector:6000', HOOKWATCH_FORWARD_PROTOCOL: 'grpc' }).forward.endpoint).toBe('http://collector:6000');
+    expect(config({ HOOKWATCH_FORWARD_ENDPOINT: 'collector:6000', HOOKWATCH_FORWARD_PROTOCOL: 'grpc' }).forward.endpoint).toBe('collector:6000');
+  } finally {
+    dir.cleanup();
+  }
 });

@@ -8,7 +8,7 @@
  */
 import { ConfigError, type Setting, type SettingValues } from '../config/setting.ts';
 import { INVALID_HEADER_VALUE_CHAR, headerSecretProblem, redactUrlPassword, urlPasswordProblem } from '../config/values.ts';
-import { clientTlsConfig, clientTlsSettings, clientTlsWithoutUrlProblem, plainUrlProblem, type ClientTlsConfig } from '../net/settings.ts';
+import { clientTlsConfig, clientTlsSettings, clientTlsWithoutUrlProblem, fetchPortProblem, plainUrlProblem, type ClientTlsConfig } from '../net/settings.ts';
 
 const NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
@@ -87,7 +87,7 @@ const DAY = 86_400_000;
 export const FORWARD_SETTINGS: readonly Setting[] = [
   {
     key: 'forward.endpoint', env: 'HOOKWATCH_FORWARD_ENDPOINT', type: 'string', default: '',
-    description: 'Downstream OTLP endpoint that receives every request (logs, metrics, traces) unchanged, e.g. http://collector:4318 or http://collector:4317 for grpc; https:// for TLS (see forward.tls.*). Empty: fan-out mode, nothing is forwarded. A password in it (user:password@, ?password=) is redacted everywhere and refused at start when shorter than 4 characters, too short to be scrubbed from logs.',
+    description: 'Downstream OTLP endpoint that receives every request (logs, metrics, traces) unchanged, e.g. http://collector:4318 or http://collector:4317 for grpc; https:// for TLS (see forward.tls.*). Over HTTP, a port fetch never connects to (a bad port of the fetch standard, such as 6000, 6665-6669 or 10080) is refused at start and by a reload. Empty: fan-out mode, nothing is forwarded. A password in it (user:password@, ?password=) is redacted everywhere and refused at start when shorter than 4 characters, too short to be scrubbed from logs.',
     redactValue: redactUrlPassword,
     validate: (v) => urlPasswordProblem(String(v)),
   },
@@ -164,6 +164,10 @@ export function forwardConfig(r: SettingValues): { forward: ForwardConfig } {
   const headers = parseForwardHeaders(r.raw('forward.headers')) as Record<string, string>;
   const problem = endpoint === '' ? undefined : forwardHeadersProblem(headers, protocol);
   if (problem) throw new ConfigError(`invalid value for forward.headers (forward.protocol ${protocol}): ${problem}`);
+  // OTLP/HTTP goes through fetch, which never connects to some ports; gRPC does not. An endpoint that is not a URL
+  // is refused at start (forward/index.ts), saying so. The endpoint is not echoed: it may hold a key.
+  const badPort = protocol !== 'grpc' && URL.canParse(endpoint) ? fetchPortProblem(new URL(endpoint)) : undefined;
+  if (badPort) throw new ConfigError(`invalid value for forward.endpoint (forward.protocol ${protocol}): ${badPort}`);
   const tls = clientTlsConfig(r, 'forward.tls');
   // forward.tls.* apply to an https:// endpoint only: set with a plain-text one they would be ignored, so they are refused.
   const plain = plainUrlProblem(tls, endpoint, 'forward.endpoint', 'the destination', 'endpoint') ?? clientTlsWithoutUrlProblem(r, 'forward.tls', endpoint, 'forward.endpoint', 'the destination');
