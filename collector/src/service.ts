@@ -443,6 +443,8 @@ async function start(config: HookwatchConfig, opts: ServiceOptions, opened: (() 
   // A batch leaves its place among otlp.maxPendingRequests (an OTLP/HTTP one too): the next export held for want
   // of one tries now.
   ingest.onPlaceFreed(() => grpcReceiver.placeFreed());
+  // Requests leave the forwarding queue (delivered, dead letters, expired): an export held for want of room tries now.
+  forwarding?.queue.onFreed(() => grpcReceiver.placeFreed());
 
   registerIngestMetrics(metrics, { stats: ingest.stats, queueDepth: () => instrumented.inFlight('ingest'), capacity: config.otlp.maxPendingRequests, nearThreshold: () => ingest.nearThreshold });
   const hookMetrics = new HookMetrics({ maxSeries: config.metrics.maxHookSeries, now });

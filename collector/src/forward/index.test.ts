@@ -24,7 +24,7 @@ import { decodeLogsProto } from '../otlp/decode-proto.ts';
 import { STATUS_DETAILS_KEY, retryDelayFromStatus } from '../otlp/grpc-status.ts';
 import type { LogsRequest } from '../otlp/model.ts';
 import type { Signal } from '../pipeline/consumer.ts';
-import { startService, type RunningService } from '../service.ts';
+import { startService, type RunningService, type ServiceOptions } from '../service.ts';
 import { createLogger, silentLogger } from '../telemetry/logger.ts';
 import { isolatedEnv } from '../../test/support/service.ts';
 import { DELIVERY_ATTRIBUTE } from './enrich.ts';
@@ -54,12 +54,13 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-async function startHookwatch(env: Record<string, string>): Promise<Hw> {
+/** `opts`: how long the OTLP/gRPC holds wait before their tries when nothing wakes them. */
+async function startHookwatch(env: Record<string, string>, opts: Pick<ServiceOptions, 'grpcHoldBackoff'> = {}): Promise<Hw> {
   const dir = mkdtempSync(join(tmpdir(), 'hookwatch-forward-'));
   const config = toConfig(loadConfig({ env: { ...isolatedEnv(dir), HOOKWATCH_FORWARD_RETRY_INITIAL_INTERVAL: '10ms', HOOKWATCH_FORWARD_RETRY_MAX_INTERVAL: '50ms', ...env } }));
   const lines: string[] = [];
   const secrets = [...Object.values(config.forward.headers)];
-  const service = await startService(config, { logger: createLogger({ level: 'debug', secrets, write: (l) => lines.push(l) }) });
+  const service = await startService(config, { ...opts, logger: createLogger({ level: 'debug', secrets, write: (l) => lines.push(l) }) });
   const hw: Hw = {
     ...service,
     lines,
@@ -327,6 +328,21 @@ describe('inline collector mode over OTLP/HTTP', () => {
     expect((await forwardingStatus(hw)).destinations[0]).toMatchObject({ refusedFull: 1, depth: 1 });
     // Its events were committed by the first try: the later ones do not commit them again (as duplicates).
     expect(hw.ingest.stats).toMatchObject({ batches: 1, stored: hw.ingest.stats.hookEvents, duplicates: 0 });
+  });
+
+  it('tries a gRPC export held for a full queue as soon as a delivery frees room, not at the end of its backoff', async () => {
+    const { d, url } = await downstream(new HttpDownstream());
+    d.mode = { kind: 'status', status: 503 };
+    // Room for one copy of the capture. The hold's backoff outlasts the hold: an export committed was woken by the
+    // room the delivery freed.
+    const hw = await startHookwatch({ HOOKWATCH_FORWARD_ENDPOINT: url, HOOKWATCH_FORWARD_QUEUE_MAX_BYTES: String(PROTO_LOGS.length), HOOKWATCH_FORWARD_RETRY_INITIAL_INTERVAL: '100ms', HOOKWATCH_FORWARD_RETRY_MAX_INTERVAL: '100ms' }, { grpcHoldBackoff: { firstRetryMs: 20_000, maxRetryMs: 20_000 } });
+    expect((await post(hw.otlpHttpUrl, 'logs', PROTO_LOGS)).status).toBe(200);
+    const sent = grpcExport(hw.otlpGrpcUrl, 'logs', PROTO_LOGS, 6000);
+    await until('the export refused for the full queue, and held', async () => (await forwardingStatus(hw)).destinations[0]!.refusedFull === 1);
+    d.mode = { kind: 'accept' };
+    expect(await sent).toBeNull();
+    expect(hw.grpcReceiver.stats.held).toEqual({ committed: 1, unavailable: 0, cancelled: 0, refused: 0 });
+    await until('both copies downstream', () => Buffer.concat(d.bodies('logs')).equals(Buffer.concat([PROTO_LOGS, PROTO_LOGS])));
   });
 
   it('refuses at once, not to be retried, a request whose enriched body is larger than the whole queue', async () => {

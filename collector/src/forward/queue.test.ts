@@ -90,6 +90,25 @@ describe('DurableQueue', () => {
     await expect(q.enqueue('logs', 'json', Buffer.alloc(6), 3)).resolves.toBeTypeOf('number');
   });
 
+  it('tells its listeners when requests leave it (delivered, dead letters, expired), the room there as it does', async () => {
+    const q = open(undefined, 10);
+    const seen: boolean[] = [];
+    // What a listener finds: whether a 6-byte request fits now.
+    q.onFreed(() => seen.push(q.hasRoom(6)));
+    const first = await q.enqueue('logs', 'json', Buffer.alloc(6), 1);
+    await q.retry([first]);
+    await q.ack(first + 1000);
+    expect(seen).toEqual([]);
+    await q.ack(first);
+    await q.deadLetter([await q.enqueue('logs', 'json', Buffer.alloc(6), 2)], 3, 400, 'bad');
+    await q.enqueue('logs', 'json', Buffer.alloc(6), 4);
+    // Only dead letters past the cut-off: nothing leaves the queue.
+    await q.expire(3);
+    expect(seen).toEqual([true, true]);
+    await q.expire(5);
+    expect(seen).toEqual([true, true, true]);
+  });
+
   it('moves a request to the dead letters in one step, bounded in bytes (oldest evicted) but counted in full', async () => {
     const q = new DurableQueue({ path: ':memory:', maxBytes: 1000, deadLetterMaxBytes: 25 });
     queues.push(q);

@@ -178,6 +178,7 @@ export class DurableQueue {
   private reserved = 0;
   /** The key the next chunked body is stored under. */
   private nextBodyKey: number;
+  private readonly freedListeners: (() => void)[] = [];
   private closed = false;
   private readonly stmt: {
     insert: StatementSync;
@@ -280,6 +281,18 @@ export class DurableQueue {
   /** Whether a body of `size` bytes would fit now. */
   hasRoom(size: number): boolean {
     return this.bytesHeld + this.reserved + size <= this.maxBytes;
+  }
+
+  /**
+   * Calls `listener` each time requests leave the queue (delivered, dead letters, expired), their bytes no longer
+   * held: the OTLP/gRPC exports held for want of room (receiver/otlp-grpc/store-hold.ts) try again then.
+   */
+  onFreed(listener: () => void): void {
+    this.freedListeners.push(listener);
+  }
+
+  private freed(): void {
+    for (const l of this.freedListeners) l();
   }
 
   /** Counts a request refused because the queue was full (shown to operators as refusedFull). */
@@ -386,6 +399,7 @@ export class DurableQueue {
       this.bytesHeld -= r.bytes;
       this.depthHeld--;
     }
+    if (removed.length) this.freed();
     await this.dropBodies(removed);
   }
 
@@ -433,6 +447,7 @@ export class DurableQueue {
       this.bytesHeld -= b;
       this.depthHeld--;
     }
+    if (removed.out.length) this.freed();
     this.deadBytes = removed.bytes;
     this.deadCount += removed.out.length - removed.evicted.length;
     await this.dropBodies(removed.evicted);
@@ -508,6 +523,7 @@ export class DurableQueue {
       this.bytesHeld -= q.bytes;
       this.depthHeld--;
     }
+    if (r.queued.length) this.freed();
     for (const d of r.dead) {
       this.deadBytes -= d.bytes;
       this.deadCount--;

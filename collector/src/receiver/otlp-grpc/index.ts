@@ -197,7 +197,10 @@ export class OtlpGrpcReceiver {
     this.holds.reachable();
   }
 
-  /** A batch waiting for the store (otlp.maxPendingRequests), an OTLP/HTTP one as well, leaves its place: the next held export in line tries now. */
+  /**
+   * A batch waiting for the store (otlp.maxPendingRequests), an OTLP/HTTP one as well, leaves its place, or requests
+   * leave the forwarding queue: the next held export in line tries now.
+   */
   placeFreed(): void {
     this.holds.placeFreed();
   }

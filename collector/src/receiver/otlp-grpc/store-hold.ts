@@ -10,7 +10,7 @@
  * A hold tries again after STORE_HOLD.firstRetryMs, doubling up to maxRetryMs, and sooner when the store finds the
  * database answering again (reachable()). A try that finds hookwatch overloaded, the first or a later one, is tried
  * again the same way, and sooner once another try ends, a held export's or not, or an OTLP/HTTP request's batch
- * leaves its place (placeFreed()): the place it took is free then. An export
+ * leaves its place, or requests leave the forwarding queue (placeFreed()): the place or the room is free then. An export
  * refused because otlp.maxInflightBytes is spent (InflightFullError) is answered at once: held, it would keep its
  * bytes in that budget. A hold ends marginMs before the client's deadline (grpc-timeout: the JavaScript exporter's
  * is its 10 s export timeout) and at most capMs after it began (noDeadlineMs for a client that sets none), answered
@@ -91,8 +91,8 @@ export class StoreHolds {
   private readonly waiting = new Set<Wake>();
   /**
    * The waiting holds to wake as tries end, in line: those reachable() found waiting, and those whose last try
-   * found hookwatch overloaded, woken as tries end (a hold's, or an export's that was never held) and as an
-   * OTLP/HTTP request's batch leaves its place (placeFreed()). How many of
+   * found hookwatch overloaded, woken as tries end (a hold's, or an export's that was never held), as an
+   * OTLP/HTTP request's batch leaves its place and as requests leave the forwarding queue (placeFreed()). How many of
    * them woken are trying now.
    */
   private readonly toWake = new Set<Wake>();
@@ -121,8 +121,9 @@ export class StoreHolds {
   }
 
   /**
-   * A place among the batches waiting for the store has come free (an OTLP/HTTP request's, which no try here ends):
-   * the next hold in line tries now, still no more woken trying at once than atOnce.
+   * A place among the batches waiting for the store has come free (an OTLP/HTTP request's, which no try here ends),
+   * or room in the forwarding queue (requests delivered, dead letters, expired): the next hold in line tries now,
+   * still no more woken trying at once than atOnce.
    */
   placeFreed(): void {
     this.wakeNext();
