@@ -1,0 +1,131 @@
+/**
+ * Rules that read many hooks at once (rules.ts), on SQLite and on a real PostgreSQL, against what the raw events
+ * the test stored say: the growth rule's daily series, read a few hundred hooks at a time.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { largestKnown } from '../../../shared/src/cliff.ts';
+import type { Point } from '../../../shared/src/forecast.ts';
+import type { HookEvent } from '../hooks/model.ts';
+import { dimensionNames } from '../pipeline/settings.ts';
+import { PostgresStore } from '../store/postgres/index.ts';
+import { SqliteStore } from '../store/sqlite/index.ts';
+import type { Store } from '../store/store.ts';
+import { hookEvent, type EventFacts } from '../../test/support/alerting.ts';
+import { useTestServer } from '../../test/support/postgres/fixture.ts';
+import { seededRandom } from '../../test/support/random.ts';
+import { growthCondition } from './conditions.ts';
+import { evaluateRule, FUTURE_SKEW_MS, type Candidate } from './rules.ts';
+import { parseRules } from './settings.ts';
+
+const DAY = 86_400_000;
+const HOUR = 3_600_000;
+const MIN = 60_000;
+
+const pg = useTestServer();
+let dir = '';
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'hookwatch-rules-'));
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const backends: { name: string; open: () => Promise<Store> }[] = [
+  { name: 'sqlite', open: async () => new SqliteStore({ path: join(dir, `rules-${Date.now()}.db`), synchronous: 'normal', dimensions: ['team'] }) },
+  { name: 'postgres', open: async () => PostgresStore.open({ url: await pg.server().createDatabase(), poolSize: 2, dimensions: ['team'] }) },
+];
+
+/** A candidate as plain data (its readers are functions, not compared). */
+function plain(c: Candidate): Omit<Candidate, 'readEvidence' | 'readGuard'> {
+  const { readEvidence: _e, readGuard: _g, ...rest } = c;
+  return rest;
+}
+
+/**
+ * Hooks of every shape the growth rule tells apart, more than one read's worth (500): growing by a day or several
+ * outputs a day (the day's largest counts), flat, with an output over the cap, without size data some days, with
+ * outputs before the window, today's last minutes and a few minutes ahead (a client's clock).
+ */
+function fleetEvents(now: number, hooks: number, seed: number): HookEvent[] {
+  const random = seededRandom(seed);
+  const facts: EventFacts[] = [];
+  const today = Math.floor(now / DAY) * DAY;
+  for (let h = 0; h < hooks; h++) {
+    const hookName = `PreToolUse:tool${h}`;
+    const at = (t: number, chars: number | null, outputsPersisted = 0): void => {
+      facts.push({ hookName, timeMs: t, additionalContextChars: chars, stdoutChars: chars === null ? null : Math.max(0, chars - Math.floor(random() * 500)), outputsPersisted: chars === null ? null : outputsPersisted });
+    };
+    const days = 2 + Math.floor(random() * 12);
+    const base = 1_000 + Math.floor(random() * 5_000);
+    const slope = random() < 0.5 ? 0 : Math.floor(random() * 1_500);
+    for (let d = days; d >= 0; d--) {
+      const day = today - d * DAY;
+      // Today only up to now: the day still filling.
+      const span = d === 0 ? now - today : DAY;
+      for (let n = 1 + Math.floor(random() * 3); n > 0; n--) at(day + Math.floor(random() * span), random() < 0.1 ? null : base + slope * (days - d) - Math.floor(random() * 800));
+    }
+    const shape = random();
+    if (shape < 0.05) at(today - Math.floor(random() * days) * DAY + HOUR, 10_500, 1);
+    else if (shape < 0.1) at(today - 20 * DAY, 9_000);
+    else if (shape < 0.2) at(now - Math.floor(random() * 5) * MIN, base + slope * days + 300);
+    else if (shape < 0.25) at(now + 2 * MIN, base + slope * days + 600);
+  }
+  return facts.map(hookEvent);
+}
+
+/** The growth rule's candidates as the raw events say, computed here on its own, and how many hooks it forecast. */
+function expectedGrowth(rule: Parameters<typeof growthCondition>[0] & { name: string; severity: string; windowMs: number }, events: readonly HookEvent[], now: number): { forecast: number; candidates: Omit<Candidate, 'readEvidence' | 'readGuard'>[] } {
+  const fromMs = Math.floor((now - rule.windowMs) / DAY) * DAY;
+  const toMs = now + FUTURE_SKEW_MS;
+  const byHook = new Map<string, HookEvent[]>();
+  for (const e of events) {
+    if (e.timeMs < fromMs || e.timeMs >= toMs) continue;
+    byHook.set(e.hookId, [...(byHook.get(e.hookId) ?? []), e]);
+  }
+  const out: Omit<Candidate, 'readEvidence' | 'readGuard'>[] = [];
+  let forecast = 0;
+  for (const [hookId, evs] of byHook) {
+    if (evs.some((e) => (e.outputsPersisted ?? 0) > 0 || e.status === 'over')) continue;
+    forecast++;
+    const daily = new Map<number, number>();
+    for (const e of evs) {
+      const largest = largestKnown([e.stdoutChars, e.additionalContextChars, e.systemMessageChars, e.initialUserMessageChars]);
+      if (largest === null) continue;
+      const day = Math.floor(e.timeMs / DAY) * DAY;
+      daily.set(day, Math.max(daily.get(day) ?? 0, largest));
+    }
+    const points: Point[] = [...daily].map(([t, value]) => ({ t, value })).sort((a, b) => a.t - b.t);
+    const e = evs[0] as HookEvent;
+    const annotations = growthCondition(rule, points, e.hookName, now);
+    if (annotations) {
+      out.push({ labels: { alertname: rule.name, severity: rule.severity, hook_event: e.hookEvent, hook_name: e.hookName }, annotations, hookId, evidenceFromMs: points[0]?.t ?? null });
+    }
+  }
+  return { forecast, candidates: out };
+}
+
+const byHookId = (a: { hookId: string | null }, b: { hookId: string | null }): number => (a.hookId ?? '').localeCompare(b.hookId ?? '');
+
+describe.each(backends)('rules over many hooks on $name', (backend) => {
+  let store: Store;
+  beforeAll(async () => {
+    store = await backend.open();
+  }, 60_000);
+  afterAll(() => store?.close());
+
+  it('growth: the candidates of 640 hooks are those their raw events give, read 500 hooks at a time', async () => {
+    const now = Date.now();
+    const events = fleetEvents(now, 640, 7);
+    for (let i = 0; i < events.length; i += 1_000) await store.ingest(events.slice(i, i + 1_000));
+    const [rule] = parseRules([{ kind: 'growth', horizonDays: 14 }], dimensionNames(['team']));
+    if (!rule) throw new Error('no rule');
+    const { forecast, candidates: expected } = expectedGrowth(rule, events, now);
+    // More hooks than one read takes, of both answers, besides those over the cap left to the persisted rule.
+    expect(forecast).toBeGreaterThan(500);
+    expect(expected.length).toBeGreaterThan(20);
+    expect(expected.length).toBeLessThan(forecast / 2);
+    const got = (await evaluateRule(rule, { store, now })).map(plain);
+    expect(got.sort(byHookId)).toEqual(expected.sort(byHookId));
+  }, 120_000);
+});
