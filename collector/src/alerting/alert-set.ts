@@ -5,14 +5,50 @@
  */
 import type { AlertRecord } from './model.ts';
 
+/**
+ * The active alerts of one rule by fingerprint, which also keep `byId`, the active alerts of every rule by id, as
+ * lifecycle.stepRule adds and deletes them (a delivery looks its alert up by id, a burst of them one each).
+ */
+class ActiveOfRule extends Map<string, AlertRecord> {
+  private readonly byId: Map<string, AlertRecord>;
+
+  constructor(byId: Map<string, AlertRecord>) {
+    super();
+    this.byId = byId;
+  }
+
+  override set(fp: string, a: AlertRecord): this {
+    this.forget(super.get(fp));
+    this.byId.set(a.id, a);
+    return super.set(fp, a);
+  }
+
+  override delete(fp: string): boolean {
+    this.forget(super.get(fp));
+    return super.delete(fp);
+  }
+
+  override clear(): void {
+    for (const a of this.values()) this.forget(a);
+    super.clear();
+  }
+
+  private forget(a: AlertRecord | undefined): void {
+    if (a && this.byId.get(a.id) === a) this.byId.delete(a.id);
+  }
+}
+
 export class AlertSet {
   /** Pending and firing alerts, per rule name, by fingerprint. */
-  private readonly active = new Map<string, Map<string, AlertRecord>>();
+  private readonly active = new Map<string, ActiveOfRule>();
+  /** The same alerts by id. */
+  private readonly activeById = new Map<string, AlertRecord>();
   private readonly resolved = new Map<string, AlertRecord>();
 
   /** Replaces everything with these records (a load from the state store). */
   replace(records: readonly AlertRecord[]): void {
     this.active.clear();
+    this.activeById.clear();
     this.resolved.clear();
     for (const a of records) {
       if (a.state === 'resolved') this.resolved.set(a.id, a);
@@ -24,7 +60,7 @@ export class AlertSet {
   activeOf(rule: string): Map<string, AlertRecord> {
     let m = this.active.get(rule);
     if (!m) {
-      m = new Map();
+      m = new ActiveOfRule(this.activeById);
       this.active.set(rule, m);
     }
     return m;
@@ -63,6 +99,6 @@ export class AlertSet {
 
   /** One alert by id, active or resolved. */
   get(id: string): AlertRecord | undefined {
-    return this.resolved.get(id) ?? this.activeAlerts().find((a) => a.id === id);
+    return this.resolved.get(id) ?? this.activeById.get(id);
   }
 }

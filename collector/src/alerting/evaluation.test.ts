@@ -1,5 +1,5 @@
 /** The evaluation step alone: rule outcomes in, transitions and the state to write out; no store, no clock. */
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { alertRecord } from '../../test/support/alerting.ts';
 import { AlertSet } from './alert-set.ts';
 import { applyEvaluation, MAX_ALERTS_PER_RULE, type EvaluationOptions } from './evaluation.ts';
@@ -58,5 +58,23 @@ describe('applyEvaluation', () => {
     expect(applyEvaluation(set, [], opts()).remove).toEqual([]);
     expect(applyEvaluation(set, [], opts({ sweep: true })).remove).toEqual(['stale']);
     expect(set.resolvedAlerts().map((a) => a.id)).toEqual(['recent']);
+  });
+
+  it('finds each alert by id as the evaluations add, fire, drop and resolve them, without listing every active alert', () => {
+    const set = new AlertSet();
+    set.replace([alertRecord({ id: 'loaded', rule: 'removed_rule', state: 'firing' }), alertRecord({ id: 'gone', state: 'resolved', endsAtMs: NOW - 60_001 })]);
+    const pending = { ...rule, name: 'headroom', forMs: 60_000 };
+    const first = applyEvaluation(set, [{ rule, candidates: [candidate('a'), candidate('b')] }, { rule: pending, candidates: [candidate('c')] }], opts({ configured: ['persisted', 'headroom'] }));
+    const ids = Object.fromEntries(first.upsert.map((a) => [a.labels['hook_name'] ?? a.id, a.id]));
+    const lists = vi.spyOn(set, 'activeAlerts');
+    expect([ids['a'], ids['b'], ids['c'], 'loaded', 'gone'].map((id) => set.get(id ?? '')?.state)).toEqual(['firing', 'firing', 'pending', 'firing', 'resolved']);
+    // b resolves, c (pending) is dropped, the loaded alert's rule is gone; a fires on.
+    const second = applyEvaluation(set, [{ rule, candidates: [candidate('a')] }, { rule: pending, candidates: [] }], opts({ now: NOW + 1, sweep: true, configured: ['persisted', 'headroom'] }));
+    expect(second.remove).toEqual([ids['c'], 'gone']);
+    expect([ids['a'], ids['b'], ids['c'], 'loaded', 'gone'].map((id) => set.get(id ?? '')?.state)).toEqual(['firing', 'resolved', undefined, 'resolved', undefined]);
+    // A load replaces everything.
+    set.replace([alertRecord({ id: 'reloaded', state: 'pending' })]);
+    expect([ids['a'], 'loaded', 'reloaded'].map((id) => set.get(id ?? '')?.state)).toEqual([undefined, undefined, 'pending']);
+    expect(lists).not.toHaveBeenCalled();
   });
 });
