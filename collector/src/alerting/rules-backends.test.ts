@@ -1,6 +1,7 @@
 /**
- * Rules that read many hooks at once (rules.ts), on SQLite and on a real PostgreSQL, against what the raw events
- * the test stored say: the growth rule's daily series, read a few hundred hooks at a time.
+ * Rules that read many hooks (rules.ts), on SQLite and on a real PostgreSQL, against what the raw events the test
+ * stored say: the growth rule's daily series, read a few hundred hooks at a time, and a rule's counters per hook and
+ * value of its groupBy dimension.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -16,7 +17,9 @@ import type { Store } from '../store/store.ts';
 import { hookEvent, type EventFacts } from '../../test/support/alerting.ts';
 import { useTestServer } from '../../test/support/postgres/fixture.ts';
 import { seededRandom } from '../../test/support/random.ts';
-import { growthCondition } from './conditions.ts';
+import { foldBy } from '../../test/support/store-model.ts';
+import { alignRange } from '../store/segments.ts';
+import { growthCondition, ratioCondition } from './conditions.ts';
 import { evaluateRule, FUTURE_SKEW_MS, type Candidate } from './rules.ts';
 import { parseRules } from './settings.ts';
 
@@ -108,13 +111,16 @@ function expectedGrowth(rule: Parameters<typeof growthCondition>[0] & { name: st
 const byHookId = (a: { hookId: string | null }, b: { hookId: string | null }): number => (a.hookId ?? '').localeCompare(b.hookId ?? '');
 
 describe.each(backends)('rules over many hooks on $name', (backend) => {
-  let store: Store;
-  beforeAll(async () => {
-    store = await backend.open();
-  }, 60_000);
-  afterAll(() => store?.close());
+  const opened: Store[] = [];
+  const open = async (): Promise<Store> => {
+    const store = await backend.open();
+    opened.push(store);
+    return store;
+  };
+  afterAll(() => Promise.all(opened.map((s) => s.close())));
 
   it('growth: the candidates of 640 hooks are those their raw events give, read 500 hooks at a time', async () => {
+    const store = await open();
     const now = Date.now();
     const events = fleetEvents(now, 640, 7);
     for (let i = 0; i < events.length; i += 1_000) await store.ingest(events.slice(i, i + 1_000));
@@ -127,5 +133,41 @@ describe.each(backends)('rules over many hooks on $name', (backend) => {
     expect(expected.length).toBeLessThan(forecast / 2);
     const got = (await evaluateRule(rule, { store, now })).map(plain);
     expect(got.sort(byHookId)).toEqual(expected.sort(byHookId));
+  }, 120_000);
+
+  it('groupBy: the candidates per hook and team are those the raw events give', async () => {
+    const store = await open();
+    const now = Date.now();
+    const random = seededRandom(11);
+    const teams = ['platform', 'infra', 'web', undefined];
+    const facts: EventFacts[] = [];
+    for (let h = 0; h < 60; h++) {
+      for (let n = 2 + Math.floor(random() * 10); n > 0; n--) {
+        const over = random() < 0.3;
+        const team = teams[Math.floor(random() * teams.length)];
+        // Over the last 30 hours, the rule's day and the hours before it, and a few minutes ahead.
+        facts.push({ hookName: `PostToolUse:tool${h}`, timeMs: now - Math.floor(random() * 30 * HOUR) + 4 * MIN, additionalContextChars: over ? 10_500 : 2_000, outputsPersisted: over ? 1 : 0, ...(team ? { team } : {}) });
+      }
+    }
+    const events = facts.map(hookEvent);
+    await store.ingest(events);
+    const [rule] = parseRules([{ kind: 'persisted_ratio', groupBy: 'team', threshold: 0.25, minExecutions: 3 }], dimensionNames(['team']));
+    if (!rule) throw new Error('no rule');
+    const { fromMs, toMs } = alignRange(now - rule.windowMs, now + FUTURE_SKEW_MS);
+    const expected: Omit<Candidate, 'readEvidence' | 'readGuard'>[] = [];
+    for (const [id, counters] of foldBy(events, fromMs, toMs, (e) => e.hookId)) {
+      if (counters.executions === 0) continue;
+      const hookId = String(id);
+      const e = events.find((x) => x.hookId === hookId) as HookEvent;
+      for (const [value, c] of foldBy(events, fromMs, toMs, (x) => x.extra['team'] ?? '', (x) => x.hookId === hookId)) {
+        const team = String(value);
+        const annotations = ratioCondition(rule, c, team ? `${e.hookName} (team=${team})` : e.hookName);
+        if (annotations) expected.push({ labels: { alertname: rule.name, severity: rule.severity, hook_event: e.hookEvent, hook_name: e.hookName, ...(team ? { team } : {}) }, annotations, hookId });
+      }
+    }
+    expect(expected.length).toBeGreaterThan(10);
+    const key = (c: { hookId: string | null; labels: Record<string, string> }): string => `${c.hookId} ${c.labels['team'] ?? ''}`;
+    const got = (await evaluateRule(rule, { store, now })).map(plain);
+    expect(got.sort((a, b) => key(a).localeCompare(key(b)))).toEqual(expected.sort((a, b) => key(a).localeCompare(key(b))));
   }, 120_000);
 });
