@@ -2,8 +2,8 @@
  * A hook's alert timeline in headless Chromium against a real hookwatch whose alert state holds more resolved
  * alerts of other hooks than the alerts API lists at once (its newest 1,000): the hook's page asks for its own
  * alerts alone (GET /api/v1/alerts?hook=), so its resolved alert older than all of them is still on its timeline.
- * The alerts API failing, the timeline says its alerts are unknown, never that the hook has none, and the cliff
- * chart's hint says so rather than promising spans shaded where alerts were active.
+ * The alerts API failing, the timeline says its alerts are unknown, never that the hook has none, and the hints of
+ * the cliff chart and of the timeline say so rather than promising spans shaded where alerts were active.
  */
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -45,6 +45,11 @@ function timeline(p: WatchedPage['page']): Promise<{ rows: string[]; said: strin
 /** What the cliff chart's hint says under its title. */
 function cliffHint(p: WatchedPage['page']): Promise<string | null> {
   return p.textContent('[data-chart="cliff"] > p.hint');
+}
+
+/** What the alert timeline's hint says under its title. */
+function timelineHint(p: WatchedPage['page']): Promise<string | null> {
+  return p.textContent('#alert-timeline > p.hint');
 }
 
 beforeAll(async () => {
@@ -113,6 +118,9 @@ describe('a hook\'s alert timeline', () => {
     // The cliff chart promises no shaded spans it cannot draw: it says the alert state is unknown.
     expect(await cliffHint(p)).toMatch(/alert state unknown/);
     expect(await cliffHint(p)).not.toMatch(/shaded/);
+    // Nor does the timeline's hint, which says the same spans are shaded on the cliff chart when they are known.
+    expect(await timelineHint(p)).toMatch(/alert state unknown/);
+    expect(await timelineHint(p)).not.toMatch(/shaded/);
     // The rest of the page is there, no error banner over it.
     expect(await p.isHidden('#error-banner')).toBe(true);
     expect(await p.textContent('h1')).toContain(HOOK);
@@ -121,5 +129,6 @@ describe('a hook\'s alert timeline', () => {
     await p.click('#refresh-now');
     await expect.poll(() => timeline(p), { timeout: 10_000 }).toEqual({ rows: ['headroom resolved'], said: null });
     expect(await cliffHint(p)).toMatch(/shaded spans when alerts were active/);
+    expect(await timelineHint(p)).toMatch(/the same spans are shaded on the cliff chart/);
   });
 });

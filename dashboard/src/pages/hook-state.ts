@@ -295,6 +295,15 @@ export function cliffDescription(alertsKnown: boolean): string {
   return `Largest output per bucket for each string kind, against the 10,000-character cap and the ~2,000-character preview; triangles mark buckets with persisted outputs, ${alerts}. Drag across to zoom.`;
 }
 
+/**
+ * The line under the alert timeline's title: with the alert state known, that its spans are shaded on the cliff
+ * chart too; while the alerts API fails, that the alert state is unknown, so none are drawn there.
+ */
+export function timelineDescription(alertsKnown: boolean): string {
+  const shaded = alertsKnown ? 'the same spans are shaded on the cliff chart' : 'alert state unknown, so no alert spans are drawn on the cliff chart';
+  return `When this hook's alerts became active and resolved; ${shaded}.`;
+}
+
 /** Alerts of this hook as bands over a bucketed chart: from when they became active to when they resolved. */
 export function alertBands(alerts: readonly AlertSummary[], series: SeriesResponse, colors: { firing: string; pending: string; resolved: string }): Band[] {
   const stepMs = series.step * 1000;

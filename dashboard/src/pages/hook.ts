@@ -20,7 +20,7 @@ import { apiQuery, buildUrl } from '../state.ts';
 import { cssColor } from '../theme.ts';
 import {
   ALERT_TIMELINE, alertBands, alertRows, backUrl, breakdownBy, breakdownCut, breakdownRows, breakdownUrl, cliffDescription, cliffView, curveRows, curveSummary, deliveryView, dimensionOptions,
-  DAY_MS, dayTicks, facts, filterEmpty, followQueries, growthCovers, growthRows, hookIdOf, noSuchHook, observedSizes, persistedKnown, seriesCovers, subtitle, unfilteredPanelNote, zoomUrl, type Fact,
+  DAY_MS, dayTicks, facts, filterEmpty, followQueries, growthCovers, growthRows, hookIdOf, noSuchHook, observedSizes, persistedKnown, seriesCovers, subtitle, timelineDescription, unfilteredPanelNote, zoomUrl, type Fact,
 } from './hook-state.ts';
 
 const KIND_LABEL: Record<OutputKind, string> = {
@@ -275,6 +275,7 @@ export function hookPage(root: HTMLElement, ctx: PageContext): Page {
   const delivery = new ChartPanel('delivery', 'Success against persisted outputs', 'Claude Code reports success even when an output was persisted: the gap is output the model never saw whole. Drag across to zoom.');
   const curve = new ChartPanel('curve', 'Sent against delivered', 'delivered(n) = n up to 10,000, then about 2,000: this hook\'s observed sizes placed on the cliff.');
   const growth = new ChartPanel('growth', 'Growth and forecast', `Daily largest output over the last ${FORECAST_DAYS} days and the least-squares trend carried to the cap.`);
+  const alertsHint = h('p', { class: 'hint' }, timelineDescription(true));
   const alertsHolder = h('div', { id: 'hook-alerts-holder' });
   const byVersion = h('div', { id: 'by-version-holder' });
   const byDim = h('div', { id: 'by-dimension-holder' });
@@ -315,7 +316,7 @@ export function hookPage(root: HTMLElement, ctx: PageContext): Page {
     h('section', { class: 'panel', 'aria-label': 'Key figures' }, factsEl),
     h('div', { class: 'charts' }, cliff.element, delivery.element, curve.element, growth.element),
     h('section', { class: 'panel', id: ALERT_TIMELINE, 'aria-labelledby': 'hook-alerts-title' }, h('h2', { id: 'hook-alerts-title' }, 'Alert timeline'),
-      h('p', { class: 'hint' }, 'When this hook\'s alerts became active and resolved; the same spans are shaded on the cliff chart.'), alertsHolder),
+      alertsHint, alertsHolder),
     h('section', { class: 'panel', 'aria-labelledby': 'breakdown-title' },
       h('h2', { id: 'breakdown-title' }, 'Breakdown'),
       h('h3', null, 'By client version'), byVersion,
@@ -369,7 +370,8 @@ export function hookPage(root: HTMLElement, ctx: PageContext): Page {
       const empty = filterEmpty(hk, state);
       replace(filterNote, empty && h('p', { class: 'warn', id: 'filter-empty' }, empty.text, ctx.link(empty.clearUrl, {}, 'Remove the filters')));
       replace(factsEl, ...facts(hk, reading).map(fact), guardTrimsKpi(guardTrims, guardUnfiltered));
-      cliff.setDescription(cliffDescription(!(alerts instanceof ApiFailure)));
+      const alertsKnown = !(alerts instanceof ApiFailure);
+      cliff.setDescription(cliffDescription(alertsKnown));
       cliff.setBands(alertBands(alerts instanceof ApiFailure ? [] : alerts, series, { firing: cssColor('--over'), pending: cssColor('--near'), resolved: cssColor('--muted') }));
       const c1 = cliffChart(series);
       if (guardUnfiltered === null) addGuardTrimsToCliff(c1.config, series, guardTrims);
@@ -383,6 +385,8 @@ export function hookPage(root: HTMLElement, ctx: PageContext): Page {
       const c4 = growthChart(points, forecast, reading, growthCovers(daily, points));
       growth.setPartial(c4.partial);
       growth.render(c4.config, c4.summary, c4.table);
+      const hint = timelineDescription(alertsKnown);
+      if (alertsHint.textContent !== hint) alertsHint.textContent = hint;
       replace(alertsHolder, alertTable(alerts));
       breakdowns = { versions, dim };
       drawBreakdowns();
