@@ -130,7 +130,16 @@ describe('overview', () => {
     expect(new URL(p.url()).pathname).toMatch(/^\/hooks\//);
   });
 
-  it('leaves the focus where the reader moved it while a page opened loads', async () => {
+  // A keyboard reader opens the hook and tabs on; a mouse reader clicks it, then a control of the header (the
+  // filter's value), while the hook's page waits.
+  const HOOK_LINK = '#hook-rows tr:first-child a.hook-link';
+  for (const [how, opens, move] of [
+    ['tabbed to', async (p: WatchedPage['page']) => {
+      await p.focus(HOOK_LINK);
+      await p.keyboard.press('Enter');
+    }, (p: WatchedPage['page']) => p.keyboard.press('Tab')],
+    ['clicked', (p: WatchedPage['page']) => p.click(HOOK_LINK), (p: WatchedPage['page']) => p.click('#filter-value')],
+  ] as const) it(`leaves the focus where the reader ${how} while a page opened loads`, async () => {
     const { page: p } = await page();
     await p.goto(svc.httpUrl + '/');
     await waitLoaded(p);
@@ -138,15 +147,14 @@ describe('overview', () => {
     const held: Route[] = [];
     const api = (u: URL): boolean => u.pathname.startsWith('/api/v1/hooks/');
     await p.route(api, (r) => void held.push(r));
-    await p.focus('#hook-rows tr:first-child a.hook-link');
-    await p.keyboard.press('Enter');
+    await opens(p);
     await expect.poll(() => held.length).toBeGreaterThan(0);
     const focused = (): Promise<string> => p.evaluate(() => {
       const el = document.activeElement;
       return el && el !== document.body ? `${el.tagName} ${el.id} ${el.className} ${(el.textContent ?? '').slice(0, 40)}` : 'none';
     });
-    // Meanwhile the reader tabs on: the control reached keeps the focus once the page is drawn.
-    await p.keyboard.press('Tab');
+    // Meanwhile the reader moves on: the control reached keeps the focus once the page is drawn.
+    await move(p);
     const reached = await focused();
     expect(reached).not.toBe('none');
     await p.unroute(api);
