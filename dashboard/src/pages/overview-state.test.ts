@@ -6,6 +6,7 @@ import { setTimeZone } from '../format.ts';
 import { readState } from '../state.ts';
 import { seededRandom } from '../../../collector/test/support/random.ts';
 import SEEDED_FLEET_VIEW from '../testdata/fleet-view-seeded.json' with { type: 'json' };
+import SEEDED_SPARKLINES from '../testdata/sparklines-seeded.json' with { type: 'json' };
 import { BLIND, NEAR, NOW, OK, OVER, PARTIAL, alert, fleet, fleetHook, hook, overview } from '../testdata/api-responses.ts';
 import {
   FORECAST_ROWS, ROW_LIMIT, bucketRange, emptyTable, firingByHook, firingLabel, fleetClickUrl, fleetPartial, fleetView, forecastOf, linePointRadii, forecastTodo, headerCells, hookAlertsUrl, hookRow, hookUrl, kpis, readSort,
@@ -396,6 +397,16 @@ describe('fleet figures', () => {
     // The numbers recorded from the chart as it was computed bucket by bucket, over every hook for each bucket.
     const f = seededFleet(7);
     expect(JSON.parse(JSON.stringify({ top: fleetView(f), noneShown: fleetView(f, 0) }))).toEqual(SEEDED_FLEET_VIEW);
+  });
+
+  it('draws the sparklines of a seeded fleet, over a range cutting its first and last buckets, as it always has', () => {
+    // What each hook's sparkline draws, recorded as it was worked out for every row drawn.
+    const seeded = seededFleet(7);
+    const to = '2026-11-30T05:20:00.000Z';
+    const f = { ...seeded, from: '2026-11-29T06:40:00.000Z', to, ends: [...seeded.ends.slice(0, -1), to] };
+    const partial = fleetPartial(f);
+    const drawn = { partial, hooks: f.hooks.map((hk) => ({ id: hk.id, persisted: persistedSeries(hk), label: sparkLabel(hk.hookName, hk, partial) })) };
+    expect(JSON.parse(JSON.stringify(drawn))).toEqual(SEEDED_SPARKLINES);
   });
 
   it('says no output was persisted, and keeps unknown buckets unknown', () => {
