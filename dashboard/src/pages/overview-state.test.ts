@@ -10,7 +10,7 @@ import SEEDED_SPARKLINES from '../testdata/sparklines-seeded.json' with { type: 
 import { BLIND, NEAR, NOW, OK, OVER, PARTIAL, alert, fleet, fleetHook, hook, overview } from '../testdata/api-responses.ts';
 import {
   FORECAST_ROWS, ROW_LIMIT, bucketRange, emptyTable, firingByHook, firingLabel, fleetClickUrl, fleetPartial, fleetView, forecastOf, linePointRadii, forecastTodo, headerCells, hookAlertsUrl, hookRow, hookUrl, kpis, readSort,
-  persistedSeries, searchOf, searchUrl, setupView, showsSetup, sortHooks, sparkLabel, sparkQuery, tableView, uniqueHooks, versionsView, zoomUrl, type ForecastEntry, type Kpi,
+  persistedSeries, searchOf, searchUrl, setupView, showsSetup, sortHooks, sparkLabel, sparkQuery, sparkViews, tableView, uniqueHooks, versionsView, zoomUrl, type ForecastEntry, type Kpi,
 } from './overview-state.ts';
 
 const at = (url: string) => {
@@ -400,13 +400,17 @@ describe('fleet figures', () => {
   });
 
   it('draws the sparklines of a seeded fleet, over a range cutting its first and last buckets, as it always has', () => {
-    // What each hook's sparkline draws, recorded as it was worked out for every row drawn.
+    // What each hook's sparkline draws, recorded as it was worked out for every row drawn; now once per answer.
     const seeded = seededFleet(7);
     const to = '2026-11-30T05:20:00.000Z';
     const f = { ...seeded, from: '2026-11-29T06:40:00.000Z', to, ends: [...seeded.ends.slice(0, -1), to] };
-    const partial = fleetPartial(f);
-    const drawn = { partial, hooks: f.hooks.map((hk) => ({ id: hk.id, persisted: persistedSeries(hk), label: sparkLabel(hk.hookName, hk, partial) })) };
-    expect(JSON.parse(JSON.stringify(drawn))).toEqual(SEEDED_SPARKLINES);
+    const views = sparkViews(f);
+    const drawn = f.hooks.map((hk) => views(hk.hookName, hk));
+    expect(JSON.parse(JSON.stringify({ partial: drawn[0]?.partial, hooks: f.hooks.map((hk, i) => ({ id: hk.id, persisted: drawn[i]?.persisted, label: drawn[i]?.label })) })))
+      .toEqual(SEEDED_SPARKLINES);
+    for (const v of drawn) expect(v.partial).toEqual(SEEDED_SPARKLINES.partial);
+    // Drawn again from the same answer (the forecasts fitted, a sort), a row's sparkline is the one worked out.
+    expect(f.hooks.every((hk, i) => views(hk.hookName, hk) === drawn[i])).toBe(true);
   });
 
   it('says no output was persisted, and keeps unknown buckets unknown', () => {

@@ -405,11 +405,40 @@ export function sparkQuery(fleet: Pick<FleetSeriesResponse, 'from' | 'to' | 'ste
  * The sparkline's text alternative; `partial` (fleetPartial) names the buckets the range cuts, the last one still
  * filling in a range ending now, so a lower value there is not read as a dip.
  */
-export function sparkLabel(hookName: string, f: FleetSeriesHook, partial: readonly (string | null)[] = []): string {
+export function sparkLabel(hookName: string, f: FleetSeriesHook, partial: readonly (string | null)[] = [], persisted: readonly number[] = persistedSeries(f)): string {
   const peak = f.largest.reduce<number | null>((m, v) => (v === null ? m : Math.max(m ?? 0, v)), null);
-  const persistedBuckets = persistedSeries(f).filter((v) => v > 0).length;
+  const persistedBuckets = persisted.filter((v) => v > 0).length;
   const note = partialNote(partial);
   return `${hookName}: largest output per bucket, peak ${chars(peak)}; ${plural(persistedBuckets, 'bucket')} with persisted outputs${note === undefined ? '' : `; ${note}`}`;
+}
+
+/** What a hook's sparkline draws from a fleet answer besides its largest outputs. */
+export interface SparkView {
+  /** Outputs persisted per bucket (persistedSeries). */
+  persisted: number[];
+  /** Its text alternative (sparkLabel). */
+  label: string;
+  /** The buckets the answer's range cuts (fleetPartial). */
+  partial: (string | null)[];
+}
+
+/**
+ * The sparklines of one fleet answer, each hook's worked out the first time it is drawn and kept with the answer:
+ * a refresh draws the rows more than once (ahead of its fleet answer, when it comes, once the forecasts are fitted),
+ * and a sort or a search draws them again, each row's sparkline from the same answer.
+ */
+export function sparkViews(fleet: FleetSeriesResponse): (hookName: string, f: FleetSeriesHook) => SparkView {
+  const partial = fleetPartial(fleet);
+  const views = new WeakMap<FleetSeriesHook, SparkView>();
+  return (hookName, f) => {
+    let v = views.get(f);
+    if (v === undefined) {
+      const persisted = persistedSeries(f);
+      v = { persisted, label: sparkLabel(hookName, f, partial, persisted), partial };
+      views.set(f, v);
+    }
+    return v;
+  };
 }
 
 /** Per bucket of a fleet answer, its title when the range cuts it (partialTitles: "08:10–08:11 (partial)"), null when whole. */

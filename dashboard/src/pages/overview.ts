@@ -17,8 +17,8 @@ import { apiQuery, chartStep, rangeLabel, rangeQuery, readState, type ViewState 
 import { zoomOutUrl } from '../shell-state.ts';
 import { sparkGeometry, sparkline } from '../sparkline.ts';
 import {
-  COLUMNS, FIRING_UNKNOWN, FLEET_TOP, ROW_LIMIT, bucketRange, emptyTable, firingByHook, firingLabel, fleetClickUrl, fleetPartial, fleetView, forecastOf, linePointRadii, forecastTodo, headerCells, hookAlertsUrl, hookRow, hookUrl, kpis, readSort,
-  persistedSeries, SEARCH_MAX, SPARK_BATCH, searchOf, searchUrl, setupView, sparkQuery, showsSetup, sortHooks, sparkLabel, tableView, uniqueHooks, versionsView, zoomUrl, type ChartHit, type FleetView,
+  COLUMNS, FIRING_UNKNOWN, FLEET_TOP, ROW_LIMIT, bucketRange, emptyTable, firingByHook, firingLabel, fleetClickUrl, fleetView, forecastOf, linePointRadii, forecastTodo, headerCells, hookAlertsUrl, hookRow, hookUrl, kpis, readSort,
+  SEARCH_MAX, SPARK_BATCH, searchOf, searchUrl, setupView, sparkQuery, sparkViews, showsSetup, sortHooks, tableView, uniqueHooks, versionsView, zoomUrl, type ChartHit, type FleetView,
   type ForecastEntry, type Kpi, type SetupFacts,
 } from './overview-state.ts';
 
@@ -247,16 +247,17 @@ export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
     fillSpark(cell);
     return cell.td;
   };
-  /** The buckets each fleet answer's range cuts (fleetPartial), worked out once for all the rows drawn from it. */
-  const sparkPartial = new WeakMap<FleetSeriesResponse, (string | null)[]>();
+  /** The sparklines of each fleet answer (sparkViews), each worked out once for all the times its row is drawn. */
+  const sparks = new WeakMap<FleetSeriesResponse, ReturnType<typeof sparkViews>>();
   /** A hook's sparkline from a fleet answer, its partial buckets marked; a point opens the hook at that bucket's time. */
   const drawSpark = (hk: HookSummary, td: HTMLTableCellElement, f: FleetSeriesHook, fleet: FleetSeriesResponse): void => {
-    let partial = sparkPartial.get(fleet);
-    if (partial === undefined) {
-      partial = fleetPartial(fleet);
-      sparkPartial.set(fleet, partial);
+    let views = sparks.get(fleet);
+    if (views === undefined) {
+      views = sparkViews(fleet);
+      sparks.set(fleet, views);
     }
-    const svg = sparkline(f.largest, persistedSeries(f), sparkLabel(hk.hookName, f, partial), partial);
+    const { persisted, label, partial } = views(hk.hookName, f);
+    const svg = sparkline(f.largest, persisted, label, partial);
     svg.addEventListener('click', (ev) => {
       const box = svg.getBoundingClientRect();
       const i = sparkGeometry(f.largest).index(((ev.clientX - box.left) / box.width) * svg.viewBox.baseVal.width);
