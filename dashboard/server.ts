@@ -194,6 +194,23 @@ function fileRefusals(): (err: unknown, req: Request, res: Response, next: NextF
   };
 }
 
+/** Whether `decoded` (a path, percent-decoded) is a file of public/ that express.static serves (it leaves dotfiles out). */
+async function publicFile(decoded: string): Promise<boolean> {
+  return !decoded.split('/').some((segment) => segment.startsWith('.')) && (await fileUnder(publicDir, decoded)) !== undefined;
+}
+
+/**
+ * Whether a GET of `path` (as the request has it) is answered with a file of public/ (the style sheet, the page's
+ * template): no route names such a path, so whoever counts requests by route is told of it (servedFile).
+ */
+export async function isDashboardFile(path: string): Promise<boolean> {
+  try {
+    return await publicFile(decodeURIComponent(path));
+  } catch {
+    return false; // not valid percent-encoding
+  }
+}
+
 /** The dashboard's routes: pages, its modules, the shared modules it imports, and Chart.js from node_modules. */
 export function createDashboardRouter(opts: DashboardRouterOptions = {}): Router {
   const router = express.Router();
@@ -306,7 +323,7 @@ export function createDashboardRouter(opts: DashboardRouterOptions = {}): Router
     }
     const compiled = moduleAt(compilers, decoded);
     if (compiled) return (await compiled) !== undefined;
-    return !decoded.split('/').some((segment) => segment.startsWith('.')) && (await fileUnder(publicDir, decoded)) !== undefined;
+    return publicFile(decoded);
   };
   // Another method on a path the dashboard serves: a JSON 405 like the API's, not Express's HTML "Cannot POST";
   // OPTIONS there (a file, which no route names) 204 with the same Allow, as on every route. On a path it does not

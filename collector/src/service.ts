@@ -72,7 +72,7 @@ import { ShutdownSteps, type ShutdownStep } from './shutdown.ts';
 import { HOOKWATCH_VERSION } from './version.ts';
 import { InflightBudget } from './receiver/inflight.ts';
 import { openPrivacy } from './privacy/index.ts';
-import { createDashboardRouter } from '../../dashboard/server.ts';
+import { createDashboardRouter, isDashboardFile } from '../../dashboard/server.ts';
 import { ConfigReloader, type ConfigSource, type ReloadResult } from './config-reload.ts';
 import { createReloadRouter } from './api/reload.ts';
 import type { LinkContext } from './notify/model.ts';
@@ -298,7 +298,8 @@ function notOpenYet<T>(): T {
  * for its database), not ready (/readyz, with why), /metrics (what is registered so far), and 503 with
  * Retry-After for everything else, as the API answers while the store cannot serve. Counted and timed as the
  * app's requests are, under the route the serving app has for their path (its routes are built on stand-ins,
- * never served, and named: each route's series is there from the start); the probes and /metrics answer another
+ * never served, and named: each route's series is there from the start), a file of the dashboard's under it as
+ * well; the probes and /metrics answer another
  * method and OPTIONS as the app does.
  */
 function openingApp(ctx: RouteContext, reason: () => string): express.Express {
@@ -310,7 +311,14 @@ function openingApp(ctx: RouteContext, reason: () => string): express.Express {
   app.route('/healthz').get((_req, res) => void res.json({ status: 'ok' })).all(probeOnly('/healthz'));
   app.route('/readyz').get((_req, res) => void res.status(503).json({ status: 'not ready', reason: reason() })).all(probeOnly('/readyz'));
   serveMetrics(app, ctx.metrics);
-  app.use((_req, res) => unavailable(res, 'hookwatch is opening its store; retry later'));
+  app.use((req, res) => {
+    // A file of the dashboard's (no route names its path) counts under the dashboard, as once it serves.
+    const file = req.method === 'GET' || req.method === 'HEAD' ? isDashboardFile(req.path) : Promise.resolve(false);
+    void file.then((found) => {
+      if (found) ctx.requestMetrics.answeredBy(res, DASHBOARD_HANDLER);
+      unavailable(res, 'hookwatch is opening its store; retry later');
+    });
+  });
   const notOpen = { store: notOpenYet<Store>(), alerting: notOpenYet<OpenParts['alerting']>(), coordination: notOpenYet<Coordination>(), privacy: notOpenYet<OpenParts['privacy']>() };
   mountRoutes(express(), ctx, { ...notOpen, forwarding: undefined, reload: notOpenYet(), otlpHttpPort: () => undefined, ready: () => false });
   return app;
