@@ -51,6 +51,11 @@ export interface SinkReply {
   /** The answer's body; `ok` (2xx) or `no` otherwise when absent. */
   body?: string;
   delayMs?: number;
+  /**
+   * Takes the request (records and answers it) only once this settles, as a receiver that applies a request
+   * after one that reached it later (Alertmanager handles concurrent requests in no set order).
+   */
+  hold?: Promise<void>;
 }
 
 /**
@@ -86,14 +91,18 @@ export class WebhookSink {
         const index = this.requests.length;
         const r = this.reply({ path: req.url ?? '', headers: req.headers, body, index });
         const peer = tls ? (req.socket as TLSSocket).getPeerCertificate().subject?.CN : undefined;
-        this.requests.push({ at: this.clock(), perfMs: performance.now(), path: req.url ?? '', headers: req.headers, body, status: r.status, ...(peer ? { peer: String(peer) } : {}) });
-        const answer = (): void => {
-          res.writeHead(r.status, { 'content-type': 'text/plain', ...r.headers });
-          res.end(r.body ?? (r.status < 300 ? 'ok' : 'no'));
+        const take = (): void => {
+          this.requests.push({ at: this.clock(), perfMs: performance.now(), path: req.url ?? '', headers: req.headers, body, status: r.status, ...(peer ? { peer: String(peer) } : {}) });
+          const answer = (): void => {
+            res.writeHead(r.status, { 'content-type': 'text/plain', ...r.headers });
+            res.end(r.body ?? (r.status < 300 ? 'ok' : 'no'));
+          };
+          if (r.delayMs) setTimeout(answer, r.delayMs).unref();
+          else answer();
+          this.wake();
         };
-        if (r.delayMs) setTimeout(answer, r.delayMs).unref();
-        else answer();
-        this.wake();
+        if (r.hold) void r.hold.then(take);
+        else take();
       });
     };
     this.server = tls ? createHttpsServer({ cert: readFileSync(tls.certFile), key: readFileSync(tls.keyFile), ...mutual, ...(tls.maxVersion ? { maxVersion: tls.maxVersion } : {}) }, handler) : createServer(handler);
