@@ -649,6 +649,35 @@ describe('resolutions', () => {
     expect(Date.parse(String(posted[1]?.[1]))).toBeLessThanOrEqual(h.clock.now());
   });
 
+  it('to an Alertmanager receiver are taken after a renewal that carried the alert firing, however late the receiver takes that renewal', async () => {
+    const h = await harness([{ kind: 'persisted', window: '1m' }], { receiverType: 'alertmanager' });
+    await h.push(over);
+    expect(h.sink.requests).toHaveLength(1);
+    // The next push, a renewal, reaches the receiver and is held there; the ones after it are taken at once.
+    let release = (): void => undefined;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let arrived = (): void => undefined;
+    const renewalArrived = new Promise<void>((resolve) => (arrived = resolve));
+    let seen = 0;
+    h.sink.reply = () => (seen++ === 0 ? (arrived(), { status: 200, hold: held }) : { status: 200 });
+    const [receiver] = parseReceivers([{ name: 'ops', type: 'alertmanager', url: `${h.sink.url}/hook` }]);
+    const renewal = h.alerting.refresher.push(receiver as NonNullable<typeof receiver>);
+    await renewalArrived;
+    // The alert resolves while the renewal is held.
+    h.clock.advance(3 * MIN);
+    await h.alerting.engine.evaluate('all');
+    expect(h.alerting.engine.alerts().map((a) => a.state)).toEqual(['resolved']);
+    // The renewal is taken once the resolution has been, or after a second (a resolution that waits for it is not).
+    await h.sink.waitFor(2, 1000).catch(() => undefined);
+    release();
+    await renewal;
+    await h.alerting.dispatcher.idle();
+    // In the order the receiver took them: firing, renewed, and last the resolution (endsAt passed), so the alert
+    // ends there instead of firing again until the renewal's endsAt.
+    const ends = h.sink.requests.map((q) => Date.parse((JSON.parse(q.body) as { endsAt: string }[])[0]?.endsAt ?? ''));
+    expect(ends.map((t) => (t > h.clock.now() ? 'firing' : 'resolved'))).toEqual(['firing', 'firing', 'resolved']);
+  });
+
   it('go to a receiver that had the firing a group_interval after refusing it', async () => {
     const h = await harness([{ kind: 'persisted', window: '10m' }]);
     h.sink.reply = () => ({ status: 400 });

@@ -95,6 +95,12 @@ export async function startAlerting(opts: AlertingOptions): Promise<Alerting> {
   const confirm = stateStore.confirmDelivery?.bind(stateStore);
   // Replicas: deliveries are fenced by the lease (checked locally, then confirmed with the store, before each attempt).
   const fence = leader?.epoch && confirm ? { token: () => leader.epoch?.() ?? null, confirm: (token: number, n: { webhookId: string }) => confirm(token, n.webhookId) } : undefined;
+  // Alertmanager receivers: firing alerts are pushed again every resend interval, as Prometheus does (started below,
+  // once the engine has loaded them).
+  const refresher: AlertmanagerRefresher = new AlertmanagerRefresher({
+    receivers: config.receivers, links, alerts: () => engine.readModel.alerts(), logger, now, tls,
+    active: () => (leader ? leader.isLeader() : true) && !engine.isStale,
+  });
   // Filled in below: the dispatcher reports into the state store the engine owns.
   const dispatcher = new Dispatcher({
     receivers: config.receivers,
@@ -108,6 +114,9 @@ export async function startAlerting(opts: AlertingOptions): Promise<Alerting> {
     ...(opts.random ? { random: opts.random } : {}),
     ...(fence ? { fence } : {}),
     tls,
+    // A resolution reaches an Alertmanager after the renewal in flight to it, built while the alert still fired:
+    // taken after the resolution, that renewal would fire the alert there again until its endsAt.
+    ready: (n) => (n.status === 'resolved' ? refresher.settled(n.receiver) : Promise.resolve()),
     // Awaited by the dispatcher before it records the notification's outcome.
     onAttempt: (n, a, token) => stateStore.addAttempt({ alertId: n.alert.id, receiver: n.receiver, webhookId: n.webhookId, status: n.status, ...a }, fence ? token : undefined).catch((err: unknown) => logger.warn('cannot record delivery attempt', { err })),
     onFinished: (n, outcome, token) => {
@@ -141,11 +150,6 @@ export async function startAlerting(opts: AlertingOptions): Promise<Alerting> {
     await stateStore.close();
     throw err;
   }
-  // Alertmanager receivers: firing alerts are pushed again every resend interval, as Prometheus does.
-  const refresher = new AlertmanagerRefresher({
-    receivers: config.receivers, links, alerts: () => engine.readModel.alerts(), logger, now, tls,
-    active: () => (leader ? leader.isLeader() : true) && !engine.isStale,
-  });
   if (opts.timer !== false) {
     engine.startTimer(config.evaluationIntervalMs);
     refresher.start();

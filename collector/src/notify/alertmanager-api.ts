@@ -97,10 +97,10 @@ export class AlertmanagerRefresher {
   private readonly running = new Set<Promise<void>>();
   private readonly failing = new Set<string>();
   /**
-   * Receivers with a push in flight: an Alertmanager slower than its resend interval (within its timeout) is not
-   * sent the next one over it; the interval after its answer is.
+   * The push in flight per receiver, settled at its answer: an Alertmanager slower than its resend interval (within
+   * its timeout) is not sent the next one over it; the interval after its answer is.
    */
-  private readonly pushing = new Set<string>();
+  private readonly pushing = new Map<string, Promise<unknown>>();
 
   constructor(opts: AlertmanagerRefresherOptions) {
     this.opts = opts;
@@ -149,12 +149,13 @@ export class AlertmanagerRefresher {
     if (firing.length === 0) return;
     const resend = r.resendIntervalMs ?? DEFAULT_RESEND_INTERVAL_MS;
     const body = JSON.stringify(firing.map((a) => postableAlert({ ...a, startsAt: a.startsAt as string }, null, this.opts.links, now(), resend)));
-    this.pushing.add(r.name);
+    const sending = sendWithRetry(() => ({ body, headers: r.headers }), {
+      url: r.url, timeoutMs: r.timeoutMs, deadlineMs: now() + r.timeoutMs, maxAttempts: 1, signal: this.abort.signal, now, tls: this.opts.tls?.get(r.name) ?? null,
+    });
+    this.pushing.set(r.name, sending);
     let result: SendResult;
     try {
-      result = await sendWithRetry(() => ({ body, headers: r.headers }), {
-        url: r.url, timeoutMs: r.timeoutMs, deadlineMs: now() + r.timeoutMs, maxAttempts: 1, signal: this.abort.signal, now, tls: this.opts.tls?.get(r.name) ?? null,
-      });
+      result = await sending;
     } finally {
       this.pushing.delete(r.name);
     }
@@ -168,6 +169,16 @@ export class AlertmanagerRefresher {
     // Logged once per outage, not every interval.
     if (!this.failing.has(r.name)) this.opts.logger.warn('cannot renew firing alerts at alertmanager; retrying every resend interval', { receiver: r.name, httpStatus: result.httpStatus, error: result.error });
     this.failing.add(r.name);
+  }
+
+  /**
+   * Resolves once the push in flight to `receiver` (if any) has its answer. It was built from the alerts firing
+   * then: a resolution sent to the receiver after it may not reach Alertmanager before it, or Alertmanager would
+   * take the renewal last and hold the resolved alert firing until the renewal's endsAt. Pushes built after an
+   * alert resolved no longer carry it.
+   */
+  async settled(receiver: string): Promise<void> {
+    await this.pushing.get(receiver)?.catch(() => undefined);
   }
 
   /** Stops the timers and aborts pushes in flight. Safe twice. */

@@ -33,6 +33,11 @@ export interface DispatcherOptions {
   fence?: DeliveryFence;
   /** The TLS files of the receivers with `tls`, by name (transport.ts: openReceiverTls). */
   tls?: ReadonlyMap<string, ClientTlsCredentials>;
+  /**
+   * Resolves when an attempt of `n` may go out, awaited before each one (alerting/index.ts: a resolution to an
+   * Alertmanager receiver follows the renewal push in flight to it). Absent: at once.
+   */
+  ready?: (n: Notification) => Promise<void>;
 }
 
 /**
@@ -223,9 +228,15 @@ export class Dispatcher {
     const now = this.opts.now ?? Date.now;
     const token = this.tokens.get(n) ?? null;
     const fence = this.opts.fence;
+    const ready = this.opts.ready;
     // The lease by this replica's clock, the store's word, then the clock again: a replica paused while the store's
     // answer was on its way (SIGSTOP, a VM freeze) finds its lease run out, and another replica may hold it by now.
-    const proceed = fence ? async (): Promise<boolean> => token !== null && fence.token() === token && (await fence.confirm(token, n)) && fence.token() === token : undefined;
+    // Checked once the attempt may go out: the lease may have moved while it waited.
+    const leads = fence ? async (): Promise<boolean> => token !== null && fence.token() === token && (await fence.confirm(token, n)) && fence.token() === token : undefined;
+    const proceed = ready ? async (): Promise<boolean> => {
+      await ready(n);
+      return leads ? leads() : true;
+    } : leads;
     // The attempts' records, written before the outcome's: once the outbox row is done (and later pruned), they
     // are what says the receiver had the notification.
     const recording: (void | Promise<void>)[] = [];
