@@ -121,6 +121,13 @@ export class AlertEngine implements IngestListener {
    * nothing is evaluated until a retry loads it.
    */
   private stale = false;
+  /**
+   * The lease epoch of the leadership whose load (with the outbox) memory holds; null before any. A replica that
+   * leads under another epoch acts on nothing until its load for that leadership: memory holds an earlier
+   * leadership's state, or a follower's, and another replica may have led and notified since. Unused without
+   * epochs (a single process, which leads from the load at its start on).
+   */
+  private loadedEpoch: number | null = null;
   private reloadTimer: NodeJS.Timeout | undefined;
   private reloadDelayMs = RELOAD_RETRY_MIN_MS;
   /**
@@ -168,12 +175,15 @@ export class AlertEngine implements IngestListener {
   }
 
   private async load(resumeOutbox: boolean): Promise<void> {
+    // Before the read: a leadership that moved while it ran is not the one it was read for.
+    const epoch = this.leader.epoch?.();
     const state = await this.opts.stateStore.load({ outbox: resumeOutbox });
     // keep_firing_for counts from a last-held time no earlier than the one before the restart.
     const now = this.now();
     this.set.replace(state.alerts.map((a) => restoredAlert(a, now)));
     this.silences.replace(state.silences);
     if (!resumeOutbox) return;
+    this.loadedEpoch = epoch ?? null;
     this.catchUp = true;
     this.addedReceivers.clear();
     // What was given up on is read from the state store: by this replica before a restart, or by the last leader.
@@ -217,9 +227,23 @@ export class AlertEngine implements IngestListener {
     await this.refreshGuardNotes('all');
   }
 
-  /** True while memory may differ from the saved state (a load failed): nothing is evaluated or renewed then. */
+  /**
+   * True while memory may differ from the saved state (a load failed, or this replica leads and has not loaded the
+   * state for this leadership yet): nothing is evaluated or renewed then.
+   */
   get isStale(): boolean {
-    return this.stale;
+    return this.stale || (this.leader.isLeader() && !this.loadedForLeadership());
+  }
+
+  /** Whether memory holds the state loaded for the leadership this replica holds now (loadedEpoch). */
+  private loadedForLeadership(): boolean {
+    const epoch = this.leader.epoch?.();
+    return epoch === undefined || epoch === this.loadedEpoch;
+  }
+
+  /** Whether this replica acts as leader now: it leads, on the state loaded for this leadership. */
+  private acting(): boolean {
+    return this.leader.isLeader() && !this.isStale;
   }
 
   /**
@@ -369,7 +393,7 @@ export class AlertEngine implements IngestListener {
   }
 
   private async refreshGuardNotes(hooks: ReadonlySet<string> | 'all'): Promise<void> {
-    if (this.stopped || !this.leader.isLeader() || this.stale) return;
+    if (this.stopped || !this.acting()) return;
     const epoch = this.leader.epoch?.();
     const rules = new Map(this.opts.rules.filter(readsGuardTrims).map((r) => [r.name, r]));
     const due = this.set.activeAlerts().filter((a) => a.hookId !== null && rules.has(a.rule) && (hooks === 'all' || hooks.has(a.hookId)));
@@ -413,7 +437,7 @@ export class AlertEngine implements IngestListener {
     if (this.stopped) return this.chain;
     this.chain = this.chain.then(async () => {
       const a = this.set.get(id);
-      if (!a || a.state !== 'firing' || (lastNotifiedAt(a, receiver) ?? -Infinity) >= atMs || !this.leader.isLeader() || this.stale) return;
+      if (!a || a.state !== 'firing' || (lastNotifiedAt(a, receiver) ?? -Infinity) >= atMs || !this.acting()) return;
       markNotified(a, receiver, atMs);
       noteLastNotified(a, this.opts.receivers.map((r) => r.name), atMs);
       try {
@@ -484,7 +508,8 @@ export class AlertEngine implements IngestListener {
   private async run(scope: Scope): Promise<void> {
     // A leader that lost the lease before its evaluation saved: the next leader's load owes the receivers it added.
     if (!this.leader.isLeader()) this.addedReceivers.clear();
-    if (this.stopped || !this.leader.isLeader() || this.stale) return;
+    // Queued before this leadership's load (behind work in progress when the lease came): its load evaluates next.
+    if (this.stopped || !this.acting()) return;
     try {
       await this.evaluateOnce(scope);
     } catch (err) {

@@ -1,0 +1,124 @@
+/**
+ * Two replicas sharing one real PostgreSQL, each with its own store, lease and alert engine, wired as the service
+ * wires them (a leadership acquired reloads the alert state, then evaluates; one lost suspends the deliveries). A
+ * replica evaluates as leader only on the alert state loaded for its current leadership: an evaluation queued before
+ * that load (behind work still in progress when the lease came back) does not run on what memory held from an
+ * earlier leadership, while another replica led and notified.
+ */
+import type { PoolClient } from 'pg';
+import { expect, it } from 'vitest';
+import { until } from '../../test/helpers.ts';
+import type { AlertingConfig } from '../config/index.ts';
+import type { AlertmanagerWebhookBody } from '../notify/alertmanager.ts';
+import { parseReceivers } from '../notify/settings.ts';
+import { dimensionNames } from '../pipeline/settings.ts';
+import { PostgresStore } from '../store/postgres/index.ts';
+import { PostgresLease } from '../store/postgres/lease.ts';
+import { silentLogger } from '../telemetry/logger.ts';
+import { FakeClock, hookEvent, WebhookSink } from '../../test/support/alerting.ts';
+import { useTestServer } from '../../test/support/postgres/fixture.ts';
+import { startAlerting, type Alerting } from './index.ts';
+import { parseRules } from './settings.ts';
+import { PostgresAlertStateStore } from './state/postgres.ts';
+
+const T0 = Date.parse('2026-11-30T10:00:00Z');
+/** Short, renewed only when the test says: a leadership ends about TTL_MS after its last renewal. */
+const TTL_MS = 3_000;
+
+const pg = useTestServer();
+
+const config: (url: string) => AlertingConfig = (url) => ({
+  rules: parseRules([{ kind: 'persisted', window: '1h' }], dimensionNames([])),
+  receivers: parseReceivers([{ name: 'ops', url }]),
+  evaluationIntervalMs: 10_000,
+  repeatIntervalMs: 4 * 3_600_000,
+  externalUrl: 'http://hookwatch.test',
+  otlp: { endpoint: '', headers: {} },
+  delivery: { deadlineMs: 60_000, initialBackoffMs: 5, maxBackoffMs: 20, maxQueue: 100 },
+});
+
+interface Replica {
+  store: PostgresStore;
+  lease: PostgresLease;
+  alerting: Alerting;
+}
+
+it('a replica leading again evaluates nothing queued before its leadership\'s load: the alert another leader notified meanwhile is not notified again', async () => {
+  const url = await pg.server().createDatabase();
+  const clock = new FakeClock(T0);
+  const sink = new WebhookSink(clock.now);
+  await sink.start();
+  const replicas: Replica[] = [];
+  pg.defer(async () => {
+    for (const r of replicas) await r.alerting.stop();
+    for (const r of replicas) await r.lease.stop();
+    for (const r of replicas) await r.store.close();
+    await sink.close();
+  });
+  // A replica: its own pool (one connection), lease and engine; leadership handled as service.ts handles it.
+  const replica = async (holder: string): Promise<Replica> => {
+    const store = await PostgresStore.open({ url, poolSize: 1 });
+    const started: { alerting?: Alerting } = {};
+    const lease = new PostgresLease({
+      url, holder, ttlMs: TTL_MS,
+      onChange: (leader) => {
+        const engine = started.alerting?.engine;
+        if (leader) void engine?.reload(true).then(() => engine.evaluateAllWithGuardNotes());
+        else started.alerting?.dispatcher.suspend();
+      },
+    });
+    await lease.tick();
+    const stateStore = new PostgresAlertStateStore({ pool: store.connectionPool, fence: lease });
+    const alerting = await startAlerting({ config: config(`${sink.url}/hook`), db: '', store, stateStore, leader: lease, shared: true, logger: silentLogger, now: clock.now, timer: false, random: () => 0.5 });
+    started.alerting = alerting;
+    await alerting.engine.evaluate('notify');
+    const r = { store, lease, alerting };
+    replicas.push(r);
+    return r;
+  };
+  const sent = (): string[] => sink.bodies<AlertmanagerWebhookBody>().map((b) => `${b.status} ${b.alerts[0]?.labels['hook_name']}`);
+
+  const b = await replica('b');
+  const a = await replica('a');
+  expect([b.lease.isLeader(), a.lease.isLeader()]).toEqual([true, false]);
+
+  // b's one connection is busy (a slow statement): the evaluation b begins as leader waits for it, and the next
+  // one, as a timer tick queues it, waits behind.
+  expect(await b.lease.tick()).toBe(true);
+  const busy: PoolClient = await b.store.connectionPool.connect();
+  let released = false;
+  const release = (): void => {
+    if (!released) busy.release();
+    released = true;
+  };
+  pg.defer(async () => release());
+  const inProgress = b.alerting.engine.evaluate('notify');
+  void b.alerting.engine.evaluate('all');
+
+  // b's lease runs out unrenewed; a takes it, loads the state and notifies an alert.
+  await until('b to stop leading', () => !b.lease.isLeader(), 10_000);
+  await until('a to lead', () => a.lease.tick(), 10_000);
+  await a.alerting.engine.evaluate('notify');
+  const r = await a.store.ingest([hookEvent({ hookName: 'SessionStart:startup', additionalContextChars: 12_000, outputsPersisted: 1, timeMs: T0 })]);
+  a.alerting.engine.onIngested(r.inserted);
+  await sink.waitFor(1);
+  await a.alerting.dispatcher.idle();
+  expect(sent()).toEqual(['firing SessionStart:startup']);
+
+  // a stops (as in a rolling update) and b leads again, before its connection is free.
+  clock.advance(60_000);
+  await a.alerting.stop();
+  await a.lease.stop();
+  await until('b to lead again', () => b.lease.tick(), 10_000);
+  release();
+  await inProgress;
+
+  // Everything b queued has run, then its load and the evaluation after it, then the timer's next tick.
+  await b.alerting.engine.evaluate('notify');
+  clock.advance(10_000);
+  await b.alerting.engine.evaluate('all');
+  await b.alerting.dispatcher.idle();
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  expect(sent()).toEqual(['firing SessionStart:startup']);
+  expect((await b.store.connectionPool.query<{ state: string }>('SELECT state FROM alert_instances')).rows.map((x) => x.state)).toEqual(['firing']);
+}, 60_000);
