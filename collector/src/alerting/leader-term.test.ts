@@ -1,8 +1,9 @@
 /**
  * Two replicas sharing one real PostgreSQL, each with its own store, lease and alert engine, wired as the service
  * wires them (a leadership acquired reloads the alert state, then evaluates; one lost suspends the deliveries). A
- * replica evaluates as leader only on the alert state loaded for its current leadership: an evaluation queued before
- * that load (behind work still in progress when the lease came back) does not run on what memory held from an
+ * replica evaluates as leader only on the alert state loaded for its current leadership: a follower that takes over
+ * queues that load before any evaluation it runs as leader, and an evaluation queued before the load (behind work
+ * still in progress when the lease came back to a replica that had led) does not run on what memory held from the
  * earlier leadership, while another replica led and notified.
  */
 import type { PoolClient } from 'pg';
@@ -43,7 +44,8 @@ interface Replica {
   alerting: Alerting;
 }
 
-it('a replica leading again evaluates nothing queued before its leadership\'s load: the alert another leader notified meanwhile is not notified again', async () => {
+/** Replicas on one new database, notifying one receiver; `sent` lists what it was sent, as "<status> <hook>". */
+async function cluster() {
   const url = await pg.server().createDatabase();
   const clock = new FakeClock(T0);
   const sink = new WebhookSink(clock.now);
@@ -77,7 +79,41 @@ it('a replica leading again evaluates nothing queued before its leadership\'s lo
     return r;
   };
   const sent = (): string[] => sink.bodies<AlertmanagerWebhookBody>().map((b) => `${b.status} ${b.alerts[0]?.labels['hook_name']}`);
+  /** An over-cap output of `hookName` at T0, stored by `r` and handed to its engine as ingest hands it; notified. */
+  const fire = async (r: Replica, hookName = 'SessionStart:startup'): Promise<void> => {
+    const stored = await r.store.ingest([hookEvent({ hookName, additionalContextChars: 12_000, outputsPersisted: 1, timeMs: T0 })]);
+    r.alerting.engine.onIngested(stored.inserted);
+    await sink.waitFor(sent().length + 1);
+    await r.alerting.dispatcher.idle();
+  };
+  return { clock, replica, sent, fire };
+}
 
+it('a follower that takes over evaluates at once on the state it loads: the alert the old leader notified is neither notified again nor resolved', async () => {
+  const { clock, replica, sent, fire } = await cluster();
+  const a = await replica('a');
+  const b = await replica('b');
+  await fire(a);
+  expect(sent()).toEqual(['firing SessionStart:startup']);
+
+  // a stops (as in a rolling update); b takes the lease at its next renewal, loads the state and evaluates.
+  clock.advance(60_000);
+  await a.alerting.stop();
+  await a.lease.stop();
+  expect(await b.lease.tick()).toBe(true);
+  await b.alerting.engine.evaluate('notify');
+  clock.advance(10_000);
+  await b.alerting.engine.evaluate('all');
+  await b.alerting.dispatcher.idle();
+  expect(sent()).toEqual(['firing SessionStart:startup']);
+  expect((await b.store.connectionPool.query<{ state: string }>('SELECT state FROM alert_instances')).rows.map((x) => x.state)).toEqual(['firing']);
+  // b leads: the next alert is its to notify.
+  await fire(b, 'PreCompact');
+  expect(sent()).toEqual(['firing SessionStart:startup', 'firing PreCompact']);
+}, 60_000);
+
+it('a replica leading again evaluates nothing queued before its leadership\'s load: the alert another leader notified meanwhile is not notified again', async () => {
+  const { clock, replica, sent, fire } = await cluster();
   const b = await replica('b');
   const a = await replica('a');
   expect([b.lease.isLeader(), a.lease.isLeader()]).toEqual([true, false]);
@@ -99,10 +135,7 @@ it('a replica leading again evaluates nothing queued before its leadership\'s lo
   await until('b to stop leading', () => !b.lease.isLeader(), 10_000);
   await until('a to lead', () => a.lease.tick(), 10_000);
   await a.alerting.engine.evaluate('notify');
-  const r = await a.store.ingest([hookEvent({ hookName: 'SessionStart:startup', additionalContextChars: 12_000, outputsPersisted: 1, timeMs: T0 })]);
-  a.alerting.engine.onIngested(r.inserted);
-  await sink.waitFor(1);
-  await a.alerting.dispatcher.idle();
+  await fire(a);
   expect(sent()).toEqual(['firing SessionStart:startup']);
 
   // a stops (as in a rolling update) and b leads again, before its connection is free.
