@@ -11,19 +11,20 @@ import type { Logger } from '../../telemetry/logger.ts';
 import { COUNTER_COLUMNS, GRANULARITIES, fromDbRow, groupForRollups, mergeRow, toCounters, type CounterRow } from '../counters.ts';
 import { HOUR, MINUTE, granularityForStep, segments, type Granularity, type Segment } from '../segments.ts';
 import { eventsPruneBound, laterBounds, mergeFleet, mergeSeries, minuteRollupsPruneBound, minuteSources, NOTHING_PRUNED, parseBounds, PRUNED_BEFORE_META, readEdges, hookEdgeRows, resolveSegment, seriesSpans, type EdgeRows, type MinuteRetention, type SeriesEdge, type PrunedBounds } from '../minute-sources.ts';
-import { DIM_CLIENT_TABLES, DIM_FAMILY, DIM_FAMILY_NAMES, DIM_GRANULARITIES, DIM_ROLLUP_TABLES, type DimFamilyName, dimClientPruneSql, dimRollupRekeyDdl, DIM_PRUNE_HOOKS, ROLLED_DIMENSIONS_META, dimChanges, dimPruneSql, dimGranularity, dimRemoveSql, dimRollupDdl, eventGroupExprs, groupForDimRollups, newestFilteredEvent, planRead, rolledDimensions, rollupGroupColumns, rollupWhere, type DimGranularity, type Grouping } from '../dim-rollups.ts';
+import { DIM_CLIENT_TABLES, DIM_FAMILY, DIM_FAMILY_NAMES, DIM_GRANULARITIES, DIM_ROLLUP_TABLES, type DimFamilyName, dimClientPruneSql, DIM_PRUNE_HOOKS, dimPruneSql, dimGranularity, eventGroupExprs, groupForDimRollups, newestFilteredEvent, planRead, rolledDimensions, rollupGroupColumns, rollupWhere, type DimGranularity, type Grouping } from '../dim-rollups.ts';
 import { DEFAULT_MAX_HOOKS, KnownHooks, foldNewHooks } from '../hook-limit.ts';
 import { AttrSetCache, ATTR_INSERT_COLUMNS, coveringBounds } from '../attr-sets.ts';
-import { ATTR_ROLLUP_KEY, ATTR_ROLLUP_TABLE, attrRollupDdl, attrRollupPruneSql, attrRollupQuery, groupForAttrRollups } from '../attr-rollups.ts';
-import { attrFirstMsDdl, overArrivalDdl, attrGroupedEventsQuery, hookGroupedEventsQuery, liveLead, type LiveTo, attrSetIndexChanges, ATTR_SET_INDEX_PREFIX, counterColumnsDdl, type RollupFilter, MIGRATION_FUNCTIONS, attrDigest, attrFilter, compactEventColumnsDdl, compactEventsDdl, compactKey, hookRef, hookRefOf, KIND_CODES, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, arrivalTimeDdl, arrivalIndexDdl, lateArrivalIndexDdl, eventValues, hookScope, lateArrivalsQuery, latePersistedQuery, toArrivals, seriesQuery, fleetSeriesQuery, toFleetBucket, edgeFleetBuckets, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, dimRebuildFromEventsSql, rollupAggregates, upsertSetClause } from '../sql.ts';
+import { ATTR_ROLLUP_KEY, ATTR_ROLLUP_TABLE, attrRollupPruneSql, attrRollupQuery, groupForAttrRollups } from '../attr-rollups.ts';
+import { attrGroupedEventsQuery, hookGroupedEventsQuery, liveLead, type LiveTo, type RollupFilter, attrDigest, attrFilter, compactKey, hookRef, hookRefOf, KIND_CODES, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, eventValues, hookScope, lateArrivalsQuery, latePersistedQuery, toArrivals, seriesQuery, fleetSeriesQuery, toFleetBucket, edgeFleetBuckets, ROLLUP_TABLES, sqlString, toInfo, rollupAggregates, upsertSetClause } from '../sql.ts';
 import { SQLITE_BUSY, Statements, createPrivateFile, describeSqliteError, inTransaction, openSqlite, sqliteFault, sqliteFileBytes } from './database.ts';
 import { SqliteReaders, type ReadSession } from './reader.ts';
+import { attrExpr, migrateSchema, openFailure, schemaFailure, writeConnectionPragmas } from './schema.ts';
 import { runPaced } from '../../paced.ts';
 import { EventRowInserts } from './event-rows.ts';
 import type { TranscriptCommandRow } from '../model.ts';
 import type { TranscriptFinding } from '../../hooks/transcript-findings.ts';
-import { FINDING_COLUMNS, commandsQuery, findingValues, toCommandRow, transcriptFindingsDdl, type FindingsResult } from '../transcript-findings.ts';
-import { guardTrimSql, guardTrimStats, guardTrimValues, guardTrimsDdl, type GuardTrim, type GuardTrimStats } from '../guard-trims.ts';
+import { FINDING_COLUMNS, commandsQuery, findingValues, toCommandRow, type FindingsResult } from '../transcript-findings.ts';
+import { guardTrimSql, guardTrimStats, guardTrimValues, type GuardTrim, type GuardTrimStats } from '../guard-trims.ts';
 import { StoreUnavailableError, hookCountersFrom, untilStopped, splitExpired, type Arrival, type ArrivalQuery, type HookInfo, type LatePersistedQuery, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store, type StoreSize, type FleetBucket } from '../store.ts';
 
 export interface SqliteStoreOptions {
@@ -55,68 +56,13 @@ export interface SqliteStoreOptions {
  */
 export const DEFAULT_WRITE_CACHE_BYTES = 64 * 1024 * 1024;
 
-/** Versioned migrations; append only. Version n is MIGRATIONS[n - 1]. */
-export const MIGRATIONS: readonly string[] = [
-  coreSchemaDdl({ int: 'INTEGER', flag: 'INTEGER', id: 'INTEGER PRIMARY KEY', json: 'TEXT', rollupTableOptions: ' WITHOUT ROWID' }),
-  // 2: keys begin with the event time.
-  timeOrderedKeysDdl({ nowMs: "CAST(unixepoch('subsec') * 1000 AS INTEGER)", greatest: 'MAX' }),
-  // 3: transcript findings, apart from telemetry.
-  transcriptFindingsDdl('INTEGER'),
-  // 4: outputs trimmed by hookwatch guard.
-  guardTrimsDdl('INTEGER'),
-  // 5: when each event arrived.
-  arrivalTimeDdl('INTEGER'),
-  // 6: rollups per dimension (dim-rollups.ts); filled from the raw events when the store opens (syncDimensions).
-  dimRollupDdl(counterColumnsDdl('INTEGER'), 'INTEGER', ' WITHOUT ROWID'),
-  // 7: the compact event layout (sql.ts compactEventsDdl). A rowid table: the unique key index answers dedup,
-  // (hook, time_ms) a hook's reads, (time_ms) the reads across hooks and retention, the partial arrival index
-  // the late-persisted alert. The key, hook and attribute digests come from the functions registered by
-  // registerMigrationFunctions, the same code ingest uses.
-  compactEventsDdl({
-    int: 'INTEGER', json: 'TEXT', attrId: 'INTEGER PRIMARY KEY',
-    eventsTable: `CREATE TABLE events_compact (id INTEGER PRIMARY KEY, key BLOB NOT NULL, ${compactEventColumnsDdl('INTEGER', 'INTEGER')});`,
-    indexes: `CREATE UNIQUE INDEX events_key ON events (key);
-    CREATE INDEX events_hook_time ON events (hook, time_ms);
-    CREATE INDEX events_time ON events (time_ms);
-    CREATE INDEX events_persisted_arrival ON events (received_ms) WHERE outputs_persisted > 0;`,
-    attrDigest: (cols) => `${MIGRATION_FUNCTIONS.attrDigest}(${cols})`,
-    key: (e) => `${MIGRATION_FUNCTIONS.key}(${e})`,
-    hookRef: (e) => `${MIGRATION_FUNCTIONS.hookRef}(${e})`,
-    copyOrder: 'e.id',
-  }),
-  // 8: the hourly rollup per (hook, attribute set) (attr-rollups.ts), filled from the events stored.
-  attrRollupDdl(counterColumnsDdl('INTEGER'), 'INTEGER', 'INTEGER', ' WITHOUT ROWID'),
-  // 9: dimension rollups keyed (dimension, value, bucket, hook), the client versions per value apart
-  // (dim-rollups.ts dimRollupRekeyDdl), folded from the tables they replace.
-  dimRollupRekeyDdl(counterColumnsDdl('INTEGER'), rollupAggregates(), 'INTEGER', ' WITHOUT ROWID', false),
-  // 10: the time index carries each event's attribute set, so a filtered read across hooks tests the filter in
-  // the index and reads only the rows that match (a team's hour of events at 10 M a month: 2 ms, not 7).
-  `DROP INDEX events_time;
-  CREATE INDEX events_time ON events (time_ms, attrs);`,
-  // 11: each attribute set's earliest event time, so a filter over an old stretch finds the few sets live in it.
-  attrFirstMsDdl('INTEGER'),
-  // 12: the arrival index holds every event classified over the cap, measured or reported (sql.ts overArrivalDdl).
-  overArrivalDdl(),
-  // 13: an arrival index of every event with a receive time, those folded into an overflow hook too (sql.ts
-  // arrivalIndexDdl), beside the index of the events over the cap.
-  arrivalIndexDdl(),
-  // 14: an index of the events that arrived late (sql.ts lateArrivalIndexDdl), so the hook_limit alert's late
-  // arrivals read those and a few minutes of arrivals, not every event folded in the rule's window.
-  lateArrivalIndexDdl(),
-];
+export { MIGRATIONS } from './schema.ts';
 
 /** The two parts of the persisted alert's late query, each with the index it reads named (sql.ts latePersistedQuery). */
 export const LATE_PERSISTED_EVENTS = { late: 'events INDEXED BY events_late_arrival', arrivals: 'events INDEXED BY events_over_arrival' };
 
 /** The two parts of the hook_limit alert's late-arrival query, each with the index it reads named (sql.ts lateArrivalsQuery). */
 export const LATE_ARRIVAL_EVENTS = { late: 'events INDEXED BY events_late_arrival', arrivals: 'events INDEXED BY events_arrival' };
-
-/** The functions the compact-events migration calls, in JS: the same digests ingest computes. */
-function registerMigrationFunctions(db: DatabaseSync): void {
-  db.function(MIGRATION_FUNCTIONS.key, { deterministic: true }, (k) => compactKey(String(k)));
-  db.function(MIGRATION_FUNCTIONS.hookRef, { deterministic: true }, (id) => hookRef(String(id)));
-  db.function(MIGRATION_FUNCTIONS.attrDigest, { deterministic: true, varargs: true }, (...values) => attrDigest(values.map(String)));
-}
 
 /** A part of a series range and how it is read (seriesQuery's arguments and the filter parameters). */
 interface SeriesPart {
@@ -254,16 +200,11 @@ export class SqliteStore implements Store {
     try {
       db = openSqlite(this.path, this.synchronous);
     } catch (err) {
-      // SQLite says "unable to open database file" without saying which.
-      throw new StoreUnavailableError(`cannot open the SQLite database ${this.path}: ${describeSqliteError(err)}`);
+      throw openFailure(this.path, err);
     }
     try {
-      // A negative cache_size is in KiB.
-      db.exec(`PRAGMA foreign_keys = ON; PRAGMA cache_size = -${Math.max(1, Math.floor(this.cacheBytes / 1024))};`);
-      registerMigrationFunctions(db);
-      this.migrate(db);
-      this.syncDimensions(db);
-      this.syncAttrIndexes(db);
+      db.exec(writeConnectionPragmas(this.cacheBytes));
+      migrateSchema(db, this.dims);
       const legacy = db.prepare('SELECT value FROM store_meta WHERE key = ?').get(LEGACY_KEYS_BEFORE) as { value: string } | undefined;
       this.legacyKeysBefore = legacy ? Number(legacy.value) : -Infinity;
       const pruned = db.prepare('SELECT value FROM store_meta WHERE key = ?').get(PRUNED_BEFORE_META) as { value: string } | undefined;
@@ -315,8 +256,7 @@ export class SqliteStore implements Store {
       };
     } catch (err) {
       db.close();
-      const fault = sqliteFault(err);
-      throw fault ? new StoreUnavailableError(`cannot open the SQLite database ${this.path}: ${fault}: ${describeSqliteError(err)}`) : err;
+      throw schemaFailure(this.path, err);
     }
   }
 
@@ -526,45 +466,6 @@ export class SqliteStore implements Store {
     const since = this.readSince;
     const rows = await fn();
     return { rows, keep: !this.changedSince(since, toMs), since };
-  }
-
-  private migrate(db: DatabaseSync): void {
-    db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)');
-    const row = db.prepare('SELECT MAX(version) AS v FROM schema_migrations').get() as { v: number | null };
-    const current = row.v ?? 0;
-    if (current > MIGRATIONS.length) {
-      throw new Error(`the database schema is version ${current}, newer than this hookwatch (${MIGRATIONS.length}); upgrade hookwatch`);
-    }
-    for (let v = current; v < MIGRATIONS.length; v++) {
-      inTransaction(db, () => {
-        db.exec(MIGRATIONS[v] as string);
-        db.prepare('INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)').run(v + 1, Date.now());
-      });
-    }
-  }
-
-  /**
-   * Brings the dimension rollups in line with the configured dimensions (dim-rollups.ts dimSyncSql), in one
-   * transaction. It runs after every migration, so it reads the events table as the current schema stores it;
-   * on a database written before dimension rollups existed it fills them from every stored event.
-   */
-  private syncDimensions(db: DatabaseSync): void {
-    const row = db.prepare('SELECT value FROM store_meta WHERE key = ?').get(ROLLED_DIMENSIONS_META) as { value: string } | undefined;
-    const { remove, rebuild } = dimChanges(row ? (JSON.parse(row.value) as string[]) : null, this.rolled);
-    if (row && remove.length === 0 && rebuild.length === 0) return;
-    inTransaction(db, () => {
-      for (const dim of [...remove, ...rebuild]) for (const sql of dimRemoveSql(() => '?')) db.prepare(sql).run(dim);
-      for (const dim of rebuild) {
-        for (const sql of dimRebuildFromEventsSql(() => '?', (d) => this.attrExpr(d), dim)) db.prepare(sql).run(dim);
-      }
-      db.prepare('INSERT INTO store_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run(ROLLED_DIMENSIONS_META, JSON.stringify(this.rolled));
-    });
-  }
-
-  /** Creates attr_sets' indexes on dimension values (attrSetIndexes), drops those no longer wanted. */
-  private syncAttrIndexes(db: DatabaseSync): void {
-    const have = (db.prepare(`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'attr_sets' AND substr(name, 1, ${ATTR_SET_INDEX_PREFIX.length}) = ?`).all(ATTR_SET_INDEX_PREFIX) as { name: string }[]).map((r) => r.name);
-    for (const sql of attrSetIndexChanges(have, this.dims, (d) => this.attrExpr(d))) db.exec(sql);
   }
 
   /**
@@ -901,8 +802,7 @@ export class SqliteStore implements Store {
 
   /** A dimension as an expression over attr_sets' columns. */
   private attrExpr(dim: string): string {
-    // One literal path (not built by concatenation in SQL), so the expression matches attr_sets' index on it.
-    return dimensionExpr(dim, this.dims, (key) => `json_extract(extra, ${sqlString(`$.${JSON.stringify(key)}`)})`);
+    return attrExpr(this.dims, dim);
   }
 
   hookCounters(q: RangeQuery): Promise<Map<string, HookCounters & { info: HookInfo }>> {

@@ -1,0 +1,160 @@
+/**
+ * The SQLite store's schema: its versioned migrations, and what follows the configured dimensions (their rollups,
+ * attr_sets' indexes), brought to the current ones as the store opens.
+ */
+import type { DatabaseSync } from 'node:sqlite';
+import { ATTR_SET_INDEX_PREFIX, MIGRATION_FUNCTIONS, arrivalIndexDdl, arrivalTimeDdl, attrDigest, attrFirstMsDdl, attrSetIndexChanges, compactEventColumnsDdl, compactEventsDdl, compactKey, coreSchemaDdl, counterColumnsDdl, dimensionExpr, dimRebuildFromEventsSql, hookRef, lateArrivalIndexDdl, overArrivalDdl, rollupAggregates, sqlString, timeOrderedKeysDdl } from '../sql.ts';
+import { ROLLED_DIMENSIONS_META, dimChanges, dimRemoveSql, dimRollupDdl, dimRollupRekeyDdl, rolledDimensions } from '../dim-rollups.ts';
+import { attrRollupDdl } from '../attr-rollups.ts';
+import { transcriptFindingsDdl } from '../transcript-findings.ts';
+import { guardTrimsDdl } from '../guard-trims.ts';
+import { StoreUnavailableError } from '../store.ts';
+import { describeSqliteError, inTransaction, sqliteFault } from './database.ts';
+
+/** Versioned migrations; append only. Version n is MIGRATIONS[n - 1]. */
+export const MIGRATIONS: readonly string[] = [
+  coreSchemaDdl({ int: 'INTEGER', flag: 'INTEGER', id: 'INTEGER PRIMARY KEY', json: 'TEXT', rollupTableOptions: ' WITHOUT ROWID' }),
+  // 2: keys begin with the event time.
+  timeOrderedKeysDdl({ nowMs: "CAST(unixepoch('subsec') * 1000 AS INTEGER)", greatest: 'MAX' }),
+  // 3: transcript findings, apart from telemetry.
+  transcriptFindingsDdl('INTEGER'),
+  // 4: outputs trimmed by hookwatch guard.
+  guardTrimsDdl('INTEGER'),
+  // 5: when each event arrived.
+  arrivalTimeDdl('INTEGER'),
+  // 6: rollups per dimension (dim-rollups.ts); filled from the raw events when the store opens (syncDimensions).
+  dimRollupDdl(counterColumnsDdl('INTEGER'), 'INTEGER', ' WITHOUT ROWID'),
+  // 7: the compact event layout (sql.ts compactEventsDdl). A rowid table: the unique key index answers dedup,
+  // (hook, time_ms) a hook's reads, (time_ms) the reads across hooks and retention, the partial arrival index
+  // the late-persisted alert. The key, hook and attribute digests come from the functions registered by
+  // registerMigrationFunctions, the same code ingest uses.
+  compactEventsDdl({
+    int: 'INTEGER', json: 'TEXT', attrId: 'INTEGER PRIMARY KEY',
+    eventsTable: `CREATE TABLE events_compact (id INTEGER PRIMARY KEY, key BLOB NOT NULL, ${compactEventColumnsDdl('INTEGER', 'INTEGER')});`,
+    indexes: `CREATE UNIQUE INDEX events_key ON events (key);
+    CREATE INDEX events_hook_time ON events (hook, time_ms);
+    CREATE INDEX events_time ON events (time_ms);
+    CREATE INDEX events_persisted_arrival ON events (received_ms) WHERE outputs_persisted > 0;`,
+    attrDigest: (cols) => `${MIGRATION_FUNCTIONS.attrDigest}(${cols})`,
+    key: (e) => `${MIGRATION_FUNCTIONS.key}(${e})`,
+    hookRef: (e) => `${MIGRATION_FUNCTIONS.hookRef}(${e})`,
+    copyOrder: 'e.id',
+  }),
+  // 8: the hourly rollup per (hook, attribute set) (attr-rollups.ts), filled from the events stored.
+  attrRollupDdl(counterColumnsDdl('INTEGER'), 'INTEGER', 'INTEGER', ' WITHOUT ROWID'),
+  // 9: dimension rollups keyed (dimension, value, bucket, hook), the client versions per value apart
+  // (dim-rollups.ts dimRollupRekeyDdl), folded from the tables they replace.
+  dimRollupRekeyDdl(counterColumnsDdl('INTEGER'), rollupAggregates(), 'INTEGER', ' WITHOUT ROWID', false),
+  // 10: the time index carries each event's attribute set, so a filtered read across hooks tests the filter in
+  // the index and reads only the rows that match (a team's hour of events at 10 M a month: 2 ms, not 7).
+  `DROP INDEX events_time;
+  CREATE INDEX events_time ON events (time_ms, attrs);`,
+  // 11: each attribute set's earliest event time, so a filter over an old stretch finds the few sets live in it.
+  attrFirstMsDdl('INTEGER'),
+  // 12: the arrival index holds every event classified over the cap, measured or reported (sql.ts overArrivalDdl).
+  overArrivalDdl(),
+  // 13: an arrival index of every event with a receive time, those folded into an overflow hook too (sql.ts
+  // arrivalIndexDdl), beside the index of the events over the cap.
+  arrivalIndexDdl(),
+  // 14: an index of the events that arrived late (sql.ts lateArrivalIndexDdl), so the hook_limit alert's late
+  // arrivals read those and a few minutes of arrivals, not every event folded in the rule's window.
+  lateArrivalIndexDdl(),
+];
+
+/** The functions the compact-events migration calls, in JS: the same digests ingest computes. */
+function registerMigrationFunctions(db: DatabaseSync): void {
+  db.function(MIGRATION_FUNCTIONS.key, { deterministic: true }, (k) => compactKey(String(k)));
+  db.function(MIGRATION_FUNCTIONS.hookRef, { deterministic: true }, (id) => hookRef(String(id)));
+  db.function(MIGRATION_FUNCTIONS.attrDigest, { deterministic: true, varargs: true }, (...values) => attrDigest(values.map(String)));
+}
+
+
+function migrate(db: DatabaseSync, migrating: () => void): void {
+  db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)');
+  const row = db.prepare('SELECT MAX(version) AS v FROM schema_migrations').get() as { v: number | null };
+  const current = row.v ?? 0;
+  if (current > MIGRATIONS.length) {
+    throw new Error(`the database schema is version ${current}, newer than this hookwatch (${MIGRATIONS.length}); upgrade hookwatch`);
+  }
+  if (current < MIGRATIONS.length) migrating();
+  for (let v = current; v < MIGRATIONS.length; v++) {
+    inTransaction(db, () => {
+      db.exec(MIGRATIONS[v] as string);
+      db.prepare('INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)').run(v + 1, Date.now());
+    });
+  }
+}
+
+/**
+ * Brings the dimension rollups in line with the configured dimensions (dim-rollups.ts dimSyncSql), in one
+ * transaction. It runs after every migration, so it reads the events table as the current schema stores it;
+ * on a database written before dimension rollups existed it fills them from every stored event.
+ */
+function syncDimensions(db: DatabaseSync, dims: readonly string[], migrating: () => void): void {
+  const rolled = rolledDimensions(dims);
+  const row = db.prepare('SELECT value FROM store_meta WHERE key = ?').get(ROLLED_DIMENSIONS_META) as { value: string } | undefined;
+  const { remove, rebuild } = dimChanges(row ? (JSON.parse(row.value) as string[]) : null, rolled);
+  if (row && remove.length === 0 && rebuild.length === 0) return;
+  migrating();
+  inTransaction(db, () => {
+    for (const dim of [...remove, ...rebuild]) for (const sql of dimRemoveSql(() => '?')) db.prepare(sql).run(dim);
+    for (const dim of rebuild) {
+      for (const sql of dimRebuildFromEventsSql(() => '?', (d) => attrExpr(dims, d), dim)) db.prepare(sql).run(dim);
+    }
+    db.prepare('INSERT INTO store_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run(ROLLED_DIMENSIONS_META, JSON.stringify(rolled));
+  });
+}
+
+/** Creates attr_sets' indexes on dimension values (attrSetIndexes), drops those no longer wanted. */
+function syncAttrIndexes(db: DatabaseSync, dims: readonly string[], migrating: () => void): void {
+  const have = (db.prepare(`SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'attr_sets' AND substr(name, 1, ${ATTR_SET_INDEX_PREFIX.length}) = ?`).all(ATTR_SET_INDEX_PREFIX) as { name: string }[]).map((r) => r.name);
+  for (const sql of attrSetIndexChanges(have, dims, (d) => attrExpr(dims, d))) {
+    migrating();
+    db.exec(sql);
+  }
+}
+
+/** The SQL expression of dimension `dim`'s value in an attribute set's row, with `dims` configured. */
+export function attrExpr(dims: readonly string[], dim: string): string {
+  // One literal path (not built by concatenation in SQL), so the expression matches attr_sets' index on it.
+  return dimensionExpr(dim, dims, (key) => `json_extract(extra, ${sqlString(`$.${JSON.stringify(key)}`)})`);
+}
+
+/**
+ * Brings the file opened on `db` to the current schema, with the rollups and indexes `dims` need. `onMigrating`
+ * is called once, before the first change, if anything is to change. Each migration version is one transaction,
+ * as is the dimension rollups' rebuild; each index is built by one statement: a process stopped meanwhile leaves
+ * the file at a whole step, and the next start goes on from it.
+ */
+export function migrateSchema(db: DatabaseSync, dims: readonly string[], onMigrating: () => void = () => {}): void {
+  let told = false;
+  const migrating = (): void => {
+    if (told) return;
+    told = true;
+    onMigrating();
+  };
+  registerMigrationFunctions(db);
+  migrate(db, migrating);
+  syncDimensions(db, dims, migrating);
+  syncAttrIndexes(db, dims, migrating);
+}
+
+/** A failure to open the file at `path`: SQLite says "unable to open database file" without saying which. */
+export function openFailure(path: string, err: unknown): StoreUnavailableError {
+  return new StoreUnavailableError(`cannot open the SQLite database ${path}: ${describeSqliteError(err)}`);
+}
+
+/** A failure to migrate or prepare the file at `path`: a file fault is retryable (StoreUnavailableError), anything else stays as is. */
+export function schemaFailure(path: string, err: unknown): Error {
+  const fault = sqliteFault(err);
+  if (fault) return new StoreUnavailableError(`cannot open the SQLite database ${path}: ${fault}: ${describeSqliteError(err)}`);
+  return err instanceof Error ? err : new Error(String(err));
+}
+
+/**
+ * What the store's write connection sets before it migrates, the worker's too: foreign keys enforced, as the
+ * migrations were written for, and the page cache (a negative cache_size is in KiB).
+ */
+export function writeConnectionPragmas(cacheBytes: number): string {
+  return `PRAGMA foreign_keys = ON; PRAGMA cache_size = -${Math.max(1, Math.floor(cacheBytes / 1024))};`;
+}
