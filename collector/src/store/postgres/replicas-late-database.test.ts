@@ -16,7 +16,7 @@ import { expect, it } from 'vitest';
 import { MIGRATION_LOCK_KEY, MIGRATIONS } from './index.ts';
 import { useReplicaFixture } from '../../../test/support/postgres/fixture.ts';
 import { queryOnce } from '../../../test/support/postgres/server.ts';
-import { logEntries, persistedOutputBody, startReplica, waitFor, type Replica } from '../../../test/support/postgres/replicas.ts';
+import { logEntries, persistedOutputBody, spawnReplica as spawnOn, waitFor, type SpawnedReplica } from '../../../test/support/postgres/replicas.ts';
 import { freePort } from '../../../test/support/free-port.ts';
 import { scrapeMetrics } from '../../../test/support/prometheus-text.ts';
 import { emitExecutions, type RecordingExporter } from '../../../test/support/service.ts';
@@ -29,28 +29,9 @@ const UNREACHABLE = 'postgres not reachable at start; trying again';
 const ATTEMPT_FAILED = 'postgres start attempt failed';
 const DEBUG = { HOOKWATCH_LOG_LEVEL: 'debug' };
 
-/** Starts a replica on fixed free ports (known before it logs `hookwatch started`), killed after the test. */
-async function spawnReplica(db: string, env: Record<string, string> = {}): Promise<{ starting: Promise<Replica>; child: ChildProcess; otlpHttpUrl: string; otlpGrpcUrl: string; httpUrl: string; lines: () => string[] }> {
-  const [otlp, grpc, http] = [await freePort(), await freePort(), await freePort()];
-  const lines: string[] = [];
-  let spawned: ChildProcess | undefined;
-  const starting = startReplica({
-    db, cwd: mkdtempSync(join(fx.dir(), 'replica-')), startTimeoutMs: 90_000,
-    env: { HOOKWATCH_OTLP_HTTP_ADDR: `127.0.0.1:${otlp}`, HOOKWATCH_OTLP_GRPC_ADDR: `127.0.0.1:${grpc}`, HOOKWATCH_HTTP_ADDR: `127.0.0.1:${http}`, ...env },
-    onSpawn: (child) => {
-      spawned = child;
-      child.stderr?.setEncoding('utf8').on('data', (c: string) => lines.push(...c.split('\n').filter((l) => l !== '')));
-      fx.defer(async () => {
-        if (child.exitCode !== null || child.signalCode !== null) return;
-        child.kill('SIGKILL');
-        await new Promise((resolve) => child.once('exit', resolve));
-      });
-    },
-  });
-  // Looked at by the test (it may never start, or exit as it should); not an unhandled rejection meanwhile.
-  starting.catch(() => {});
-  if (!spawned) throw new Error('the replica was not spawned');
-  return { starting, child: spawned, otlpHttpUrl: `http://127.0.0.1:${otlp}`, otlpGrpcUrl: `http://127.0.0.1:${grpc}`, httpUrl: `http://127.0.0.1:${http}`, lines: () => lines };
+/** A replica on fixed free ports (known before it logs `hookwatch started`), killed after the test. */
+function spawnReplica(db: string, env: Record<string, string> = {}): Promise<SpawnedReplica> {
+  return spawnOn({ db, cwd: mkdtempSync(join(fx.dir(), 'replica-')), env, defer: (fn) => fx.defer(fn) });
 }
 
 async function postLogs(otlpHttpUrl: string, session: string): Promise<Response> {

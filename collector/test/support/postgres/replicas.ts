@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { fileURLToPath } from 'node:url';
 import { waitForStarted } from '../started.ts';
+import { freePort } from '../free-port.ts';
 
 const MAIN = fileURLToPath(new URL('../../../src/main.ts', import.meta.url));
 
@@ -73,6 +74,44 @@ export async function startReplica(opts: ReplicaOptions): Promise<Replica> {
     clearTimeout(timer);
   };
   return { child, pid: child.pid ?? -1, otlpHttpUrl: urls.otlpHttp, otlpGrpcUrl: urls.otlpGrpc, httpUrl: urls.http, lines, exited, stop };
+}
+
+/** A replica spawned on fixed free ports (known before it has started), and its stderr lines as they come. */
+export interface SpawnedReplica {
+  /** Resolves once it logs `hookwatch started`; rejects if it never does (looked at by the caller). */
+  starting: Promise<Replica>;
+  child: ChildProcess;
+  otlpHttpUrl: string;
+  otlpGrpcUrl: string;
+  httpUrl: string;
+  lines: () => string[];
+}
+
+/**
+ * Spawns a replica on `db` (a postgres:// URL or a SQLite path) on fixed free ports, so it can be probed during
+ * its start; `defer` is given what kills it after the test, if it still runs.
+ */
+export async function spawnReplica(opts: { db: string; cwd: string; env?: Record<string, string>; defer: (fn: () => Promise<void>) => void }): Promise<SpawnedReplica> {
+  const [otlp, grpc, http] = [await freePort(), await freePort(), await freePort()];
+  const lines: string[] = [];
+  let spawned: ChildProcess | undefined;
+  const starting = startReplica({
+    db: opts.db, cwd: opts.cwd, startTimeoutMs: 90_000,
+    env: { HOOKWATCH_OTLP_HTTP_ADDR: `127.0.0.1:${otlp}`, HOOKWATCH_OTLP_GRPC_ADDR: `127.0.0.1:${grpc}`, HOOKWATCH_HTTP_ADDR: `127.0.0.1:${http}`, ...opts.env },
+    onSpawn: (child) => {
+      spawned = child;
+      child.stderr?.setEncoding('utf8').on('data', (c: string) => lines.push(...c.split('\n').filter((l) => l !== '')));
+      opts.defer(async () => {
+        if (child.exitCode !== null || child.signalCode !== null) return;
+        child.kill('SIGKILL');
+        await new Promise((resolve) => child.once('exit', resolve));
+      });
+    },
+  });
+  // Looked at by the test (it may never start, or exit as it should); not an unhandled rejection meanwhile.
+  starting.catch(() => {});
+  if (!spawned) throw new Error('the replica was not spawned');
+  return { starting, child: spawned, otlpHttpUrl: `http://127.0.0.1:${otlp}`, otlpGrpcUrl: `http://127.0.0.1:${grpc}`, httpUrl: `http://127.0.0.1:${http}`, lines: () => lines };
 }
 
 /** What the proxy did to one request body (keyed by its SHA-1: a retry sends the same bytes). */
