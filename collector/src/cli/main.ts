@@ -84,7 +84,9 @@ async function serve(flags: Record<string, string | undefined>, env: NodeJS.Proc
   // Retry-After). One asked for once this replica migrates exits 1 at once, as before: what the migration did so
   // far is rolled back by the server or taken up by the next start (each version is one transaction, or an index
   // build or column fill made again, store/postgres/migrate.ts), where waiting for its end could outlast any grace
-  // period.
+  // period. On SQLite a stop during the start exits 1 too; during a schema migration (on a worker thread,
+  // store/sqlite/schema.ts) the exit waits for the SQL statement under way, and the version it belongs to, one
+  // transaction, is left whole: rolled back, or committed if it was ending.
   const storeWait = isPostgresUrl(config.db) ? new StoreWait() : undefined;
   let stoppedBy: string | undefined;
   const onSignal = (signal: string): void => {

@@ -24,7 +24,8 @@ import { StoreUnavailableError, type Store } from './store.ts';
 /**
  * On PostgreSQL, `onMigrationLock` is called once the store holds the migration lock (it may change the schema),
  * `onMigrationLockWait` as it begins to wait for another replica holding it, which `migrationLockWaitMs` bounds
- * (MigrationLockWaitError past it).
+ * (MigrationLockWaitError past it). On SQLite, whose process lock the caller holds, `onMigrationLock` is called
+ * as a migration begins on its worker thread.
  */
 export async function openStore(config: HookwatchConfig, opts: { logger?: Logger; onMigrationLock?: () => void; onMigrationLockWait?: () => void; migrationLockWaitMs?: number } = {}): Promise<Store> {
   // Which minutes the minute rollups answer and which the raw events (minute-sources.ts).
@@ -32,7 +33,8 @@ export async function openStore(config: HookwatchConfig, opts: { logger?: Logger
   if (isPostgresUrl(config.db)) {
     return PostgresStore.open({ url: config.db, dimensions: config.dimensions, poolSize: config.postgres.poolSize, readers: config.store.readers, maxHooks: config.store.maxHooks, retention, ...(opts.logger ? { logger: opts.logger } : {}), ...(opts.onMigrationLock ? { onMigrationLock: opts.onMigrationLock } : {}), ...(opts.onMigrationLockWait ? { onMigrationLockWait: opts.onMigrationLockWait } : {}), ...(opts.migrationLockWaitMs === undefined ? {} : { migrationLockWaitMs: opts.migrationLockWaitMs }) });
   }
-  return new SqliteStore({ path: config.db, synchronous: config.sqlite.synchronous, cacheBytes: config.sqlite.cacheBytes, dimensions: config.dimensions, readers: config.store.readers, maxHooks: config.store.maxHooks, retention, ...(opts.logger ? { logger: opts.logger } : {}) });
+  // Migrated on a worker thread: the ports answer meanwhile.
+  return SqliteStore.open({ path: config.db, synchronous: config.sqlite.synchronous, cacheBytes: config.sqlite.cacheBytes, dimensions: config.dimensions, readers: config.store.readers, maxHooks: config.store.maxHooks, retention, ...(opts.logger ? { logger: opts.logger } : {}) }, opts.onMigrationLock);
 }
 
 /** The wait after the first failed attempt to reach PostgreSQL at start; it doubles after each one, up to the cap. */

@@ -18,7 +18,7 @@ import { ATTR_ROLLUP_KEY, ATTR_ROLLUP_TABLE, attrRollupPruneSql, attrRollupQuery
 import { attrGroupedEventsQuery, hookGroupedEventsQuery, liveLead, type LiveTo, type RollupFilter, attrDigest, attrFilter, compactKey, hookRef, hookRefOf, KIND_CODES, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, eventValues, hookScope, lateArrivalsQuery, latePersistedQuery, toArrivals, seriesQuery, fleetSeriesQuery, toFleetBucket, edgeFleetBuckets, ROLLUP_TABLES, sqlString, toInfo, rollupAggregates, upsertSetClause } from '../sql.ts';
 import { SQLITE_BUSY, Statements, createPrivateFile, describeSqliteError, inTransaction, openSqlite, sqliteFault, sqliteFileBytes } from './database.ts';
 import { SqliteReaders, type ReadSession } from './reader.ts';
-import { attrExpr, migrateSchema, openFailure, schemaFailure, writeConnectionPragmas } from './schema.ts';
+import { attrExpr, migrateOnWorker, migrateSchema, openFailure, schemaFailure, writeConnectionPragmas } from './schema.ts';
 import { runPaced } from '../../paced.ts';
 import { EventRowInserts } from './event-rows.ts';
 import type { TranscriptCommandRow } from '../model.ts';
@@ -192,6 +192,18 @@ export class SqliteStore implements Store {
       this.checkTimer = setInterval(() => this.check(), opts.checkIntervalMs ?? 2000);
       this.checkTimer.unref();
     }
+  }
+
+  /**
+   * Migrates the file on a worker thread (schema.ts migrateOnWorker), then opens the store on this one: the event
+   * loop answers meanwhile, however long the migration takes. `onMigrating` is called if the file is to change.
+   * An in-memory database belongs to its one connection: it is migrated as it opens.
+   */
+  static async open(opts: SqliteStoreOptions, onMigrating?: () => void): Promise<SqliteStore> {
+    if (opts.path !== ':memory:' && opts.path !== '') {
+      await migrateOnWorker({ path: opts.path, synchronous: opts.synchronous ?? 'full', cacheBytes: opts.cacheBytes ?? DEFAULT_WRITE_CACHE_BYTES, dimensions: opts.dimensions ?? [] }, onMigrating);
+    }
+    return new SqliteStore(opts);
   }
 
   /** Opens the file, migrates it and prepares the statements ingest uses. */

@@ -1,14 +1,18 @@
 /**
  * The SQLite store's schema: its versioned migrations, and what follows the configured dimensions (their rollups,
- * attr_sets' indexes), brought to the current ones as the store opens.
+ * attr_sets' indexes). A file written by an older hookwatch may take minutes to migrate: `serve` migrates it on a
+ * worker thread of its own (migrateOnWorker, migrate-worker.ts), its event loop answering probes meanwhile, then
+ * opens the store, whose own pass (migrateSchema) finds nothing left to do.
  */
 import type { DatabaseSync } from 'node:sqlite';
+import { Worker } from 'node:worker_threads';
 import { ATTR_SET_INDEX_PREFIX, MIGRATION_FUNCTIONS, arrivalIndexDdl, arrivalTimeDdl, attrDigest, attrFirstMsDdl, attrSetIndexChanges, compactEventColumnsDdl, compactEventsDdl, compactKey, coreSchemaDdl, counterColumnsDdl, dimensionExpr, dimRebuildFromEventsSql, hookRef, lateArrivalIndexDdl, overArrivalDdl, rollupAggregates, sqlString, timeOrderedKeysDdl } from '../sql.ts';
 import { ROLLED_DIMENSIONS_META, dimChanges, dimRemoveSql, dimRollupDdl, dimRollupRekeyDdl, rolledDimensions } from '../dim-rollups.ts';
 import { attrRollupDdl } from '../attr-rollups.ts';
 import { transcriptFindingsDdl } from '../transcript-findings.ts';
 import { guardTrimsDdl } from '../guard-trims.ts';
 import { StoreUnavailableError } from '../store.ts';
+import { workerExecArgv } from '../../worker-argv.ts';
 import { describeSqliteError, inTransaction, sqliteFault } from './database.ts';
 
 /** Versioned migrations; append only. Version n is MIGRATIONS[n - 1]. */
@@ -157,4 +161,33 @@ export function schemaFailure(path: string, err: unknown): Error {
  */
 export function writeConnectionPragmas(cacheBytes: number): string {
   return `PRAGMA foreign_keys = ON; PRAGMA cache_size = -${Math.max(1, Math.floor(cacheBytes / 1024))};`;
+}
+
+/** What migrate-worker.ts is given. */
+export interface MigrateJob {
+  path: string;
+  synchronous: 'full' | 'normal';
+  cacheBytes: number;
+  dimensions: readonly string[];
+}
+
+/** What migrate-worker.ts tells: it began to change the file, it is done, or it failed (the store's error, rebuilt). */
+export type MigrateMessage = { type: 'migrating' } | { type: 'done' } | { type: 'failed'; message: string; unavailable: boolean };
+
+/**
+ * migrateSchema on a worker thread with its own connection to the file (migrate-worker.ts): the event loop stays
+ * free meanwhile. Resolves once the file is at the current schema; rejects with the error opening the store on
+ * this thread would have thrown. The caller holds the store's process lock (process-lock.ts): one process migrates.
+ */
+export function migrateOnWorker(job: MigrateJob, onMigrating: () => void = () => {}): Promise<void> {
+  const worker = new Worker(new URL('./migrate-worker.ts', import.meta.url), { workerData: job, execArgv: workerExecArgv() });
+  return new Promise<void>((resolve, reject) => {
+    worker.on('message', (m: MigrateMessage) => {
+      if (m.type === 'migrating') onMigrating();
+      else if (m.type === 'done') resolve();
+      else reject(m.unavailable ? new StoreUnavailableError(m.message) : new Error(m.message));
+    });
+    worker.once('error', reject);
+    worker.once('exit', (code) => reject(new Error(`the schema migration of ${job.path} ended (exit code ${code}) without an answer`)));
+  });
 }

@@ -1,0 +1,168 @@
+/**
+ * A SQLite file written by an older schema is migrated off the event loop (store/sqlite/migrate-worker.ts): while
+ * it migrates, `serve` answers /healthz 200 and /readyz 503 saying so, as a Kubernetes probe needs (one that gets
+ * no answer restarts the pod, mid-migration, again and again). The migration is held deterministically by another
+ * connection holding the file's write lock (SQLite waits for it, up to its 5 s busy timeout), as a long index build
+ * would hold it. A stop meanwhile leaves the file at a whole version: the next start migrates it, every event kept.
+ */
+import { once } from 'node:events';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { afterEach, expect, it } from 'vitest';
+import { hookId } from '../src/hooks/extract.ts';
+import type { HookEvent } from '../src/hooks/model.ts';
+import { MIGRATIONS, SqliteStore } from '../src/store/sqlite/index.ts';
+import { tempDir } from './helpers.ts';
+import { logEntries, spawnReplica, timedFetch, waitFor, type SpawnedReplica } from './support/postgres/replicas.ts';
+
+const MIGRATING = 'migrating the database schema';
+/** The last migration taken back: the file is as the release before it left it. */
+const OLD_SCHEMA = MIGRATIONS.length - 1;
+const EVENTS = 50;
+
+const cleanups: (() => unknown)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+/** A file at schema OLD_SCHEMA holding EVENTS events. */
+async function oldSchemaFile(path: string): Promise<void> {
+  const store = new SqliteStore({ path });
+  const t = Date.now();
+  const inserted = await store.ingest(Array.from({ length: EVENTS }, (_, i): HookEvent => ({
+    kind: 'complete', dedupKey: `e-${i}`, hookId: hookId('PostToolUse', 'PostToolUse:Bash'), hookEvent: 'PostToolUse',
+    hookName: 'PostToolUse:Bash', timeMs: t - i * 1000, numHooks: 1, numSuccess: 1, numBlocking: 0, numNonBlockingError: 0,
+    numCancelled: 0, durationMs: 10, stdoutChars: 100, additionalContextChars: null, systemMessageChars: null,
+    initialUserMessageChars: null, outputsPersisted: 0, sizesKnown: true, status: 'ok', serviceName: 'claude-code',
+    serviceVersion: '2.1.332', sessionId: 's-1', userId: 'u-1', userEmail: 'a@example.com', userAccountUuid: 'acc-1',
+    organizationId: 'org-1', terminalType: 'vscode', source: 'otlp', extra: {},
+  })));
+  expect(inserted.inserted).toHaveLength(EVENTS);
+  await store.close();
+  const db = new DatabaseSync(path);
+  db.exec('DROP INDEX events_late_arrival');
+  db.prepare('DELETE FROM schema_migrations WHERE version > ?').run(OLD_SCHEMA);
+  db.close();
+}
+
+function fileState(path: string): { version: number; events: number } {
+  const db = new DatabaseSync(path, { readOnly: true });
+  try {
+    const { v } = db.prepare('SELECT MAX(version) AS v FROM schema_migrations').get() as { v: number };
+    const { n } = db.prepare('SELECT COUNT(*) AS n FROM events').get() as { n: number };
+    return { version: v, events: n };
+  } finally {
+    db.close();
+  }
+}
+
+/** Another connection holding the file's write lock until `release`: the migration waits for it. */
+function holdWriteLock(path: string): { release(): void } {
+  const db = new DatabaseSync(path);
+  db.exec('BEGIN IMMEDIATE');
+  let held = true;
+  const release = (): void => {
+    if (!held) return;
+    held = false;
+    db.exec('ROLLBACK');
+    db.close();
+  };
+  cleanups.push(release);
+  return { release };
+}
+
+/** `serve` on the file, on fixed free ports (known before it has started), killed after the test. */
+function spawnServe(dir: string, path: string): Promise<SpawnedReplica> {
+  return spawnReplica({ db: path, cwd: dir, defer: (fn) => void cleanups.push(fn) });
+}
+
+/** /readyz's status and reason, answered within a probe's second. */
+async function readiness(httpUrl: string): Promise<{ status: number | 'no answer'; reason?: string }> {
+  try {
+    const res = await fetch(`${httpUrl}/readyz`, { signal: AbortSignal.timeout(1000) });
+    const { reason } = (await res.json()) as { reason?: string };
+    return { status: res.status, ...(reason === undefined ? {} : { reason }) };
+  } catch {
+    return { status: 'no answer' };
+  }
+}
+
+/** Waits until /readyz says the schema is migrating, then checks /healthz answers as a liveness probe would. */
+async function whileMigrating(s: { httpUrl: string }): Promise<void> {
+  await waitFor('/readyz saying the schema migrates', async () => ((await readiness(s.httpUrl)).reason === MIGRATING ? true : undefined), 30_000, 50);
+  expect(await timedFetch(`${s.httpUrl}/healthz`, 1000)).toMatchObject({ status: 200 });
+  expect(await readiness(s.httpUrl)).toEqual({ status: 503, reason: MIGRATING });
+  // The API has no store to read yet: retry later.
+  expect(await timedFetch(`${s.httpUrl}/api/v1/hooks`, 1000)).toMatchObject({ status: 503 });
+}
+
+it('answers /healthz 200 and /readyz 503 "migrating the database schema" while it migrates, then serves every event', async () => {
+  const tmp = tempDir('hookwatch-migrate-');
+  cleanups.push(() => tmp.cleanup());
+  const path = join(tmp.dir, 'hookwatch.db');
+  await oldSchemaFile(path);
+  const lock = holdWriteLock(path);
+  const s = await spawnServe(tmp.dir, path);
+  await whileMigrating(s);
+  // Still at the old schema: the migration waits for the lock.
+  expect(fileState(path)).toEqual({ version: OLD_SCHEMA, events: EVENTS });
+  lock.release();
+  const served = await s.starting;
+  await waitFor('/readyz ready once migrated', async () => ((await readiness(served.httpUrl)).status === 200 ? true : undefined), 30_000, 50);
+  expect(fileState(path)).toEqual({ version: MIGRATIONS.length, events: EVENTS });
+  const hooks = (await (await fetch(`${served.httpUrl}/api/v1/hooks`)).json()) as unknown;
+  expect(JSON.stringify(hooks)).toContain('PostToolUse:Bash');
+  await served.stop();
+}, 120_000);
+
+it('stops on SIGTERM while it migrates, leaving the file at a whole version; the next start migrates it', async () => {
+  const tmp = tempDir('hookwatch-migrate-');
+  cleanups.push(() => tmp.cleanup());
+  const path = join(tmp.dir, 'hookwatch.db');
+  await oldSchemaFile(path);
+  const lock = holdWriteLock(path);
+  const s = await spawnServe(tmp.dir, path);
+  await whileMigrating(s);
+  const exited = once(s.child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
+  s.child.kill('SIGTERM');
+  const [code, signal] = await exited;
+  expect({ code, signal }).toEqual({ code: 1, signal: null });
+  expect(logEntries(s.lines(), 'signal during start: exiting now')).toEqual([expect.objectContaining({ signal: 'SIGTERM' })]);
+  lock.release();
+  expect(fileState(path)).toEqual({ version: OLD_SCHEMA, events: EVENTS });
+
+  const again = await spawnServe(tmp.dir, path);
+  const served = await again.starting;
+  expect(fileState(path)).toEqual({ version: MIGRATIONS.length, events: EVENTS });
+  await served.stop();
+}, 120_000);
+
+it('exits 1 with the migration\'s failure when the file stays locked past the busy timeout', async () => {
+  const tmp = tempDir('hookwatch-migrate-');
+  cleanups.push(() => tmp.cleanup());
+  const path = join(tmp.dir, 'hookwatch.db');
+  await oldSchemaFile(path);
+  holdWriteLock(path);
+  const s = await spawnServe(tmp.dir, path);
+  await whileMigrating(s);
+  const [code] = (await once(s.child, 'exit')) as [number | null];
+  expect(code).toBe(1);
+  // What the store's open said on the main thread, as before it migrated on a thread of its own.
+  expect(s.lines()).toContain('hookwatch: database is locked');
+  expect(fileState(path)).toEqual({ version: OLD_SCHEMA, events: EVENTS });
+}, 120_000);
+
+it('exits 1 with the same message for a file whose schema is newer than this hookwatch, the file untouched', async () => {
+  const tmp = tempDir('hookwatch-migrate-');
+  cleanups.push(() => tmp.cleanup());
+  const path = join(tmp.dir, 'hookwatch.db');
+  await oldSchemaFile(path);
+  const db = new DatabaseSync(path);
+  db.prepare('INSERT INTO schema_migrations (version, applied_at) VALUES (?, 0)').run(MIGRATIONS.length + 1);
+  db.close();
+  const s = await spawnServe(tmp.dir, path);
+  const [code] = (await once(s.child, 'exit')) as [number | null];
+  expect(code).toBe(1);
+  expect(s.lines()).toContain(`hookwatch: the database schema is version ${MIGRATIONS.length + 1}, newer than this hookwatch (${MIGRATIONS.length}); upgrade hookwatch`);
+  expect(fileState(path)).toEqual({ version: MIGRATIONS.length + 1, events: EVENTS });
+}, 120_000);
