@@ -678,6 +678,39 @@ describe('resolutions', () => {
     expect(ends.map((t) => (t > h.clock.now() ? 'firing' : 'resolved'))).toEqual(['firing', 'firing', 'resolved']);
   });
 
+  it('to an Alertmanager receiver are posted again after a renewal that timed out, which Alertmanager may still take later', async () => {
+    const h = await harness([{ kind: 'persisted', window: '1m' }], { receiverType: 'alertmanager' });
+    await h.push(over);
+    // The next push, a renewal, reaches the receiver and is held there past the receiver's timeout, then taken.
+    let release = (): void => undefined;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let arrived = (): void => undefined;
+    const renewalArrived = new Promise<void>((resolve) => (arrived = resolve));
+    let seen = 0;
+    h.sink.reply = () => (seen++ === 0 ? (arrived(), { status: 200, hold: held }) : { status: 200 });
+    const [receiver] = parseReceivers([{ name: 'ops', type: 'alertmanager', url: `${h.sink.url}/hook`, timeout: '200ms' }]);
+    const am = receiver as NonNullable<typeof receiver>;
+    const renewal = h.alerting.refresher.push(am);
+    await renewalArrived;
+    h.clock.advance(3 * MIN);
+    await h.alerting.engine.evaluate('all');
+    expect(h.alerting.engine.alerts().map((a) => a.state)).toEqual(['resolved']);
+    await renewal;
+    expect(h.alerting.refresher.byReceiver.get('ops')).toEqual({ delivered: 0, failed: 1 });
+    // The resolution goes once hookwatch gave up on the renewal, and the receiver takes the renewal after it.
+    await h.alerting.dispatcher.idle();
+    release();
+    await h.sink.waitFor(3, 2000);
+    // The next resend interval posts the resolution again: Alertmanager's last word on the alert is that it ended.
+    h.clock.advance(MIN);
+    await h.alerting.refresher.push(am);
+    const states = h.sink.requests.map((q) => (Date.parse((JSON.parse(q.body) as { endsAt: string }[])[0]?.endsAt ?? '') > q.at ? 'firing' : 'resolved'));
+    expect(states).toEqual(['firing', 'resolved', 'firing', 'resolved']);
+    // Once a push was answered, the resolution is not posted again.
+    await h.alerting.refresher.push(am);
+    expect(h.sink.requests).toHaveLength(4);
+  });
+
   it('go to a receiver that had the firing a group_interval after refusing it', async () => {
     const h = await harness([{ kind: 'persisted', window: '10m' }]);
     h.sink.reply = () => ({ status: 400 });
