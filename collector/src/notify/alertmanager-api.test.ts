@@ -298,6 +298,42 @@ describe('alertmanager renewals', () => {
   });
 });
 
+describe('alertmanager renewals to a receiver a reload removed', () => {
+  it('are forgotten: a failure in flight then is neither logged nor makes the receiver, configured again, log that it is reachable again', async () => {
+    const sink = new WebhookSink();
+    let release = (): void => undefined;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let arrived = (): void => undefined;
+    const pushArrived = new Promise<void>((resolve) => (arrived = resolve));
+    // The first push is answered 503 once the reload has removed its receiver; the next ones 200.
+    sink.reply = (q) => (q.index === 0 ? (arrived(), { status: 503, hold: held }) : { status: 200 });
+    await sink.start();
+    const logs: string[] = [];
+    const [receiver] = parseReceivers([{ name: 'am', type: 'alertmanager', url: sink.url, resendInterval: '1s', timeout: '10s' }]);
+    const am = receiver as NonNullable<typeof receiver>;
+    const firing: AlertSummary = {
+      id: 'a-1', fingerprint: 'fp', rule: 'persisted', state: 'firing', labels: { alertname: 'persisted' }, annotations: {},
+      activeAt: '2026-12-01T00:00:00.000Z', startsAt: '2026-12-01T00:00:00.000Z', endsAt: null, firstEventAt: null, lastNotifiedAt: '2026-12-01T00:00:00.000Z', deliveries: [], silencedBy: [], hookId: null,
+    };
+    const refresher = new AlertmanagerRefresher({ receivers: [am], links: { externalUrl: '' }, alerts: () => [firing], logger: createLogger({ level: 'info', write: (l) => logs.push(l) }) });
+    try {
+      const first = refresher.push(am);
+      await pushArrived;
+      refresher.reconfigure({ receivers: [] });
+      release();
+      await first;
+      refresher.reconfigure({ receivers: [am] });
+      await refresher.push(am);
+      expect(sink.requests.map((q) => q.status)).toEqual([503, 200]);
+      expect(logs).toEqual([]);
+      expect(refresher.byReceiver.get('am')).toEqual({ delivered: 1, failed: 0 });
+    } finally {
+      await refresher.stop();
+      await sink.close();
+    }
+  });
+});
+
 describe('alertmanager receiver test notification', () => {
   it('is posted resolved on arrival (endsAt = startsAt); a notification of a rule is posted firing', () => {
     const [receiver] = parseReceivers([{ name: 'am', type: 'alertmanager', url: 'http://am:9093', resendInterval: '1m' }]);

@@ -121,7 +121,11 @@ export class AlertmanagerRefresher {
   reconfigure(next: Pick<AlertmanagerRefresherOptions, 'receivers' | 'tls'>): void {
     this.opts = { ...this.opts, ...next };
     const names = new Set(next.receivers.filter((r) => r.type === 'alertmanager').map((r) => r.name));
-    for (const name of this.byReceiver.keys()) if (!names.has(name)) this.byReceiver.delete(name);
+    for (const name of this.byReceiver.keys()) {
+      if (names.has(name)) continue;
+      // Forgotten, its push in flight included: its outcome is no longer this receiver's, should the name come back.
+      for (const state of [this.byReceiver, this.pushing, this.unanswered, this.failing]) state.delete(name);
+    }
     for (const name of names) if (!this.byReceiver.has(name)) this.byReceiver.set(name, { delivered: 0, failed: 0 });
     if (!this.started) return;
     for (const t of this.timers.splice(0)) clearInterval(t);
@@ -169,12 +173,15 @@ export class AlertmanagerRefresher {
     });
     this.pushing.set(r.name, sending);
     let result: SendResult;
+    let removed: boolean;
     try {
       result = await sending;
     } finally {
-      this.pushing.delete(r.name);
+      // Not the push in flight any more: a reload removed its receiver meanwhile.
+      removed = this.pushing.get(r.name) !== sending;
+      if (!removed) this.pushing.delete(r.name);
     }
-    if (result.outcome === 'aborted') return;
+    if (result.outcome === 'aborted' || removed) return;
     const counts = this.byReceiver.get(r.name);
     if (counts) counts[result.outcome === 'delivered' ? 'delivered' : 'failed']++;
     if (result.outcome === 'delivered') this.unanswered.delete(r.name);
