@@ -15,7 +15,7 @@ import type { Notification, ReceiverConfig } from './model.ts';
 import { OtlpAlertEmitter, logsUrl } from './otlp.ts';
 import { parseReceivers, signingSecretProblem } from './settings.ts';
 import { slackText } from './slack.ts';
-import { sendWithRetry, type AttemptResult } from './transport.ts';
+import { failureReason, sendWithRetry, type AttemptResult } from './transport.ts';
 
 const sinks: WebhookSink[] = [];
 afterEach(async () => {
@@ -86,6 +86,16 @@ describe('transport', () => {
     expect(r.outcome).toBe('delivered');
     const gap = (s.requests[1]?.perfMs ?? 0) - (s.requests[0]?.perfMs ?? 0);
     expect(gap).toBeGreaterThanOrEqual(950);
+  });
+
+  it('treats an answer whose headers are too large to read as permanent: one attempt, counted `other`', async () => {
+    const s = await sink();
+    // Over the 16 KiB of headers fetch reads (a proxy setting a cookie per request, say): it would be so every time.
+    s.reply = () => ({ status: 200, headers: { 'set-cookie': 'x'.repeat(20 * 1024) } });
+    const r = await sendWithRetry(() => ({ body: '{}', headers: {} }), { url: s.url, timeoutMs: 2000, deadlineMs: Date.now() + 2000, baseDelayMs: 5, maxDelayMs: 20 });
+    expect(r).toMatchObject({ outcome: 'failed', attempts: 1, httpStatus: null, error: 'UND_ERR_HEADERS_OVERFLOW' });
+    expect(s.requests).toHaveLength(1);
+    expect(failureReason(r)).toBe('other');
   });
 
   it('gives up at the deadline and says so', async () => {

@@ -2,7 +2,7 @@
  * One HTTP POST transport with retries, wrapped around every receiver (retry is not each sender's business):
  * per-attempt timeout, exponential backoff with full jitter (net/backoff.ts: sleep = random(0, min(cap, base * 2^attempt))),
  * Retry-After honoured, an overall deadline. 2xx delivers; 408, 429, 5xx and network errors retry; any other
- * status is permanent. Redirects are not followed: a signed body must not travel to another host. A receiver's
+ * status is permanent, and so is an answer whose headers are too large to read. Redirects are not followed: a signed body must not travel to another host. A receiver's
  * `tls` files are those of net/tls.ts: checked at start, re-read as they rotate, the next connection using them.
  */
 
@@ -135,7 +135,7 @@ export function describeError(err: unknown, url: string): string {
  * Why a notification was given up on, as /metrics names it (hookwatch_notification_failures_total{reason}), in the
  * words of the alert events' failures: refused_3xx (a redirect, not followed), refused_4xx, refused_5xx (the status
  * its last attempt was answered), unreachable (no connection made, or it was closed before the answer), timeout
- * (no answer within the receiver's timeout), tls (the handshake failed), other.
+ * (no answer within the receiver's timeout), tls (the handshake failed), other (an answer too large to read).
  */
 export const NOTIFICATION_FAILURE_REASONS = ['refused_3xx', 'refused_4xx', 'refused_5xx', 'unreachable', 'timeout', 'tls', 'other'] as const;
 export type NotificationFailureReason = (typeof NOTIFICATION_FAILURE_REASONS)[number];
@@ -144,6 +144,13 @@ export type NotificationFailureReason = (typeof NOTIFICATION_FAILURE_REASONS)[nu
 const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNABORTED', 'UND_ERR_SOCKET']);
 /** describeError's codes of fetch's own timeouts (connecting, the answer's headers or body). */
 const TIMEOUT_CODES = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
+
+/**
+ * describeError's codes of answers fetch cannot read, which the receiver would give every time: not retried, as
+ * OpenTelemetry's OTLP/HTTP exporters retry no network error but a lost or refused connection or a timeout.
+ * Headers over Node's 16 KiB (`--max-http-header-size`): a proxy in front of the receiver adding cookies, say.
+ */
+const UNREADABLE_ANSWER_CODES = new Set(['UND_ERR_HEADERS_OVERFLOW']);
 
 /** The reason of a delivery that failed, from its last attempt's status and error. */
 export function failureReason(result: Pick<SendResult, 'httpStatus' | 'error'>): NotificationFailureReason {
@@ -241,7 +248,7 @@ export async function sendWithRetry(build: (attempt: number) => OutgoingRequest,
     lastStatus = status;
     lastError = error;
     const delivered = status !== null && status >= 200 && status < 300;
-    const retryable = !delivered && (status === null || isRetryableStatus(status));
+    const retryable = !delivered && (status === null ? !UNREADABLE_ANSWER_CODES.has(error ?? '') : isRetryableStatus(status));
     let wait = retryable ? fullJitterBackoff(attempt, { baseMs: base, capMs: cap, multiplier: 2 }, random) : 0;
     if (retryable && retryAfter !== undefined) wait = Math.max(wait, retryAfter);
     const giveUp = !delivered && (!retryable || now() + wait > opts.deadlineMs || attempt >= (opts.maxAttempts ?? Infinity) || opts.signal?.aborted === true);
