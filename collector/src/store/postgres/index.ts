@@ -757,9 +757,14 @@ export class PostgresStore implements Store {
    * together they never pass the limit.
    */
   private async foldBeyondLimit(client: pg.PoolClient, sorted: HookEvent[]): Promise<{ events: HookEvent[]; fold: { folded: number; overflowHooks: string[] } }> {
-    const rows = await client.query<{ hook_id: string }>('SELECT hook_id FROM hooks WHERE hook_id = ANY($1::text[])', [[...new Set(sorted.map((e) => e.hookId)), ...overflowIds(sorted)]]);
-    const existing = new Set(rows.rows.map((r) => String(r.hook_id)));
-    const count = Number((await client.query<{ n: string }>('SELECT COUNT(*) AS n FROM hooks')).rows[0]?.n ?? 0);
+    // Which hooks are stored and how many, in one statement (one snapshot): read apart, a hook retention deleted
+    // in between would be taken for stored yet not counted, and stored again past the limit.
+    const stored = await client.query<{ existing: string[]; n: string }>(
+      'SELECT ARRAY(SELECT hook_id FROM hooks WHERE hook_id = ANY($1::text[])) AS existing, (SELECT COUNT(*) FROM hooks) AS n',
+      [[...new Set(sorted.map((e) => e.hookId)), ...overflowIds(sorted)]],
+    );
+    const existing = new Set((stored.rows[0]?.existing ?? []).map(String));
+    const count = Number(stored.rows[0]?.n ?? 0);
     const r = foldNewHooks(sorted, (id) => existing.has(id), count, this.maxHooks);
     // Folding changes hook ids only, not the dedup keys the rows are sorted by.
     return { events: r.events, fold: r };

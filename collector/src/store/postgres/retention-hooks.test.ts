@@ -2,7 +2,8 @@
  * Retention removing hooks with nothing left, batch by batch, on a real PostgreSQL, while ingest goes on between
  * the batches: a hook a batch has deleted is new again to the next ingest, which counts it against store.maxHooks
  * as any new hook. So is one deleted after an ingest took it for a known hook (its own replica's retention while
- * the batch waits, another replica's that it has not heard of yet): the batch that stores it again counts it.
+ * the batch waits, another replica's that it has not heard of yet): the batch that stores it again counts it. A
+ * batch admitting new hooks that found it stored counts the table as it was then, with it.
  */
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
@@ -20,6 +21,38 @@ const T0 = Date.UTC(2026, 2, 2, 12);
 /** The stored hooks' names, in name order. */
 async function hookNames(url: string): Promise<string[]> {
   return (await queryOnce<{ hook_name: string }>(url, 'SELECT hook_name FROM hooks ORDER BY hook_name')).map((h) => h.hook_name);
+}
+
+/**
+ * Holds the answer to the first statement of the next ingest transaction that takes the exclusive fold lock (the
+ * one that reads the hooks table to count it against store.maxHooks) until `release`: the database has answered,
+ * the batch has not gone on. The statement and its answer are PostgreSQL's own; only their arrival here waits.
+ */
+function holdFoldRead(): { reached: Promise<void>; release: () => void; restore: () => void } {
+  const proto = pg.Client.prototype as unknown as { query: (...args: unknown[]) => unknown };
+  const original = proto.query;
+  const locked = new WeakSet<object>();
+  let armed = true;
+  let reached = (): void => undefined;
+  let release = (): void => undefined;
+  const reachedP = new Promise<void>((resolve) => (reached = resolve));
+  const released = new Promise<void>((resolve) => (release = resolve));
+  proto.query = function (this: object, ...args: unknown[]): unknown {
+    const result = original.apply(this, args);
+    if (!armed || !(result instanceof Promise)) return result;
+    if (args[0] === 'SELECT pg_advisory_xact_lock($1)' && (args[1] as unknown[] | undefined)?.[0] === FOLD_LOCK_KEY) {
+      locked.add(this);
+      return result;
+    }
+    if (!locked.has(this)) return result;
+    armed = false;
+    return result.then(async (answer: unknown) => {
+      reached();
+      await released;
+      return answer;
+    });
+  };
+  return { reached: reachedP, release, restore: () => void (proto.query = original) };
 }
 
 describe('retention of hooks with nothing left', () => {
@@ -113,5 +146,37 @@ describe('retention of hooks with nothing left', () => {
     const back = await follower.ingest([hookEvent({ hookName: 'PostToolUse:one', timeMs: now })]);
     expect(back).toMatchObject({ folded: 1, overflowHooks: [overflowHookName('PostToolUse')] });
     expect(await hookNames(url)).toEqual([overflowHookName('PostToolUse'), 'PostToolUse:three', 'PostToolUse:two']);
+  });
+  it('a hook a batch admitting new hooks found stored and retention then deleted is counted against store.maxHooks', { timeout: 60_000 }, async () => {
+    const url = await db.server().createDatabase();
+    // A connection for the ingest and one for retention.
+    const store = db.track(await PostgresStore.open({ url, poolSize: 3, maxHooks: 2 }));
+    const now = T0 + 3 * DAY;
+    // "one" has only old events, "two" new ones too.
+    await store.ingest([hookEvent({ hookName: 'PostToolUse:one', timeMs: T0 }), hookEvent({ hookName: 'PostToolUse:two', timeMs: T0 })]);
+    await store.ingest([hookEvent({ hookName: 'PostToolUse:two', timeMs: now })]);
+    // A batch with a new hook, "three", and "one" again: it reads which of its hooks are stored, and how many hooks.
+    const hold = holdFoldRead();
+    const pending: Promise<unknown>[] = [];
+    db.defer(async () => {
+      hold.release();
+      hold.restore();
+      await Promise.allSettled(pending);
+    });
+    const back = store.ingest([hookEvent({ hookName: 'PostToolUse:three', timeMs: now }), hookEvent({ hookName: 'PostToolUse:one', timeMs: now })]);
+    pending.push(back);
+    await hold.reached;
+    hold.restore();
+    // Retention deletes "one" before the batch goes on. (The run's index rebuilds, after the hooks, wait for the
+    // batch's transaction.)
+    const run = store.prune(T0 + 2 * DAY, T0 + 2 * DAY);
+    pending.push(run);
+    await waitFor('retention to delete "one"', async () => ((await hookNames(url)).includes('PostToolUse:one') ? undefined : true), 10_000);
+    hold.release();
+    // The batch counted "one" as stored, and the table as it was when it looked: "three" is past the limit.
+    const stored = await back;
+    expect(await hookNames(url)).toEqual([overflowHookName('PostToolUse'), 'PostToolUse:one', 'PostToolUse:two']);
+    expect(stored).toMatchObject({ folded: 1, overflowHooks: [overflowHookName('PostToolUse')] });
+    expect((await run).hooks).toBe(1);
   });
 });
