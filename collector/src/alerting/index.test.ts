@@ -706,9 +706,14 @@ describe('resolutions', () => {
     await h.alerting.refresher.push(am);
     const states = h.sink.requests.map((q) => (Date.parse((JSON.parse(q.body) as { endsAt: string }[])[0]?.endsAt ?? '') > q.at ? 'firing' : 'resolved'));
     expect(states).toEqual(['firing', 'resolved', 'firing', 'resolved']);
-    // Once a push was answered, the resolution is not posted again.
+    // It is posted again with every renewal push until 15 minutes after it resolved, then no more.
+    const endsAt = h.alerting.engine.alerts()[0]?.endsAt ?? '';
+    h.clock.advance(Date.parse(endsAt) + 15 * MIN - 1 - h.clock.now());
     await h.alerting.refresher.push(am);
-    expect(h.sink.requests).toHaveLength(4);
+    expect((JSON.parse(h.sink.requests[4]?.body ?? '[]') as { endsAt: string }[]).map((a) => a.endsAt)).toEqual([endsAt]);
+    h.clock.advance(1);
+    await h.alerting.refresher.push(am);
+    expect(h.sink.requests).toHaveLength(5);
   });
 
   it('go to a receiver that had the firing a group_interval after refusing it', async () => {

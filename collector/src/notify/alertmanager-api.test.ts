@@ -19,8 +19,8 @@ import { ClientTlsCredentials } from '../net/tls.ts';
 import { emitExecutions, isolatedEnv } from '../../test/support/service.ts';
 import { sendWithRetry } from './transport.ts';
 import { alertmanagerFingerprint } from './alertmanager.ts';
-import { AlertmanagerRefresher, alertmanagerApiRenderer } from './alertmanager-api.ts';
-import type { Notification } from './model.ts';
+import { AlertmanagerRefresher, alertmanagerApiRenderer, postableAlert, type PostableAlert } from './alertmanager-api.ts';
+import type { Notification, ReceiverConfig } from './model.ts';
 import type { AlertSummary } from '../../../shared/src/api.ts';
 import { hasAlertmanager, startAlertmanager, type RunningAlertmanager } from '../../test/support/alertmanager.ts';
 
@@ -248,6 +248,40 @@ describe.skipIf(!hasAlertmanager)('alertmanager receiver against a real Alertman
     // The basic-auth password went out only in the Authorization header, never into a log line.
     expect(logs.join('\n')).not.toContain('s3cret-am-password');
   }, 60_000);
+
+  it('ends an alert whose renewal it took after the resolution: the next renewal push carries the resolution again', async () => {
+    // An Alertmanager of its own (the one above is stopped by now), routing to no one.
+    const own = await startAlertmanager(mkdtempSync(join(dir, 'late-')), ['route:', '  receiver: none', 'receivers:', '  - name: none', ''].join('\n'));
+    const [receiver] = parseReceivers([{ name: 'late', type: 'alertmanager', url: `${own.url}/`, resendInterval: '1m' }]);
+    const r = receiver as NonNullable<typeof receiver>;
+    const startsAt = new Date(Date.now() - 60_000).toISOString();
+    const firing: AlertSummary = {
+      id: 'a-1', fingerprint: 'fp', rule: 'persisted', state: 'firing', labels: { alertname: 'late_renewal' }, annotations: {},
+      activeAt: startsAt, startsAt, endsAt: null, firstEventAt: null, lastNotifiedAt: startsAt, deliveries: [], silencedBy: [], hookId: null,
+    };
+    let alerts = [firing];
+    const refresher = new AlertmanagerRefresher({ receivers: [r], links: { externalUrl: '' }, alerts: () => alerts, logger: silentLogger });
+    const post = async (resolvedAt: string | null): Promise<void> => {
+      const res = await fetch(r.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify([postableAlert({ ...firing, startsAt }, resolvedAt, { externalUrl: '' }, Date.now(), 60_000)]) });
+      expect(res.status).toBe(200);
+    };
+    const active = async (): Promise<string[]> => ((await (await fetch(`${own.url}/api/v2/alerts`)).json()) as AmAlert[]).map((a) => a.labels['alertname'] ?? '');
+    try {
+      // The alert resolves; Alertmanager takes its resolution, then a renewal built before it (late, or retried).
+      const resolvedAt = new Date().toISOString();
+      alerts = [{ ...firing, state: 'resolved', endsAt: resolvedAt }];
+      await post(resolvedAt);
+      await post(null);
+      expect(await active()).toEqual(['late_renewal']);
+      // The next renewal push ends it there, instead of four resend intervals on.
+      await refresher.push(r);
+      expect(refresher.byReceiver.get('late')).toEqual({ delivered: 1, failed: 0 });
+      expect(await active()).toEqual([]);
+    } finally {
+      await refresher.stop();
+      own.kill();
+    }
+  }, 30_000);
 });
 
 describe('alertmanager renewals', () => {
@@ -291,6 +325,60 @@ describe('alertmanager renewals', () => {
       expect(sink.requests).toHaveLength(1);
       await sink.waitFor(2, 3000);
       expect(refresher.byReceiver.get('am')).toEqual({ delivered: 1, failed: 0 });
+    } finally {
+      await refresher.stop();
+      await sink.close();
+    }
+  });
+});
+
+describe('alertmanager renewals of resolved alerts', () => {
+  it('carry every alert resolved within the last 15 minutes, with endsAt the time it resolved, as Prometheus does', async () => {
+    const sink = new WebhookSink();
+    await sink.start();
+    const now = Date.parse('2026-12-01T01:00:00.000Z');
+    let clock = now;
+    const at = (ms: number): string => new Date(ms).toISOString();
+    const alert = (id: string, over: Partial<AlertSummary>): AlertSummary => ({
+      id, fingerprint: id, rule: 'persisted', state: 'resolved', labels: { alertname: 'persisted', hook_name: id }, annotations: {},
+      activeAt: '2026-12-01T00:00:00.000Z', startsAt: '2026-12-01T00:00:00.000Z', endsAt: null, firstEventAt: null, lastNotifiedAt: '2026-12-01T00:00:00.000Z', deliveries: [], silencedBy: [], hookId: null, ...over,
+    });
+    const listed = [
+      alert('firing', { state: 'firing' }),
+      alert('recent', { endsAt: at(now - 14 * 60_000) }),
+      alert('old', { endsAt: at(now - 16 * 60_000) }),
+      // Never posted firing (it fired while silenced in hookwatch): Alertmanager does not hold it.
+      alert('unposted', { endsAt: at(now - 60_000), lastNotifiedAt: null }),
+      // Fired again under the same labels: renewed as firing, not ended.
+      alert('again', { id: 'again-1', endsAt: at(now - 60_000) }),
+      alert('again', { id: 'again-2', state: 'firing' }),
+      // Resolved twice within the window: its latest resolution alone.
+      alert('twice', { id: 'twice-1', endsAt: at(now - 10 * 60_000) }),
+      alert('twice', { id: 'twice-2', endsAt: at(now - 2 * 60_000) }),
+    ];
+    let alerts = listed;
+    const receivers = parseReceivers([
+      { name: 'am', type: 'alertmanager', url: sink.url, resendInterval: '1m' },
+      { name: 'quiet', type: 'alertmanager', url: `${sink.url}/quiet`, resendInterval: '1m', sendResolved: false },
+    ]);
+    const [am, quiet] = receivers as [ReceiverConfig, ReceiverConfig];
+    const refresher = new AlertmanagerRefresher({ receivers, links: { externalUrl: '' }, alerts: () => alerts, logger: silentLogger, now: () => clock });
+    const posted = (i: number): [string | undefined, string][] => (JSON.parse(sink.requests[i]?.body ?? '[]') as PostableAlert[]).map((a) => [a.labels['hook_name'], a.endsAt]);
+    try {
+      await refresher.push(am);
+      const ahead = at(now + 4 * 60_000);
+      expect(posted(0)).toEqual([['firing', ahead], ['again', ahead], ['recent', at(now - 14 * 60_000)], ['twice', at(now - 2 * 60_000)]]);
+      // Without firing alerts, the resolved ones are still posted.
+      alerts = listed.filter((a) => a.state === 'resolved');
+      await refresher.push(am);
+      expect(posted(1)).toEqual([['recent', at(now - 14 * 60_000)], ['again', at(now - 60_000)], ['twice', at(now - 2 * 60_000)]]);
+      // A receiver that is not sent resolutions is not sent them here either.
+      await refresher.push(quiet);
+      expect(sink.requests).toHaveLength(2);
+      // Past the 15 minutes of each, nothing is left to post.
+      clock = now + 15 * 60_000;
+      await refresher.push(am);
+      expect(sink.requests).toHaveLength(2);
     } finally {
       await refresher.stop();
       await sink.close();

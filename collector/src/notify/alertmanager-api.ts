@@ -18,6 +18,12 @@ import { formatRfc3339 } from '../rfc3339.ts';
 export const DEFAULT_RESEND_INTERVAL_MS = 60_000;
 /** Prometheus sets endsAt to 4 resend intervals ahead: three pushes may be lost before the alert resolves itself. */
 const LIFETIME_INTERVALS = 4;
+/**
+ * How long a resolved alert is pushed again with every renewal, its endsAt the time it resolved: Prometheus'
+ * `resolvedRetention`. Whatever order Alertmanager takes the pushes in (a renewal built before the resolution,
+ * taken after it) and whichever is lost, its last word on the alert within a resend interval is that it ended.
+ */
+export const RESOLVED_RESEND_MS = 15 * 60_000;
 
 /** One alert as `POST /api/v2/alerts` takes it (Alertmanager's postableAlert). */
 export interface PostableAlert {
@@ -81,11 +87,13 @@ export interface AlertmanagerRefresherOptions {
 }
 
 /**
- * Pushes every firing alert already notified to each Alertmanager receiver every resend interval. The first
- * push of an alert and its resolution go through the durable outbox like any notification; this keeps endsAt
- * ahead while it fires, and after a restart renews what the previous process pushed. A silence in hookwatch
- * mutes notifications (an alert that fires while silenced is never pushed), but an alert Alertmanager already
- * holds is still renewed: left to expire it would resolve there, falsely, and fire again when the silence ends.
+ * Pushes every firing alert already notified to each Alertmanager receiver every resend interval, and, as
+ * Prometheus does, each one resolved within RESOLVED_RESEND_MS with its resolution. The first push of an alert
+ * and its resolution go through the durable outbox like any notification; this keeps endsAt ahead while it fires,
+ * repeats its end once it resolved, and after a restart renews what the previous process pushed. A silence in
+ * hookwatch mutes notifications (an alert that fires while silenced is never pushed), but an alert Alertmanager
+ * already holds is still renewed: left to expire it would resolve there, falsely, and fire again when the silence
+ * ends. Should it resolve while silenced, its resolution is pushed with the renewals.
  */
 export class AlertmanagerRefresher {
   /** Renewal pushes per Alertmanager receiver, delivered or failed (for /metrics: from 0, so a first failure shows). */
@@ -149,8 +157,8 @@ export class AlertmanagerRefresher {
   }
 
   /**
-   * Pushes the firing alerts to one receiver now (one attempt: the next interval is the retry); nothing while the
-   * previous push to it is still waiting for its answer.
+   * Pushes the firing and recently resolved alerts to one receiver now (one attempt: the next interval is the
+   * retry); nothing while the previous push to it is still waiting for its answer.
    */
   async push(r: ReceiverConfig): Promise<void> {
     const now = this.opts.now ?? Date.now;
@@ -158,10 +166,11 @@ export class AlertmanagerRefresher {
     if (this.pushing.has(r.name)) return;
     const alerts = this.opts.alerts();
     const firing = alerts.filter((a) => a.state === 'firing' && a.lastNotifiedAt !== null && a.startsAt !== null);
+    const recent = r.sendResolved ? recentlyResolved(alerts, firing, now()) : [];
     const unanswered = this.unanswered.get(r.name);
     // Resolved since a push that carried them went unanswered (one firing again under the same labels is renewed instead).
-    const resolved = alerts.filter((a) => unanswered?.has(a.id) && a.state === 'resolved' && a.startsAt !== null && !firing.some((f) => f.fingerprint === a.fingerprint));
-    const carried = [...firing, ...resolved];
+    const resolved = alerts.filter((a) => unanswered?.has(a.id) && !recent.includes(a) && a.state === 'resolved' && a.startsAt !== null && !firing.some((f) => f.fingerprint === a.fingerprint));
+    const carried = [...firing, ...recent, ...resolved];
     if (carried.length === 0) {
       this.unanswered.delete(r.name);
       return;
@@ -198,8 +207,8 @@ export class AlertmanagerRefresher {
   /**
    * Resolves once the push in flight to `receiver` (if any) has its answer. It was built from the alerts firing
    * then: a resolution sent to the receiver after it may not reach Alertmanager before it, or Alertmanager would
-   * take the renewal last and hold the resolved alert firing until the renewal's endsAt. Pushes built after an
-   * alert resolved no longer carry it.
+   * take the renewal last and hold the resolved alert firing until the next push. Pushes built after an alert
+   * resolved carry it resolved.
    */
   async settled(receiver: string): Promise<void> {
     await this.pushing.get(receiver)?.catch(() => undefined);
@@ -212,4 +221,14 @@ export class AlertmanagerRefresher {
     this.abort.abort();
     await Promise.allSettled([...this.running]);
   }
+}
+
+/**
+ * The alerts pushed firing (notified) that resolved within RESOLVED_RESEND_MS of `nowMs`, the latest resolution
+ * of each label set alone, and none of a label set `firing` renews again.
+ */
+function recentlyResolved(alerts: readonly AlertSummary[], firing: readonly AlertSummary[], nowMs: number): AlertSummary[] {
+  const endMs = (a: AlertSummary): number => (a.endsAt === null ? Number.NaN : Date.parse(a.endsAt));
+  const resolved = alerts.filter((a) => a.state === 'resolved' && a.lastNotifiedAt !== null && a.startsAt !== null && nowMs - endMs(a) < RESOLVED_RESEND_MS);
+  return resolved.filter((a) => !firing.some((f) => f.fingerprint === a.fingerprint) && !resolved.some((b) => b.fingerprint === a.fingerprint && endMs(b) > endMs(a)));
 }
