@@ -109,13 +109,6 @@ export class AlertmanagerRefresher {
    * its timeout) is not sent the next one over it; the interval after its answer is.
    */
   private readonly pushing = new Map<string, Promise<unknown>>();
-  /**
-   * Per receiver, the alerts carried by pushes it did not answer 2xx since its last answered one. Alertmanager may
-   * still take such a push after hookwatch gave up on it (past the receiver's timeout), and after the resolution
-   * of an alert it carried: the next push posts that resolution again, so the alert does not fire there until the
-   * renewal's endsAt.
-   */
-  private readonly unanswered = new Map<string, Set<string>>();
 
   constructor(opts: AlertmanagerRefresherOptions) {
     this.opts = opts;
@@ -132,7 +125,7 @@ export class AlertmanagerRefresher {
     for (const name of this.byReceiver.keys()) {
       if (names.has(name)) continue;
       // Forgotten, its push in flight included: its outcome is no longer this receiver's, should the name come back.
-      for (const state of [this.byReceiver, this.pushing, this.unanswered, this.failing]) state.delete(name);
+      for (const state of [this.byReceiver, this.pushing, this.failing]) state.delete(name);
     }
     for (const name of names) if (!this.byReceiver.has(name)) this.byReceiver.set(name, { delivered: 0, failed: 0 });
     if (!this.started) return;
@@ -166,15 +159,8 @@ export class AlertmanagerRefresher {
     if (this.pushing.has(r.name)) return;
     const alerts = this.opts.alerts();
     const firing = alerts.filter((a) => a.state === 'firing' && a.lastNotifiedAt !== null && a.startsAt !== null);
-    const recent = r.sendResolved ? recentlyResolved(alerts, firing, now()) : [];
-    const unanswered = this.unanswered.get(r.name);
-    // Resolved since a push that carried them went unanswered (one firing again under the same labels is renewed instead).
-    const resolved = alerts.filter((a) => unanswered?.has(a.id) && !recent.includes(a) && a.state === 'resolved' && a.startsAt !== null && !firing.some((f) => f.fingerprint === a.fingerprint));
-    const carried = [...firing, ...recent, ...resolved];
-    if (carried.length === 0) {
-      this.unanswered.delete(r.name);
-      return;
-    }
+    const carried = [...firing, ...(r.sendResolved ? recentlyResolved(alerts, firing, now()) : [])];
+    if (carried.length === 0) return;
     const resend = r.resendIntervalMs ?? DEFAULT_RESEND_INTERVAL_MS;
     const body = JSON.stringify(carried.map((a) => postableAlert({ ...a, startsAt: a.startsAt as string }, a.state === 'resolved' ? (a.endsAt ?? formatRfc3339(now())) : null, this.opts.links, now(), resend)));
     const sending = sendWithRetry(() => ({ body, headers: r.headers }), {
@@ -193,8 +179,6 @@ export class AlertmanagerRefresher {
     if (result.outcome === 'aborted' || removed) return;
     const counts = this.byReceiver.get(r.name);
     if (counts) counts[result.outcome === 'delivered' ? 'delivered' : 'failed']++;
-    if (result.outcome === 'delivered') this.unanswered.delete(r.name);
-    else this.unanswered.set(r.name, new Set(carried.map((a) => a.id)));
     if (result.outcome === 'delivered') {
       if (this.failing.delete(r.name)) this.opts.logger.info('alertmanager reachable again; firing alerts renewed', { receiver: r.name, alerts: firing.length });
       return;
