@@ -28,7 +28,7 @@ import { ingestUnderQueries } from './lib/query-load.ts';
 import { markdownTable, percentile, result, type BenchOptions, type BenchResult } from './lib/result.ts';
 import { PostgresStore } from '../collector/src/store/postgres/index.ts';
 import { startTestServer, type TestServer } from '../collector/test/support/postgres/server.ts';
-import { startReplica, type Replica } from '../collector/test/support/postgres/replicas.ts';
+import { startReplica, type Replica } from '../collector/test/support/serve-process.ts';
 import { historyHooks, loadHistory } from '../collector/test/support/history.ts';
 import { SqliteStore } from '../collector/src/store/sqlite/index.ts';
 import type { Store } from '../collector/src/store/store.ts';

@@ -13,7 +13,7 @@ import { hookId } from '../src/hooks/extract.ts';
 import type { HookEvent } from '../src/hooks/model.ts';
 import { MIGRATIONS, SqliteStore } from '../src/store/sqlite/index.ts';
 import { tempDir } from './helpers.ts';
-import { logEntries, spawnReplica, timedFetch, waitFor, type SpawnedReplica } from './support/postgres/replicas.ts';
+import { logEntries, spawnReplica, timedFetch, waitFor, type SpawnedReplica } from './support/serve-process.ts';
 
 const MIGRATING = 'migrating the database schema';
 /** The last migration taken back: the file is as the release before it left it. */

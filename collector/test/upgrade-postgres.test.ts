@@ -17,7 +17,8 @@ import { MIGRATIONS } from '../src/store/postgres/index.ts';
 import { postOtlp } from './helpers.ts';
 import { WebhookSink } from './support/alerting.ts';
 import { useReplicaFixture } from './support/postgres/fixture.ts';
-import { leading, logEntries, waitFor, type Replica } from './support/postgres/replicas.ts';
+import { leading } from './support/postgres/replicas.ts';
+import { logEntries, waitFor, type Replica } from './support/serve-process.ts';
 import { emitExecutions } from './support/service.ts';
 import { capturesNow, evaluations, silenceBash, upgradeConfigYaml, views } from './support/upgrade.ts';
 

@@ -16,7 +16,7 @@ import { MIGRATION_LOCK_KEY, PostgresStore } from './postgres/index.ts';
 import { freePort } from '../../test/support/free-port.ts';
 import { useTestServer } from '../../test/support/postgres/fixture.ts';
 import { recordingLogger, type Logged } from '../../test/support/recording-logger.ts';
-import { waitFor } from '../../test/support/postgres/replicas.ts';
+import { waitFor } from '../../test/support/serve-process.ts';
 import { queryOnce } from '../../test/support/postgres/server.ts';
 import { SqliteStore } from './sqlite/index.ts';
 import type { Store } from './store.ts';

@@ -9,7 +9,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { recordingLogger } from '../../../test/support/recording-logger.ts';
 import { useTestServer } from '../../../test/support/postgres/fixture.ts';
 import { startFlowProxy } from '../../../test/support/postgres/flow-proxy.ts';
-import { waitFor } from '../../../test/support/postgres/replicas.ts';
+import { waitFor } from '../../../test/support/serve-process.ts';
 import { PostgresBus, type BusChannel } from './bus.ts';
 import { PostgresStore } from './index.ts';
 

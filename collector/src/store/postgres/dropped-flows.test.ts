@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { hookEvent } from '../../../test/support/alerting.ts';
 import { useTestServer } from '../../../test/support/postgres/fixture.ts';
 import { startFlowProxy, type FlowProxy } from '../../../test/support/postgres/flow-proxy.ts';
-import { waitFor } from '../../../test/support/postgres/replicas.ts';
+import { waitFor } from '../../../test/support/serve-process.ts';
 import { queryOnce } from '../../../test/support/postgres/server.ts';
 import { recordingLogger } from '../../../test/support/recording-logger.ts';
 import { StoreUnavailableError } from '../store.ts';

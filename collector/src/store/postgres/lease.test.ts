@@ -9,7 +9,7 @@ import { PostgresAlertStateStore } from '../../alerting/state/postgres.ts';
 import { freePort } from '../../../test/support/free-port.ts';
 import { startTestServer, type TestServer } from '../../../test/support/postgres/server.ts';
 import { startFlowProxy, type FlowProxy } from '../../../test/support/postgres/flow-proxy.ts';
-import { logEntries, waitFor } from '../../../test/support/postgres/replicas.ts';
+import { logEntries, waitFor } from '../../../test/support/serve-process.ts';
 
 let server: TestServer;
 const leases: PostgresLease[] = [];

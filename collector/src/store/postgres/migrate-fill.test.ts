@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { useReplicaFixture } from '../../../test/support/postgres/fixture.ts';
-import { startReplica } from '../../../test/support/postgres/replicas.ts';
+import { startReplica } from '../../../test/support/serve-process.ts';
 import { queryOnce } from '../../../test/support/postgres/server.ts';
 import { recordingLogger } from '../../../test/support/recording-logger.ts';
 import { ATTR_COLUMNS } from '../sql.ts';

@@ -10,7 +10,7 @@ import { createLogger } from '../../telemetry/logger.ts';
 import { StoreUnavailableError } from '../store.ts';
 import { PostgresStore } from './index.ts';
 import { useTestServer } from '../../../test/support/postgres/fixture.ts';
-import { logEntries } from '../../../test/support/postgres/replicas.ts';
+import { logEntries } from '../../../test/support/serve-process.ts';
 import { hookEvent } from '../../../test/support/alerting.ts';
 
 const DAY = 86_400_000;

@@ -7,7 +7,8 @@
 import { expect, it } from 'vitest';
 import { useReplicaFixture } from '../../../test/support/postgres/fixture.ts';
 import { queryOnce } from '../../../test/support/postgres/server.ts';
-import { persistedOutputBody, type Replica } from '../../../test/support/postgres/replicas.ts';
+import { persistedOutputBody } from '../../../test/support/postgres/replicas.ts';
+import { type Replica } from '../../../test/support/serve-process.ts';
 
 // Acknowledged commits must survive the crash: the test server's default turns synchronous_commit off.
 const fx = useReplicaFixture({ settings: { synchronous_commit: 'on' } });

@@ -11,7 +11,8 @@ import { expect, it } from 'vitest';
 import pg from 'pg';
 import { useReplicaFixture } from '../../../test/support/postgres/fixture.ts';
 import { startFlowProxy, type FlowProxy } from '../../../test/support/postgres/flow-proxy.ts';
-import { leading, logEntries, persistedOutputBody, waitFor, writeAlertingConfig, type Replica, type WebhookReceiver } from '../../../test/support/postgres/replicas.ts';
+import { leading, persistedOutputBody, writeAlertingConfig, type WebhookReceiver } from '../../../test/support/postgres/replicas.ts';
+import { logEntries, waitFor, type Replica } from '../../../test/support/serve-process.ts';
 
 const fx = useReplicaFixture();
 const LOST = 'replica signal connection lost; reconnecting';

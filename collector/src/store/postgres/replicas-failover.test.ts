@@ -5,7 +5,8 @@
  */
 import { expect, it } from 'vitest';
 import { useReplicaFixture } from '../../../test/support/postgres/fixture.ts';
-import { persistedOutputBody, waitFor, writeAlertingConfig } from '../../../test/support/postgres/replicas.ts';
+import { persistedOutputBody, writeAlertingConfig } from '../../../test/support/postgres/replicas.ts';
+import { waitFor } from '../../../test/support/serve-process.ts';
 
 const TTL_MS = 2000;
 const fx = useReplicaFixture();

@@ -11,7 +11,8 @@ import type pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { AlertsResponse, ClusterResponse, Silence } from '../../../../shared/src/api.ts';
 import { startTestServer, type TestServer } from '../../../test/support/postgres/server.ts';
-import { persistedOutputBody, postLogs, startCluster, startWebhookReceiver, waitFor, writeAlertingConfig, type Replica, type WebhookReceiver } from '../../../test/support/postgres/replicas.ts';
+import { persistedOutputBody, postLogs, startCluster, startWebhookReceiver, writeAlertingConfig, type WebhookReceiver } from '../../../test/support/postgres/replicas.ts';
+import { waitFor, type Replica } from '../../../test/support/serve-process.ts';
 
 let server: TestServer;
 let dir: string;

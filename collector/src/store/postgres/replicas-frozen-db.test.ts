@@ -12,7 +12,8 @@ import { expect, it } from 'vitest';
 import { PostgresStore } from './index.ts';
 import { holdRequest } from '../../../test/support/held-request.ts';
 import { useReplicaFixture } from '../../../test/support/postgres/fixture.ts';
-import { leading, logEntries, persistedOutputBody, postLogs, waitFor, type Replica } from '../../../test/support/postgres/replicas.ts';
+import { leading, persistedOutputBody, postLogs } from '../../../test/support/postgres/replicas.ts';
+import { logEntries, waitFor, type Replica } from '../../../test/support/serve-process.ts';
 
 // Renewed every 3 s: still held in the database when the stop tries to hand it back (a renewal period, the time
 // before the signal, and a step or two later).

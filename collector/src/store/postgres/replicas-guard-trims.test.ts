@@ -12,7 +12,8 @@ import { hookId } from '../../hooks/extract.ts';
 import { HttpDownstream } from '../../../test/support/downstream-recorder.ts';
 import { parseExposition, sampleValue } from '../../../test/support/prometheus-text.ts';
 import { useReplicaFixture } from '../../../test/support/postgres/fixture.ts';
-import { persistedOutputBody, waitFor, writeAlertingConfig, type Replica } from '../../../test/support/postgres/replicas.ts';
+import { persistedOutputBody, writeAlertingConfig } from '../../../test/support/postgres/replicas.ts';
+import { waitFor, type Replica } from '../../../test/support/serve-process.ts';
 import { sendReport } from '../../tools/guard/report-send.ts';
 
 const fx = useReplicaFixture();

@@ -9,7 +9,8 @@
 import { expect, it } from 'vitest';
 import { holdRequest } from '../../../test/support/held-request.ts';
 import { useReplicaFixture } from '../../../test/support/postgres/fixture.ts';
-import { logEntries, persistedOutputBody, renewalAgesMs, takenOver, waitFor, writeAlertingConfig } from '../../../test/support/postgres/replicas.ts';
+import { persistedOutputBody, renewalAgesMs, takenOver, writeAlertingConfig } from '../../../test/support/postgres/replicas.ts';
+import { logEntries, waitFor } from '../../../test/support/serve-process.ts';
 
 const TTL_MS = 30_000;
 const RENEW_MS = TTL_MS / 3;

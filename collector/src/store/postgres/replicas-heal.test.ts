@@ -9,7 +9,8 @@
 import { expect, it } from 'vitest';
 import { useReplicaFixture } from '../../../test/support/postgres/fixture.ts';
 import { startFlowProxy, type FlowProxy } from '../../../test/support/postgres/flow-proxy.ts';
-import { logEntries, persistedOutputBody, timedFetch, waitFor, type Replica, type TimedAnswer } from '../../../test/support/postgres/replicas.ts';
+import { persistedOutputBody } from '../../../test/support/postgres/replicas.ts';
+import { logEntries, timedFetch, waitFor, type Replica, type TimedAnswer } from '../../../test/support/serve-process.ts';
 
 const fx = useReplicaFixture();
 /** How soon a batch and a query sent after the heal must be answered. */

@@ -8,7 +8,8 @@
 import pg from 'pg';
 import { expect, it } from 'vitest';
 import { useReplicaFixture } from '../../../test/support/postgres/fixture.ts';
-import { logEntries, persistedOutputBody, postLogs, waitFor, writeAlertingConfig, type Replica, type TestCluster, type WebhookReceiver } from '../../../test/support/postgres/replicas.ts';
+import { persistedOutputBody, postLogs, writeAlertingConfig, type TestCluster, type WebhookReceiver } from '../../../test/support/postgres/replicas.ts';
+import { logEntries, waitFor, type Replica } from '../../../test/support/serve-process.ts';
 
 const fx = useReplicaFixture();
 const LOST = 'replica signal connection lost; reconnecting';

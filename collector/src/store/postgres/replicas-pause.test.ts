@@ -5,7 +5,8 @@
  */
 import { expect, it } from 'vitest';
 import { useReplicaFixture } from '../../../test/support/postgres/fixture.ts';
-import { persistedOutputBody, takenOver, waitFor, writeAlertingConfig, type WebhookDelivery } from '../../../test/support/postgres/replicas.ts';
+import { persistedOutputBody, takenOver, writeAlertingConfig, type WebhookDelivery } from '../../../test/support/postgres/replicas.ts';
+import { waitFor } from '../../../test/support/serve-process.ts';
 
 const TTL_MS = 2000;
 /** This test's hook: its alert's notifications are told apart from any other on the machine's loopback. */

@@ -8,7 +8,8 @@
 import { expect, it } from 'vitest';
 import { useReplicaFixture } from '../../../test/support/postgres/fixture.ts';
 import { startFlowProxy } from '../../../test/support/postgres/flow-proxy.ts';
-import { persistedOutputBody, timedFetch, waitFor, type Replica, type TimedAnswer } from '../../../test/support/postgres/replicas.ts';
+import { persistedOutputBody } from '../../../test/support/postgres/replicas.ts';
+import { timedFetch, waitFor, type Replica, type TimedAnswer } from '../../../test/support/serve-process.ts';
 
 /** A readiness probe's period and timeout (the probe gives up on an answer after that long). */
 const PROBE_EVERY_MS = 1000;

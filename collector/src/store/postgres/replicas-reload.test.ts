@@ -10,7 +10,8 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { expect, it } from 'vitest';
 import { useReplicaFixture } from '../../../test/support/postgres/fixture.ts';
-import { leading, logEntries, persistedOutputBody, startCluster, waitFor, type Replica, type WebhookReceiver } from '../../../test/support/postgres/replicas.ts';
+import { leading, persistedOutputBody, startCluster, type WebhookReceiver } from '../../../test/support/postgres/replicas.ts';
+import { logEntries, waitFor, type Replica } from '../../../test/support/serve-process.ts';
 
 const fx = useReplicaFixture();
 

@@ -12,7 +12,8 @@ import { BatchLogRecordProcessor, LoggerProvider, type LogRecordExporter, type R
 import pg from 'pg';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startTestServer, type TestServer } from '../../../test/support/postgres/server.ts';
-import { persistedOutputBody, startReplica, waitFor, type Replica } from '../../../test/support/postgres/replicas.ts';
+import { persistedOutputBody } from '../../../test/support/postgres/replicas.ts';
+import { startReplica, waitFor, type Replica } from '../../../test/support/serve-process.ts';
 
 let server: TestServer;
 let dir: string;

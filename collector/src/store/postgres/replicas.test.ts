@@ -16,7 +16,8 @@ import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import type { OverviewResponse } from '../../../../shared/src/api.ts';
 import { useReplicaFixture } from '../../../test/support/postgres/fixture.ts';
-import { leaseHolderPid, persistedOutputBody, startDroppingProxy, startReplica, waitFor, type DroppingProxy, type Replica } from '../../../test/support/postgres/replicas.ts';
+import { leaseHolderPid, persistedOutputBody, startDroppingProxy, type DroppingProxy } from '../../../test/support/postgres/replicas.ts';
+import { startReplica, waitFor, type Replica } from '../../../test/support/serve-process.ts';
 
 const fx = useReplicaFixture();
 

@@ -11,7 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { hookEvent } from '../../../test/support/alerting.ts';
 import { useTestServer } from '../../../test/support/postgres/fixture.ts';
 import { queryOnce } from '../../../test/support/postgres/server.ts';
-import { waitFor } from '../../../test/support/postgres/replicas.ts';
+import { waitFor } from '../../../test/support/serve-process.ts';
 import { recordingLogger } from '../../../test/support/recording-logger.ts';
 import { Retention } from '../retention.ts';
 import { PostgresStore } from './index.ts';

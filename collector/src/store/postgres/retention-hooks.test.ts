@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { hookEvent } from '../../../test/support/alerting.ts';
 import { useTestServer } from '../../../test/support/postgres/fixture.ts';
 import { queryOnce } from '../../../test/support/postgres/server.ts';
-import { waitFor } from '../../../test/support/postgres/replicas.ts';
+import { waitFor } from '../../../test/support/serve-process.ts';
 import { overflowHookName } from '../../hooks/model.ts';
 import { FOLD_LOCK_KEY, PostgresStore } from './index.ts';
 

@@ -8,7 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, expect } from 'vitest';
 import { startTestServer, type TestServer, type TestServerOptions } from './server.ts';
-import { postLogs, startCluster, startReplica, startWebhookReceiver, type Replica, type TestCluster, type WebhookReceiver } from './replicas.ts';
+import { postLogs, startCluster, startWebhookReceiver, type TestCluster, type WebhookReceiver } from './replicas.ts';
+import { startReplica, type Replica } from '../serve-process.ts';
 
 export interface ReplicaFixture {
   /** The temp dir of this file (configs, replica working dirs). */
