@@ -106,10 +106,16 @@ it('answers /healthz 200 and /readyz 503 "migrating the database schema" while i
   await whileMigrating(s);
   // Still at the old schema: the migration waits for the lock.
   expect(fileState(path)).toEqual({ version: OLD_SCHEMA, events: EVENTS });
+  const heldMs = 500;
+  await new Promise((r) => setTimeout(r, heldMs));
   lock.release();
   const served = await s.starting;
   await waitFor('/readyz ready once migrated', async () => ((await readiness(served.httpUrl)).status === 200 ? true : undefined), 30_000, 50);
   expect(fileState(path)).toEqual({ version: MIGRATIONS.length, events: EVENTS });
+  // One line, as on PostgreSQL, with how long the migration took: at least as long as the lock held it.
+  const migrated = logEntries(s.lines(), 'sqlite schema migrated');
+  expect(migrated).toEqual([expect.objectContaining({ from: OLD_SCHEMA, to: MIGRATIONS.length, durationMs: expect.any(Number) })]);
+  expect(migrated[0]?.['durationMs']).toBeGreaterThanOrEqual(heldMs);
   const hooks = (await (await fetch(`${served.httpUrl}/api/v1/hooks`)).json()) as unknown;
   expect(JSON.stringify(hooks)).toContain('PostToolUse:Bash');
   await served.stop();
@@ -131,9 +137,12 @@ it('stops on SIGTERM while it migrates, leaving the file at a whole version; the
   lock.release();
   expect(fileState(path)).toEqual({ version: OLD_SCHEMA, events: EVENTS });
 
+  expect(logEntries(s.lines(), 'sqlite schema migrated')).toEqual([]);
+
   const again = await spawnServe(tmp.dir, path);
   const served = await again.starting;
   expect(fileState(path)).toEqual({ version: MIGRATIONS.length, events: EVENTS });
+  expect(logEntries(again.lines(), 'sqlite schema migrated')).toEqual([expect.objectContaining({ from: OLD_SCHEMA, to: MIGRATIONS.length })]);
   await served.stop();
 }, 120_000);
 

@@ -18,7 +18,7 @@ import { ATTR_ROLLUP_KEY, ATTR_ROLLUP_TABLE, attrRollupPruneSql, attrRollupQuery
 import { attrGroupedEventsQuery, hookGroupedEventsQuery, liveLead, type LiveTo, type RollupFilter, attrDigest, attrFilter, compactKey, hookRef, hookRefOf, KIND_CODES, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, eventValues, hookScope, lateArrivalsQuery, latePersistedQuery, toArrivals, seriesQuery, fleetSeriesQuery, toFleetBucket, edgeFleetBuckets, ROLLUP_TABLES, sqlString, toInfo, rollupAggregates, upsertSetClause } from '../sql.ts';
 import { SQLITE_BUSY, Statements, createPrivateFile, describeSqliteError, inTransaction, openSqlite, sqliteFault, sqliteFileBytes } from './database.ts';
 import { SqliteReaders, type ReadSession } from './reader.ts';
-import { attrExpr, migrateOnWorker, migrateSchema, openFailure, schemaFailure, writeConnectionPragmas } from './schema.ts';
+import { attrExpr, logMigrated, migrateOnWorker, migrateSchema, openFailure, schemaFailure, writeConnectionPragmas } from './schema.ts';
 import { runPaced } from '../../paced.ts';
 import { EventRowInserts } from './event-rows.ts';
 import type { TranscriptCommandRow } from '../model.ts';
@@ -201,7 +201,7 @@ export class SqliteStore implements Store {
    */
   static async open(opts: SqliteStoreOptions, onMigrating?: () => void): Promise<SqliteStore> {
     if (opts.path !== ':memory:' && opts.path !== '') {
-      await migrateOnWorker({ path: opts.path, synchronous: opts.synchronous ?? 'full', cacheBytes: opts.cacheBytes ?? DEFAULT_WRITE_CACHE_BYTES, dimensions: opts.dimensions ?? [] }, onMigrating);
+      logMigrated(opts.logger, await migrateOnWorker({ path: opts.path, synchronous: opts.synchronous ?? 'full', cacheBytes: opts.cacheBytes ?? DEFAULT_WRITE_CACHE_BYTES, dimensions: opts.dimensions ?? [] }, onMigrating));
     }
     return new SqliteStore(opts);
   }
@@ -216,7 +216,7 @@ export class SqliteStore implements Store {
     }
     try {
       db.exec(writeConnectionPragmas(this.cacheBytes));
-      migrateSchema(db, this.dims);
+      logMigrated(this.logger, migrateSchema(db, this.dims));
       const legacy = db.prepare('SELECT value FROM store_meta WHERE key = ?').get(LEGACY_KEYS_BEFORE) as { value: string } | undefined;
       this.legacyKeysBefore = legacy ? Number(legacy.value) : -Infinity;
       const pruned = db.prepare('SELECT value FROM store_meta WHERE key = ?').get(PRUNED_BEFORE_META) as { value: string } | undefined;

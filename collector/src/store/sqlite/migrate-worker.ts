@@ -6,12 +6,12 @@ import { parentPort, workerData } from 'node:worker_threads';
 import type { DatabaseSync } from 'node:sqlite';
 import { openSqlite } from './database.ts';
 import { StoreUnavailableError } from '../store.ts';
-import { migrateSchema, openFailure, schemaFailure, writeConnectionPragmas, type MigrateJob, type MigrateMessage } from './schema.ts';
+import { migrateSchema, openFailure, schemaFailure, writeConnectionPragmas, type MigrateJob, type MigrateMessage, type SchemaMigrated } from './schema.ts';
 
 const job = workerData as MigrateJob;
 const tell = (m: MigrateMessage): void => parentPort?.postMessage(m);
 
-function run(): void {
+function run(): SchemaMigrated | undefined {
   let db: DatabaseSync;
   try {
     db = openSqlite(job.path, job.synchronous);
@@ -20,7 +20,7 @@ function run(): void {
   }
   try {
     db.exec(writeConnectionPragmas(job.cacheBytes));
-    migrateSchema(db, job.dimensions, () => tell({ type: 'migrating' }));
+    return migrateSchema(db, job.dimensions, () => tell({ type: 'migrating' }));
   } catch (err) {
     throw schemaFailure(job.path, err);
   } finally {
@@ -29,8 +29,7 @@ function run(): void {
 }
 
 try {
-  run();
-  tell({ type: 'done' });
+  tell({ type: 'done', migrated: run() });
 } catch (err) {
   const e = err instanceof Error ? err : new Error(String(err));
   tell({ type: 'failed', message: e.message, unavailable: e instanceof StoreUnavailableError });

@@ -13,6 +13,7 @@ import { transcriptFindingsDdl } from '../transcript-findings.ts';
 import { guardTrimsDdl } from '../guard-trims.ts';
 import { StoreUnavailableError } from '../store.ts';
 import { workerExecArgv } from '../../worker-argv.ts';
+import type { Logger } from '../../telemetry/logger.ts';
 import { describeSqliteError, inTransaction, sqliteFault } from './database.ts';
 
 /** Versioned migrations; append only. Version n is MIGRATIONS[n - 1]. */
@@ -73,7 +74,8 @@ function registerMigrationFunctions(db: DatabaseSync): void {
 }
 
 
-function migrate(db: DatabaseSync, migrating: () => void): void {
+/** Applies the migrations the file lacks; the version it was at. */
+function migrate(db: DatabaseSync, migrating: () => void): number {
   db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)');
   const row = db.prepare('SELECT MAX(version) AS v FROM schema_migrations').get() as { v: number | null };
   const current = row.v ?? 0;
@@ -87,6 +89,7 @@ function migrate(db: DatabaseSync, migrating: () => void): void {
       db.prepare('INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)').run(v + 1, Date.now());
     });
   }
+  return current;
 }
 
 /**
@@ -124,13 +127,21 @@ export function attrExpr(dims: readonly string[], dim: string): string {
   return dimensionExpr(dim, dims, (key) => `json_extract(extra, ${sqlString(`$.${JSON.stringify(key)}`)})`);
 }
 
+/** What a migration changed: the schema versions before and after (equal when only the rollups or indexes of the dimensions changed), and how long it took. */
+export interface SchemaMigrated {
+  from: number;
+  to: number;
+  durationMs: number;
+}
+
 /**
  * Brings the file opened on `db` to the current schema, with the rollups and indexes `dims` need. `onMigrating`
  * is called once, before the first change, if anything is to change. Each migration version is one transaction,
  * as is the dimension rollups' rebuild; each index is built by one statement: a process stopped meanwhile leaves
- * the file at a whole step, and the next start goes on from it.
+ * the file at a whole step, and the next start goes on from it. Returns what changed, undefined if nothing did.
  */
-export function migrateSchema(db: DatabaseSync, dims: readonly string[], onMigrating: () => void = () => {}): void {
+export function migrateSchema(db: DatabaseSync, dims: readonly string[], onMigrating: () => void = () => {}): SchemaMigrated | undefined {
+  const started = performance.now();
   let told = false;
   const migrating = (): void => {
     if (told) return;
@@ -138,9 +149,15 @@ export function migrateSchema(db: DatabaseSync, dims: readonly string[], onMigra
     onMigrating();
   };
   registerMigrationFunctions(db);
-  migrate(db, migrating);
+  const from = migrate(db, migrating);
   syncDimensions(db, dims, migrating);
   syncAttrIndexes(db, dims, migrating);
+  return told ? { from, to: MIGRATIONS.length, durationMs: Math.round(performance.now() - started) } : undefined;
+}
+
+/** Logs a migration as PostgreSQL's is logged (`postgres schema migrated`), with how long it took. */
+export function logMigrated(logger: Logger | undefined, migrated: SchemaMigrated | undefined): void {
+  if (migrated) logger?.info('sqlite schema migrated', { from: migrated.from, to: migrated.to, durationMs: migrated.durationMs });
 }
 
 /** A failure to open the file at `path`: SQLite says "unable to open database file" without saying which. */
@@ -172,19 +189,19 @@ export interface MigrateJob {
 }
 
 /** What migrate-worker.ts tells: it began to change the file, it is done, or it failed (the store's error, rebuilt). */
-export type MigrateMessage = { type: 'migrating' } | { type: 'done' } | { type: 'failed'; message: string; unavailable: boolean };
+export type MigrateMessage = { type: 'migrating' } | { type: 'done'; migrated: SchemaMigrated | undefined } | { type: 'failed'; message: string; unavailable: boolean };
 
 /**
  * migrateSchema on a worker thread with its own connection to the file (migrate-worker.ts): the event loop stays
- * free meanwhile. Resolves once the file is at the current schema; rejects with the error opening the store on
+ * free meanwhile. Resolves once the file is at the current schema, with what changed; rejects with the error opening the store on
  * this thread would have thrown. The caller holds the store's process lock (process-lock.ts): one process migrates.
  */
-export function migrateOnWorker(job: MigrateJob, onMigrating: () => void = () => {}): Promise<void> {
+export function migrateOnWorker(job: MigrateJob, onMigrating: () => void = () => {}): Promise<SchemaMigrated | undefined> {
   const worker = new Worker(new URL('./migrate-worker.ts', import.meta.url), { workerData: job, execArgv: workerExecArgv() });
-  return new Promise<void>((resolve, reject) => {
+  return new Promise<SchemaMigrated | undefined>((resolve, reject) => {
     worker.on('message', (m: MigrateMessage) => {
       if (m.type === 'migrating') onMigrating();
-      else if (m.type === 'done') resolve();
+      else if (m.type === 'done') resolve(m.migrated);
       else reject(m.unavailable ? new StoreUnavailableError(m.message) : new Error(m.message));
     });
     worker.once('error', reject);
