@@ -9,8 +9,11 @@ import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import { makeDir } from '../../make-dir.ts';
 import { StoreUnavailableError } from '../store.ts';
 
+/** How long a connection waits for another connection's lock before SQLite gives up ("database is locked"). */
+export const BUSY_TIMEOUT_MS = 5000;
+
 /**
- * Opens (creating its folder) a database in WAL mode, waiting up to 5 s for another connection's lock.
+ * Opens (creating its folder) a database in WAL mode, waiting up to BUSY_TIMEOUT_MS for another connection's lock.
  * The files hold telemetry about people (who ran which hook, when), so only hookwatch's user may read them:
  * a folder it creates is 0700, the database file is created (or tightened) to 0600 before SQLite opens it,
  * and SQLite gives its -wal and -shm files the database file's mode.
@@ -18,7 +21,7 @@ import { StoreUnavailableError } from '../store.ts';
 export function openSqlite(path: string, synchronous: 'full' | 'normal' = 'full'): DatabaseSync {
   const onDisk = path !== ':memory:' && path !== '';
   if (onDisk) createPrivateFile(path);
-  const db = new DatabaseSync(path, { timeout: 5000 });
+  const db = new DatabaseSync(path, { timeout: BUSY_TIMEOUT_MS });
   try {
     db.exec(`PRAGMA journal_mode = WAL; PRAGMA synchronous = ${synchronous === 'normal' ? 'NORMAL' : 'FULL'};`);
   } catch (err) {

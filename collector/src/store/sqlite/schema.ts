@@ -14,7 +14,8 @@ import { guardTrimsDdl } from '../guard-trims.ts';
 import { StoreUnavailableError } from '../store.ts';
 import { workerExecArgv } from '../../worker-argv.ts';
 import type { Logger } from '../../telemetry/logger.ts';
-import { describeSqliteError, inTransaction, sqliteFault } from './database.ts';
+import { formatDuration } from '../../config/values.ts';
+import { BUSY_TIMEOUT_MS, describeSqliteError, inTransaction, sqliteFault } from './database.ts';
 
 /** Versioned migrations; append only. Version n is MIGRATIONS[n - 1]. */
 export const MIGRATIONS: readonly string[] = [
@@ -160,13 +161,27 @@ export function logMigrated(logger: Logger | undefined, migrated: SchemaMigrated
   if (migrated) logger?.info('sqlite schema migrated', { from: migrated.from, to: migrated.to, durationMs: migrated.durationMs });
 }
 
-/** A failure to open the file at `path`: SQLite says "unable to open database file" without saying which. */
-export function openFailure(path: string, err: unknown): StoreUnavailableError {
-  return new StoreUnavailableError(`cannot open the SQLite database ${path}: ${describeSqliteError(err)}`);
+/**
+ * The file at `path` locked by another connection past the busy timeout, told with the file and what to do:
+ * SQLite's "database is locked" says neither. Undefined for any other failure.
+ */
+function lockedFailure(path: string, err: unknown): string | undefined {
+  if (!/SQLITE_BUSY|database is locked/i.test(describeSqliteError(err))) return undefined;
+  return `another process writes to db ${path}: it held the file's write lock past the busy timeout (${formatDuration(BUSY_TIMEOUT_MS)}), and SQLite does not say which; let it finish or stop it, then start hookwatch again`;
 }
 
-/** A failure to migrate or prepare the file at `path`: a file fault is retryable (StoreUnavailableError), anything else stays as is. */
+/** A failure to open the file at `path`: SQLite says "unable to open database file" without saying which. */
+export function openFailure(path: string, err: unknown): StoreUnavailableError {
+  return new StoreUnavailableError(lockedFailure(path, err) ?? `cannot open the SQLite database ${path}: ${describeSqliteError(err)}`);
+}
+
+/**
+ * A failure to migrate or prepare the file at `path`: a file fault is retryable (StoreUnavailableError), a lock
+ * held past the busy timeout says so (lockedFailure), anything else stays as is.
+ */
 export function schemaFailure(path: string, err: unknown): Error {
+  const locked = lockedFailure(path, err);
+  if (locked) return new Error(locked, { cause: err });
   const fault = sqliteFault(err);
   if (fault) return new StoreUnavailableError(`cannot open the SQLite database ${path}: ${fault}: ${describeSqliteError(err)}`);
   return err instanceof Error ? err : new Error(String(err));
