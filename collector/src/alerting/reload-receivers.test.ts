@@ -89,6 +89,13 @@ function removedReceiverTimelines(open: () => Promise<Backend>): void {
       running.push(alerting);
       return { alerting, lines };
     };
+    /** A replica of alerting on opsOnly that leads while `leads` says so (stopped by close). */
+    const startAs = async (leads: () => boolean): Promise<Alerting> => {
+      const stateStore = backend.stateStore();
+      const alerting = await startAlerting({ config: opsOnly, db: backend.db, store: backend.store, logger: recordingLogger().logger, now: clock.now, timer: false, random: () => 0.5, leader: { isLeader: leads }, ...(stateStore ? { stateStore } : {}) });
+      running.push(alerting);
+      return alerting;
+    };
     const close = async (): Promise<void> => {
       for (const a of running) await a.stop();
       await backend.close();
@@ -123,7 +130,7 @@ function removedReceiverTimelines(open: () => Promise<Backend>): void {
       await ops.waitFor(1);
       await first.alerting.stop();
     };
-    return { backend, clock, ops, oncall, both, opsOnly, start, close, fire, fireOneSilenced, resolvesToBoth, leaveOncallPending };
+    return { backend, clock, ops, oncall, both, opsOnly, start, startAs, close, fire, fireOneSilenced, resolvesToBoth, leaveOncallPending };
   }
 
   it('a restart without the receiver drops what the outbox held for it, once, counted and logged without its URL', { timeout: 60_000 }, async () => {
@@ -311,13 +318,7 @@ function removedReceiverTimelines(open: () => Promise<Backend>): void {
   it('a follower that reloaded with the leader notifies the added receiver nothing again once it leads', { timeout: 60_000 }, async () => {
     const t = await setUp();
     let firstLeads = true;
-    const stops: (() => Promise<void>)[] = [];
-    const startAs = async (leads: () => boolean): Promise<Alerting> => {
-      const stateStore = t.backend.stateStore();
-      const alerting = await startAlerting({ config: t.opsOnly, db: t.backend.db, store: t.backend.store, logger: recordingLogger().logger, now: t.clock.now, timer: false, random: () => 0.5, leader: { isLeader: leads }, ...(stateStore ? { stateStore } : {}) });
-      stops.push(() => alerting.stop());
-      return alerting;
-    };
+    const { startAs } = t;
     try {
       const leader = await startAs(() => firstLeads);
       const follower = await startAs(() => !firstLeads);
@@ -342,7 +343,6 @@ function removedReceiverTimelines(open: () => Promise<Backend>): void {
       expect(t.oncall.delivered()).toHaveLength(1);
       expect(t.ops.delivered()).toHaveLength(1);
     } finally {
-      for (const stop of stops) await stop();
       await t.close();
     }
   });
@@ -350,13 +350,7 @@ function removedReceiverTimelines(open: () => Promise<Backend>): void {
   it('a follower keeps no receiver its reloads add: an evaluation as leader before its leadership\'s load notifies nobody again', { timeout: 60_000 }, async () => {
     const t = await setUp();
     let firstLeads = true;
-    const stops: (() => Promise<void>)[] = [];
-    const startAs = async (leads: () => boolean): Promise<Alerting> => {
-      const stateStore = t.backend.stateStore();
-      const alerting = await startAlerting({ config: t.opsOnly, db: t.backend.db, store: t.backend.store, logger: recordingLogger().logger, now: t.clock.now, timer: false, random: () => 0.5, leader: { isLeader: leads }, ...(stateStore ? { stateStore } : {}) });
-      stops.push(() => alerting.stop());
-      return alerting;
-    };
+    const { startAs } = t;
     try {
       const leader = await startAs(() => firstLeads);
       await t.fire(leader);
@@ -380,7 +374,6 @@ function removedReceiverTimelines(open: () => Promise<Backend>): void {
       expect(t.oncall.requests).toHaveLength(1);
       expect(t.ops.requests).toHaveLength(1);
     } finally {
-      for (const stop of stops) await stop();
       await t.close();
     }
   });
