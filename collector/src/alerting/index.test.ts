@@ -617,6 +617,17 @@ describe('silences', () => {
   });
 });
 
+/** Holds the next request `sink` takes until `release` (200 then), and answers the ones after it at once. */
+function holdNextRequest(sink: WebhookSink): { arrived: Promise<void>; release: () => void } {
+  let release = (): void => undefined;
+  const held = new Promise<void>((resolve) => (release = resolve));
+  let arrive = (): void => undefined;
+  const arrived = new Promise<void>((resolve) => (arrive = resolve));
+  let seen = 0;
+  sink.reply = () => (seen++ === 0 ? (arrive(), { status: 200, hold: held }) : { status: 200 });
+  return { arrived, release: () => release() };
+}
+
 describe('resolutions', () => {
   /** The status of each notification delivered, with the startsAt of its alert. */
   const delivered = (h: Harness): [string, string | undefined][] => h.sink.bodies<AlertmanagerWebhookBody>().map((b) => [b.status, b.alerts[0]?.startsAt]);
@@ -654,12 +665,7 @@ describe('resolutions', () => {
     await h.push(over);
     expect(h.sink.requests).toHaveLength(1);
     // The next push, a renewal, reaches the receiver and is held there; the ones after it are taken at once.
-    let release = (): void => undefined;
-    const held = new Promise<void>((resolve) => (release = resolve));
-    let arrived = (): void => undefined;
-    const renewalArrived = new Promise<void>((resolve) => (arrived = resolve));
-    let seen = 0;
-    h.sink.reply = () => (seen++ === 0 ? (arrived(), { status: 200, hold: held }) : { status: 200 });
+    const { arrived: renewalArrived, release } = holdNextRequest(h.sink);
     const [receiver] = parseReceivers([{ name: 'ops', type: 'alertmanager', url: `${h.sink.url}/hook` }]);
     const renewal = h.alerting.refresher.push(receiver as NonNullable<typeof receiver>);
     await renewalArrived;
@@ -682,12 +688,7 @@ describe('resolutions', () => {
     const h = await harness([{ kind: 'persisted', window: '1m' }], { receiverType: 'alertmanager' });
     await h.push(over);
     // The next push, a renewal, reaches the receiver and is held there past the receiver's timeout, then taken.
-    let release = (): void => undefined;
-    const held = new Promise<void>((resolve) => (release = resolve));
-    let arrived = (): void => undefined;
-    const renewalArrived = new Promise<void>((resolve) => (arrived = resolve));
-    let seen = 0;
-    h.sink.reply = () => (seen++ === 0 ? (arrived(), { status: 200, hold: held }) : { status: 200 });
+    const { arrived: renewalArrived, release } = holdNextRequest(h.sink);
     const [receiver] = parseReceivers([{ name: 'ops', type: 'alertmanager', url: `${h.sink.url}/hook`, timeout: '200ms' }]);
     const am = receiver as NonNullable<typeof receiver>;
     const renewal = h.alerting.refresher.push(am);
