@@ -25,6 +25,15 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
+/** A temporary folder (removed after the test) holding hookwatch.db at schema OLD_SCHEMA (oldSchemaFile). */
+async function oldSchemaInTemp(): Promise<{ dir: string; path: string }> {
+  const tmp = tempDir('hookwatch-migrate-');
+  cleanups.push(() => tmp.cleanup());
+  const path = join(tmp.dir, 'hookwatch.db');
+  await oldSchemaFile(path);
+  return { dir: tmp.dir, path };
+}
+
 /** A file at schema OLD_SCHEMA holding EVENTS events. */
 async function oldSchemaFile(path: string): Promise<void> {
   const store = new SqliteStore({ path });
@@ -97,12 +106,9 @@ async function whileMigrating(s: { httpUrl: string }): Promise<void> {
 }
 
 it('answers /healthz 200 and /readyz 503 "migrating the database schema" while it migrates, then serves every event', async () => {
-  const tmp = tempDir('hookwatch-migrate-');
-  cleanups.push(() => tmp.cleanup());
-  const path = join(tmp.dir, 'hookwatch.db');
-  await oldSchemaFile(path);
+  const { dir, path } = await oldSchemaInTemp();
   const lock = holdWriteLock(path);
-  const s = await spawnServe(tmp.dir, path);
+  const s = await spawnServe(dir, path);
   await whileMigrating(s);
   // Still at the old schema: the migration waits for the lock.
   expect(fileState(path)).toEqual({ version: OLD_SCHEMA, events: EVENTS });
@@ -122,12 +128,9 @@ it('answers /healthz 200 and /readyz 503 "migrating the database schema" while i
 }, 120_000);
 
 it('stops on SIGTERM while it migrates, leaving the file at a whole version; the next start migrates it', async () => {
-  const tmp = tempDir('hookwatch-migrate-');
-  cleanups.push(() => tmp.cleanup());
-  const path = join(tmp.dir, 'hookwatch.db');
-  await oldSchemaFile(path);
+  const { dir, path } = await oldSchemaInTemp();
   const lock = holdWriteLock(path);
-  const s = await spawnServe(tmp.dir, path);
+  const s = await spawnServe(dir, path);
   await whileMigrating(s);
   const exited = once(s.child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
   s.child.kill('SIGTERM');
@@ -139,7 +142,7 @@ it('stops on SIGTERM while it migrates, leaving the file at a whole version; the
 
   expect(logEntries(s.lines(), 'sqlite schema migrated')).toEqual([]);
 
-  const again = await spawnServe(tmp.dir, path);
+  const again = await spawnServe(dir, path);
   const served = await again.starting;
   expect(fileState(path)).toEqual({ version: MIGRATIONS.length, events: EVENTS });
   expect(logEntries(again.lines(), 'sqlite schema migrated')).toEqual([expect.objectContaining({ from: OLD_SCHEMA, to: MIGRATIONS.length })]);
@@ -147,12 +150,9 @@ it('stops on SIGTERM while it migrates, leaving the file at a whole version; the
 }, 120_000);
 
 it('exits 1 naming the file and what to do when another process keeps it locked past the busy timeout', async () => {
-  const tmp = tempDir('hookwatch-migrate-');
-  cleanups.push(() => tmp.cleanup());
-  const path = join(tmp.dir, 'hookwatch.db');
-  await oldSchemaFile(path);
+  const { dir, path } = await oldSchemaInTemp();
   holdWriteLock(path);
-  const s = await spawnServe(tmp.dir, path);
+  const s = await spawnServe(dir, path);
   await whileMigrating(s);
   const [code] = (await once(s.child, 'exit')) as [number | null];
   expect(code).toBe(1);
@@ -161,15 +161,12 @@ it('exits 1 naming the file and what to do when another process keeps it locked 
   expect(fileState(path)).toEqual({ version: OLD_SCHEMA, events: EVENTS });
 }, 120_000);
 
-it('exits 1 with the same message for a file whose schema is newer than this hookwatch, the file untouched', async () => {
-  const tmp = tempDir('hookwatch-migrate-');
-  cleanups.push(() => tmp.cleanup());
-  const path = join(tmp.dir, 'hookwatch.db');
-  await oldSchemaFile(path);
+it('exits 1 saying so for a file whose schema is newer than this hookwatch, the file untouched', async () => {
+  const { dir, path } = await oldSchemaInTemp();
   const db = new DatabaseSync(path);
   db.prepare('INSERT INTO schema_migrations (version, applied_at) VALUES (?, 0)').run(MIGRATIONS.length + 1);
   db.close();
-  const s = await spawnServe(tmp.dir, path);
+  const s = await spawnServe(dir, path);
   const [code] = (await once(s.child, 'exit')) as [number | null];
   expect(code).toBe(1);
   expect(s.lines()).toContain(`hookwatch: the database schema is version ${MIGRATIONS.length + 1}, newer than this hookwatch (${MIGRATIONS.length}); upgrade hookwatch`);
