@@ -18,6 +18,35 @@ function heldCall(): Parameters<StoreHolds['commit']>[0] {
 
 const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
+/** A backoff that never ends within a test: every try below is one a hold was woken for. */
+const NO_BACKOFF = { firstRetryMs: 60_000, maxRetryMs: 60_000 };
+
+/** A held call whose client cancels it when `cancel` is called, as grpc-js tells a server of a client gone away. */
+function cancellableCall(): { call: Parameters<StoreHolds['commit']>[0]; cancel: () => void } {
+  const call = heldCall();
+  const cancel = (): void => {
+    Object.assign(call, { cancelled: true });
+    (call as unknown as EventEmitter).emit('cancelled', 'cancelled');
+  };
+  return { call, cancel };
+}
+
+/**
+ * Holds an export whose first try finds the store unavailable and whose next try runs until `release`: `tries`
+ * counts its tries, `committed` is how its hold ended (its value, or the error it was answered).
+ */
+function heldTry(holds: StoreHolds): { tries: () => number; release: () => void; cancel: () => void; committed: Promise<unknown> } {
+  const { call, cancel } = cancellableCall();
+  let tries = 0;
+  let release = (): void => {};
+  const committed = holds.commit(call, async () => {
+    if (tries++ === 0) throw new StoreUnavailableError('store cannot write: connection refused');
+    await new Promise<void>((resolve) => (release = resolve));
+    return 'committed';
+  }).catch((err: unknown) => err);
+  return { tries: () => tries, release: () => release(), cancel, committed };
+}
+
 describe('StoreHolds woken when the database answers again', () => {
   it('runs the tries it wakes a few at a time, the next woken as one ends, each export committed once', async () => {
     const holds = new StoreHolds();
@@ -141,6 +170,32 @@ describe('StoreHolds woken when the database answers again', () => {
       expect(await Promise.all(held)).toEqual([0, 1, 2]);
       expect(holds.stats).toEqual({ committed: n, unavailable: 0, cancelled: 0, refused: 0 });
     });
+  });
+});
+
+describe('StoreHolds whose client cancels while a try runs', () => {
+  it('keeps the place of a woken try whose client cancelled until that try ends: the next hold in line waits for it', async () => {
+    const holds = new StoreHolds(1, NO_BACKOFF);
+    const a = heldTry(holds);
+    const b = heldTry(holds);
+    await turn();
+    holds.reachable();
+    await turn();
+    expect([a.tries(), b.tries()]).toEqual([2, 1]);
+
+    // The client of the hold trying goes away: its hold ends, its try still runs in the place it took.
+    a.cancel();
+    expect(await a.committed).toBeInstanceOf(StoreUnavailableError);
+    holds.placeFreed();
+    await turn();
+    expect(b.tries()).toBe(1);
+    // That try ends: the next in line tries now.
+    a.release();
+    await turn();
+    expect(b.tries()).toBe(2);
+    b.release();
+    expect(await b.committed).toBe('committed');
+    expect(holds.stats).toEqual({ committed: 1, unavailable: 0, cancelled: 1, refused: 0 });
   });
 });
 

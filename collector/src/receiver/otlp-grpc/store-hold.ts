@@ -19,7 +19,8 @@
  * sends the batch again (grpc-go's, the OpenTelemetry Collector's) would have it forwarded twice, the store finding
  * the events stored (their idempotency keys) but the forwarding queue taking the request again. What a try that failed
  * halfway (a request committed in parts) had committed is found stored likewise. A client that cancels, or whose
- * deadline passes, ends its hold at once, a try still running left to end by itself; a stop ends every hold at
+ * deadline passes, ends its hold at once, a try still running left to end by itself (the place it took in the
+ * store, and among the woken tries, taken until then); a stop ends every hold at
  * once, a try running then waited for as above. The held call keeps
  * what it holds of otlp.maxInflightBytes (its message, its decoded request) until it is answered and no try is
  * running on them (index.ts).
@@ -74,12 +75,17 @@ function transient(err: unknown): boolean {
   return mapError(err).reason === 'store_unavailable' || overloaded(err);
 }
 
+/** Runs `commit`: how it settled (a synchronous throw as a failure). */
+function attempted<T>(commit: () => Promise<T>): Promise<Attempt<T>> {
+  return new Promise<T>((resolve) => resolve(commit())).then((value) => ({ ok: true, value }), (err: unknown) => ({ ok: false, err }));
+}
+
 /** How `attempt` settled, or undefined once `gone` fires first (the attempt goes on, its outcome unread). */
-function settle<T>(attempt: Promise<T>, gone: AbortSignal): Promise<Attempt<T> | undefined> {
+function settle<T>(attempt: Promise<Attempt<T>>, gone: AbortSignal): Promise<Attempt<T> | undefined> {
   return new Promise((resolve) => {
     const gaveUp = (): void => resolve(undefined);
     gone.addEventListener('abort', gaveUp, { once: true });
-    void attempt.then((value) => resolve({ ok: true, value }), (err: unknown) => resolve({ ok: false, err })).finally(() => gone.removeEventListener('abort', gaveUp));
+    void attempt.then(resolve).finally(() => gone.removeEventListener('abort', gaveUp));
   });
 }
 
@@ -93,7 +99,7 @@ export class StoreHolds {
    * The waiting holds to wake as tries end, in line: those reachable() found waiting, and those whose last try
    * found hookwatch overloaded, woken as tries end (a hold's, or an export's that was never held), as an
    * OTLP/HTTP request's batch leaves its place and as requests leave the forwarding queue (placeFreed()). How many of
-   * them woken are trying now.
+   * them woken are trying now: a try whose client went away counts until it ends, its place taken until then.
    */
   private readonly toWake = new Set<Wake>();
   private wokenTrying = 0;
@@ -189,16 +195,16 @@ export class StoreHolds {
     try {
       for (let delayMs = this.backoff.firstRetryMs; ; delayMs = Math.min(2 * delayMs, this.backoff.maxRetryMs)) {
         const woken = await this.pause(delayMs, ended.signal, inLine);
-        let attempt: Attempt<T> | undefined;
-        try {
-          attempt = ended.signal.aborted ? undefined : await settle(commit(), gone.signal);
-        } finally {
+        const running = ended.signal.aborted ? undefined : attempted(commit);
+        // As the try ends, not as the hold stops waiting for it (its client gone): until then it holds its place.
+        void (running ?? Promise.resolve(undefined)).then((ran) => {
           if (woken) this.wokenTrying--;
-          inLine = attempt?.ok === false && overloaded(attempt.err);
           // A try that ended otherwise than overloaded leaves its place in the store to the next hold in line;
           // one that found none leaves none, and woken, that next would only find it taken too.
-          if (!inLine) this.wakeNext();
-        }
+          if (!(ran?.ok === false && overloaded(ran.err))) this.wakeNext();
+        });
+        const attempt = running && (await settle(running, gone.signal));
+        inLine = attempt?.ok === false && overloaded(attempt.err);
         if (!attempt) {
           this.stats[ended.signal.reason as HoldOutcome]++;
           throw err;
