@@ -197,6 +197,23 @@ describe('StoreHolds whose client cancels while a try runs', () => {
     expect(await b.committed).toBe('committed');
     expect(holds.stats).toEqual({ committed: 1, unavailable: 0, cancelled: 1, refused: 0 });
   });
+
+  it('counts as cancelled, not unavailable, a hold a stop ended whose client went away before the try running then ended', async () => {
+    const holds = new StoreHolds(1, NO_BACKOFF);
+    const a = heldTry(holds);
+    await turn();
+    holds.reachable();
+    await turn();
+    expect(a.tries()).toBe(2);
+    // The stop waits for the try running; the client, answered nothing yet, goes away meanwhile.
+    holds.stop();
+    await turn();
+    expect(await Promise.race([a.committed, turn().then(() => 'still held')])).toBe('still held');
+    a.cancel();
+    expect(await a.committed).toBeInstanceOf(StoreUnavailableError);
+    expect(holds.stats).toEqual({ committed: 0, unavailable: 0, cancelled: 1, refused: 0 });
+    a.release();
+  });
 });
 
 describe('StoreHolds stopped', () => {

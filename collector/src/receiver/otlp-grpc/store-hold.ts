@@ -206,7 +206,8 @@ export class StoreHolds {
         const attempt = running && (await settle(running, gone.signal));
         inLine = attempt?.ok === false && overloaded(attempt.err);
         if (!attempt) {
-          this.stats[ended.signal.reason as HoldOutcome]++;
+          // The client went away, answered nothing, whatever ended the hold before.
+          this.stats[gone.signal.aborted ? 'cancelled' : (ended.signal.reason as HoldOutcome)]++;
           throw err;
         }
         if (attempt.ok) {
