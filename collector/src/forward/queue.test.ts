@@ -203,14 +203,19 @@ describe('DurableQueue with bodies over BODY_CHUNK_BYTES', () => {
     expect([q.bytes, q.counters().delivered]).toEqual([0, 1]);
   });
 
-  it('leaves nothing to forward when a write is cut short, and removes its chunks at the next open', async () => {
-    const q = open(undefined, 100 * BODY_CHUNK_BYTES);
-    const write = q.enqueue('logs', 'protobuf', large(), 1);
+  it('leaves nothing to forward when a write is cut short, gives its room back to its listeners, and removes its chunks at the next open', async () => {
+    const body = large();
+    const q = open(undefined, body.length);
+    const seen: boolean[] = [];
+    q.onFreed(() => seen.push(q.hasRoom(body.length)));
+    const write = q.enqueue('logs', 'protobuf', body, 1);
     // The queue closes (as at a crash, nothing after this runs on it) once the first chunks are committed.
     await watchTurns(() => write.catch(() => undefined), () => {
       if (onDisk(q.path).chunks >= 2) q.close();
     });
     await expect(write).rejects.toThrow(/finalized|not open/);
+    // The room the body had taken is free again: held exports waiting for it are told.
+    expect(seen).toEqual([true]);
     expect(onDisk(q.path)).toMatchObject({ chunks: 2, queued: 0 });
     await expectReopenedClean(q.path);
   });

@@ -285,7 +285,8 @@ export class DurableQueue {
 
   /**
    * Calls `listener` each time requests leave the queue (delivered, dead letters, expired), their bytes no longer
-   * held: the OTLP/gRPC exports held for want of room (receiver/otlp-grpc/store-hold.ts) try again then.
+   * held, or a large body being written is given up (a write failure, the queue closed), its room no longer taken:
+   * the OTLP/gRPC exports held for want of room (receiver/otlp-grpc/store-hold.ts) try again then.
    */
   onFreed(listener: () => void): void {
     this.freedListeners.push(listener);
@@ -322,15 +323,17 @@ export class DurableQueue {
     try {
       await runPaced(this.writeChunks(key, body));
       const r = this.stmt.insertChunked.run(signal, encoding, body.length, receivedAtMs, key);
+      this.reserved -= body.length;
       this.bytesHeld += body.length;
       this.depthHeld++;
       return Number(r.lastInsertRowid);
     } catch (err) {
+      // The room the body took is free again, as when requests leave the queue.
+      this.reserved -= body.length;
+      this.freed();
       // The chunks written so far are no request; what cannot be removed now (a closed queue) goes at the next open.
       await this.dropChunks(key).catch(() => undefined);
       throw err;
-    } finally {
-      this.reserved -= body.length;
     }
   }
 

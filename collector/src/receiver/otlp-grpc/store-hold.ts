@@ -128,8 +128,8 @@ export class StoreHolds {
 
   /**
    * A place among the batches waiting for the store has come free (an OTLP/HTTP request's, which no try here ends),
-   * or room in the forwarding queue (requests delivered, dead letters, expired): the next hold in line tries now,
-   * still no more woken trying at once than atOnce.
+   * or room in the forwarding queue (requests delivered, dead letters, expired, a large body's write given up): the
+   * next hold in line tries now, still no more woken trying at once than atOnce.
    */
   placeFreed(): void {
     this.wakeNext();
