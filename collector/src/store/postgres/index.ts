@@ -575,8 +575,10 @@ export class PostgresStore implements Store {
   private async migrate(locked?: () => void, waiting?: () => void, waitMs?: number): Promise<void> {
     // Held until the end: a second replica starting now waits, then finds every migration applied. Each version is
     // recorded as it is applied, so a replica that dies halfway leaves the next one the versions after it.
-    const current = await withMigrationLock(this.pool, MIGRATION_LOCK_KEY, this.logger, async (client) => {
+    const migrated = await withMigrationLock(this.pool, MIGRATION_LOCK_KEY, this.logger, async (client) => {
       locked?.();
+      // How long the migration takes, once this replica holds the lock.
+      const started = performance.now();
       await client.query('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())');
       const r = await client.query<{ v: number | null }>('SELECT MAX(version) AS v FROM schema_migrations');
       const from = r.rows[0]?.v ?? 0;
@@ -604,9 +606,10 @@ export class PostgresStore implements Store {
         await this.syncDimensions(client);
         await this.syncAttrIndexes(client);
       });
-      return from;
+      return { from, durationMs: Math.round(performance.now() - started) };
     }, { waiting, waitMs });
-    if (current < MIGRATIONS.length) this.logger?.info('postgres schema migrated', { from: current, to: MIGRATIONS.length });
+    // As SQLite's `sqlite schema migrated`: the versions, and how long it took.
+    if (migrated.from < MIGRATIONS.length) this.logger?.info('postgres schema migrated', { from: migrated.from, to: MIGRATIONS.length, durationMs: migrated.durationMs });
     const legacy = await this.pool.query<{ value: string }>('SELECT value FROM store_meta WHERE key = $1', [LEGACY_KEYS_BEFORE]);
     this.legacyKeysBefore = legacy.rows[0] ? Number(legacy.rows[0].value) : -Infinity;
     await this.currentBounds();
