@@ -128,6 +128,11 @@ export class AlertEngine implements IngestListener {
    * epochs (a single process, which leads from the load at its start on).
    */
   private loadedEpoch: number | null = null;
+  /**
+   * The lease epoch the last load with the outbox was queued for (reload(true)): an evaluation that finds this
+   * replica leading under an epoch neither loaded nor queued queues that load itself (see run).
+   */
+  private queuedEpoch: number | null = null;
   private reloadTimer: NodeJS.Timeout | undefined;
   private reloadDelayMs = RELOAD_RETRY_MIN_MS;
   /**
@@ -203,6 +208,7 @@ export class AlertEngine implements IngestListener {
    * (a replica that just became leader; `resumeOutbox` also delivers what the previous leader left undelivered).
    */
   reload(resumeOutbox = false): Promise<void> {
+    if (resumeOutbox) this.queuedEpoch = this.leader.epoch?.() ?? null;
     this.chain = this.chain.then(async () => {
       // Memory was stale until now: what was not evaluated meanwhile is evaluated at once, and the active alerts read
       // their hooks' guard trims again (those stored meanwhile were announced while nothing was read).
@@ -509,13 +515,28 @@ export class AlertEngine implements IngestListener {
     // A leader that lost the lease before its evaluation saved: the next leader's load owes the receivers it added.
     if (!this.leader.isLeader()) this.addedReceivers.clear();
     // Queued before this leadership's load (behind work in progress when the lease came): its load evaluates next.
-    if (this.stopped || !this.acting()) return;
+    if (this.stopped || !this.acting()) {
+      this.loadUnqueuedLeadership();
+      return;
+    }
     try {
       await this.evaluateOnce(scope);
     } catch (err) {
       if (err instanceof EvaluationStopped) return;
       this.opts.logger.error('alert evaluation failed', { err });
     }
+  }
+
+  /**
+   * This replica leads under a lease epoch whose load nobody queued (the lease moved to another replica and back
+   * between two of its renewals, so no acquisition was announced): without the load it would never act as leader.
+   * Queued once per epoch, then the evaluation of every rule, as an acquisition queues them.
+   */
+  private loadUnqueuedLeadership(): void {
+    const epoch = this.leader.epoch?.();
+    if (this.stopped || this.stale || !this.leader.isLeader() || epoch === undefined || epoch === null || epoch === this.loadedEpoch || epoch === this.queuedEpoch) return;
+    this.opts.logger.warn('leading under a lease epoch whose alert state was not loaded; loading it', { epoch });
+    void this.reload(true).then(() => this.evaluateAllWithGuardNotes());
   }
 
   /** Evaluate -> apply silences -> persist -> notify. */

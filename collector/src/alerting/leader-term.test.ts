@@ -42,6 +42,8 @@ interface Replica {
   store: PostgresStore;
   lease: PostgresLease;
   alerting: Alerting;
+  /** Loads of the alert state with the outbox (as leader). */
+  loads: number;
 }
 
 /** Replicas on one new database, notifying one receiver; `sent` lists what it was sent, as "<status> <hook>". */
@@ -57,24 +59,33 @@ async function cluster() {
     for (const r of replicas) await r.store.close();
     await sink.close();
   });
-  // A replica: its own pool (one connection), lease and engine; leadership handled as service.ts handles it.
-  const replica = async (holder: string): Promise<Replica> => {
+  // A replica: its own pool (one connection), lease and engine; leadership handled as service.ts handles it, unless
+  // `told` is false: its lease's changes reach nobody (as an epoch that moved between two renewals of the lease
+  // that both found it leading). `loads` counts its loads of the state with the outbox (as leader).
+  const replica = async (holder: string, { told = true } = {}): Promise<Replica> => {
     const store = await PostgresStore.open({ url, poolSize: 1 });
     const started: { alerting?: Alerting } = {};
     const lease = new PostgresLease({
       url, holder, ttlMs: TTL_MS,
       onChange: (leader) => {
+        if (!told) return;
         const engine = started.alerting?.engine;
         if (leader) void engine?.reload(true).then(() => engine.evaluateAllWithGuardNotes());
         else started.alerting?.dispatcher.suspend();
       },
     });
     await lease.tick();
+    const r = { store, lease, alerting: undefined as unknown as Alerting, loads: 0 };
     const stateStore = new PostgresAlertStateStore({ pool: store.connectionPool, fence: lease });
+    const load = stateStore.load.bind(stateStore);
+    stateStore.load = (opts) => {
+      if (opts?.outbox) r.loads++;
+      return load(opts);
+    };
     const alerting = await startAlerting({ config: config(`${sink.url}/hook`), db: '', store, stateStore, leader: lease, shared: true, logger: silentLogger, now: clock.now, timer: false, random: () => 0.5 });
     started.alerting = alerting;
+    r.alerting = alerting;
     await alerting.engine.evaluate('notify');
-    const r = { store, lease, alerting };
     replicas.push(r);
     return r;
   };
@@ -107,9 +118,39 @@ it('a follower that takes over evaluates at once on the state it loads: the aler
   await b.alerting.dispatcher.idle();
   expect(sent()).toEqual(['firing SessionStart:startup']);
   expect((await b.store.connectionPool.query<{ state: string }>('SELECT state FROM alert_instances')).rows.map((x) => x.state)).toEqual(['firing']);
+  // The load its leadership queued is its only one: the evaluations after it do not load again.
+  expect(b.loads).toBe(1);
   // b leads: the next alert is its to notify.
   await fire(b, 'PreCompact');
   expect(sent()).toEqual(['firing SessionStart:startup', 'firing PreCompact']);
+}, 60_000);
+
+it('a replica that leads under a lease epoch whose load nobody queued loads the state itself, once, and then evaluates as leader', async () => {
+  const { clock, replica, sent, fire } = await cluster();
+  const a = await replica('a');
+  const b = await replica('b', { told: false });
+  await fire(a);
+  expect(sent()).toEqual(['firing SessionStart:startup']);
+
+  // a stops; b takes the lease, and nothing tells its engine.
+  clock.advance(60_000);
+  await a.alerting.stop();
+  await a.lease.stop();
+  expect(await b.lease.tick()).toBe(true);
+  expect(b.loads).toBe(0);
+
+  // The timer's evaluations: the first finds the leadership not loaded and has it loaded; the others evaluate.
+  for (let i = 0; i < 3; i++) {
+    clock.advance(10_000);
+    await b.alerting.engine.evaluate('all');
+  }
+  expect(b.loads).toBe(1);
+  expect(b.alerting.engine.isStale).toBe(false);
+  await b.alerting.dispatcher.idle();
+  expect(sent()).toEqual(['firing SessionStart:startup']);
+  await fire(b, 'PreCompact');
+  expect(sent()).toEqual(['firing SessionStart:startup', 'firing PreCompact']);
+  expect(b.loads).toBe(1);
 }, 60_000);
 
 it('a replica leading again evaluates nothing queued before its leadership\'s load: the alert another leader notified meanwhile is not notified again', async () => {
