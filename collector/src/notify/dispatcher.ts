@@ -106,7 +106,8 @@ export class Dispatcher {
   /**
    * Notifications queued or in flight by webhook-id, until their outcome is recorded. The outbox can hand out one
    * that is already here (a leader that took its lease back at the same epoch resumes it while the evaluation
-   * that wrote it is delivering it): that copy is the same notification and is not sent again.
+   * that wrote it is delivering it): that copy is the same notification and is not sent again. One handed out under
+   * another token (the lease moved away and back, its loss unannounced) replaces it: the fence stops the old copy.
    */
   private readonly owned = new Map<string, Notification>();
   private readonly running = new Set<Promise<void>>();
@@ -168,7 +169,9 @@ export class Dispatcher {
     const token = this.opts.fence ? this.opts.fence.token() : null;
     // Not the leader (any more): the notification stays in the shared outbox for the replica that leads.
     if (this.opts.fence && token === null) return false;
-    if (this.owned.has(n.webhookId)) return true;
+    // A copy queued under another token is the fence's to refuse: this one is the leadership's that holds it now.
+    const held = this.owned.get(n.webhookId);
+    if (held && this.tokens.get(held) === token) return true;
     const lane = this.lanes.get(n.receiver);
     if (!lane) {
       this.discard(n, token);

@@ -289,6 +289,29 @@ describe('dispatcher', () => {
     await d.stop();
   });
 
+  it('a notification handed over again under a new lease epoch is sent under it, while its copy under the old one waits', async () => {
+    // The lease moved away and back between two renewals, no loss announced (nothing suspended): the new
+    // leadership resumes the outbox while the old one's copy is still queued, to be refused by the fence.
+    const s = await sink();
+    s.reply = ({ index }) => ({ status: 200, delayMs: index === 0 ? 200 : 0 });
+    let token = 7;
+    const tokens: (number | null)[] = [];
+    const d = new Dispatcher({
+      receivers: [receiver(s.url)], links: { externalUrl: '' }, logger: silentLogger, deadlineMs: 30_000, maxQueue: 10, concurrencyPerReceiver: 1,
+      fence: { token: () => token, confirm: async (t) => t === token },
+      onAttempt: (_n, _a, t) => void tokens.push(t),
+    });
+    d.enqueue(notification({ webhookId: 'msg_other', alert: { ...notification().alert, fingerprint: 'other' } }));
+    while (s.requests.length === 0) await new Promise((r) => setTimeout(r, 5));
+    expect(d.enqueue(notification())).toBe(true);
+    token = 9;
+    expect(d.enqueue(notification())).toBe(true);
+    await d.idle();
+    expect(s.requests.map((r) => r.headers['webhook-id'])).toEqual(['msg_other', 'msg_test1']);
+    expect(tokens).toEqual([7, 9]);
+    await d.stop();
+  });
+
   it('suspend drops the queue and aborts deliveries in flight without finishing them', async () => {
     const s = await sink();
     s.reply = () => ({ status: 200, delayMs: 5000 });
