@@ -87,7 +87,7 @@ const UNDELIVERED_RETRY_MS = 5 * 60_000;
  */
 const EVALUATION_SLICE_MS = 10;
 
-/** A stop between the slices of an evaluation ends it there, before it applied anything. */
+/** A stop, or a leadership lost, between the slices of an evaluation ends it there, before it applied anything. */
 class EvaluationStopped extends Error {}
 
 /** First wait before a failed reload of the alert state is tried again; it doubles up to the maximum. */
@@ -554,9 +554,10 @@ export class AlertEngine implements IngestListener {
     const missed = catchUp ? await this.receiversMissed(receivers) : new Map<string, string[]>();
     const now = this.now();
     const keep = this.opts.resolvedRetentionMs ?? DAY;
-    // Read in slices; a stop between them ends the evaluation there: nothing below has run.
+    // Read in slices; a stop between them ends the evaluation there: nothing below has run. So does a leadership
+    // lost or moved meanwhile: the lease would refuse its save.
     const pause = pauseEvery(this.opts.sliceMs ?? EVALUATION_SLICE_MS, () => {
-      if (this.stopped) throw new EvaluationStopped('alert evaluation stopped');
+      if (this.stopped || !this.acting()) throw new EvaluationStopped('alert evaluation stopped');
     });
     const outcomes = await this.query(scope, rules, now, pause);
     const step = applyEvaluation(this.set, outcomes, { now, sweep: scope === 'all' || typeof scope === 'object', configured: rules.map((r) => r.name), resolvedRetentionMs: keep });

@@ -15,9 +15,10 @@ import { parseReceivers } from '../notify/settings.ts';
 import { dimensionNames } from '../pipeline/settings.ts';
 import { PostgresStore } from '../store/postgres/index.ts';
 import { PostgresLease } from '../store/postgres/lease.ts';
-import { silentLogger } from '../telemetry/logger.ts';
+import { silentLogger, type Logger } from '../telemetry/logger.ts';
 import { FakeClock, hookEvent, WebhookSink } from '../../test/support/alerting.ts';
 import { useTestServer } from '../../test/support/postgres/fixture.ts';
+import { recordingLogger } from '../../test/support/recording-logger.ts';
 import { startAlerting, type Alerting } from './index.ts';
 import { parseRules } from './settings.ts';
 import { PostgresAlertStateStore } from './state/postgres.ts';
@@ -61,8 +62,9 @@ async function cluster() {
   });
   // A replica: its own pool (one connection), lease and engine; leadership handled as service.ts handles it, unless
   // `told` is false: its lease's changes reach nobody (as an epoch that moved between two renewals of the lease
-  // that both found it leading). `loads` counts its loads of the state with the outbox (as leader).
-  const replica = async (holder: string, { told = true } = {}): Promise<Replica> => {
+  // that both found it leading). `loads` counts its loads of the state with the outbox (as leader). `sliceMs`: how
+  // long its evaluations run between two turns of the event loop.
+  const replica = async (holder: string, { told = true, logger = silentLogger, sliceMs }: { told?: boolean; logger?: Logger; sliceMs?: number } = {}): Promise<Replica> => {
     const store = await PostgresStore.open({ url, poolSize: 1 });
     const started: { alerting?: Alerting } = {};
     const lease = new PostgresLease({
@@ -82,7 +84,7 @@ async function cluster() {
       if (opts?.outbox) r.loads++;
       return load(opts);
     };
-    const alerting = await startAlerting({ config: config(`${sink.url}/hook`), db: '', store, stateStore, leader: lease, shared: true, logger: silentLogger, now: clock.now, timer: false, random: () => 0.5 });
+    const alerting = await startAlerting({ config: config(`${sink.url}/hook`), db: '', store, stateStore, leader: lease, shared: true, logger, now: clock.now, timer: false, random: () => 0.5, ...(sliceMs === undefined ? {} : { evaluationSliceMs: sliceMs }) });
     started.alerting = alerting;
     r.alerting = alerting;
     await alerting.engine.evaluate('notify');
@@ -195,4 +197,33 @@ it('a replica leading again evaluates nothing queued before its leadership\'s lo
   await new Promise((resolve) => setTimeout(resolve, 200));
   expect(sent()).toEqual(['firing SessionStart:startup']);
   expect((await b.store.connectionPool.query<{ state: string }>('SELECT state FROM alert_instances')).rows.map((x) => x.state)).toEqual(['firing']);
+}, 60_000);
+
+it('an evaluation whose replica lost the lease between two of its slices ends there, quietly: nothing saved, nothing notified', async () => {
+  const { replica, sent } = await cluster();
+  const { logger, lines } = recordingLogger();
+  const b = await replica('b', { logger, sliceMs: 0 });
+  const a = await replica('a');
+  await b.store.ingest([hookEvent({ hookName: 'SessionStart:startup', additionalContextChars: 12_000, outputsPersisted: 1, timeMs: T0 })]);
+
+  // b begins an evaluation as leader; it waits for b's one connection, busy, while b's lease lapses and a takes it.
+  expect(await b.lease.tick()).toBe(true);
+  const busy: PoolClient = await b.store.connectionPool.connect();
+  let released = false;
+  pg.defer(async () => {
+    if (!released) busy.release();
+  });
+  const evaluations = b.alerting.engine.stats.evaluations;
+  const evaluation = b.alerting.engine.evaluate('all');
+  await until('b to stop leading', () => !b.lease.isLeader(), 10_000);
+  await until('a to lead', () => a.lease.tick(), 10_000);
+  released = true;
+  busy.release();
+  await evaluation;
+
+  expect(lines.filter((l) => l.level === 'error')).toEqual([]);
+  expect(b.alerting.engine.stats.evaluations).toBe(evaluations);
+  expect((await b.store.connectionPool.query('SELECT 1 FROM alert_instances')).rows).toEqual([]);
+  await b.alerting.dispatcher.idle();
+  expect(sent()).toEqual([]);
 }, 60_000);
