@@ -94,6 +94,9 @@ export function rendererFor(receiver: ReceiverConfig, links: LinkContext, now: (
   return receiver.type === 'slack' ? slackRenderer(links) : alertmanagerRenderer(links);
 }
 
+/** Why a notification whose wait to go out (DispatcherOptions.ready) outlasted its delivery deadline was not sent. */
+const DEADLINE_PASSED_WAITING = 'gave up: the delivery deadline passed while the attempt waited to go out';
+
 export class Dispatcher {
   readonly stats: DispatcherStats = { enqueued: 0, delivered: 0, failed: 0, dropped: 0, discarded: 0, attempts: 0, tlsFailures: 0, failedByReason: Object.fromEntries(NOTIFICATION_FAILURE_REASONS.map((r) => [r, 0])) as DispatcherStats['failedByReason'] };
   private opts: DispatcherOptions;
@@ -236,9 +239,17 @@ export class Dispatcher {
     // answer was on its way (SIGSTOP, a VM freeze) finds its lease run out, and another replica may hold it by now.
     // Checked once the attempt may go out: the lease may have moved while it waited.
     const leads = fence ? async (): Promise<boolean> => token !== null && fence.token() === token && (await fence.confirm(token, n)) && fence.token() === token : undefined;
+    const deadlineMs = n.createdAtMs + this.opts.deadlineMs;
+    const signal = AbortSignal.any([this.abort.signal, lane.removed.signal]);
+    // Set when the wait carried an attempt past the delivery deadline: given up on then, not sent. One already past
+    // it when it became due (resumed from the outbox after a restart) has its attempt, as without a wait.
+    let expired = false;
     const proceed = ready ? async (): Promise<boolean> => {
+      const due = now() <= deadlineMs;
       await ready(n);
-      return leads ? leads() : true;
+      if ((leads && !(await leads())) || signal.aborted) return false;
+      expired = due && now() > deadlineMs;
+      return !expired;
     } : leads;
     // The attempts' records, written before the outcome's: once the outbox row is done (and later pruned), they
     // are what says the receiver had the notification.
@@ -254,8 +265,8 @@ export class Dispatcher {
       result = await sendWithRetry(build, {
         url: lane.receiver.url,
         timeoutMs: lane.receiver.timeoutMs,
-        deadlineMs: n.createdAtMs + this.opts.deadlineMs,
-        signal: AbortSignal.any([this.abort.signal, lane.removed.signal]),
+        deadlineMs,
+        signal,
         now,
         tls: this.opts.tls?.get(lane.receiver.name) ?? null,
         ...(proceed ? { proceed } : {}),
@@ -271,6 +282,11 @@ export class Dispatcher {
     } catch (err) {
       this.opts.logger.error('notification delivery crashed', { receiver: n.receiver, err });
       result = { outcome: 'failed', attempts: 0, httpStatus: null, error: 'internal error' };
+    }
+    if (expired) {
+      // Recorded as a deadline that passed between attempts is: an attempt row saying why, then the outcome.
+      result = { ...result, outcome: 'failed', error: result.error === null ? DEADLINE_PASSED_WAITING : `${result.error}; ${DEADLINE_PASSED_WAITING}` };
+      recording.push(this.opts.onAttempt?.(n, { attempt: 0, atMs: now(), outcome: 'failed', httpStatus: null, error: DEADLINE_PASSED_WAITING, durationMs: 0 }, token));
     }
     await Promise.allSettled(recording);
     if (result.outcome === 'aborted') {

@@ -371,6 +371,30 @@ describe('dispatcher', () => {
     await d.stop();
   });
 
+  it('gives up without an attempt on a notification whose wait to go out carried it past its delivery deadline', async () => {
+    // A resolution waits for the renewal in flight to its Alertmanager receiver, up to the receiver's timeout.
+    const s = await sink();
+    const attempts: AttemptResult[] = [];
+    const finished: string[] = [];
+    const d = new Dispatcher({
+      receivers: [receiver(s.url)], links: { externalUrl: '' }, logger: silentLogger, deadlineMs: 100, maxQueue: 10,
+      ready: () => new Promise((resolve) => setTimeout(resolve, 300)),
+      onAttempt: (_n, a) => void attempts.push(a), onFinished: (_n, o) => void finished.push(o),
+    });
+    d.enqueue(notification({ status: 'resolved' }));
+    await d.idle();
+    expect(s.requests).toHaveLength(0);
+    expect(attempts).toMatchObject([{ attempt: 0, outcome: 'failed', httpStatus: null, error: expect.stringContaining('delivery deadline') }]);
+    expect(finished).toEqual(['failed']);
+    expect([d.stats.failed, d.stats.attempts]).toEqual([1, 0]);
+    // Already past its deadline when it was queued (resumed from the outbox after a restart): it has its attempt.
+    d.enqueue(notification({ webhookId: 'msg_late', status: 'resolved', createdAtMs: Date.now() - 1000 }));
+    await d.idle();
+    expect(s.requests.map((r) => r.headers['webhook-id'])).toEqual(['msg_late']);
+    expect(finished).toEqual(['failed', 'delivered']);
+    await d.stop();
+  });
+
   it('counts the notifications given up on by why on /metrics: the status class, a timeout, no connection', async () => {
     const refusing = await sink();
     refusing.reply = () => ({ status: 404 });
