@@ -717,6 +717,32 @@ describe('resolutions', () => {
     expect(h.sink.requests).toHaveLength(5);
   });
 
+  it('to an Alertmanager receiver, posted again by a renewal, are taken before the firing of the alert\'s next episode', async () => {
+    const h = await harness([{ kind: 'persisted', window: '1m' }], { receiverType: 'alertmanager' });
+    await h.push(over);
+    h.clock.advance(3 * MIN);
+    await h.alerting.engine.evaluate('all');
+    await h.alerting.dispatcher.idle();
+    expect(h.sink.requests).toHaveLength(2);
+    // A renewal, carrying the resolution again, reaches the receiver and is held there.
+    const { arrived: renewalArrived, release } = holdNextRequest(h.sink);
+    const [receiver] = parseReceivers([{ name: 'ops', type: 'alertmanager', url: `${h.sink.url}/hook` }]);
+    const renewal = h.alerting.refresher.push(receiver as NonNullable<typeof receiver>);
+    await renewalArrived;
+    // The alert fires again, under the same labels, while the renewal is held.
+    const firedAgain = h.push(over);
+    // The renewal is taken once the new firing has been, or after a second (a firing that waits for it is not).
+    await h.sink.waitFor(3, 1000).catch(() => undefined);
+    expect(h.alerting.engine.alerts().map((a) => a.state)).toEqual(['firing', 'resolved']);
+    release();
+    await renewal;
+    await firedAgain;
+    // Alertmanager replaces an alert by one of the same labels whose time does not overlap it: the old resolution
+    // taken last would resolve the new episode there. The receiver takes the new firing last.
+    const ends = h.sink.requests.map((q) => Date.parse((JSON.parse(q.body) as { endsAt: string }[])[0]?.endsAt ?? ''));
+    expect(ends.map((t) => (t > h.clock.now() ? 'firing' : 'resolved'))).toEqual(['firing', 'resolved', 'resolved', 'firing']);
+  });
+
   it('go to a receiver that had the firing a group_interval after refusing it', async () => {
     const h = await harness([{ kind: 'persisted', window: '10m' }]);
     h.sink.reply = () => ({ status: 400 });

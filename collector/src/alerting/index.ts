@@ -114,9 +114,11 @@ export async function startAlerting(opts: AlertingOptions): Promise<Alerting> {
     ...(opts.random ? { random: opts.random } : {}),
     ...(fence ? { fence } : {}),
     tls,
-    // A resolution reaches an Alertmanager after the renewal in flight to it, built while the alert still fired:
-    // taken after the resolution, that renewal would fire the alert there again until its endsAt.
-    ready: (n) => (n.status === 'resolved' ? refresher.settled(n.receiver) : Promise.resolve()),
+    // A notification reaches an Alertmanager after the renewal in flight to it. A resolution: that renewal, built
+    // while the alert still fired and taken after it, would fire the alert there again. A firing: that renewal,
+    // carrying the previous episode's resolution under the same labels, would resolve the new one there
+    // (Alertmanager replaces an alert by one whose time does not overlap it).
+    ready: (n) => refresher.settled(n.receiver),
     // Awaited by the dispatcher before it records the notification's outcome.
     onAttempt: (n, a, token) => stateStore.addAttempt({ alertId: n.alert.id, receiver: n.receiver, webhookId: n.webhookId, status: n.status, ...a }, fence ? token : undefined).catch((err: unknown) => logger.warn('cannot record delivery attempt', { err })),
     onFinished: (n, outcome, token) => {

@@ -34,7 +34,7 @@ export interface DispatcherOptions {
   /** The TLS files of the receivers with `tls`, by name (transport.ts: openReceiverTls). */
   tls?: ReadonlyMap<string, ClientTlsCredentials>;
   /**
-   * Resolves when an attempt of `n` may go out, awaited before each one (alerting/index.ts: a resolution to an
+   * Resolves when an attempt of `n` may go out, awaited before each one (alerting/index.ts: a notification to an
    * Alertmanager receiver follows the renewal push in flight to it). Absent: at once.
    */
   ready?: (n: Notification) => Promise<void>;
