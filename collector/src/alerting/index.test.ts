@@ -20,6 +20,7 @@ import { parseSilence } from './silences.ts';
 import { SqliteAlertStateStore } from './state/sqlite.ts';
 import type { AlertRecord, StateChanges } from './model.ts';
 import { FakeClock, hookEvent, keepFiringAcrossRestarts, linksOverLongWindow, LONG_WINDOW_CASES, otlpAccepted, WebhookSink, type EventFacts, type ReceivedRequest } from '../../test/support/alerting.ts';
+import { MAX_RESOLVED_LISTED } from './read-model.ts';
 import { alertRange } from '../../../shared/src/alert-range.ts';
 import { hookId } from '../hooks/extract.ts';
 import type { AlertSummary } from '../../../shared/src/api.ts';
@@ -742,6 +743,23 @@ describe('resolutions', () => {
     const ends = h.sink.requests.map((q) => Date.parse((JSON.parse(q.body) as { endsAt: string }[])[0]?.endsAt ?? ''));
     expect(ends.map((t) => (t > h.clock.now() ? 'firing' : 'resolved'))).toEqual(['firing', 'resolved', 'resolved', 'firing']);
   });
+
+  it('to an Alertmanager receiver are posted again with every renewal, however many resolved at once', async () => {
+    // More than the alerts list shows of those resolved (MAX_RESOLVED_LISTED): three rules' alerts on 400 hooks.
+    const rules = ['lost_a', 'lost_b', 'lost_c'];
+    const h = await harness(rules.map((name) => ({ kind: 'persisted', name, window: '1m' })), { receiverType: 'alertmanager' });
+    const hooks = 400;
+    await h.push(...Array.from({ length: hooks }, (_, i) => ({ ...over, hookName: `SessionStart:h${i}` })));
+    h.clock.advance(3 * MIN);
+    await h.alerting.engine.evaluate('all');
+    await h.alerting.dispatcher.idle();
+    expect(h.alerting.engine.alerts().filter((a) => a.state === 'resolved')).toHaveLength(MAX_RESOLVED_LISTED);
+    const [receiver] = parseReceivers([{ name: 'ops', type: 'alertmanager', url: `${h.sink.url}/hook` }]);
+    await h.alerting.refresher.push(receiver as NonNullable<typeof receiver>);
+    const renewal = JSON.parse(h.sink.requests.at(-1)?.body ?? '[]') as { labels: Record<string, string>; endsAt: string }[];
+    expect(new Set(renewal.map((a) => `${a.labels['alertname']} ${a.labels['hook_name']}`))).toEqual(new Set(rules.flatMap((r) => Array.from({ length: hooks }, (_, i) => `${r} SessionStart:h${i}`))));
+    expect(renewal.every((a) => Date.parse(a.endsAt) <= h.clock.now())).toBe(true);
+  }, 120_000);
 
   it('go to a receiver that had the firing a group_interval after refusing it', async () => {
     const h = await harness([{ kind: 'persisted', window: '10m' }]);

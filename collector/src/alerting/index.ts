@@ -5,7 +5,7 @@
  * silences.
  */
 import type { AlertingConfig } from './settings.ts';
-import { AlertmanagerRefresher } from '../notify/alertmanager-api.ts';
+import { AlertmanagerRefresher, RESOLVED_RESEND_MS } from '../notify/alertmanager-api.ts';
 import { Dispatcher } from '../notify/dispatcher.ts';
 import type { LinkContext } from '../notify/model.ts';
 import type { ClientTlsCredentials } from '../net/tls.ts';
@@ -98,7 +98,7 @@ export async function startAlerting(opts: AlertingOptions): Promise<Alerting> {
   // Alertmanager receivers: firing alerts are pushed again every resend interval, as Prometheus does (started below,
   // once the engine has loaded them).
   const refresher: AlertmanagerRefresher = new AlertmanagerRefresher({
-    receivers: config.receivers, links, alerts: () => engine.readModel.alerts(), logger, now, tls,
+    receivers: config.receivers, links, alerts: () => engine.readModel.firingAndResolvedSince(now() - RESOLVED_RESEND_MS), logger, now, tls,
     active: () => (leader ? leader.isLeader() : true) && !engine.isStale,
   });
   // Filled in below: the dispatcher reports into the state store the engine owns.

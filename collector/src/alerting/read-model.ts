@@ -71,6 +71,16 @@ export class AlertReadModel {
   }
 
   /**
+   * The firing alerts, and every alert that resolved at or after `sinceMs`, however many (not cut at
+   * MAX_RESOLVED_LISTED): what the Alertmanager refresher pushes.
+   */
+  firingAndResolvedSince(sinceMs: number): AlertSummary[] {
+    const firing = this.opts.alerts.activeAlerts().filter((a) => a.state === 'firing');
+    const resolved = this.opts.alerts.resolvedAlerts().filter((a) => a.endsAtMs !== null && a.endsAtMs >= sinceMs);
+    return [...firing, ...resolved].map((a) => this.summary(a));
+  }
+
+  /**
    * Resolved alerts kept (and answered by id) but past the newest MAX_RESOLVED_LISTED, so left out of alerts(); of
    * the hook `hookId` alone when given.
    */

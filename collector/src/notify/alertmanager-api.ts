@@ -73,7 +73,7 @@ export function alertmanagerApiRenderer(ctx: LinkContext, receiver: ReceiverConf
 export interface AlertmanagerRefresherOptions {
   receivers: readonly ReceiverConfig[];
   links: LinkContext;
-  /** The alerts as the engine lists them (firing, pending, recently resolved). */
+  /** The alerts firing, and those resolved within RESOLVED_RESEND_MS, however many (others are left out). */
   alerts: () => AlertSummary[];
   /**
    * Whether this process's alerts are the ones to renew (it leads, and its memory is the saved state); a
@@ -213,6 +213,15 @@ export class AlertmanagerRefresher {
  */
 function recentlyResolved(alerts: readonly AlertSummary[], firing: readonly AlertSummary[], nowMs: number): AlertSummary[] {
   const endMs = (a: AlertSummary): number => (a.endsAt === null ? Number.NaN : Date.parse(a.endsAt));
-  const resolved = alerts.filter((a) => a.state === 'resolved' && a.lastNotifiedAt !== null && a.startsAt !== null && nowMs - endMs(a) < RESOLVED_RESEND_MS);
-  return resolved.filter((a) => !firing.some((f) => f.fingerprint === a.fingerprint) && !resolved.some((b) => b.fingerprint === a.fingerprint && endMs(b) > endMs(a)));
+  // By label set, in one pass: a flapping rule may have resolved many alerts within RESOLVED_RESEND_MS.
+  const renewed = new Set(firing.map((f) => f.fingerprint));
+  const latest = new Map<string, { alert: AlertSummary; endMs: number }>();
+  for (const a of alerts) {
+    if (a.state !== 'resolved' || a.lastNotifiedAt === null || a.startsAt === null || renewed.has(a.fingerprint)) continue;
+    const end = endMs(a);
+    if (!(nowMs - end < RESOLVED_RESEND_MS)) continue;
+    const kept = latest.get(a.fingerprint);
+    if (!kept || end > kept.endMs) latest.set(a.fingerprint, { alert: a, endMs: end });
+  }
+  return [...latest.values()].map((l) => l.alert);
 }
