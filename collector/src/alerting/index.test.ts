@@ -804,6 +804,39 @@ describe('resolutions', () => {
     expect(h.notes()).toHaveLength(2);
   });
 
+  it('still being retried when the alert fires again are taken before the new firing, which never passes them', async () => {
+    for (const receiverType of [undefined, 'alertmanager'] as const) {
+      const h = await harness([{ kind: 'persisted', window: '1m' }], receiverType ? { receiverType } : {});
+      /** Whether each request carried the alert firing or resolved, by its receiver type's body. */
+      const state = (body: string): string => receiverType
+        ? (Date.parse((JSON.parse(body) as { endsAt: string }[])[0]?.endsAt ?? '') > h.clock.now() ? 'firing' : 'resolved')
+        : (JSON.parse(body) as AlertmanagerWebhookBody).status;
+      await h.push(over);
+      // The receiver refuses resolutions (503, retried) and takes firings: a firing let past one would be taken first.
+      let refuse = true;
+      h.sink.reply = (q) => ({ status: refuse && state(q.body) === 'resolved' ? 503 : 200 });
+      h.clock.advance(3 * MIN);
+      await h.alerting.engine.evaluate('all');
+      await h.sink.waitFor(3);
+      // The alert fires again, under the same labels, while its resolution waits for its next attempt.
+      const r = await h.store.ingest([hookEvent({ ...over, timeMs: h.clock.now() })]);
+      h.alerting.engine.onIngested(r.inserted);
+      await h.alerting.engine.evaluate('notify');
+      expect(h.alerting.engine.alerts().map((a) => a.state)).toEqual(['firing', 'resolved']);
+      // Refused twice more after the new firing was queued, then taken.
+      const refusedBefore = h.sink.requests.length;
+      await h.sink.waitFor(refusedBefore + 2);
+      refuse = false;
+      await h.alerting.dispatcher.idle();
+      const taken = h.sink.requests.filter((q) => q.status === 200);
+      const [second, first] = h.alerting.engine.alerts().map((a) => a.startsAt);
+      const startsAt = (body: string): string | undefined => receiverType ? (JSON.parse(body) as { startsAt: string }[])[0]?.startsAt : (JSON.parse(body) as AlertmanagerWebhookBody).alerts[0]?.startsAt;
+      // The receiver ends with the new episode firing, not with the old one's resolution.
+      expect({ receiverType, taken: taken.map((q) => [state(q.body), startsAt(q.body)]) }).toEqual({ receiverType, taken: [['firing', first], ['resolved', first], ['firing', second]] });
+      expect(h.sink.requests.filter((q) => q.status === 503).every((q) => state(q.body) === 'resolved')).toBe(true);
+    }
+  });
+
   it('given up on are not sent again once the alert fired again: the receiver has the new episode', async () => {
     const h = await harness([{ kind: 'persisted', window: '1m' }]);
     await h.push(over);
