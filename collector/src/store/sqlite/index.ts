@@ -16,9 +16,9 @@ import { DEFAULT_MAX_HOOKS, KnownHooks, foldNewHooks } from '../hook-limit.ts';
 import { AttrSetCache, ATTR_INSERT_COLUMNS, coveringBounds } from '../attr-sets.ts';
 import { ATTR_ROLLUP_KEY, ATTR_ROLLUP_TABLE, attrRollupPruneSql, attrRollupQuery, groupForAttrRollups } from '../attr-rollups.ts';
 import { attrGroupedEventsQuery, hookGroupedEventsQuery, liveLead, type LiveTo, type RollupFilter, attrDigest, attrFilter, compactKey, hookRef, hookRefOf, KIND_CODES, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, eventValues, hookScope, lateArrivalsQuery, latePersistedQuery, toArrivals, seriesQuery, fleetSeriesQuery, toFleetBucket, edgeFleetBuckets, ROLLUP_TABLES, sqlString, toInfo, rollupAggregates, upsertSetClause } from '../sql.ts';
-import { SQLITE_BUSY, Statements, createPrivateFile, describeSqliteError, inTransaction, openSqlite, sqliteFault, sqliteFileBytes } from './database.ts';
+import { SQLITE_BUSY, Statements, createPrivateFile, describeSqliteError, inTransaction, sqliteFault, sqliteFileBytes } from './database.ts';
 import { SqliteReaders, type ReadSession } from './reader.ts';
-import { attrExpr, logMigrated, migrateOnWorker, migrateSchema, openFailure, schemaFailure, writeConnectionPragmas } from './schema.ts';
+import { attrExpr, logMigrated, migrateOnWorker, openMigrated, schemaFailure } from './schema.ts';
 import { runPaced } from '../../paced.ts';
 import { EventRowInserts } from './event-rows.ts';
 import type { TranscriptCommandRow } from '../model.ts';
@@ -208,15 +208,9 @@ export class SqliteStore implements Store {
 
   /** Opens the file, migrates it and prepares the statements ingest uses. */
   private connect(): Connection {
-    let db: DatabaseSync;
+    const { db, migrated } = openMigrated({ path: this.path, synchronous: this.synchronous, cacheBytes: this.cacheBytes, dimensions: this.dims });
+    logMigrated(this.logger, migrated);
     try {
-      db = openSqlite(this.path, this.synchronous);
-    } catch (err) {
-      throw openFailure(this.path, err);
-    }
-    try {
-      db.exec(writeConnectionPragmas(this.cacheBytes));
-      logMigrated(this.logger, migrateSchema(db, this.dims));
       const legacy = db.prepare('SELECT value FROM store_meta WHERE key = ?').get(LEGACY_KEYS_BEFORE) as { value: string } | undefined;
       this.legacyKeysBefore = legacy ? Number(legacy.value) : -Infinity;
       const pruned = db.prepare('SELECT value FROM store_meta WHERE key = ?').get(PRUNED_BEFORE_META) as { value: string } | undefined;

@@ -3,29 +3,16 @@
  * connection: the main thread keeps answering /healthz and /readyz meanwhile, however long the migration takes.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import type { DatabaseSync } from 'node:sqlite';
-import { openSqlite } from './database.ts';
 import { StoreUnavailableError } from '../store.ts';
-import { migrateSchema, openFailure, schemaFailure, writeConnectionPragmas, type MigrateJob, type MigrateMessage, type SchemaMigrated } from './schema.ts';
+import { openMigrated, type MigrateJob, type MigrateMessage, type SchemaMigrated } from './schema.ts';
 
 const job = workerData as MigrateJob;
 const tell = (m: MigrateMessage): void => parentPort?.postMessage(m);
 
 function run(): SchemaMigrated | undefined {
-  let db: DatabaseSync;
-  try {
-    db = openSqlite(job.path, job.synchronous);
-  } catch (err) {
-    throw openFailure(job.path, err);
-  }
-  try {
-    db.exec(writeConnectionPragmas(job.cacheBytes));
-    return migrateSchema(db, job.dimensions, () => tell({ type: 'migrating' }));
-  } catch (err) {
-    throw schemaFailure(job.path, err);
-  } finally {
-    db.close();
-  }
+  const { db, migrated } = openMigrated(job, () => tell({ type: 'migrating' }));
+  db.close();
+  return migrated;
 }
 
 try {

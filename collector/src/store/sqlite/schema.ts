@@ -15,7 +15,7 @@ import { StoreUnavailableError } from '../store.ts';
 import { workerExecArgv } from '../../worker-argv.ts';
 import type { Logger } from '../../telemetry/logger.ts';
 import { formatDuration } from '../../config/values.ts';
-import { BUSY_TIMEOUT_MS, describeSqliteError, inTransaction, sqliteFault } from './database.ts';
+import { BUSY_TIMEOUT_MS, describeSqliteError, inTransaction, openSqlite, sqliteFault } from './database.ts';
 
 /** Versioned migrations; append only. Version n is MIGRATIONS[n - 1]. */
 export const MIGRATIONS: readonly string[] = [
@@ -171,7 +171,7 @@ function lockedFailure(path: string, err: unknown): string | undefined {
 }
 
 /** A failure to open the file at `path`: SQLite says "unable to open database file" without saying which. */
-export function openFailure(path: string, err: unknown): StoreUnavailableError {
+function openFailure(path: string, err: unknown): StoreUnavailableError {
   return new StoreUnavailableError(lockedFailure(path, err) ?? `cannot open the SQLite database ${path}: ${describeSqliteError(err)}`);
 }
 
@@ -191,8 +191,29 @@ export function schemaFailure(path: string, err: unknown): Error {
  * What the store's write connection sets before it migrates, the worker's too: foreign keys enforced, as the
  * migrations were written for, and the page cache (a negative cache_size is in KiB).
  */
-export function writeConnectionPragmas(cacheBytes: number): string {
+function writeConnectionPragmas(cacheBytes: number): string {
   return `PRAGMA foreign_keys = ON; PRAGMA cache_size = -${Math.max(1, Math.floor(cacheBytes / 1024))};`;
+}
+
+/**
+ * The write connection to the store's file, as the store and the migration worker open it (`job`'s path,
+ * synchronous and page cache), brought to the current schema (migrateSchema), with what changed. A failure closes
+ * it and is thrown as the store throws it (openFailure, schemaFailure).
+ */
+export function openMigrated(job: MigrateJob, onMigrating?: () => void): { db: DatabaseSync; migrated: SchemaMigrated | undefined } {
+  let db: DatabaseSync;
+  try {
+    db = openSqlite(job.path, job.synchronous);
+  } catch (err) {
+    throw openFailure(job.path, err);
+  }
+  try {
+    db.exec(writeConnectionPragmas(job.cacheBytes));
+    return { db, migrated: migrateSchema(db, job.dimensions, onMigrating) };
+  } catch (err) {
+    db.close();
+    throw schemaFailure(job.path, err);
+  }
 }
 
 /** What migrate-worker.ts is given. */
