@@ -162,7 +162,7 @@ export class AlertmanagerRefresher {
     const carried = [...firing, ...(r.sendResolved ? recentlyResolved(alerts, firing, now()) : [])];
     if (carried.length === 0) return;
     const resend = r.resendIntervalMs ?? DEFAULT_RESEND_INTERVAL_MS;
-    const body = JSON.stringify(carried.map((a) => postableAlert({ ...a, startsAt: a.startsAt as string }, a.state === 'resolved' ? (a.endsAt ?? formatRfc3339(now())) : null, this.opts.links, now(), resend)));
+    const body = JSON.stringify(carried.map((a) => postableAlert({ ...a, startsAt: a.startsAt as string }, a.state === 'resolved' ? a.endsAt : null, this.opts.links, now(), resend)));
     const sending = sendWithRetry(() => ({ body, headers: r.headers }), {
       url: r.url, timeoutMs: r.timeoutMs, deadlineMs: now() + r.timeoutMs, maxAttempts: 1, signal: this.abort.signal, now, tls: this.opts.tls?.get(r.name) ?? null,
     });
