@@ -755,8 +755,12 @@ describe('resolutions', () => {
     await h.alerting.dispatcher.idle();
     expect(h.alerting.engine.alerts().filter((a) => a.state === 'resolved')).toHaveLength(MAX_RESOLVED_LISTED);
     const [receiver] = parseReceivers([{ name: 'ops', type: 'alertmanager', url: `${h.sink.url}/hook` }]);
+    const before = h.sink.requests.length;
     await h.alerting.refresher.push(receiver as NonNullable<typeof receiver>);
-    const renewal = JSON.parse(h.sink.requests.at(-1)?.body ?? '[]') as { labels: Record<string, string>; endsAt: string }[];
+    // 1200 alerts: posted in batches of 256, as Prometheus does.
+    const batches = h.sink.requests.slice(before).map((q) => JSON.parse(q.body) as { labels: Record<string, string>; endsAt: string }[]);
+    expect(batches.map((b) => b.length)).toEqual([256, 256, 256, 256, 176]);
+    const renewal = batches.flat();
     expect(new Set(renewal.map((a) => `${a.labels['alertname']} ${a.labels['hook_name']}`))).toEqual(new Set(rules.flatMap((r) => Array.from({ length: hooks }, (_, i) => `${r} SessionStart:h${i}`))));
     expect(renewal.every((a) => Date.parse(a.endsAt) <= h.clock.now())).toBe(true);
   }, 120_000);

@@ -10,7 +10,7 @@ import { createServer as createHttpsServer } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { WebhookSink } from '../../test/support/alerting.ts';
+import { WebhookSink, type SinkReply } from '../../test/support/alerting.ts';
 import { alertingSecrets, alertmanagerAlertsUrl, parseReceivers, redactReceivers } from './settings.ts';
 import { loadConfig, toConfig } from '../config/index.ts';
 import { startService, type RunningService } from '../service.ts';
@@ -282,6 +282,25 @@ describe.skipIf(!hasAlertmanager)('alertmanager receiver against a real Alertman
       own.kill();
     }
   }, 30_000);
+
+  it('takes a renewal of more alerts than one batch holds: every alert active, renewed in each of its batches', async () => {
+    const own = await startAlertmanager(mkdtempSync(join(dir, 'batches-')), ['route:', '  receiver: none', 'receivers:', '  - name: none', ''].join('\n'));
+    const [receiver] = parseReceivers([{ name: 'many', type: 'alertmanager', url: `${own.url}/`, resendInterval: '1m' }]);
+    const r = receiver as NonNullable<typeof receiver>;
+    const alerts = firingAlerts(600);
+    const refresher = new AlertmanagerRefresher({ receivers: [r], links: { externalUrl: '' }, alerts: () => alerts, logger: silentLogger });
+    try {
+      await refresher.push(r);
+      // Three posts (256, 256, 88 alerts), each taken.
+      expect(refresher.byReceiver.get('many')).toEqual({ delivered: 3, failed: 0 });
+      const held = (await (await fetch(`${own.url}/api/v2/alerts`)).json()) as AmAlert[];
+      expect(held.map((a) => a.labels['hook_name']).sort()).toEqual(alerts.map((a) => a.labels['hook_name']).sort());
+      expect(held.every((a) => a.status.state === 'active' && Date.parse(a.endsAt) > Date.now())).toBe(true);
+    } finally {
+      await refresher.stop();
+      own.kill();
+    }
+  }, 30_000);
 });
 
 describe('alertmanager renewals', () => {
@@ -415,6 +434,106 @@ describe('alertmanager renewals to a receiver a reload removed', () => {
       expect(sink.requests.map((q) => q.status)).toEqual([503, 200]);
       expect(logs).toEqual([]);
       expect(refresher.byReceiver.get('am')).toEqual({ delivered: 1, failed: 0 });
+    } finally {
+      await refresher.stop();
+      await sink.close();
+    }
+  });
+});
+
+/** `count` firing alerts already posted, each its own label set (hook_name `h<i>`). */
+function firingAlerts(count: number): AlertSummary[] {
+  return Array.from({ length: count }, (_, i) => ({
+    id: `a-${i}`, fingerprint: `fp-${i}`, rule: 'persisted', state: 'firing' as const, labels: { alertname: 'persisted', hook_name: `h${i}` }, annotations: {},
+    activeAt: '2026-12-01T00:00:00.000Z', startsAt: '2026-12-01T00:00:00.000Z', endsAt: null, firstEventAt: null, lastNotifiedAt: '2026-12-01T00:00:00.000Z', deliveries: [], silencedBy: [], hookId: null,
+  }));
+}
+
+describe('alertmanager renewals of more alerts than a batch holds', () => {
+  /** Prometheus' notifier: at most this many alerts per POST /api/v2/alerts (notifier.DefaultMaxBatchSize). */
+  const BATCH = 256;
+  const hookNames = (body: string): string[] => (JSON.parse(body) as PostableAlert[]).map((a) => a.labels['hook_name'] ?? '');
+
+  it('go in batches of at most 256 alerts, one after the answer to the other, each alert once; the renewal is in flight until the last answer', async () => {
+    const sink = new WebhookSink();
+    let release = (): void => undefined;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let arrived = (): void => undefined;
+    const secondArrived = new Promise<void>((resolve) => (arrived = resolve));
+    // Every body as it arrives, before the sink takes it: the second one is held until released.
+    const bodies: string[] = [];
+    sink.reply = (q) => {
+      bodies.push(q.body);
+      return bodies.length === 2 ? (arrived(), { status: 200, hold: held }) : { status: 200 };
+    };
+    await sink.start();
+    const [receiver] = parseReceivers([{ name: 'am', type: 'alertmanager', url: sink.url, resendInterval: '1m', sendResolved: true }]);
+    const am = receiver as NonNullable<typeof receiver>;
+    const resolvedAt = new Date(Date.now() - 60_000).toISOString();
+    const alerts = [...firingAlerts(2 * BATCH), { ...firingAlerts(2 * BATCH + 1)[2 * BATCH] as AlertSummary, state: 'resolved' as const, endsAt: resolvedAt }];
+    const refresher = new AlertmanagerRefresher({ receivers: [am], links: { externalUrl: '' }, alerts: () => alerts, logger: silentLogger });
+    try {
+      const renewal = refresher.push(am);
+      await secondArrived;
+      let settled = false;
+      const waiting = refresher.settled('am').then(() => (settled = true));
+      await new Promise((r) => setTimeout(r, 300));
+      // The first batch answered, the second held: the third is not sent over it, and a notification waiting for
+      // the renewal in flight (a resolution of an alert in the second or third batch) still waits.
+      expect(bodies).toHaveLength(2);
+      expect(settled).toBe(false);
+      release();
+      await renewal;
+      await waiting;
+      expect(bodies.map((b) => hookNames(b).length)).toEqual([BATCH, BATCH, 1]);
+      const posted = bodies.flatMap(hookNames);
+      expect(posted.sort()).toEqual(alerts.map((a) => a.labels['hook_name']).sort());
+      expect(new Set(posted).size).toBe(alerts.length);
+      // The resolved alert keeps its end; every other one is renewed firing.
+      const last = JSON.parse(bodies[2] ?? '[]') as PostableAlert[];
+      expect(last.map((a) => a.endsAt)).toEqual([resolvedAt]);
+      expect(refresher.byReceiver.get('am')).toEqual({ delivered: 3, failed: 0 });
+    } finally {
+      await refresher.stop();
+      await sink.close();
+    }
+  });
+
+  it('count each batch: one refused does not stop the others; one not answered ends the renewal there, the next interval posts all again', async () => {
+    const sink = new WebhookSink();
+    let replies: SinkReply[] = [];
+    let seen = 0;
+    sink.reply = () => replies[seen++] ?? { status: 200 };
+    await sink.start();
+    const logs: string[] = [];
+    const [receiver] = parseReceivers([{ name: 'am', type: 'alertmanager', url: sink.url, resendInterval: '1m', timeout: '300ms' }]);
+    const am = receiver as NonNullable<typeof receiver>;
+    const alerts = firingAlerts(2 * BATCH + 1);
+    const refresher = new AlertmanagerRefresher({ receivers: [am], links: { externalUrl: '' }, alerts: () => alerts, logger: createLogger({ level: 'info', write: (l) => logs.push(l) }) });
+    try {
+      // The first batch refused (a body Alertmanager will not take): the two others are still posted and taken.
+      replies = [{ status: 400 }];
+      await refresher.push(am);
+      expect(sink.requests.map((q) => q.status)).toEqual([400, 200, 200]);
+      expect(refresher.byReceiver.get('am')).toEqual({ delivered: 2, failed: 1 });
+      expect(logs.filter((l) => l.includes('cannot renew'))).toHaveLength(1);
+      // The first batch not answered within the receiver's timeout: the others would wait as long, and every
+      // notification waiting for the renewal with them. The renewal ends there.
+      seen = 0;
+      replies = [{ status: 200, delayMs: 2000 }];
+      await refresher.push(am);
+      expect(seen).toBe(1);
+      expect(refresher.byReceiver.get('am')).toEqual({ delivered: 2, failed: 2 });
+      // Logged once per outage.
+      expect(logs.filter((l) => l.includes('cannot renew'))).toHaveLength(1);
+      // The next renewal posts every batch again.
+      seen = 0;
+      replies = [];
+      const before = sink.requests.length;
+      await refresher.push(am);
+      expect(sink.requests.slice(before).map((q) => hookNames(q.body).length)).toEqual([BATCH, BATCH, 1]);
+      expect(refresher.byReceiver.get('am')).toEqual({ delivered: 5, failed: 2 });
+      expect(logs.filter((l) => l.includes('reachable again'))).toHaveLength(1);
     } finally {
       await refresher.stop();
       await sink.close();

@@ -24,6 +24,12 @@ const LIFETIME_INTERVALS = 4;
  * taken after it) and whichever is lost, its last word on the alert within a resend interval is that it ended.
  */
 export const RESOLVED_RESEND_MS = 15 * 60_000;
+/**
+ * The most alerts one renewal post carries, Prometheus' notifier default (`--alertmanager.notification-batch-size`):
+ * thousands of firing alerts go as several bodies Alertmanager and proxies in front of it take, and a body lost
+ * loses only its own alerts' renewal.
+ */
+export const RENEWAL_BATCH_SIZE = 256;
 
 /** One alert as `POST /api/v2/alerts` takes it (Alertmanager's postableAlert). */
 export interface PostableAlert {
@@ -96,7 +102,7 @@ export interface AlertmanagerRefresherOptions {
  * ends. Should it resolve while silenced, its resolution is pushed with the renewals.
  */
 export class AlertmanagerRefresher {
-  /** Renewal pushes per Alertmanager receiver, delivered or failed (for /metrics: from 0, so a first failure shows). */
+  /** Renewal posts (batches) per Alertmanager receiver, delivered or failed (for /metrics: from 0, so a first failure shows). */
   readonly byReceiver = new Map<string, { delivered: number; failed: number }>();
   private opts: AlertmanagerRefresherOptions;
   private readonly timers: NodeJS.Timeout[] = [];
@@ -105,8 +111,8 @@ export class AlertmanagerRefresher {
   private readonly running = new Set<Promise<void>>();
   private readonly failing = new Set<string>();
   /**
-   * The push in flight per receiver, settled at its answer: an Alertmanager slower than its resend interval (within
-   * its timeout) is not sent the next one over it; the interval after its answer is.
+   * The renewal in flight per receiver, settled at the answer to its last batch: an Alertmanager slower than its
+   * resend interval (within its timeout) is not sent the next one over it; the interval after that answer is.
    */
   private readonly pushing = new Map<string, Promise<unknown>>();
 
@@ -150,8 +156,11 @@ export class AlertmanagerRefresher {
   }
 
   /**
-   * Pushes the firing and recently resolved alerts to one receiver now (one attempt: the next interval is the
-   * retry); nothing while the previous push to it is still waiting for its answer.
+   * Pushes the firing and recently resolved alerts to one receiver now, in batches of RENEWAL_BATCH_SIZE posted one
+   * after the answer to the other (one attempt each: the next interval is the retry); nothing while the previous
+   * renewal to it is still waiting for an answer. A batch refused does not stop the others, which Alertmanager
+   * takes or refuses on their own; a batch not answered (timed out, no connection) ends the renewal there, as the
+   * next ones would wait as long, and the notifications waiting for the renewal (settled) with them.
    */
   async push(r: ReceiverConfig): Promise<void> {
     const now = this.opts.now ?? Date.now;
@@ -162,35 +171,44 @@ export class AlertmanagerRefresher {
     const carried = [...firing, ...(r.sendResolved ? recentlyResolved(alerts, firing, now()) : [])];
     if (carried.length === 0) return;
     const resend = r.resendIntervalMs ?? DEFAULT_RESEND_INTERVAL_MS;
-    const body = JSON.stringify(carried.map((a) => postableAlert({ ...a, startsAt: a.startsAt as string }, a.state === 'resolved' ? a.endsAt : null, this.opts.links, now(), resend)));
-    const sending = sendWithRetry(() => ({ body, headers: r.headers }), {
-      url: r.url, timeoutMs: r.timeoutMs, deadlineMs: now() + r.timeoutMs, maxAttempts: 1, signal: this.abort.signal, now, tls: this.opts.tls?.get(r.name) ?? null,
-    });
-    this.pushing.set(r.name, sending);
-    let result: SendResult;
-    let removed: boolean;
+    let done = (): void => undefined;
+    const renewal = new Promise<void>((resolve) => (done = resolve));
+    this.pushing.set(r.name, renewal);
+    // Not the renewal in flight any more: a reload removed its receiver meanwhile.
+    const removed = (): boolean => this.pushing.get(r.name) !== renewal;
+    const batches = Math.ceil(carried.length / RENEWAL_BATCH_SIZE);
+    const failures: SendResult[] = [];
     try {
-      result = await sending;
+      for (let i = 0; i < carried.length; i += RENEWAL_BATCH_SIZE) {
+        const body = JSON.stringify(carried.slice(i, i + RENEWAL_BATCH_SIZE).map((a) => postableAlert({ ...a, startsAt: a.startsAt as string }, a.state === 'resolved' ? a.endsAt : null, this.opts.links, now(), resend)));
+        const result = await sendWithRetry(() => ({ body, headers: r.headers }), {
+          url: r.url, timeoutMs: r.timeoutMs, deadlineMs: now() + r.timeoutMs, maxAttempts: 1, signal: this.abort.signal, now, tls: this.opts.tls?.get(r.name) ?? null,
+        });
+        if (result.outcome === 'aborted' || removed()) return;
+        const counts = this.byReceiver.get(r.name);
+        if (counts) counts[result.outcome === 'delivered' ? 'delivered' : 'failed']++;
+        if (result.outcome === 'delivered') continue;
+        failures.push(result);
+        // Not answered: the next batches would wait as long. The next interval posts them all again.
+        if (result.httpStatus === null) break;
+      }
     } finally {
-      // Not the push in flight any more: a reload removed its receiver meanwhile.
-      removed = this.pushing.get(r.name) !== sending;
-      if (!removed) this.pushing.delete(r.name);
+      if (!removed()) this.pushing.delete(r.name);
+      done();
     }
-    if (result.outcome === 'aborted' || removed) return;
-    const counts = this.byReceiver.get(r.name);
-    if (counts) counts[result.outcome === 'delivered' ? 'delivered' : 'failed']++;
-    if (result.outcome === 'delivered') {
+    const [failed] = failures;
+    if (!failed) {
       if (this.failing.delete(r.name)) this.opts.logger.info('alertmanager reachable again; firing alerts renewed', { receiver: r.name, alerts: firing.length });
       return;
     }
     // Logged once per outage, not every interval.
-    if (!this.failing.has(r.name)) this.opts.logger.warn('cannot renew firing alerts at alertmanager; retrying every resend interval', { receiver: r.name, httpStatus: result.httpStatus, error: result.error });
+    if (!this.failing.has(r.name)) this.opts.logger.warn('cannot renew firing alerts at alertmanager; retrying every resend interval', { receiver: r.name, httpStatus: failed.httpStatus, error: failed.error, failedBatches: failures.length, batches });
     this.failing.add(r.name);
   }
 
   /**
-   * Resolves once the push in flight to `receiver` (if any) has its answer. It was built from the alerts firing
-   * then: a resolution sent to the receiver after it may not reach Alertmanager before it, or Alertmanager would
+   * Resolves once the renewal in flight to `receiver` (if any) has the answer to its last batch. It was built from
+   * the alerts firing then: a resolution sent to the receiver after it may not reach Alertmanager before it, or Alertmanager would
    * take the renewal last and hold the resolved alert firing until the next push. Pushes built after an alert
    * resolved carry it resolved.
    */

@@ -35,7 +35,7 @@ export function registerNotifyMetrics(metrics: MetricsRegistry, stats: Dispatche
   if (!refresher) return;
   metrics.collectedCounter('notify', {
     name: 'hookwatch_alertmanager_renewals_total',
-    help: 'Pushes renewing the firing alerts at an Alertmanager receiver (with those resolved within the last 15 minutes), every resend interval, by receiver and outcome (delivered, failed). Failing renewals let Alertmanager resolve the alerts by themselves.',
+    help: 'Posts renewing the firing alerts at an Alertmanager receiver (with those resolved within the last 15 minutes), every resend interval, in batches of up to 256 alerts, one count per batch, by receiver and outcome (delivered, failed). Failing renewals let Alertmanager resolve the alerts by themselves.',
     labelNames: ['receiver', 'outcome'],
     collect: (set) => {
       for (const [receiver, counts] of refresher.byReceiver) {
