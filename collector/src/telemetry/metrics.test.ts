@@ -75,6 +75,26 @@ describe('MetricsRegistry exposition', () => {
     expect(parseExposition(await metrics.render()).get('oldest_seconds')?.samples).toEqual([]);
   });
 
+  it('lets the event loop turn between two families, so a large scrape holds up requests for one family at most', async () => {
+    // Thousands of per-hook series take prom-client hundreds of milliseconds to write; done in one go, OTLP
+    // requests and probes would wait for all of it.
+    const metrics = new MetricsRegistry();
+    let turns = 0;
+    const seen: number[] = [];
+    for (const name of ['a', 'b', 'c']) {
+      metrics.collectedGauge('hooks', {
+        name, help: 'h',
+        collect: (set) => {
+          seen.push(turns);
+          setImmediate(() => turns++);
+          set({}, 1);
+        },
+      });
+    }
+    await metrics.render();
+    expect(seen).toEqual([0, 1, 2]);
+  });
+
   it('shows a counter read from a stage at its current value, not a sum of scrapes', async () => {
     const metrics = new MetricsRegistry();
     const stats = { requests: 2 };

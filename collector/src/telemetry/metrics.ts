@@ -8,6 +8,7 @@
  * from its registration, so increase() sees a source's first failure).
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { setImmediate } from 'node:timers/promises';
 import type { Request, Response } from 'express';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Logger } from './logger.ts';
@@ -118,10 +119,22 @@ export class MetricsRegistry {
     };
   }
 
-  /** The exposition text for one scrape. */
+  /**
+   * The exposition text for one scrape, a family at a time with a turn of the event loop before each. prom-client
+   * writes a family in one go, and the per-hook families of thousands of hooks take it hundreds of milliseconds
+   * together: OTLP requests and probes wait for one family at most, not the whole scrape. A stage whose families
+   * must show one moment reads them through perScrape.
+   */
   async render(): Promise<string> {
     const scrape: Scrape = { failed: new Set(), memo: new Map() };
-    const body = await this.scrape.run(scrape, () => this.registry.metrics());
+    const body = await this.scrape.run(scrape, async () => {
+      const families: string[] = [];
+      for (const metric of this.registry.getMetricsAsArray()) {
+        await setImmediate();
+        families.push(await this.registry.getSingleMetricAsString(metric.name));
+      }
+      return families.join('\n\n') + '\n';
+    });
     for (const collector of scrape.failed) this.collectorErrors.inc({ collector });
     return body + '\n' + (await this.own.metrics());
   }
