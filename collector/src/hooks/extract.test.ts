@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { AnyValue, LogRecord, LogsRequest } from '../otlp/model.ts';
 import { classifyExecution } from './cliff.ts';
 import { extractHookEvents, hookEventKind, parseCount } from './extract.ts';
+import { FINDING_EVENT_NAME, extractTranscriptFindings } from './transcript-findings.ts';
 
 function record(attrs: Record<string, AnyValue>, extra: Partial<LogRecord> = {}): LogRecord {
   return { timeUnixNano: 1_764_000_000_000_000_000n, observedTimeUnixNano: 0n, eventName: '', body: undefined, attributes: new Map(Object.entries(attrs)), ...extra };
@@ -100,6 +101,24 @@ describe('a record named as an overflow hook', () => {
     const refused = (hookEvent: string): string | undefined => extractHookEvents(request([record({ ...base, hook_event: hookEvent, hook_name: `${hookEvent}:(overflow)` })]), opts).problems[0];
     expect(refused('Stop')).toBe('resourceLogs[0].scopeLogs[0].logRecords[0]: hook_name "Stop:(overflow)" is the name of the hook that counts new hook names past store.maxHooks');
     expect(refused('E'.repeat(1000))).toBe(`resourceLogs[0].scopeLogs[0].logRecords[0]: hook_name "${'E'.repeat(64)}…" is the name of the hook that counts new hook names past store.maxHooks`);
+  });
+});
+
+describe('a record with a hook name or event over 1,024 characters', () => {
+  const at = 'resourceLogs[0].scopeLogs[0].logRecords[0]: ';
+  const finding = { 'event.name': FINDING_EVENT_NAME, 'hookwatch.finding.id': 'f-1', 'hookwatch.finding.kind': 'run' };
+  /** The reasons a hook event and a transcript finding with `attrs` are refused for. */
+  const refused = (attrs: Record<string, AnyValue>): (string | undefined)[] => [
+    extractHookEvents(request([record({ ...base, ...attrs })]), opts).problems[0],
+    extractTranscriptFindings(request([record({ ...finding, ...attrs })])).problems[0],
+  ];
+
+  it('is refused, naming the attribute that is too long', () => {
+    expect(refused({ hook_event: 'Stop', hook_name: 'N'.repeat(1025) })).toEqual([`${at}hook_name longer than 1024 characters`, `${at}hook_name longer than 1024 characters`]);
+    expect(refused({ hook_event: 'E'.repeat(1025), hook_name: 'Stop' })).toEqual([`${at}hook_event longer than 1024 characters`, `${at}hook_event longer than 1024 characters`]);
+    // Without hook_name, the hook is named by its event: the event is what the client should shorten.
+    expect(refused({ hook_event: 'E'.repeat(1025), hook_name: '' })).toEqual([`${at}hook_event longer than 1024 characters`, `${at}hook_event longer than 1024 characters`]);
+    expect(refused({ hook_event: 'E'.repeat(1024), hook_name: 'N'.repeat(1024) })).toEqual([undefined, undefined]);
   });
 });
 

@@ -347,7 +347,9 @@ function toHookEvent(kind: HookEventKind, rec: LogRecord, resource: Attributes, 
   // A hook without a matcher is named by its event alone (e.g. UserPromptSubmit).
   const hookName = (hookNameRaw ?? '').trim() || hookEvent;
   if (!hookEvent) throw new RecordProblem('hook_event is missing');
-  if (hookName.length > MAX_HOOK_NAME || hookEvent.length > MAX_HOOK_NAME) throw new RecordProblem(`hook_name longer than ${MAX_HOOK_NAME} characters`);
+  // The event first: a hook without a matcher is named by it, and the event is what its client should shorten.
+  if (hookEvent.length > MAX_HOOK_NAME) throw new RecordProblem(`hook_event longer than ${MAX_HOOK_NAME} characters`);
+  if (hookName.length > MAX_HOOK_NAME) throw new RecordProblem(`hook_name longer than ${MAX_HOOK_NAME} characters`);
   // Its id is the overflow hook's: its executions would be counted there, and raise hook_limit below the limit.
   if (isOverflowHook({ hookEvent, hookName })) throw new RecordProblem(`hook_name ${echoed(hookName)} is the name of the hook that counts new hook names past store.maxHooks`);
 

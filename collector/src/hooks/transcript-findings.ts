@@ -99,7 +99,8 @@ function toFinding(rec: LogRecord, now: () => number): TranscriptFinding {
   if (!(FINDING_KINDS as readonly string[]).includes(kind)) throw new FindingProblem(`${FINDING_ATTRIBUTES.kind} must be one of ${FINDING_KINDS.join(', ')}`);
   const hookEvent = get(FINDING_ATTRIBUTES.hookEvent, MAX_NAME + 1, true);
   const hookName = get(FINDING_ATTRIBUTES.hookName, MAX_NAME + 1, false) || hookEvent;
-  if (hookEvent.length > MAX_NAME || hookName.length > MAX_NAME) throw new FindingProblem(`hook_name longer than ${MAX_NAME} characters`);
+  if (hookEvent.length > MAX_NAME) throw new FindingProblem(`${FINDING_ATTRIBUTES.hookEvent} longer than ${MAX_NAME} characters`);
+  if (hookName.length > MAX_NAME) throw new FindingProblem(`${FINDING_ATTRIBUTES.hookName} longer than ${MAX_NAME} characters`);
   let outcome = '';
   let field: string;
   let chars: number | null = null;
