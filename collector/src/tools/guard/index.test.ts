@@ -500,7 +500,9 @@ describe('hookwatch guard', () => {
       [['--budget', '20000'], {}, '--budget: expected a whole number from 500 to 10000, got "20000"; the default is used (strings of up to 10,000 characters left whole, longer ones cut to 9,500)'],
       [[], { HOOKWATCH_GUARD_BUDGET: '9.5k' }, 'HOOKWATCH_GUARD_BUDGET: expected a whole number from 500 to 10000, got "9.5k"'],
       [[], { HOOKWATCH_GUARD_REPORT: 'hookwatch:4318' }, 'HOOKWATCH_GUARD_REPORT: expected an http(s) URL, got "hookwatch:4318"; trims are not reported'],
-      [['--timeout', 'soon'], {}, '--timeout: expected a whole number >= 1, got "soon"; the command runs without the guard\'s own timeout'],
+      [['--timeout', 'soon'], {}, '--timeout: expected a whole number from 1 to 2147483, got "soon"; the command runs without the guard\'s own timeout'],
+      // Past what a timer holds (2^31 - 1 ms), a timeout would fire at once and stop the hook before it ran.
+      [['--timeout', '2147484'], {}, '--timeout: expected a whole number from 1 to 2147483, got "2147484"; the command runs without the guard\'s own timeout'],
       [['--keep-for', '7'], {}, '--keep-for: expected a duration of at least 1h such as 7d or 36h, got "7"; saved outputs are kept for the default 7d'],
       [[], { HOOKWATCH_GUARD_KEEP_FOR: '10m' }, 'HOOKWATCH_GUARD_KEEP_FOR: expected a duration of at least 1h such as 7d or 36h, got "10m"'],
       [['--kill-grace', '5'], {}, '--kill-grace: expected a duration from 1ms to 1m such as 5s or 1500ms, got "5"; a stopped command is killed after the default 1s'],

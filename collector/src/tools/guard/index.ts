@@ -15,6 +15,12 @@ import { runGuarded } from './run.ts';
 import { DEFAULT_GUARD_BUDGET, guardStdout, MIN_GUARD_BUDGET, trimAbove, trimText } from './trim.ts';
 import type { Trimmed } from './trim.ts';
 
+/**
+ * Longest --timeout, in seconds (about 24 days): a timer holds at most 2^31 - 1 ms, and Node fires a longer one
+ * at once, which would stop the hook as soon as it started.
+ */
+const MAX_TIMEOUT_SECONDS = Math.floor(0x7fffffff / 1000);
+
 const HELP = `Usage: hookwatch guard [options] -- <command> [args...]
        hookwatch guard --install [.claude/settings.json] [--budget <chars>]
        hookwatch guard --uninstall [.claude/settings.json]
@@ -48,7 +54,8 @@ reason for the block: it stays exactly the command's). Without a command to run 
 Options:
   --budget <chars>     largest output string kept, in UTF-16 code units, ${MIN_GUARD_BUDGET} to ${OUTPUT_CAP_CHARS} (HOOKWATCH_GUARD_BUDGET;
                        default: up to ${OUTPUT_CAP_CHARS} kept whole, a longer string cut to ${DEFAULT_GUARD_BUDGET})
-  --timeout <seconds>  stop the command after this long (SIGTERM, then SIGKILL after the kill grace); default: no own timeout
+  --timeout <seconds>  stop the command after this long (SIGTERM, then SIGKILL after the kill grace), at most
+                       ${MAX_TIMEOUT_SECONDS} (about 24 days); default: no own timeout
   --kill-grace <time>  how long a stopped command (Claude Code's timeout, or --timeout) gets to end before SIGKILL,
                        from 1ms to 1m, such as 5s or 1500ms (default 1s; HOOKWATCH_GUARD_KILL_GRACE); longer lets
                        a hook flush on stop, but Claude Code may kill the guard first and leave the command running.
@@ -307,7 +314,7 @@ async function runOptions(text: (name: keyof typeof GUARD_FLAGS) => string | und
     () => (budgetText === undefined ? undefined : parseBudget(...budgetText)),
     undefined, `the default is used (strings of up to ${OUTPUT_CAP_CHARS.toLocaleString('en-US')} characters left whole, longer ones cut to ${DEFAULT_GUARD_BUDGET.toLocaleString('en-US')})`);
   const timeout = text('timeout');
-  const timeoutMs = lenient(() => (timeout === undefined ? undefined : parseWholeNumber('timeout', timeout, 1) * 1000), undefined, 'the command runs without the guard\'s own timeout');
+  const timeoutMs = lenient(() => (timeout === undefined ? undefined : parseWholeNumber('timeout', timeout, 1, MAX_TIMEOUT_SECONDS) * 1000), undefined, 'the command runs without the guard\'s own timeout');
   const killGrace = given('kill-grace', 'HOOKWATCH_GUARD_KILL_GRACE');
   // The duration parser is loaded only when a grace is given: most runs take the default.
   const killGraceMs = killGrace === undefined ? KILL_GRACE_MS : await (async () => {
