@@ -601,17 +601,20 @@ describe('hookwatch guard', () => {
     }
   });
 
-  it('keeps a JSON output larger than memory holds valid JSON, its decision and fields intact', async () => {
+  it('keeps a JSON output larger than memory holds valid JSON, its decision and fields intact, however much white space follows it', async () => {
     const make = `({ hookSpecificOutput: { hookEventName: 'PreToolUse', permissionDecision: 'deny', additionalContext: 'x '.repeat(1_500_000) }, suppressOutput: true })`;
     const payload = { hookSpecificOutput: { hookEventName: 'PreToolUse', permissionDecision: 'deny', additionalContext: 'x '.repeat(1_500_000) }, suppressOutput: true };
-    const ran = await guard(nodeHook(`process.stdout.write(JSON.stringify(${make}))`), { env: { HOOKWATCH_GUARD_SPILL_BYTES: String(1024 * 1024) } });
-    expect(ran.code).toBe(0);
-    const out = JSON.parse(ran.stdout.toString()) as typeof payload;
-    expect(out.hookSpecificOutput.permissionDecision).toBe('deny');
-    expect(out.suppressOutput).toBe(true);
-    expect(out.hookSpecificOutput.additionalContext.length).toBeLessThanOrEqual(9_500);
-    const path = /the full output is in (\S+)\]$/.exec(out.hookSpecificOutput.additionalContext)?.[1] ?? '';
-    expect(await readFile(path, 'utf8')).toBe(payload.hookSpecificOutput.additionalContext);
+    // White space after the object is still one JSON object to Claude Code: a long run of it must not make it text.
+    for (const after of [0, 50_000]) {
+      const ran = await guard(nodeHook(`process.stdout.write(JSON.stringify(${make}) + ' \\n'.repeat(${after}))`), { env: { HOOKWATCH_GUARD_SPILL_BYTES: String(1024 * 1024) } });
+      expect(ran.code).toBe(0);
+      const out = JSON.parse(ran.stdout.toString()) as typeof payload;
+      expect(out.hookSpecificOutput.permissionDecision, `${after} white space lines after`).toBe('deny');
+      expect(out.suppressOutput).toBe(true);
+      expect(out.hookSpecificOutput.additionalContext.length).toBeLessThanOrEqual(9_500);
+      const path = /the full output is in (\S+)\]$/.exec(out.hookSpecificOutput.additionalContext)?.[1] ?? '';
+      expect(await readFile(path, 'utf8')).toBe(payload.hookSpecificOutput.additionalContext);
+    }
   });
 
   it('trims a large JSON Lines output as text: only a whole object is read back to be parsed', async () => {

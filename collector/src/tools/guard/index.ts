@@ -139,14 +139,22 @@ function mayBeOneObject(head: string, path: string): boolean {
   return endsLikeObject(path);
 }
 
-/** Whether a file's last character that is not white space is `}`, as a JSON object's is. */
+/**
+ * Whether a file's last character that is not white space is `}`, as a JSON object's is. Read from the end a
+ * block at a time: any amount of white space may follow the object (JSON.parse of the trimmed output takes it).
+ */
 function endsLikeObject(path: string): boolean {
   const fd = openSync(path, 'r');
   try {
-    const size = fstatSync(fd).size;
-    const tail = Buffer.alloc(Math.min(size, 256));
-    readSync(fd, tail, 0, tail.length, size - tail.length);
-    return tail.toString('latin1').trimEnd().endsWith('}');
+    const block = Buffer.alloc(64 * 1024);
+    for (let end = fstatSync(fd).size; end > 0;) {
+      const start = Math.max(0, end - block.length);
+      readSync(fd, block, 0, end - start, start);
+      const tail = block.toString('latin1', 0, end - start).trimEnd();
+      if (tail !== '') return tail.endsWith('}');
+      end = start;
+    }
+    return false;
   } finally {
     closeSync(fd);
   }
