@@ -601,15 +601,15 @@ describe('hookwatch guard', () => {
     }
   });
 
-  it('keeps a JSON output larger than memory holds valid JSON, its decision and fields intact, however much white space follows it', async () => {
+  it('keeps a JSON output larger than memory holds valid JSON, its decision and fields intact, however much white space surrounds it', async () => {
     const make = `({ hookSpecificOutput: { hookEventName: 'PreToolUse', permissionDecision: 'deny', additionalContext: 'x '.repeat(1_500_000) }, suppressOutput: true })`;
     const payload = { hookSpecificOutput: { hookEventName: 'PreToolUse', permissionDecision: 'deny', additionalContext: 'x '.repeat(1_500_000) }, suppressOutput: true };
-    // White space after the object is still one JSON object to Claude Code: a long run of it must not make it text.
-    for (const after of [0, 50_000]) {
-      const ran = await guard(nodeHook(`process.stdout.write(JSON.stringify(${make}) + ' \\n'.repeat(${after}))`), { env: { HOOKWATCH_GUARD_SPILL_BYTES: String(1024 * 1024) } });
+    // White space around the object is still one JSON object to Claude Code: a long run of it must not make it text.
+    for (const [before, after] of [[0, 0], [0, 50_000], [50_000, 0]]) {
+      const ran = await guard(nodeHook(`process.stdout.write(' \\n'.repeat(${before}) + JSON.stringify(${make}) + ' \\n'.repeat(${after}))`), { env: { HOOKWATCH_GUARD_SPILL_BYTES: String(1024 * 1024) } });
       expect(ran.code).toBe(0);
       const out = JSON.parse(ran.stdout.toString()) as typeof payload;
-      expect(out.hookSpecificOutput.permissionDecision, `${after} white space lines after`).toBe('deny');
+      expect(out.hookSpecificOutput.permissionDecision, `${before} white space lines before, ${after} after`).toBe('deny');
       expect(out.suppressOutput).toBe(true);
       expect(out.hookSpecificOutput.additionalContext.length).toBeLessThanOrEqual(9_500);
       const path = /the full output is in (\S+)\]$/.exec(out.hookSpecificOutput.additionalContext)?.[1] ?? '';

@@ -2,6 +2,7 @@ import { closeSync, fstatSync, openSync, readFileSync, readSync, rmSync, statSyn
 import { tmpdir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
 import type { Readable } from 'node:stream';
+import { StringDecoder } from 'node:string_decoder';
 import { parseArgs } from 'node:util';
 
 import { OUTPUT_CAP_CHARS } from '../../../../shared/src/cliff.ts';
@@ -126,6 +127,8 @@ const MAX_SPILLED_JSON_SPILLS = 8;
  */
 function mayBeOneObject(head: string, path: string): boolean {
   const text = head.trimStart();
+  // A head of white space alone says nothing: the output goes on past it, and may be an object still.
+  if (text === '') return startsLikeObject(path) && endsLikeObject(path);
   if (!text.startsWith('{')) return false;
   const newline = text.indexOf('\n');
   if (newline !== -1 && text.slice(newline + 1).trim() !== '') {
@@ -139,14 +142,36 @@ function mayBeOneObject(head: string, path: string): boolean {
   return endsLikeObject(path);
 }
 
+/** Bytes read at a time to find where white space around a spilled output ends. */
+const EDGE_BLOCK_BYTES = 64 * 1024;
+
+/**
+ * Whether a file's first character that is not white space is `{`, as a JSON object's is. Read from the start a
+ * block at a time: any amount of white space may come before the object (JSON.parse of the trimmed output takes it).
+ */
+function startsLikeObject(path: string): boolean {
+  const fd = openSync(path, 'r');
+  try {
+    const decoder = new StringDecoder('utf8');
+    const block = Buffer.alloc(EDGE_BLOCK_BYTES);
+    for (let read = readSync(fd, block); read > 0; read = readSync(fd, block)) {
+      const head = decoder.write(block.subarray(0, read)).trimStart();
+      if (head !== '') return head.startsWith('{');
+    }
+    return false;
+  } finally {
+    closeSync(fd);
+  }
+}
+
 /**
  * Whether a file's last character that is not white space is `}`, as a JSON object's is. Read from the end a
- * block at a time: any amount of white space may follow the object (JSON.parse of the trimmed output takes it).
+ * block at a time: any amount of white space may follow the object.
  */
 function endsLikeObject(path: string): boolean {
   const fd = openSync(path, 'r');
   try {
-    const block = Buffer.alloc(64 * 1024);
+    const block = Buffer.alloc(EDGE_BLOCK_BYTES);
     for (let end = fstatSync(fd).size; end > 0;) {
       const start = Math.max(0, end - block.length);
       readSync(fd, block, 0, end - start, start);
