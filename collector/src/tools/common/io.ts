@@ -38,6 +38,9 @@ export async function flushOutput(): Promise<void> {
  */
 export function exitBySignal(signal: NodeJS.Signals): never {
   process.removeAllListeners(signal);
+  // Node ignores SIGPIPE from the start and takes SIGUSR1 for its inspector: the last listener of a signal, once
+  // removed, leaves it the default action (to end the process) instead. SIGKILL and SIGSTOP take no listener.
+  if (signal !== 'SIGKILL' && signal !== 'SIGSTOP') process.on(signal, () => undefined).removeAllListeners(signal);
   process.kill(process.pid, signal);
   // A signal whose default action is not to terminate: fall back to the shell's convention.
   process.exit(128 + (constants.signals[signal] ?? 15));

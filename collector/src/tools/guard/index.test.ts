@@ -202,6 +202,11 @@ describe('hookwatch guard', () => {
   it('dies by the same signal as the command, and passes a stop signal on to the command', async () => {
     const killed = await guard(nodeHook(`process.kill(process.pid,'SIGKILL')`));
     expect(killed.signal).toBe('SIGKILL');
+    // Node ignores SIGPIPE (and takes SIGUSR1 for its inspector) from the start: the guard must still die by it.
+    for (const signal of ['SIGPIPE', 'SIGUSR1'] as const) {
+      const ran = await guard(['--', `kill -${signal.slice(3)} $$`]);
+      expect([ran.code, ran.signal, ran.stderr], signal).toEqual([null, signal, '']);
+    }
     const marker = join(dir, 'got-term');
     const ready = join(dir, 'hook-ready');
     let guardPid = 0;
