@@ -41,6 +41,22 @@ describe('trimText', () => {
     }
   });
 
+  it('never cuts a letter from its marks, or an emoji sequence apart, at a hard cut; a run of marks longer than the budget is still cut', () => {
+    // With no white space to cut at (Thai, Japanese decomposed as in macOS file names) the cut falls mid-text.
+    for (const cluster of ['e\u0301', 'か\u3099', 'ก\u0e34\u0e48', '🇯🇵', '👨\u200d👩\u200d👧', '👍🏽']) {
+      const text = `x${cluster.repeat(Math.ceil(3_000 / cluster.length))}`;
+      for (let budget = 1_000; budget < 1_010; budget++) {
+        const front = trimText(text, budget, PATH)?.keptFront ?? '';
+        const label = `${JSON.stringify(cluster)} at ${budget}`;
+        expect((front.length - 1) % cluster.length, label).toBe(0);
+        expect(front.length, label).toBeGreaterThan(budget - 200);
+      }
+    }
+    const marks = `a${'\u0301'.repeat(5_000)}`;
+    expect(trimText(marks, 1_000, PATH)?.text.length).toBeLessThanOrEqual(1_000);
+    expect(trimText(marks, 1_000, PATH)?.keptFront.length).toBeGreaterThan(800);
+  });
+
   it('cuts after a line break near the edge, or else after a space', () => {
     const lines = Array.from({ length: 500 }, (_, i) => `line ${i} ${'-'.repeat(20)}`).join('\n');
     const cut = trimText(lines, 1_000, PATH);

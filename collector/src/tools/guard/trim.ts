@@ -68,8 +68,30 @@ function isHighSurrogate(unit: number): boolean {
 }
 
 /**
+ * Code points that may join the one before them into one user-perceived character (marks, emoji modifiers, a
+ * Hangul jamo), or the one after (ZWJ, a regional indicator of a flag, a virama, a Hangul jamo).
+ */
+const JOINING = /[\p{M}\p{Grapheme_Extend}\p{Emoji_Modifier}\p{Regional_Indicator}\u200d\u1100-\u11ff\ua960-\ua97f\ud7b0-\ud7ff]/u;
+
+/**
+ * The end of the last whole user-perceived character (grapheme cluster) within the first `max` code units of
+ * `text`: a letter keeps its combining marks (Thai vowels, a decomposed が), an emoji sequence (a flag, a skin
+ * tone, a family joined by ZWJ) stays whole. 0 when the first one is longer than `max`.
+ */
+function graphemeEnd(text: string, max: number): number {
+  let end = 0;
+  // The code point after `max` too (two code units, if a surrogate pair): it says whether a character ends there.
+  for (const { index } of new Intl.Segmenter(undefined, { granularity: 'grapheme' }).segment(text.slice(0, max + 2))) {
+    if (index > max) break;
+    end = index;
+  }
+  return end;
+}
+
+/**
  * The front of `text` of at most `max` code units, cut after the last line break or else the last whitespace
- * within BOUNDARY_SEARCH_CHARS of `max`, else at `max`; never between the two halves of a surrogate pair.
+ * within BOUNDARY_SEARCH_CHARS of `max`, else after the last whole character (graphemeEnd) within it, else at
+ * `max`; never between the two halves of a surrogate pair.
  */
 export function frontAtBoundary(text: string, max: number): string {
   if (text.length <= max) return text;
@@ -81,7 +103,11 @@ export function frontAtBoundary(text: string, max: number): string {
     const unit = text.charCodeAt(i);
     if (unit === 0x20 || unit === 0x09 || unit === 0x0d) return text.slice(0, i + 1);
   }
-  return isHighSurrogate(text.charCodeAt(max - 1)) ? text.slice(0, max - 1) : text.slice(0, max);
+  const hard = isHighSurrogate(text.charCodeAt(max - 1)) ? max - 1 : max;
+  // Most text has no joining code point near the cut: the segmenter (and the ICU data it loads) is spared there.
+  if (!JOINING.test(text.slice(Math.max(0, hard - 2), hard + 2))) return text.slice(0, hard);
+  const whole = graphemeEnd(text, max);
+  return text.slice(0, whole >= floor ? whole : hard);
 }
 
 /**
