@@ -16,7 +16,7 @@
 import type { HookEvent } from '../hooks/model.ts';
 import { COUNTER_COLUMNS, COUNT_SUM_COLUMNS, addEvent, emptyRow, type CounterRow } from './counters.ts';
 import { HOUR } from './segments.ts';
-import { ATTR_ROLLUP_HOOK_ID, ATTR_ROLLUP_TABLE, eventAggregates, hookRef, rollupAggregates, upsertSetClause } from './sql.ts';
+import { ATTR_ROLLUP_HOOK_ID, ATTR_ROLLUP_TABLE, eventAggregates, hookIdOf, hookRef, rollupAggregates, upsertSetClause } from './sql.ts';
 
 export { ATTR_ROLLUP_HOOK_ID, ATTR_ROLLUP_TABLE };
 /** Key columns, in primary-key order: one hook's reads over a range seek (hook, bucket). */
@@ -77,16 +77,17 @@ export function attrRollupPruneSql(op: '<' | '>=', bound: number): { old: string
  * Rows of this rollup matching `where` (over its columns: hook, bucket, attrs) grouped by values of their
  * attribute sets, each row joined to its set in attr_sets (a set gone groups under a NULL lookup, as
  * attrGroupedEventsQuery's). `select` names the group's values (over attr_sets' columns), `group` what to group
- * by. Grouped by hook (`select` null), no set is looked up.
+ * by; with `hookAs`, per hook as well, its id named `hookAs`. Grouped by hook alone (`select` null), no set is
+ * looked up.
  */
-export function attrRollupQuery(select: string | null, group: string, where: string): string {
+export function attrRollupQuery(select: string | null, group: string, where: string, hookAs?: string): string {
   if (select === null) return `SELECT ${ATTR_ROLLUP_HOOK_ID} AS ${group}, ${rollupAggregates()} FROM ${ATTR_ROLLUP_TABLE} WHERE ${where} GROUP BY hook`;
   // A set has about one row per hour of one hook (a session), so rows are joined to their set directly: folding
   // per set first would aggregate the same rows twice.
-  return `SELECT ${select}, ${rollupAggregates()}
+  return `SELECT ${hookAs === undefined ? '' : `${hookIdOf('r')} AS ${hookAs}, `}${select}, ${rollupAggregates()}
   FROM ${ATTR_ROLLUP_TABLE} r LEFT JOIN attr_sets ON attr_sets.id = r.attrs
   WHERE ${where}
-  GROUP BY ${group}`;
+  GROUP BY ${hookAs === undefined ? '' : 'r.hook, '}${group}`;
 }
 
 /** One row's worth of a commit. `hook` is the hook's number as text (exact for 64-bit values). */

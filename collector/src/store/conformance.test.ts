@@ -19,7 +19,7 @@ import { startTestServer, type TestServer } from '../../test/support/postgres/se
 import { DAY, HOUR, MINUTE } from './segments.ts';
 import { SqliteStore } from './sqlite/index.ts';
 import { MAX_OVERFLOW_HOOKS } from './hook-limit.ts';
-import { foldBy, model, strip } from '../../test/support/store-model.ts';
+import { foldBy, foldPerHook, model, strip } from '../../test/support/store-model.ts';
 import { alignRange } from './segments.ts';
 import { UnknownDimensionError, type FleetBucket, type Store } from './store.ts';
 import { evaluateRule } from '../alerting/rules.ts';
@@ -121,6 +121,11 @@ const DIMENSION_FILTERS: [Record<string, string>, (e: HookEvent) => boolean][] =
 /** A breakdown as a map from value to counters (the model's shape). */
 function byValue(rows: { value: string }[]): Map<string | number, HookCounters> {
   return new Map(rows.map(({ value, ...c }) => [value, c as HookCounters]));
+}
+
+/** Every hook's breakdown at once as a map from hook id to its breakdown in the model's shape. */
+function byHookValue(breakdowns: Map<string, { value: string }[]>): Map<string, Map<string | number, HookCounters>> {
+  return new Map([...breakdowns].map(([id, rows]) => [id, byValue(rows)]));
 }
 
 interface OpenOptions {
@@ -634,6 +639,47 @@ describe.each([sqliteBackend(), postgresBackend()])('Store conformance: $name', 
     await expect(store.hookCounters({ ...range, filters: { "team') OR 1=1 --": 'x' } })).rejects.toBeInstanceOf(UnknownDimensionError);
   });
 
+  it('answers every hook\'s breakdown at once as each hook\'s own, unknown sizes unknown, the minute being written included', async () => {
+    const store = await open();
+    const now = Date.now();
+    const teams = ['infra', 'web', '', undefined];
+    // Over the last 26 hours, up to the minute being written; those of team web from a client without size data.
+    const at = (i: number, timeMs: number): HookEvent => {
+      const hookName = `PostToolUse:tool${i % 7}`;
+      const team = teams[i % teams.length];
+      const blind = team === 'web';
+      return ev({
+        timeMs, hookName, hookId: hookId('PostToolUse', hookName), userId: `u-${i % 3}`, serviceVersion: i % 2 ? '2.1.332' : '2.1.279', extra: team === undefined ? {} : { team },
+        stdoutChars: blind ? null : 150 * i, sizesKnown: !blind, status: blind ? 'unknown' : 'ok', outputsPersisted: blind ? null : 0,
+      });
+    };
+    const events = Array.from({ length: 90 }, (_, i) => at(i, now - ((i * 97 * MINUTE) % (26 * HOUR))));
+    await store.ingest(events);
+    // A rule's window: its day up to a few minutes ahead.
+    const q = { fromMs: now - DAY, toMs: now + 5 * MINUTE };
+    const r = alignRange(q.fromMs, q.toMs);
+    const attribute: Record<string, (e: HookEvent) => string> = { team: (e) => e.extra['team'] ?? '', 'user.id': (e) => e.userId, 'service.version': (e) => e.serviceVersion };
+    const check = async (all: HookEvent[], label: string): Promise<void> => {
+      for (const [dimension, key] of Object.entries(attribute)) {
+        const got = await store.fleetBreakdown(dimension, q);
+        expect(byHookValue(got), `${label} by ${dimension}`).toEqual(foldPerHook(all, r.fromMs, r.toMs, key));
+        // In the order of each hook's own breakdown: most executions first.
+        for (const [id, rows] of got) expect(rows.map((x) => x.executions), `${label} ${id} by ${dimension}`).toEqual((await store.breakdown(id, dimension, q)).map((x) => x.executions));
+      }
+    };
+    await check(events, 'stored');
+    // Unknown, not zero, where no execution had size data.
+    const web = [...(await store.fleetBreakdown('team', q)).values()].flatMap((rows) => rows.filter((x) => x.value === 'web'));
+    expect(web.length).toBeGreaterThan(3);
+    for (const x of web) expect([x.executions > 0, x.sizeUnknownExecutions === x.executions, x.maxChars.stdout, x.sumChars.stdout]).toEqual([true, true, null, null]);
+    // Executions of the minute being written, one of a value not seen before: read again, not kept from the answer before.
+    const more = [at(1, Date.now()), at(2, Date.now()), { ...at(3, Date.now()), extra: { team: 'data' } }];
+    await store.ingest(more);
+    await check([...events, ...more], 'more');
+    expect(await store.fleetBreakdown('team', { ...q, hookIds: [] })).toEqual(new Map());
+    await expect(store.fleetBreakdown('password', q)).rejects.toBeInstanceOf(UnknownDimensionError);
+  });
+
   it('a filter on the empty value matches the events without the attribute and those with it empty, as a breakdown\'s "" row counts them, on every read', async () => {
     const store = await open();
     // Each combination of team (missing, "", "x": a rolled dimension) and user.id ("", "x": read raw; a missing
@@ -1127,8 +1173,12 @@ describe.each([sqliteBackend(), postgresBackend()])('Store conformance: $name', 
           ['user.id', { team: 'infra' }, (e) => e.userId, (e) => e.extra['team'] === 'infra'],
         ];
         for (const [dimension, filters, key, keep] of breakdowns) {
+          const label = `${dimension} by ${JSON.stringify(filters)} ${a}+${len}`;
           const got = byValue(await store.breakdown(id, dimension, { ...q, filters }));
-          expect(got, `${dimension} by ${JSON.stringify(filters)} ${a}+${len}`).toEqual(foldBy(mine, r.fromMs, r.toMs, key, keep));
+          expect(got, label).toEqual(foldBy(mine, r.fromMs, r.toMs, key, keep));
+          // Every hook's at once, and a few hooks' (an unknown one among them): each hook's as its own.
+          expect(byHookValue(await store.fleetBreakdown(dimension, { ...q, filters })), `${label} every hook`).toEqual(foldPerHook(events, r.fromMs, r.toMs, key, keep));
+          expect(byHookValue(await store.fleetBreakdown(dimension, { ...q, filters, hookIds: [id, 'ffffffffffffffff'] })), `${label} few`).toEqual(foldPerHook(mine, r.fromMs, r.toMs, key, keep));
         }
       }),
       { numRuns: 12, seed: 3 },
@@ -1170,6 +1220,8 @@ describe.each([sqliteBackend(), postgresBackend()])('Store conformance: $name', 
     ['filtered hook counters', (s, q) => s.hookCounters({ ...q, filters: { team: 'infra' } }).then(strip)],
     ['client versions', (s, q) => s.clientVersions(q)],
     ['a breakdown', (s, q, id) => s.breakdown(id, 'team', q)],
+    ['every hook\'s breakdown', (s, q) => s.fleetBreakdown('team', q)],
+    ['a few hooks\' breakdown by a dimension read raw', (s, q, id) => s.fleetBreakdown('user.id', { ...q, hookIds: [id] })],
     ['a series', (s, q, id) => s.series(id, { ...q, stepMs: HOUR })],
     ['the fleet series', (s, q) => s.fleetSeries({ ...q, stepMs: HOUR })],
     ['the filtered fleet series', (s, q) => s.fleetSeries({ ...q, stepMs: 15 * MINUTE, filters: { team: 'infra' } })],

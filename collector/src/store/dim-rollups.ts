@@ -243,8 +243,16 @@ function sameValues(values: readonly string[], valueOf: readonly ((e: HookEvent)
   return true;
 }
 
-/** What a query groups by: hook, client (name and version), or the values of a dimension. */
-export type Grouping = 'hook' | 'client' | { dimension: string };
+/**
+ * What a query groups by: hook, client (name and version), or the values of a dimension, with `perHook` those of
+ * each hook (a breakdown of many hooks at once).
+ */
+export type Grouping = 'hook' | 'client' | { dimension: string; perHook?: boolean };
+
+/** True when the grouping is per hook and value of a dimension. */
+export function groupsPerHook(grouping: Grouping): boolean {
+  return typeof grouping === 'object' && grouping.perHook === true;
+}
 
 /**
  * Where a filtered or grouped read comes from:
@@ -289,14 +297,19 @@ export function planRead(filters: Record<string, string>, grouping: Grouping, ro
   return { source: 'dims', dim, value, keyFilters };
 }
 
-/** Columns of a rollup table (base or dimension) a grouping reads. */
+/** Columns of a rollup table (base or dimension) a grouping reads: per hook, the hook's first. */
 export function rollupGroupColumns(grouping: Grouping): string[] {
   if (grouping === 'hook') return ['hook_id'];
   if (grouping === 'client') return ['service_name', 'service_version'];
-  return [ROLLUP_KEY_DIMENSIONS[grouping.dimension] ?? 'value'];
+  const value = ROLLUP_KEY_DIMENSIONS[grouping.dimension] ?? 'value';
+  return groupsPerHook(grouping) ? ['hook_id', value] : [value];
 }
 
-/** Expressions over the raw events a grouping reads (through the store's dimension expressions). */
+/**
+ * Expressions over the attribute sets a grouping reads (through the store's dimension expressions), for the raw
+ * events and the rollup per attribute set. Per hook, the hook is not among them: the query groups by it itself
+ * (attrGroupedEventsQuery's and attrRollupQuery's `hookAs`).
+ */
 export function eventGroupExprs(grouping: Grouping, dimExpr: (d: string) => string): string[] {
   if (grouping === 'hook') return ['hook_id'];
   if (grouping === 'client') return [dimExpr('service.name'), dimExpr('service.version')];

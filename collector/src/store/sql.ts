@@ -117,13 +117,16 @@ const FOLDED_AGGREGATES = (() => {
  * lookup per event; the outer query then looks each set up once in attr_sets and applies the conditions to the
  * partials. An event whose set is gone groups under a NULL lookup, like attrValueExpr's. `select` names the
  * group's values (expressions over attr_sets' columns), `group` what to group by; `where` the events' condition
- * (hook, time, filters: over the events' own columns), `table` how to read them.
+ * (hook, time, filters: over the events' own columns), `table` how to read them. With `hookAs`, grouped per hook
+ * as well, its id named `hookAs`.
  */
-export function attrGroupedEventsQuery(select: string, group: string, where: string, table = 'events'): string {
-  return `SELECT ${select}, ${FOLDED_AGGREGATES}
-  FROM (${foldedEvents({ e_by: 'attrs' }, where, table)}) e
+export function attrGroupedEventsQuery(select: string, group: string, where: string, table = 'events', hookAs?: string): string {
+  // Per hook too (`hookAs` names its id): folded per hook and set, the id looked up once per group.
+  const by: Record<string, string> = hookAs === undefined ? { e_by: 'attrs' } : { e_by: 'attrs', e_hook: 'hook' };
+  return `SELECT ${hookAs === undefined ? '' : `${FOLDED_HOOK_ID} AS ${hookAs}, `}${select}, ${FOLDED_AGGREGATES}
+  FROM (${foldedEvents(by, where, table)}) e
   LEFT JOIN attr_sets ON attr_sets.id = e.e_by
-  GROUP BY ${group}`;
+  GROUP BY ${hookAs === undefined ? '' : 'e.e_hook, '}${group}`;
 }
 
 /**

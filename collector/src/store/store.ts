@@ -65,6 +65,27 @@ export async function hookCountersFrom(
   return out;
 }
 
+/**
+ * fleetBreakdown as every store answers it, from its counter rows per hook and value of the hooks asked for
+ * (`hookRows`: hook id, value, row): each hook's rows in breakdown's order, most executions first.
+ */
+export async function fleetBreakdownFrom(
+  q: RangeQuery,
+  hookRows: (hooks: string | readonly string[] | undefined) => Promise<Iterable<readonly [string, string, CounterRow]>>,
+): Promise<Map<string, BreakdownRow[]>> {
+  const out = new Map<string, BreakdownRow[]>();
+  const hooks = hookSelection(q);
+  if (hooks === null) return out;
+  for (const [id, value, row] of await hookRows(hooks)) {
+    const r = { value, ...toCounters(row) };
+    const rows = out.get(id);
+    if (rows) rows.push(r);
+    else out.set(id, [r]);
+  }
+  for (const rows of out.values()) rows.sort((a, b) => b.executions - a.executions);
+  return out;
+}
+
 /** Late arrivals: events received in [receivedFromMs, receivedToMs) whose event time is before eventBeforeMs. */
 export interface ArrivalQuery {
   receivedFromMs: number;
@@ -105,8 +126,9 @@ export interface RangeQuery {
   /** Only this hook (hookCounters): a hook's own page need not aggregate every other hook. */
   hookId?: string;
   /**
-   * Only these hooks (hookCounters, fleetSeries): a client showing hooks past the fleet series' riskiest (their
-   * sparklines, a screenful at a time) reads what they hold, not every hook of the fleet. Empty: none.
+   * Only these hooks (hookCounters, fleetSeries, fleetBreakdown): a client showing hooks past the fleet series'
+   * riskiest (their sparklines, a screenful at a time), or an alert rule reading its hooks some hundreds at a time,
+   * reads what they hold, not every hook of the fleet. Empty: none.
    */
   hookIds?: readonly string[];
 }
@@ -182,6 +204,11 @@ export interface Store {
   clientVersions(q: RangeQuery): Promise<ClientVersion[]>;
   /** One hook's counters grouped by a dimension (attribute name). */
   breakdown(hookId: string, dimension: string, q: RangeQuery): Promise<BreakdownRow[]>;
+  /**
+   * Every hook's breakdown by a dimension at once (or only q.hookId's or q.hookIds'), by hook id: what `breakdown`
+   * answers for each hook with events in the range, in one answer instead of a read per hook.
+   */
+  fleetBreakdown(dimension: string, q: RangeQuery): Promise<Map<string, BreakdownRow[]>>;
   /** Commits outputs trimmed by `hookwatch guard`; resolves with those that were new (retries store nothing twice). */
   recordGuardTrims(trims: GuardTrim[]): Promise<GuardTrim[]>;
   /** One hook's guard trims over a range, in buckets of q.stepMs. */

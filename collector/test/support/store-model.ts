@@ -37,3 +37,13 @@ export function foldBy(events: HookEvent[], fromMs: number, toMs: number, key: (
   }
   return new Map([...rows].map(([k, v]) => [k, toCounters(v)]));
 }
+
+/** The model of a breakdown of every hook at once: per hook with events in range that `keep` lets through, foldBy of its events. */
+export function foldPerHook(events: HookEvent[], fromMs: number, toMs: number, key: (e: HookEvent) => string | number, keep: (e: HookEvent) => boolean = () => true): Map<string, Map<string | number, HookCounters>> {
+  const out = new Map<string, Map<string | number, HookCounters>>();
+  for (const id of new Set(events.map((e) => e.hookId))) {
+    const rows = foldBy(events, fromMs, toMs, key, (e) => e.hookId === id && keep(e));
+    if (rows.size > 0) out.set(id, rows);
+  }
+  return out;
+}

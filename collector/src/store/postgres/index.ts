@@ -17,7 +17,7 @@ import { COUNTER_COLUMNS, COUNT_SUM_COLUMNS, GRANULARITIES, MAX_COLUMNS, fromDbR
 import { granularityForStep, segments, type Granularity } from '../segments.ts';
 import { eventsPruneBound, laterBounds, mergeFleet, mergeSeries, minuteRollupsPruneBound, minuteSources, NOTHING_PRUNED, parseBounds, PRUNED_BEFORE_META, readEdges, hookEdgeRows, resolveSegment, seriesSpans, type EdgeRows, type MinuteRetention, type SeriesEdge, type PrunedBounds } from '../minute-sources.ts';
 import { ATTR_ROLLUP_TABLE, attrRollupDdl, attrRollupPruneSql, attrRollupQuery, groupForAttrRollups } from '../attr-rollups.ts';
-import { type DimFamily, type DimGranularity, type DimRollupGroup, DIM_CLIENT_FAMILY, DIM_CLIENT_TABLES, DIM_GRANULARITIES, DIM_HOOK_FAMILY, DIM_ROLLUP_TABLES, DIM_TABLE_NAMES, dimClientPruneSql, dimRollupRekeyDdl, DIM_PRUNE_HOOKS, ROLLED_DIMENSIONS_META, dimChanges, dimPruneSql, dimGranularity, dimRemoveSql, dimRollupDdl, eventGroupExprs, groupForDimRollups, newestFilteredEvent, planRead, rolledDimensions, rollupGroupColumns, rollupWhere, type Grouping } from '../dim-rollups.ts';
+import { type DimFamily, type DimGranularity, type DimRollupGroup, DIM_CLIENT_FAMILY, DIM_CLIENT_TABLES, DIM_GRANULARITIES, DIM_HOOK_FAMILY, DIM_ROLLUP_TABLES, DIM_TABLE_NAMES, dimClientPruneSql, dimRollupRekeyDdl, DIM_PRUNE_HOOKS, ROLLED_DIMENSIONS_META, dimChanges, dimPruneSql, dimGranularity, dimRemoveSql, dimRollupDdl, eventGroupExprs, groupForDimRollups, groupsPerHook, newestFilteredEvent, planRead, rolledDimensions, rollupGroupColumns, rollupWhere, type Grouping } from '../dim-rollups.ts';
 import { DEFAULT_MAX_HOOKS, KnownHooks, foldNewHooks, overflowIds, storedHookIds } from '../hook-limit.ts';
 import { AttrSetCache, LAST_MS_SLACK, attrWork, type AttrWork } from '../attr-sets.ts';
 import { ATTR_FIRST_MS_SOURCE, attrFirstMsColumnDdl, ARRIVAL_INDEX, LATE_ARRIVAL_INDEX, OVER_ARRIVAL_INDEX, attrGroupedEventsQuery, hookGroupedEventsQuery, attrSetIndexChanges, ATTR_SET_INDEX_PREFIX, quoteIdent, counterColumnsDdl, type RollupFilter, ATTR_COLUMNS, KIND_CODES, attrFilter, COUNT_COLUMNS, compactEventColumnsDdl, compactEventsDdl, compactKey, hookRef, hookRefOf, keyTimeMs, EVENT_COLUMNS, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, arrivalTimeDdl, eventValues, hookScope, lateArrivalsQuery, latePersistedQuery, toArrivals, seriesQuery, fleetSeriesQuery, toFleetBucket, edgeFleetBuckets, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, dimRebuildFromEventsSql, rollupAggregates, upsertSetClause } from '../sql.ts';
@@ -29,7 +29,7 @@ import { inTransaction, isAnswerTimeout, isConnectTimeout, keepAlive, liftAnswer
 import { boundPause, holdLease, leaseHeld, type LeaseFence } from './fence.ts';
 import { buildEventsIndex, fillColumn, inMigrationTransaction, MigrationLockWaitError, withMigrationLock, type Migration } from './migrate.ts';
 import { ConnectionSockets, CuttablePool } from './sockets.ts';
-import { NotLeaderError, StoreUnavailableError, hookCountersFrom, splitExpired, untilStopped, type Arrival, type ArrivalQuery, type HookInfo, type LatePersistedQuery, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store, type StoreSize, type FleetBucket } from '../store.ts';
+import { NotLeaderError, StoreUnavailableError, fleetBreakdownFrom, hookCountersFrom, splitExpired, untilStopped, type Arrival, type ArrivalQuery, type HookInfo, type LatePersistedQuery, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store, type StoreSize, type FleetBucket } from '../store.ts';
 
 export interface PostgresStoreOptions {
   /** postgres:// URL; its password never appears in logs or errors. */
@@ -929,8 +929,13 @@ export class PostgresStore implements Store {
     // Refuses a filter on an unknown dimension whatever is read; the clause itself is numbered where each
     // statement uses it (a parameter PostgreSQL sees no use of has no type and fails the statement).
     this.filterClause(filters, []);
+    // Per hook and value, the hook's id is g0, named by the attribute sets' queries themselves (their `hookAs`).
+    const hookAs = groupsPerHook(grouping) ? 'g0' : undefined;
+    const valueAt = hookAs === undefined ? 0 : 1;
     // Over attr_sets' columns (attrGroupedEventsQuery); built first too, so an unknown dimension is refused.
-    const eventSelect = grouping === 'hook' ? '' : eventGroupExprs(grouping, (d) => this.attrExpr(d)).map((g, i) => `${g} AS g${i}`).join(', ');
+    const eventExprs = grouping === 'hook' ? [] : eventGroupExprs(grouping, (d) => this.attrExpr(d));
+    const eventSelect = eventExprs.map((g, i) => `${g} AS g${i + valueAt}`).join(', ');
+    const eventGroup = eventExprs.map((_, i) => `g${i + valueAt}`).join(', ');
     const rollupSelect = rollupGroupColumns(grouping).map((g, i) => `${g} AS g${i}`).join(', ');
     const group = rollupGroupColumns(grouping).map((_, i) => `g${i}`).join(', ');
     // One hook (its page, a breakdown), or a few (RangeQuery.hookIds: rows past the fleet series' riskiest).
@@ -952,7 +957,7 @@ export class PostgresStore implements Store {
       const own = [...params];
       // Folded first, per hook or, grouped by attributes (a user, a session, a client), per attribute set, each set
       // looked up once (sql.ts foldedEvents).
-      const sql = grouping === 'hook' ? hookGroupedEventsQuery('g0', cond) : attrGroupedEventsQuery(eventSelect, group, cond);
+      const sql = grouping === 'hook' ? hookGroupedEventsQuery('g0', cond) : attrGroupedEventsQuery(eventSelect, eventGroup, cond, 'events', hookAs);
       return () => this.query(sql, own);
     };
     // Whole hours and days from the rollup per attribute set (attr-rollups.ts): its columns are named as the
@@ -960,7 +965,7 @@ export class PostgresStore implements Store {
     const fromAttrRollups = (a: number, b: number): string => {
       const where = this.filterClause(filters, params, 'sets', a, b);
       const cond = `bucket >= $${params.push(a)} AND bucket < $${params.push(b)} ${eventHookParam} ${where}`;
-      return attrRollupQuery(grouping === 'hook' ? null : eventSelect, grouping === 'hook' ? 'g0' : group, cond);
+      return attrRollupQuery(grouping === 'hook' ? null : eventSelect, grouping === 'hook' ? 'g0' : eventGroup, cond, hookAs);
     };
     // Decided once, by time: which minutes the minute rollups, the raw events or whole hours answer.
     const sources = minuteSources(Date.now(), this.retention, await this.currentBounds());
@@ -1161,6 +1166,13 @@ export class PostgresStore implements Store {
     // A rolled dimension from its rollups; user.*, session.id from the raw events of this one hook (dim-rollups.ts).
     const rows = await this.snapshot(() => this.aggregate(q, { dimension }, hookId));
     return [...rows.values()].map(({ keys, row }) => ({ value: String(keys[0] ?? ''), ...toCounters(row) })).sort((a, b) => b.executions - a.executions);
+  }
+
+  fleetBreakdown(dimension: string, q: RangeQuery): Promise<Map<string, BreakdownRow[]>> {
+    return this.snapshot(() => fleetBreakdownFrom(q, async (hooks) => {
+      const rows = await this.aggregate(q, { dimension, perHook: true }, hooks);
+      return [...rows.values()].map(({ keys, row }) => [String(keys[0]), String(keys[1] ?? ''), row] as const);
+    }));
   }
 
   async recordGuardTrims(trims: GuardTrim[]): Promise<GuardTrim[]> {

@@ -11,7 +11,7 @@ import type { Logger } from '../../telemetry/logger.ts';
 import { COUNTER_COLUMNS, GRANULARITIES, fromDbRow, groupForRollups, mergeRow, toCounters, type CounterRow } from '../counters.ts';
 import { HOUR, MINUTE, granularityForStep, segments, type Granularity, type Segment } from '../segments.ts';
 import { eventsPruneBound, laterBounds, mergeFleet, mergeSeries, minuteRollupsPruneBound, minuteSources, NOTHING_PRUNED, parseBounds, PRUNED_BEFORE_META, readEdges, hookEdgeRows, resolveSegment, seriesSpans, type EdgeRows, type MinuteRetention, type SeriesEdge, type PrunedBounds } from '../minute-sources.ts';
-import { DIM_CLIENT_TABLES, DIM_FAMILY, DIM_FAMILY_NAMES, DIM_GRANULARITIES, DIM_ROLLUP_TABLES, type DimFamilyName, dimClientPruneSql, DIM_PRUNE_HOOKS, dimPruneSql, dimGranularity, eventGroupExprs, groupForDimRollups, newestFilteredEvent, planRead, rolledDimensions, rollupGroupColumns, rollupWhere, type DimGranularity, type Grouping } from '../dim-rollups.ts';
+import { DIM_CLIENT_TABLES, DIM_FAMILY, DIM_FAMILY_NAMES, DIM_GRANULARITIES, DIM_ROLLUP_TABLES, type DimFamilyName, dimClientPruneSql, DIM_PRUNE_HOOKS, dimPruneSql, dimGranularity, eventGroupExprs, groupForDimRollups, groupsPerHook, newestFilteredEvent, planRead, rolledDimensions, rollupGroupColumns, rollupWhere, type DimGranularity, type Grouping } from '../dim-rollups.ts';
 import { DEFAULT_MAX_HOOKS, KnownHooks, foldNewHooks } from '../hook-limit.ts';
 import { AttrSetCache, ATTR_INSERT_COLUMNS, coveringBounds } from '../attr-sets.ts';
 import { ATTR_ROLLUP_KEY, ATTR_ROLLUP_TABLE, attrRollupPruneSql, attrRollupQuery, groupForAttrRollups } from '../attr-rollups.ts';
@@ -25,7 +25,7 @@ import type { TranscriptCommandRow } from '../model.ts';
 import type { TranscriptFinding } from '../../hooks/transcript-findings.ts';
 import { FINDING_COLUMNS, commandsQuery, findingValues, toCommandRow, type FindingsResult } from '../transcript-findings.ts';
 import { guardTrimSql, guardTrimStats, guardTrimValues, type GuardTrim, type GuardTrimStats } from '../guard-trims.ts';
-import { StoreUnavailableError, hookCountersFrom, untilStopped, splitExpired, type Arrival, type ArrivalQuery, type HookInfo, type LatePersistedQuery, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store, type StoreSize, type FleetBucket } from '../store.ts';
+import { StoreUnavailableError, fleetBreakdownFrom, hookCountersFrom, untilStopped, splitExpired, type Arrival, type ArrivalQuery, type HookInfo, type LatePersistedQuery, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store, type StoreSize, type FleetBucket } from '../store.ts';
 
 export interface SqliteStoreOptions {
   path: string;
@@ -688,6 +688,10 @@ export class SqliteStore implements Store {
     // Over attr_sets' columns (attrGroupedEventsQuery); built first too, so an unknown dimension is refused.
     const attrGroup = grouping === 'hook' ? '' : eventGroupExprs(grouping, (d) => this.attrExpr(d)).join(' || char(0) || ');
     const rollupGroup = rollupGroupColumns(grouping).join(' || char(0) || ');
+    // Per hook and value: the rollups' key is the hook's id and the value; the attribute sets' queries name the
+    // hook's id (`h`) apart from the value, joined to the same key here.
+    const hookAs = groupsPerHook(grouping) ? 'h' : undefined;
+    const keyOf = (r: Record<string, unknown>): string => (r['h'] === undefined ? String(r['g']) : `${String(r['h'])}\u0000${String(r['g'])}`);
     const plan = planRead(filters, grouping, this.rolled);
     const filterKey = JSON.stringify(Object.entries(filters).sort());
     // Only minute segments reach into the minute still being written; everything before it is closed.
@@ -737,11 +741,11 @@ export class SqliteStore implements Store {
           const params = [seg.fromMs, seg.toMs, ...hookParam, ...(byRow ? filterParams : liveParams(seg.fromMs, seg.toMs))];
           // Folded first, per hook or, grouped by attributes (a user, a session, a client), per attribute set,
           // each set looked up once (sql.ts foldedEvents).
-          const sql = grouping === 'hook' ? hookGroupedEventsQuery('g', cond, table) : attrGroupedEventsQuery(`${attrGroup} AS g`, 'g', cond, table);
+          const sql = grouping === 'hook' ? hookGroupedEventsQuery('g', cond, table) : attrGroupedEventsQuery(`${attrGroup} AS g`, 'g', cond, table, hookAs);
           fetch = () => this.all(sql, params);
         } else if (fromAttrs) {
           // Its columns are named as the events' (hook, attrs): the same hook and filter clauses apply.
-          const sql = attrRollupQuery(grouping === 'hook' ? null : `${attrGroup} AS g`, 'g', `bucket >= ? AND bucket < ? ${eventHookClause} ${liveWhere(seg)}`);
+          const sql = attrRollupQuery(grouping === 'hook' ? null : `${attrGroup} AS g`, 'g', `bucket >= ? AND bucket < ? ${eventHookClause} ${liveWhere(seg)}`, hookAs);
           const params = [seg.fromMs, seg.toMs, ...hookParam, ...liveParams(seg.fromMs, seg.toMs)];
           fetch = () => this.all(sql, params);
         } else {
@@ -759,7 +763,7 @@ export class SqliteStore implements Store {
           fetch = () => this.all(sql, params);
         }
         const result = await this.readForCache(seg.toMs, fetch);
-        rows = result.rows.map((r) => [String(r['g']), fromDbRow(r)]);
+        rows = result.rows.map((r) => [keyOf(r), fromDbRow(r)]);
         if (cacheable && result.keep && rows.length <= CLOSED_SEGMENT_ROW_BUDGET / 4) {
           while (this.closedSegments.size > 0 && (this.closedSegments.size >= CLOSED_SEGMENT_CACHE_SIZE || this.cachedRows + rows.length > CLOSED_SEGMENT_ROW_BUDGET)) {
             this.forgetSegment(this.closedSegments.keys().next().value as string);
@@ -953,6 +957,17 @@ export class SqliteStore implements Store {
     // A rolled dimension from its rollups; user.*, session.id from the raw events of this one hook (dim-rollups.ts).
     const rows = await this.snapshot(() => this.aggregate(q, { dimension }, hookId));
     return [...rows.entries()].map(([value, row]) => ({ value, ...toCounters(row) })).sort((a, b) => b.executions - a.executions);
+  }
+
+  fleetBreakdown(dimension: string, q: RangeQuery): Promise<Map<string, BreakdownRow[]>> {
+    return this.snapshot(() => fleetBreakdownFrom(q, async (hooks) => {
+      const rows = await this.aggregate(q, { dimension, perHook: true }, hooks);
+      // The key is the hook's id, then the value (which may itself hold the separator).
+      return [...rows].map(([key, row]) => {
+        const at = key.indexOf('\u0000');
+        return [key.slice(0, at), key.slice(at + 1), row] as const;
+      });
+    }));
   }
 
   async recordGuardTrims(trims: GuardTrim[]): Promise<GuardTrim[]> {
