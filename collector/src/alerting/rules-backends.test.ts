@@ -1,7 +1,7 @@
 /**
  * Rules that read many hooks (rules.ts), on SQLite and on a real PostgreSQL, against what the raw events the test
- * stored say: the growth rule's daily series, read a few hundred hooks at a time, and a rule's counters per hook and
- * value of its groupBy dimension.
+ * stored say: the growth rule's daily series and a rule's counters per hook and value of its groupBy dimension, each
+ * read a few hundred hooks at a time.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -21,7 +21,7 @@ import { foldBy } from '../../test/support/store-model.ts';
 import { alignRange } from '../store/segments.ts';
 import { growthCondition, ratioCondition } from './conditions.ts';
 import { evaluateRule, FUTURE_SKEW_MS, type Candidate } from './rules.ts';
-import { parseRules } from './settings.ts';
+import { dimensionLabel, parseRules } from './settings.ts';
 
 const DAY = 86_400_000;
 const HOUR = 3_600_000;
@@ -135,39 +135,56 @@ describe.each(backends)('rules over many hooks on $name', (backend) => {
     expect(got.sort(byHookId)).toEqual(expected.sort(byHookId));
   }, 120_000);
 
-  it('groupBy: the candidates per hook and team are those the raw events give', async () => {
+  it.each([
+    ['team', (e: HookEvent) => e.extra['team'] ?? ''],
+    ['user.id', (e: HookEvent) => e.userId],
+  ] as const)('groupBy %s: the candidates of 640 hooks per hook and value are those the raw events give, read 500 hooks at a time', async (dimension, valueOf) => {
     const store = await open();
     const now = Date.now();
     const random = seededRandom(11);
     const teams = ['platform', 'infra', 'web', undefined];
-    const facts: EventFacts[] = [];
-    for (let h = 0; h < 60; h++) {
+    const users = ['user-1', 'user-2', ''];
+    const events: HookEvent[] = [];
+    for (let h = 0; h < 640; h++) {
       for (let n = 2 + Math.floor(random() * 10); n > 0; n--) {
         const over = random() < 0.3;
         const team = teams[Math.floor(random() * teams.length)];
         // Over the last 30 hours, the rule's day and the hours before it, and a few minutes ahead.
-        facts.push({ hookName: `PostToolUse:tool${h}`, timeMs: now - Math.floor(random() * 30 * HOUR) + 4 * MIN, additionalContextChars: over ? 10_500 : 2_000, outputsPersisted: over ? 1 : 0, ...(team ? { team } : {}) });
+        const facts: EventFacts = { hookName: `PostToolUse:tool${h}`, timeMs: now - Math.floor(random() * 30 * HOUR) + 4 * MIN, additionalContextChars: over ? 10_500 : 2_000, outputsPersisted: over ? 1 : 0, ...(team ? { team } : {}) };
+        events.push({ ...hookEvent(facts), userId: users[Math.floor(random() * users.length)] as string });
       }
     }
-    const events = facts.map(hookEvent);
-    await store.ingest(events);
-    const [rule] = parseRules([{ kind: 'persisted_ratio', groupBy: 'team', threshold: 0.25, minExecutions: 3 }], dimensionNames(['team']));
+    for (let i = 0; i < events.length; i += 1_000) await store.ingest(events.slice(i, i + 1_000));
+    const [rule] = parseRules([{ kind: 'persisted_ratio', groupBy: dimension, threshold: 0.25, minExecutions: 3 }], dimensionNames(['team']));
     if (!rule) throw new Error('no rule');
+    const label = dimensionLabel(dimension);
     const { fromMs, toMs } = alignRange(now - rule.windowMs, now + FUTURE_SKEW_MS);
     const expected: Omit<Candidate, 'readEvidence' | 'readGuard'>[] = [];
-    for (const [id, counters] of foldBy(events, fromMs, toMs, (e) => e.hookId)) {
+    const hooks = foldBy(events, fromMs, toMs, (e) => e.hookId);
+    for (const [id, counters] of hooks) {
       if (counters.executions === 0) continue;
       const hookId = String(id);
       const e = events.find((x) => x.hookId === hookId) as HookEvent;
-      for (const [value, c] of foldBy(events, fromMs, toMs, (x) => x.extra['team'] ?? '', (x) => x.hookId === hookId)) {
-        const team = String(value);
-        const annotations = ratioCondition(rule, c, team ? `${e.hookName} (team=${team})` : e.hookName);
-        if (annotations) expected.push({ labels: { alertname: rule.name, severity: rule.severity, hook_event: e.hookEvent, hook_name: e.hookName, ...(team ? { team } : {}) }, annotations, hookId });
+      for (const [v, c] of foldBy(events, fromMs, toMs, valueOf, (x) => x.hookId === hookId)) {
+        const value = String(v);
+        const annotations = ratioCondition(rule, c, value ? `${e.hookName} (${dimension}=${value})` : e.hookName);
+        if (annotations) expected.push({ labels: { alertname: rule.name, severity: rule.severity, hook_event: e.hookEvent, hook_name: e.hookName, ...(value ? { [label]: value } : {}) }, annotations, hookId });
       }
     }
-    expect(expected.length).toBeGreaterThan(10);
-    const key = (c: { hookId: string | null; labels: Record<string, string> }): string => `${c.hookId} ${c.labels['team'] ?? ''}`;
+    // More hooks than one read takes.
+    expect(hooks.size).toBeGreaterThan(500);
+    expect(expected.length).toBeGreaterThan(100);
+    // Read some hundreds of hooks at a time, never one hook's breakdown at a time.
+    const reads: number[] = [];
+    const fleetBreakdown = store.fleetBreakdown.bind(store);
+    store.fleetBreakdown = (d, q) => {
+      reads.push(q.hookIds?.length ?? Infinity);
+      return fleetBreakdown(d, q);
+    };
+    store.breakdown = () => Promise.reject(new Error('read per hook'));
+    const key = (c: { hookId: string | null; labels: Record<string, string> }): string => `${c.hookId} ${c.labels[label] ?? ''}`;
     const got = (await evaluateRule(rule, { store, now })).map(plain);
     expect(got.sort((a, b) => key(a).localeCompare(key(b)))).toEqual(expected.sort((a, b) => key(a).localeCompare(key(b))));
+    expect(reads).toEqual([500, hooks.size - 500]);
   }, 120_000);
 });

@@ -164,24 +164,45 @@ function guarded(rule: RuleConfig, ctx: RuleContext, fromMs: number, toMs: numbe
 }
 
 /**
+ * How many hooks a rule reads at once when it reads more than their counters (Store.fleetSeries,
+ * Store.fleetBreakdown): a read per hook pays a round trip to the store per hook, thousands per evaluation; every
+ * hook in one read is one long answer taken in at once.
+ */
+const HOOKS_PER_READ = 500;
+
+/** `hooks` HOOKS_PER_READ at a time, each slice with what `read` answers for the ids of its hooks. */
+async function* inSlices<H extends { info: HookInfo }, A>(hooks: readonly H[], read: (hookIds: string[]) => Promise<A>): AsyncGenerator<[H[], A]> {
+  for (let i = 0; i < hooks.length; i += HOOKS_PER_READ) {
+    const some = hooks.slice(i, i + HOOKS_PER_READ);
+    yield [some, await read(some.map((c) => c.info.id))];
+  }
+}
+
+/**
  * Per hook, or per hook and dimension value when the rule has groupBy; `evidence` says what of the counters the
  * condition counts, for when it begins (Candidate.readEvidence).
  */
 async function perHook(rule: RuleConfig, ctx: RuleContext, fromMs: number, toMs: number, cond: HookCondition, evidence: Evidence): Promise<Candidate[]> {
-  const counters = await ctx.store.hookCounters({ fromMs, toMs });
+  const counters = [...(await ctx.store.hookCounters({ fromMs, toMs })).values()];
   const out: Candidate[] = [];
-  for (const c of counters.values()) {
-    await ctx.pause?.();
-    if (!rule.groupBy) {
+  const { groupBy } = rule;
+  if (!groupBy) {
+    for (const c of counters) {
+      await ctx.pause?.();
       const annotations = cond(c, c.info, scopeText(rule, c.info, undefined));
       if (annotations) out.push({ labels: hookLabels(rule, c.info), annotations, hookId: c.info.id, readEvidence: evidenceReader(ctx, c.info.id, fromMs, toMs, evidence) });
-      continue;
     }
-    const rows = await ctx.store.breakdown(c.info.id, rule.groupBy, { fromMs, toMs });
-    for (const row of rows) {
-      const annotations = cond(row, c.info, scopeText(rule, c.info, row.value), row.value);
-      // A filter on '' matches the events without the dimension, the row '' counts.
-      if (annotations) out.push({ labels: groupLabels(rule, c.info, row.value), annotations, hookId: c.info.id, readEvidence: evidenceReader(ctx, c.info.id, fromMs, toMs, evidence, { [rule.groupBy]: row.value }) });
+    return out;
+  }
+  // The hooks' breakdowns by the dimension, some hundreds of hooks in a read.
+  for await (const [some, breakdowns] of inSlices(counters, (hookIds) => ctx.store.fleetBreakdown(groupBy, { fromMs, toMs, hookIds }))) {
+    for (const c of some) {
+      await ctx.pause?.();
+      for (const row of breakdowns.get(c.info.id) ?? []) {
+        const annotations = cond(row, c.info, scopeText(rule, c.info, row.value), row.value);
+        // A filter on '' matches the events without the dimension, the row '' counts.
+        if (annotations) out.push({ labels: groupLabels(rule, c.info, row.value), annotations, hookId: c.info.id, readEvidence: evidenceReader(ctx, c.info.id, fromMs, toMs, evidence, { [groupBy]: row.value }) });
+      }
     }
   }
   return out;
@@ -282,22 +303,15 @@ function neverCompleted(rule: RuleConfig, ctx: RuleContext): Promise<Candidate[]
   return perHook(rule, ctx, toMs - rule.windowMs, toMs, (c, _info, scope) => neverCompletedCondition(rule, c, scope), (b) => b.starts > 0);
 }
 
-/**
- * How many hooks' daily series the growth rule reads at once (Store.fleetSeries): a read per hook pays a round trip
- * to the store per hook, thousands per evaluation; every hook in one read is one long answer taken in at once.
- */
-const GROWTH_HOOKS_PER_READ = 500;
-
 async function growth(rule: RuleConfig, ctx: RuleContext): Promise<Candidate[]> {
   const fromMs = windowStartMs(rule, ctx.now);
   const toMs = ctx.now + FUTURE_SKEW_MS;
   const counters = await ctx.store.hookCounters({ fromMs, toMs });
   const hooks = [...counters.values()].filter((c) => !persistedEvidence(c));
   const out: Candidate[] = [];
-  for (let i = 0; i < hooks.length; i += GROWTH_HOOKS_PER_READ) {
-    const some = hooks.slice(i, i + GROWTH_HOOKS_PER_READ);
+  for await (const [some, buckets] of inSlices(hooks, (hookIds) => ctx.store.fleetSeries({ fromMs, toMs, stepMs: DAY, hookIds }))) {
     const daily = new Map<string, FleetBucket[]>();
-    for (const b of await ctx.store.fleetSeries({ fromMs, toMs, stepMs: DAY, hookIds: some.map((c) => c.info.id) })) {
+    for (const b of buckets) {
       const days = daily.get(b.hookId);
       if (days) days.push(b);
       else daily.set(b.hookId, [b]);
