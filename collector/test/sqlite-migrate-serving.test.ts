@@ -9,16 +9,12 @@ import { once } from 'node:events';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { afterEach, expect, it } from 'vitest';
-import { hookId } from '../src/hooks/extract.ts';
-import type { HookEvent } from '../src/hooks/model.ts';
-import { MIGRATIONS, SqliteStore } from '../src/store/sqlite/index.ts';
+import { MIGRATIONS } from '../src/store/sqlite/index.ts';
 import { tempDir } from './helpers.ts';
+import { OLD_SCHEMA, OLD_SCHEMA_EVENTS as EVENTS, oldSchemaFile } from './support/old-schema.ts';
 import { logEntries, spawnReplica, timedFetch, waitFor, type SpawnedReplica } from './support/serve-process.ts';
 
 const MIGRATING = 'migrating the database schema';
-/** The last migration taken back: the file is as the release before it left it. */
-const OLD_SCHEMA = MIGRATIONS.length - 1;
-const EVENTS = 50;
 
 const cleanups: (() => unknown)[] = [];
 afterEach(async () => {
@@ -32,26 +28,6 @@ async function oldSchemaInTemp(): Promise<{ dir: string; path: string }> {
   const path = join(tmp.dir, 'hookwatch.db');
   await oldSchemaFile(path);
   return { dir: tmp.dir, path };
-}
-
-/** A file at schema OLD_SCHEMA holding EVENTS events. */
-async function oldSchemaFile(path: string): Promise<void> {
-  const store = new SqliteStore({ path });
-  const t = Date.now();
-  const inserted = await store.ingest(Array.from({ length: EVENTS }, (_, i): HookEvent => ({
-    kind: 'complete', dedupKey: `e-${i}`, hookId: hookId('PostToolUse', 'PostToolUse:Bash'), hookEvent: 'PostToolUse',
-    hookName: 'PostToolUse:Bash', timeMs: t - i * 1000, numHooks: 1, numSuccess: 1, numBlocking: 0, numNonBlockingError: 0,
-    numCancelled: 0, durationMs: 10, stdoutChars: 100, additionalContextChars: null, systemMessageChars: null,
-    initialUserMessageChars: null, outputsPersisted: 0, sizesKnown: true, status: 'ok', serviceName: 'claude-code',
-    serviceVersion: '2.1.332', sessionId: 's-1', userId: 'u-1', userEmail: 'a@example.com', userAccountUuid: 'acc-1',
-    organizationId: 'org-1', terminalType: 'vscode', source: 'otlp', extra: {},
-  })));
-  expect(inserted.inserted).toHaveLength(EVENTS);
-  await store.close();
-  const db = new DatabaseSync(path);
-  db.exec('DROP INDEX events_late_arrival');
-  db.prepare('DELETE FROM schema_migrations WHERE version > ?').run(OLD_SCHEMA);
-  db.close();
 }
 
 function fileState(path: string): { version: number; events: number } {
