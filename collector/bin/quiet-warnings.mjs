@@ -3,7 +3,7 @@
 // which Claude Code gives the model as the reason of a block (exit 2): it must stay the command's own; `serve`
 // writes its log there as JSON lines, which a stray line of text breaks. Other warnings are still shown.
 // Loaded by hookwatch.mjs before any .ts module, and by every worker thread before its own (a worker has a process
-// object of its own, and warns again): see collector/src/worker-argv.ts.
+// object of its own, and warns again): see collector/src/worker-thread.ts.
 const QUIET_WARNINGS = ['Type Stripping is an experimental feature', 'SQLite is an experimental feature'];
 const emitWarning = process.emitWarning;
 process.emitWarning = function (warning, ...rest) {

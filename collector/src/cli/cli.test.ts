@@ -22,6 +22,12 @@ import { exposureWarnings } from './main.ts';
 import { HAVE_OPENSSL, certAuthority, issue } from '../../test/support/certs.ts';
 import { useTestServer } from '../../test/support/postgres/fixture.ts';
 import { experimentalWarningsPreload } from '../../test/support/preloads.ts';
+import { OLD_SCHEMA, OLD_SCHEMA_EVENTS, oldSchemaFile } from '../../test/support/old-schema.ts';
+import { maxSizeRequest } from '../../../bench/lib/batch.ts';
+import type { HooksResponse } from '../../../shared/src/api.ts';
+import { JSON_THREAD_MIN_BYTES } from '../otlp/json-thread.ts';
+import { MIGRATIONS } from '../store/sqlite/index.ts';
+import { postOtlp } from '../../test/helpers.ts';
 import { queryOnce } from '../../test/support/postgres/server.ts';
 import { request as httpsRequest } from 'node:https';
 
@@ -297,6 +303,7 @@ describe('hookwatch serve', () => {
     const logged = (): Record<string, unknown>[] => buf.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>);
     const line = await new Promise<{ msg: string; dashboard: string }>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`no start-up line: ${buf}`)), 20_000);
+      child.once('exit', (code) => reject(new Error(`exited ${code} before its start-up line: ${buf}`)));
       child.stderr.on('data', (c: Buffer) => {
         buf += c.toString('utf8');
         const found = buf.split('\n').find((l) => l.includes('"msg":"dashboard at '));
@@ -469,6 +476,36 @@ describe('hookwatch serve', () => {
       await stopped(child);
     }
     expect(stderr().split('\n').filter((l) => l !== '' && !l.startsWith('{'))).toEqual([]);
+  });
+
+  // Operators bound the heap with a V8 flag (a container's memory limit): Node refuses one in a worker thread's
+  // execArgv, and every worker (the schema migration at start, the store's readers, the OTLP/JSON parser thread,
+  // the backup's check) must start all the same.
+  it.each([
+    ["on node's command line", ['--max-old-space-size=256'], {}],
+    ['in NODE_OPTIONS', [], { NODE_OPTIONS: '--max-old-space-size=256' }],
+  ])('with a V8 heap flag %s, migrates an old-schema file, takes a large OTLP/JSON export, answers reads and backs up', async (_where, nodeArgs, vars) => {
+    const db = join(mkdtempSync(join(dir, 'heap-flag-')), 'h.db');
+    await oldSchemaFile(db);
+    const { child, line, logged } = await serving({ ...base(), HOOKWATCH_DB: db, ...vars }, nodeArgs);
+    const large = maxSizeRequest('json', 3 * 1024 * 1024);
+    try {
+      expect(logged().find((l) => l['msg'] === 'sqlite schema migrated')).toMatchObject({ from: OLD_SCHEMA, to: MIGRATIONS.length });
+      const otlp = /send OTLP to (\S+) \(http\)/.exec(line.msg)?.[1] ?? '';
+      expect(large.body.length).toBeGreaterThan(JSON_THREAD_MIN_BYTES);
+      const res = await postOtlp(otlp, '/v1/logs', large.body, { 'content-type': large.contentType });
+      expect(res.status).toBe(200);
+      expect(JSON.parse(res.body.toString('utf8'))).toEqual({});
+      const hooks = await fetch(new URL('/api/v1/hooks', line.dashboard));
+      expect(hooks.status).toBe(200);
+      const executions = Object.fromEntries(((await hooks.json()) as HooksResponse).hooks.map((h) => [h.hookName, h.executions]));
+      expect(executions).toEqual({ 'PostToolUse:Bash': OLD_SCHEMA_EVENTS, 'PreToolUse:Bash': large.records });
+    } finally {
+      await stopped(child);
+    }
+    const backup = spawnSync(process.execPath, [...nodeArgs, BIN, 'backup', '--db', db, '--to', `${db}.backup`], { encoding: 'utf8', env: env(vars), cwd: dir, timeout: 20_000 });
+    expect(backup.stderr).not.toContain('execArgv');
+    expect(backup.status).toBe(0);
   });
 
   it('says in one line where the dashboard is and where to send telemetry, and that URL serves the dashboard', async () => {

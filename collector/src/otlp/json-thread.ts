@@ -13,11 +13,11 @@
  * retry) and is replaced for the next one.
  */
 import { deserialize } from 'node:v8';
-import { Worker, type ResourceLimits } from 'node:worker_threads';
+import type { ResourceLimits, Worker } from 'node:worker_threads';
 import type { Signal } from '../pipeline/consumer.ts';
 import { OverloadedError } from '../pipeline/errors.ts';
 import { awaiting, type PacedSteps } from '../paced.ts';
-import { workerExecArgv } from '../worker-argv.ts';
+import { startWorker } from '../worker-thread.ts';
 import { DecodeError, DecodeLimitError, type Attributes, type DecodeBudget, type LogRecord, type LogsRequest, type ResourceLogs, type ScopeLogs } from './model.ts';
 
 /**
@@ -197,7 +197,7 @@ export class JsonThread {
   }
 
   private start(): Worker {
-    const worker = new Worker(new URL('./json-worker.ts', import.meta.url), { execArgv: workerExecArgv(), ...(this.resourceLimits ? { resourceLimits: this.resourceLimits } : {}) });
+    const worker = startWorker(new URL('./json-worker.ts', import.meta.url), this.resourceLimits ? { resourceLimits: this.resourceLimits } : {});
     worker.on('message', (answer: JsonAnswer) => {
       if (worker !== this.worker || this.running?.id !== answer.id) return;
       this.finish()?.resolve(answer);

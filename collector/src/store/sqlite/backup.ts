@@ -22,9 +22,8 @@ import { open } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { backup, DatabaseSync } from 'node:sqlite';
-import { Worker } from 'node:worker_threads';
 import { describeSqliteError, sqliteFault } from './database.ts';
-import { workerExecArgv } from '../../worker-argv.ts';
+import { startWorker } from '../../worker-thread.ts';
 
 /** A backup that could not be taken; the message says why and what to do. */
 export class BackupError extends Error {
@@ -171,7 +170,7 @@ async function syncApart(path: string): Promise<void> {
 
 /** quickCheck on a worker thread (backup-check-worker.ts), which ends when the answer comes or the wait does. */
 async function quickCheckApart(path: string, signal: AbortSignal | undefined, aborted: () => BackupAbortedError): Promise<string[]> {
-  const worker = new Worker(new URL('./backup-check-worker.ts', import.meta.url), { workerData: { path }, execArgv: workerExecArgv() });
+  const worker = startWorker(new URL('./backup-check-worker.ts', import.meta.url), { workerData: { path } });
   try {
     return await untilAborted(new Promise<string[]>((resolve, reject) => {
       worker.once('message', resolve);

@@ -4,11 +4,11 @@
  * loop for as long as it runs (seconds for a 30-day filtered view at millions of events), and every OTLP request
  * and ingest commit waits behind it. On workers, the event loop only posts the query and takes the rows back.
  */
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import type { SQLInputValue } from 'node:sqlite';
 import { StoreUnavailableError } from '../store.ts';
 import type { ReadRequest, ReadResponse } from './read-worker.ts';
-import { workerExecArgv } from '../../worker-argv.ts';
+import { startWorker } from '../../worker-thread.ts';
 
 type Row = Record<string, unknown>;
 
@@ -133,7 +133,7 @@ export class SqliteReaders {
   }
 
   private start(): Reader {
-    const worker = new Worker(new URL('./read-worker.ts', import.meta.url), { workerData: { path: this.path }, execArgv: workerExecArgv() });
+    const worker = startWorker(new URL('./read-worker.ts', import.meta.url), { workerData: { path: this.path } });
     worker.unref();
     const reader: Reader = { worker, pending: new Map(), sessions: 0 };
     worker.on('message', (m: ReadResponse) => {

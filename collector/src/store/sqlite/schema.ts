@@ -5,14 +5,13 @@
  * opens the store, whose own pass (migrateSchema) finds nothing left to do.
  */
 import type { DatabaseSync } from 'node:sqlite';
-import { Worker } from 'node:worker_threads';
 import { ATTR_SET_INDEX_PREFIX, MIGRATION_FUNCTIONS, arrivalIndexDdl, arrivalTimeDdl, attrDigest, attrFirstMsDdl, attrSetIndexChanges, compactEventColumnsDdl, compactEventsDdl, compactKey, coreSchemaDdl, counterColumnsDdl, dimensionExpr, dimRebuildFromEventsSql, hookRef, lateArrivalIndexDdl, overArrivalDdl, rollupAggregates, sqlString, timeOrderedKeysDdl } from '../sql.ts';
 import { ROLLED_DIMENSIONS_META, dimChanges, dimRemoveSql, dimRollupDdl, dimRollupRekeyDdl, rolledDimensions } from '../dim-rollups.ts';
 import { attrRollupDdl } from '../attr-rollups.ts';
 import { transcriptFindingsDdl } from '../transcript-findings.ts';
 import { guardTrimsDdl } from '../guard-trims.ts';
 import { StoreUnavailableError } from '../store.ts';
-import { workerExecArgv } from '../../worker-argv.ts';
+import { startWorker } from '../../worker-thread.ts';
 import type { Logger } from '../../telemetry/logger.ts';
 import { formatDuration } from '../../config/values.ts';
 import { BUSY_TIMEOUT_MS, describeSqliteError, inTransaction, openSqlite, sqliteFault } from './database.ts';
@@ -233,7 +232,7 @@ export type MigrateMessage = { type: 'migrating' } | { type: 'done'; migrated: S
  * this thread would have thrown. The caller holds the store's process lock (process-lock.ts): one process migrates.
  */
 export function migrateOnWorker(job: MigrateJob, onMigrating: () => void = () => {}): Promise<SchemaMigrated | undefined> {
-  const worker = new Worker(new URL('./migrate-worker.ts', import.meta.url), { workerData: job, execArgv: workerExecArgv() });
+  const worker = startWorker(new URL('./migrate-worker.ts', import.meta.url), { workerData: job });
   return new Promise<SchemaMigrated | undefined>((resolve, reject) => {
     worker.on('message', (m: MigrateMessage) => {
       if (m.type === 'migrating') onMigrating();
