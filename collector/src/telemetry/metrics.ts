@@ -38,6 +38,21 @@ export interface MetricDefinition<L extends string> {
   labelNames?: readonly L[];
 }
 
+/**
+ * How long after a render began a scrape arriving may still be answered with it. The collect callbacks set and
+ * clear their metric's values in one registry, so two renders at once would mix them up: a render started while
+ * one waits on the store clears the samples that one has set, and a counter's value is added twice.
+ */
+const SHARE_RENDER_MS = 1000;
+
+/** One render of the exposition, shared by the scrapes that arrive while it waits to begin or soon after. */
+interface Render {
+  body: Promise<string>;
+  /** When it began (now()), undefined while it waits for the one before it to end. */
+  startedAt: number | undefined;
+  done: boolean;
+}
+
 interface Scrape {
   /** The sources whose collect failed. */
   failed: Set<string>;
@@ -51,12 +66,16 @@ export class MetricsRegistry {
   /** Rendered after the stages' metrics, so a failure counts in the scrape it happened in. */
   private readonly own = new Registry();
   private readonly collectorErrors: Counter<'collector'>;
-  /** The scrape being rendered (concurrent scrapes each have their own). */
+  /** The scrape being rendered. */
   private readonly scrape = new AsyncLocalStorage<Scrape>();
+  /** The latest render asked for: running, waiting for the one before it, or done. */
+  private latest: Render | undefined;
   private readonly logger: Logger | undefined;
+  private readonly now: () => number;
 
-  constructor(opts: { logger?: Logger } = {}) {
+  constructor(opts: { logger?: Logger; now?: () => number } = {}) {
     this.logger = opts.logger;
+    this.now = opts.now ?? performance.now.bind(performance);
     this.collectorErrors = new Counter({
       name: 'hookwatch_metrics_collector_errors_total',
       help: 'Scrapes in which a metrics collector failed (its metrics were left out of that scrape).',
@@ -120,12 +139,35 @@ export class MetricsRegistry {
   }
 
   /**
-   * The exposition text for one scrape, a family at a time with a turn of the event loop before each. prom-client
-   * writes a family in one go, and the per-hook families of thousands of hooks take it hundreds of milliseconds
-   * together: OTLP requests and probes wait for one family at most, not the whole scrape. A stage whose families
-   * must show one moment reads them through perScrape.
+   * The exposition text for a scrape. One render runs at a time (the two servers of a Prometheus HA pair scrape
+   * each target, at times together): a scrape arriving while one runs gets that one's text if it began less
+   * than SHARE_RENDER_MS ago, so no value is older than that when the scrape arrives; otherwise it waits for
+   * that one to end and gets the next render, which the scrapes arriving in the meantime share.
    */
-  async render(): Promise<string> {
+  render(): Promise<string> {
+    const latest = this.latest;
+    const running = latest !== undefined && !latest.done;
+    if (running && (latest.startedAt === undefined || this.now() - latest.startedAt < SHARE_RENDER_MS)) return latest.body;
+    const next = { startedAt: undefined, done: false } as Render;
+    next.body = (running ? latest.body.then(noop, noop) : Promise.resolve()).then(() => {
+      next.startedAt = this.now();
+      return this.renderOnce();
+    });
+    const end = (): void => {
+      next.done = true;
+    };
+    next.body.then(end, end);
+    this.latest = next;
+    return next.body;
+  }
+
+  /**
+   * One render, a family at a time with a turn of the event loop before each. prom-client writes a family in one
+   * go, and the per-hook families of thousands of hooks take it hundreds of milliseconds together: OTLP requests
+   * and probes wait for one family at most, not the whole scrape. A stage whose families must show one moment
+   * reads them through perScrape.
+   */
+  private async renderOnce(): Promise<string> {
     const scrape: Scrape = { failed: new Set(), memo: new Map() };
     const body = await this.scrape.run(scrape, async () => {
       const families: string[] = [];
@@ -169,6 +211,8 @@ function clear<L extends string>(metric: Counter<L> | Gauge<L>, def: CollectedMe
   metric.reset();
   if (!def.labelNames?.length) metric.remove({});
 }
+
+function noop(): void {}
 
 function checkCounterName(name: string): void {
   if (!name.endsWith('_total')) throw new Error(`counter ${name} must end in _total`);
