@@ -14,6 +14,7 @@ import { OTLPLogExporter as GrpcLogExporter } from '@opentelemetry/exporter-logs
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BatchLogRecordProcessor, LoggerProvider } from '@opentelemetry/sdk-logs';
 import { fileURLToPath } from 'node:url';
+import { gunzipSync } from 'node:zlib';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { HookSummary, HooksResponse } from '../../shared/src/api.ts';
 import { OUTPUT_KINDS } from '../../shared/src/cliff.ts';
@@ -25,7 +26,7 @@ import { sendReport } from '../src/tools/guard/report-send.ts';
 import type { GuardReport } from '../src/tools/guard/report.ts';
 import { HttpDownstream } from './support/downstream-recorder.ts';
 import { NOT_METRICS, documentedAs, documentedMetrics, startFullyConfiguredService, undocumentedMetrics } from './support/metrics-coverage.ts';
-import { sampleValue, scrapeMetrics, type ParsedFamily } from './support/prometheus-text.ts';
+import { checkExposition, parseExposition, requestMetrics, sampleValue, scrapeMetrics, type ParsedFamily } from './support/prometheus-text.ts';
 import { emitExecutions, startServiceUnderTest, type ServiceUnderTest } from './support/service.ts';
 
 const FIXTURES = fileURLToPath(new URL('../testdata/claude-code-2.1.332/', import.meta.url));
@@ -228,6 +229,19 @@ describe('GET /metrics', () => {
     // What hookwatch itself counts as near agrees with the threshold it reports.
     expect(sampleValue(families, 'hookwatch_hook_near_executions_total', { hook_name: 'SessionStart:below' })).toBe(0);
     expect(sampleValue(families, 'hookwatch_hook_near_executions_total', { hook_name: 'SessionStart:above' })).toBe(1);
+  });
+
+  it('answers Prometheus (Accept-Encoding: gzip) compressed and a client asking for no encoding in text, the same families', async () => {
+    service = await startServiceUnderTest();
+    await emitExecutions(service.otlpHttpUrl, [{ hookEvent: 'SessionStart', hookName: 'SessionStart:startup', additionalContextChars: 12_345 }]);
+    const plain = await requestMetrics(service.httpUrl);
+    const gzipped = await requestMetrics(service.httpUrl, { headers: { 'accept-encoding': 'gzip, deflate' } });
+    expect([plain.status, plain.headers['content-encoding'], gzipped.status, gzipped.headers['content-encoding']]).toEqual([200, undefined, 200, 'gzip']);
+    const text = gunzipSync(gzipped.body).toString('utf8');
+    checkExposition(text);
+    const [asText, inflated] = [parseExposition(plain.body.toString('utf8')), parseExposition(text)];
+    expect([...inflated.keys()]).toEqual([...asText.keys()]);
+    expect(sampleValue(inflated, 'hookwatch_hook_largest_output_chars', { hook_name: 'SessionStart:startup' })).toBe(12_345);
   });
 
   it('caps per-hook series: hooks past metrics.maxHookSeries go to overflow counters and are counted, not exploded', async () => {

@@ -3,12 +3,17 @@
  * (promtool), client-supplied label values survive the round trip, and a collect callback that throws costs
  * its own samples only, counted once per scrape; two scrapes at once get every sample (one render at a time).
  */
+import { once } from 'node:events';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { setImmediate as nextTurn } from 'node:timers/promises';
+import { gunzipSync } from 'node:zlib';
+import express from 'express';
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
-import { checkExposition, hasPromtool, parseExposition, sampleValue } from '../../test/support/prometheus-text.ts';
+import { afterEach, describe, expect, it } from 'vitest';
+import { checkExposition, hasPromtool, parseExposition, requestMetrics, sampleValue } from '../../test/support/prometheus-text.ts';
 import type { Logger } from './logger.ts';
-import { MetricsRegistry } from './metrics.ts';
+import { EXPOSITION_CONTENT_TYPE, MetricsRegistry } from './metrics.ts';
 
 function recordingLogger(): { logger: Logger; warnings: Record<string, unknown>[] } {
   const warnings: Record<string, unknown>[] = [];
@@ -183,6 +188,62 @@ describe('MetricsRegistry concurrent scrapes', () => {
     await store.releaseUntil(Promise.all([first, second, third]));
     expect((await Promise.all([first, second, third])).map((text) => sampleValue(parseExposition(text), 'rows'))).toEqual([1, 2, 2]);
     expect(mostAtOnce).toBe(1);
+  });
+});
+
+describe('GET /metrics', () => {
+  let server: Server | undefined;
+  afterEach(async () => {
+    await new Promise((r) => server?.close(r) ?? r(undefined));
+    server = undefined;
+  });
+
+  async function serve(metrics: MetricsRegistry): Promise<string> {
+    const app = express();
+    app.route('/metrics').get(metrics.handler());
+    server = app.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  }
+
+  it('answers gzip to a client that accepts it (Prometheus always does) and the text to one that does not, HEAD alike', async () => {
+    const metrics = new MetricsRegistry();
+    metrics.collectedCounter('hooks', {
+      name: 'hookwatch_hook_executions_total', help: 'h', labelNames: ['hook_name'],
+      collect: (set) => {
+        for (let i = 0; i < 2000; i++) set({ hook_name: `PreToolUse:hook-${i}` }, i);
+      },
+    });
+    const base = await serve(metrics);
+    const text = await metrics.render();
+
+    const plain = await requestMetrics(base);
+    expect(plain.headers['content-encoding']).toBeUndefined();
+    expect(plain.headers['vary']).toMatch(/accept-encoding/i);
+    expect(plain.headers['content-type']).toBe(EXPOSITION_CONTENT_TYPE);
+    expect(plain.body.toString('utf8')).toBe(text);
+
+    const gzipped = await requestMetrics(base, { headers: { 'accept-encoding': 'gzip' } });
+    expect(gzipped.status).toBe(200);
+    expect(gzipped.headers['content-encoding']).toBe('gzip');
+    expect(gzipped.headers['vary']).toMatch(/accept-encoding/i);
+    expect(gzipped.headers['content-type']).toBe(EXPOSITION_CONTENT_TYPE);
+    expect(Number(gzipped.headers['content-length'])).toBe(gzipped.body.length);
+    expect(gzipped.body.length).toBeLessThan(plain.body.length / 5);
+    const inflated = gunzipSync(gzipped.body).toString('utf8');
+    expect(inflated).toBe(text);
+    checkExposition(inflated);
+
+    // What Prometheus sends, and refusals of gzip by weight.
+    expect((await requestMetrics(base, { headers: { 'accept-encoding': 'gzip, deflate, br, zstd' } })).headers['content-encoding']).toBe('gzip');
+    expect((await requestMetrics(base, { headers: { 'accept-encoding': 'gzip;q=0, identity' } })).headers['content-encoding']).toBeUndefined();
+    expect((await requestMetrics(base, { headers: { 'accept-encoding': 'br' } })).body.toString('utf8')).toBe(text);
+
+    for (const [get, headers] of [[gzipped, { 'accept-encoding': 'gzip' }], [plain, {}]] as const) {
+      const head = await requestMetrics(base, { method: 'HEAD', headers });
+      expect(head.body.length).toBe(0);
+      for (const h of ['content-type', 'content-encoding', 'vary', 'content-length', 'cache-control']) expect(head.headers[h], h).toBe(get.headers[h]);
+    }
   });
 });
 

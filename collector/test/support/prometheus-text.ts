@@ -5,6 +5,7 @@
  * `_count` samples under their family).
  */
 import { spawnSync } from 'node:child_process';
+import { request, type IncomingHttpHeaders } from 'node:http';
 import { EXPOSITION_CONTENT_TYPE } from '../../src/telemetry/metrics.ts';
 import { requireTool, runs } from '../required-tool.ts';
 
@@ -89,4 +90,26 @@ export function sampleValue(families: Map<string, ParsedFamily>, family: string,
   const f = families.get(family);
   const want = Object.entries(labels);
   return f?.samples.find((s) => s.name === sampleName && want.every(([k, v]) => s.labels[k] === v))?.value;
+}
+
+/** One answer of GET or HEAD /metrics, as sent: headers and body bytes, nothing decoded. */
+export interface RawMetricsAnswer {
+  status: number;
+  headers: IncomingHttpHeaders;
+  body: Buffer;
+}
+
+/**
+ * GET (or HEAD) /metrics of the HTTP port at `base` through node:http, which (unlike fetch) asks for no
+ * Content-Encoding unless `headers` do and decompresses nothing.
+ */
+export function requestMetrics(base: string, opts: { method?: 'GET' | 'HEAD'; headers?: Record<string, string> } = {}): Promise<RawMetricsAnswer> {
+  return new Promise((resolve, reject) => {
+    request(new URL('/metrics', base), { method: opts.method ?? 'GET', headers: opts.headers ?? {} }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
+      res.on('error', reject);
+    }).on('error', reject).end();
+  });
 }
