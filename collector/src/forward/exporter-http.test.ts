@@ -7,6 +7,7 @@ import { afterEach, expect, it } from 'vitest';
 import { loadConfig, toConfig } from '../config/index.ts';
 import { isolatedEnv } from '../../test/support/service.ts';
 import { tempDir } from '../../test/helpers.ts';
+import { encodeStatus } from '../otlp/encode.ts';
 import { HttpExporter, MAX_RESPONSE_BYTES } from './exporter-http.ts';
 
 const servers: Server[] = [];
@@ -115,6 +116,22 @@ it('keeps the authorization header it sends out of a refusal that repeats it, wh
   expect(message).toContain('credential <redacted> not accepted');
   expect(message).not.toContain(token);
 });
+
+for (const [answer, contentType, body] of [
+  ['a google.rpc.Status in protobuf, as the specification has it', 'application/x-protobuf', encodeStatus('protobuf', 3, 'log record 2 has a time in the future')],
+  ['plain text, as a gateway writes it', 'text/plain; charset=utf-8', Buffer.from('log record 2 has a time in the future')],
+] as const) {
+  it(`names the reason a destination gives for refusing a protobuf request in ${answer}`, async () => {
+    const url = await listen(createServer((req, res) => {
+      req.resume();
+      req.on('end', () => res.writeHead(400, { 'content-type': contentType }).end(body));
+    }));
+    const exporter = new HttpExporter({ endpoint: url, protocol: 'http/protobuf', headers: {}, compression: 'none', timeoutMs: 5_000 });
+    const result = await exporter.export({ signal: 'logs', encoding: 'protobuf', body: Buffer.from([0x0a, 0x00]) });
+    // The reason is what a dead letter, the log and the dashboard show; without it the operator has "400" only.
+    expect(result).toEqual({ kind: 'permanent', status: 400, message: `${url} (http/protobuf) answered 400: log record 2 has a time in the future` });
+  });
+}
 
 it('is refused an endpoint on a port fetch never connects to (a bad port) when the config loads, naming the port and not the url', async () => {
   // Every attempt to such a port fails before it is made: forwarded requests would wait in the queue for ever.

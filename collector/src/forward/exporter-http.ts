@@ -15,6 +15,7 @@ import { gzip } from 'node:zlib';
 import { decodePartialSuccess, type Encoding } from '../otlp/encode.ts';
 import { parseRetryAfter } from '../net/backoff.ts';
 import { tlsFailure, type ClientTlsCredentials } from '../net/tls.ts';
+import { statusMessage } from '../otlp/grpc-status.ts';
 import { ClientTlsAgent } from '../net/tls-agent.ts';
 import { otlpSignalUrl, safeEndpoint } from '../net/otlp-url.ts';
 import { secretScrubber } from '../net/endpoint-secrets.ts';
@@ -152,17 +153,20 @@ export class HttpExporter implements Exporter {
     // The body says what was rejected, or why the request was. Only its start is read: a destination (or a
     // proxy in front of it) answering with a large or endless body must not fill hookwatch's memory.
     const raw = await readAtMost(res, MAX_RESPONSE_BYTES);
+    // The answer's encoding from its content type; the request's when it names none we know.
+    const type = res.headers.get('content-type') ?? '';
+    const answer: Encoding = type.includes('json') ? 'json' : type.includes('protobuf') ? 'protobuf' : item.encoding;
     if (res.ok) {
-      // The answer's encoding from its content type; the request's when it names none we know.
-      const type = res.headers.get('content-type') ?? '';
-      const partial = decodePartialSuccess(type.includes('json') ? 'json' : type.includes('protobuf') ? 'protobuf' : item.encoding, raw);
+      const partial = decodePartialSuccess(answer, raw);
       return partial ? { kind: 'success', partial } : { kind: 'success' };
     }
-    const text = raw.toString('utf8');
+    // Why it was refused: the message of the google.rpc.Status the specification has a destination answer in
+    // protobuf, or the text as it came (OTLP/JSON, a gateway's own text).
+    const text = answer === 'protobuf' && !type.startsWith('text/') ? (statusMessage(raw) ?? '') : raw.toString('utf8');
     const redirect = res.status >= 300 && res.status <= 399;
     const message = redirect
       ? `${this.description} answered ${res.status}, a redirect to ${redirectTarget(res.headers.get('location'), this.urls[item.signal])}; redirects are not followed (the request is not delivered): set forward.endpoint to where the destination is now`
-      : `${this.description} answered ${res.status}${text && item.encoding === 'json' ? `: ${text.slice(0, 200)}` : ''}`;
+      : `${this.description} answered ${res.status}${text ? `: ${text.slice(0, 200)}` : ''}`;
     const bounded = !RETRYABLE_STATUS.has(res.status);
     if (!bounded || MAYBE_PERMANENT(res.status)) {
       const retryAfterMs = parseRetryAfter(res.headers.get('retry-after'), now());

@@ -70,6 +70,12 @@ export function fields(buf: Buffer): Field[] | undefined {
   return pos === buf.length ? out : undefined;
 }
 
+/** The message of a serialized google.rpc.Status; undefined when it has none or is not one. */
+export function statusMessage(status: Buffer): string | undefined {
+  const message = (fields(status) ?? []).find((f) => f.num === 2)?.value;
+  return Buffer.isBuffer(message) ? message.toString('utf8') : undefined;
+}
+
 /** The RetryInfo delay in a serialized google.rpc.Status, in ms; undefined when there is none. */
 export function retryDelayFromStatus(status: Buffer): number | undefined {
   for (const detail of fields(status) ?? []) {

@@ -60,7 +60,7 @@ it('still dead-letters a 400 at once, and gives up on a 401 after forward.retry.
   expect(downstream.refused).toBeGreaterThan(2);
   const s = await forwardingStatus(hw.httpUrl);
   expect(s.deadLetters.map((d) => d.status)).toEqual([401, 400]);
-  expect(s.deadLetters[0]!.reason).toMatch(/answered 401 \(retried for \d+ s, forward\.retry\.maxElapsedTime\)/);
+  expect(s.deadLetters[0]!.reason).toMatch(/answered 401: \{"code":14,"message":"downstream refuses"\} \(retried for \d+ s, forward\.retry\.maxElapsedTime\)/);
 });
 
 it('a request refused with 500 every time becomes the only dead letter: the requests merged with it arrive', async () => {
