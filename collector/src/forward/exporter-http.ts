@@ -172,7 +172,7 @@ export class HttpExporter implements Exporter {
       const retryAfterMs = parseRetryAfter(res.headers.get('retry-after'), now());
       return { kind: 'retryable', message, status: res.status, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}), ...(bounded ? { bounded } : {}) };
     }
-    return { kind: 'permanent', message, status: res.status };
+    return { kind: 'permanent', message, status: res.status, ...(res.status === 413 ? { tooLarge: true } : {}) };
   }
 
   async close(): Promise<void> {

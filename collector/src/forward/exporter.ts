@@ -32,7 +32,11 @@ export type ExportResult =
    * limit ends that way), so the request may well have been too large to get through.
    */
   | { kind: 'retryable'; message: string; status?: number; retryAfterMs?: number; bounded?: boolean; timedOut?: boolean; cutOff?: boolean; tls?: boolean }
-  | { kind: 'permanent'; message: string; status?: number };
+  /**
+   * `tooLarge`: refused for its size (HTTP 413: a proxy's body size limit, say), so fewer requests merged may well
+   * get through.
+   */
+  | { kind: 'permanent'; message: string; status?: number; tooLarge?: boolean };
 
 /** A downstream OTLP destination. */
 export interface Exporter {

@@ -415,14 +415,18 @@ for (const protocol of ['http/json', 'http/protobuf'] as const) {
   });
 }
 
-/** An OTLP/HTTP destination on 127.0.0.1:0 behind a "proxy" that resets the connection of any upload over `maxBytes`. */
-async function resettingDestination(maxBytes: number): Promise<{ url: string; carried: number[]; resets: () => number; close(): Promise<void> }> {
+/**
+ * An OTLP/HTTP destination on 127.0.0.1:0 behind a "proxy" that refuses any upload over `maxBytes`: it resets the
+ * connection, or answers 413 as nginx does over its client_max_body_size.
+ */
+async function sizeLimitedDestination(maxBytes: number, refusal: 'reset' | 413): Promise<{ url: string; carried: number[]; refused: () => number; close(): Promise<void> }> {
   const carried: number[] = [];
-  let resets = 0;
+  let refused = 0;
   const server = createServer((req, res) => {
     if (Number(req.headers['content-length']) > maxBytes) {
-      resets++;
-      req.socket.resetAndDestroy();
+      refused++;
+      if (refusal === 'reset') req.socket.resetAndDestroy();
+      else res.writeHead(413, { 'content-type': 'text/plain', connection: 'close' }).end('Request Entity Too Large');
       return;
     }
     const chunks: Buffer[] = [];
@@ -438,7 +442,7 @@ async function resettingDestination(maxBytes: number): Promise<{ url: string; ca
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     carried,
-    resets: () => resets,
+    refused: () => refused,
     close: () => new Promise<void>((resolve) => {
       server.closeAllConnections();
       server.close(() => resolve());
@@ -446,25 +450,30 @@ async function resettingDestination(maxBytes: number): Promise<{ url: string; ca
   };
 }
 
-it('sends fewer requests per attempt after a merged attempt was cut off by a connection reset, so a backlog drains through a proxy that resets large uploads', { timeout: 30_000 }, async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'hookwatch-forwarder-'));
-  const queue = new DurableQueue({ path: join(dir, 'queue.db'), maxBytes: 1e9 });
-  // Up to 25 merged requests (50 bytes) get through; 100 or 50 are reset.
-  const destination = await resettingDestination(50);
-  const exporter = new HttpExporter({ endpoint: destination.url, protocol: 'http/protobuf', headers: {}, compression: 'none', timeoutMs: 5_000 });
-  const forwarder = new Forwarder({ queue, exporter, logger: silentLogger, backoff: { initialMs: 10, maxMs: 50 } });
-  cleanups.push(() => rmSync(dir, { recursive: true, force: true }), () => queue.close(), () => destination.close(), () => forwarder.stop());
-  const requests = 300;
-  for (let i = 0; i < requests; i++) await queue.enqueue('traces', 'protobuf', Buffer.from([0x0a, 0x00]), Date.now());
-  forwarder.start();
-  const until = Date.now() + 10_000;
-  while (queue.depth > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
-  expect(queue.depth).toBe(0);
-  expect(destination.carried.reduce((a, b) => a + b, 0)).toBe(requests);
-  // Halved after each reset (100, then 50), doubled again after quick successes and halved back: about one
-  // reset per successful attempt at most, not a full-size resend forever.
-  expect(destination.resets()).toBeLessThanOrEqual(destination.carried.length + 2);
-});
+for (const [refusal, what] of [['reset', 'was cut off by a connection reset, so a backlog drains through a proxy that resets large uploads'], [413, 'was refused with 413, so a backlog drains through a proxy with a body size limit']] as const) {
+  it(`sends fewer requests per attempt after a merged attempt ${what}`, { timeout: 30_000 }, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hookwatch-forwarder-'));
+    const queue = new DurableQueue({ path: join(dir, 'queue.db'), maxBytes: 1e9 });
+    // Up to 25 merged requests (50 bytes) get through; 100 or 50 are refused.
+    const destination = await sizeLimitedDestination(50, refusal);
+    const exporter = new HttpExporter({ endpoint: destination.url, protocol: 'http/protobuf', headers: {}, compression: 'none', timeoutMs: 5_000 });
+    const forwarder = new Forwarder({ queue, exporter, logger: silentLogger, backoff: { initialMs: 10, maxMs: 50 } });
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }), () => queue.close(), () => destination.close(), () => forwarder.stop());
+    const requests = 300;
+    for (let i = 0; i < requests; i++) await queue.enqueue('traces', 'protobuf', Buffer.from([0x0a, 0x00]), Date.now());
+    forwarder.start();
+    const until = Date.now() + 10_000;
+    while (queue.depth > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+    expect(queue.depth).toBe(0);
+    expect(queue.counters().deadLetters).toBe(0);
+    expect(destination.carried.reduce((a, b) => a + b, 0)).toBe(requests);
+    // Halved after each refusal (100, then 50), doubled again after quick successes and halved back: about one
+    // refusal per successful attempt at most, not a full-size resend forever, and the backlog goes in merged
+    // attempts of 25, not one request at a time after each refusal.
+    expect(destination.refused()).toBeLessThanOrEqual(destination.carried.length + 2);
+    expect(destination.carried.length).toBeLessThan(requests / 10);
+  });
+}
 
 /** Refuses the first attempt with 503; answers the next ones only when told to. */
 class HeldDestination implements Exporter {

@@ -95,8 +95,9 @@ export class Forwarder {
    * Requests one attempt may carry now. An attempt that timed out is not resent as large: a destination that
    * takes longer than forward.timeout for a large merged request (and may well have taken it, so every resend
    * is a duplicate) gets half as many next time, down to one; attempts that finish well within the timeout
-   * raise it again. An attempt whose connection was reset or closed before an answer is treated the same: a
-   * proxy that drops uploads over its size limit would otherwise get the same large request forever.
+   * raise it again. An attempt whose connection was reset or closed before an answer, or that was refused as too
+   * large (413), is treated the same: a proxy that drops or refuses uploads over its size limit would otherwise
+   * get the same large request forever.
    */
   private batchLimit: number;
   private rejectedByDestination = 0;
@@ -298,6 +299,12 @@ export class Forwarder {
     }
   }
 
+  /** A merged attempt of `requests` failed for its size (`how`): the next ones carry half as many. */
+  private fewerPerAttempt(requests: number, bytes: number, how: string): void {
+    this.batchLimit = Math.max(1, Math.floor(requests / 2));
+    this.opts.logger.warn(`forwarding attempt ${how}; the next attempts carry fewer requests`, { destination: this.opts.exporter.description, requestsInAttempt: requests, bytes, nextAttemptAtMost: this.batchLimit });
+  }
+
   /** One delivery attempt of the oldest request (or a wait for one). */
   private async step(): Promise<void> {
     const { queue, exporter, logger } = this.opts;
@@ -352,6 +359,13 @@ export class Forwarder {
       return;
     }
     this.lastError = result.message;
+    if (result.kind === 'permanent' && items.length > 1 && result.tooLarge) {
+      // Too large merged (a proxy's body size limit): fewer at once, as after a cut-off, not the head alone and
+      // then as many merged again.
+      this.fewerPerAttempt(items.length, body.length, 'refused as too large');
+      queue.retry(ids);
+      return;
+    }
     if (result.kind === 'permanent' && items.length > 1) {
       // One of the merged requests may be the bad one: resend the head alone to find out.
       this.isolate = true;
@@ -369,8 +383,7 @@ export class Forwarder {
       return;
     }
     if (result.kind === 'retryable' && (result.timedOut || result.cutOff) && items.length > 1) {
-      this.batchLimit = Math.max(1, Math.floor(items.length / 2));
-      logger.warn(`forwarding attempt ${result.timedOut ? 'timed out' : 'cut off (connection reset or closed before an answer)'}; the next attempts carry fewer requests`, { destination: exporter.description, requestsInAttempt: items.length, bytes: body.length, nextAttemptAtMost: this.batchLimit });
+      this.fewerPerAttempt(items.length, body.length, result.timedOut ? 'timed out' : 'cut off (connection reset or closed before an answer)');
     }
     if (result.tls) this.noteTlsFailure(result.message, queue.depth);
     const now = this.now();
