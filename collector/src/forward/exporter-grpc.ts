@@ -144,7 +144,8 @@ export class GrpcExporter implements Exporter {
         } else if (MAYBE_PERMANENT.has(err.code)) {
           resolve({ kind: 'retryable', message, status: err.code, bounded: true, ...(retryAfterMs !== undefined ? { retryAfterMs } : {}) });
         } else {
-          resolve({ kind: 'permanent', message, status: err.code });
+          // RESOURCE_EXHAUSTED without RetryInfo: over the destination's message size limit (grpc.max_receive_message_length).
+          resolve({ kind: 'permanent', message, status: err.code, ...(err.code === GrpcStatus.RESOURCE_EXHAUSTED ? { tooLarge: true } : {}) });
         }
       });
       // Cancelled, the call ends with CANCELLED: retryable, the request stays queued.

@@ -33,8 +33,8 @@ export type ExportResult =
    */
   | { kind: 'retryable'; message: string; status?: number; retryAfterMs?: number; bounded?: boolean; timedOut?: boolean; cutOff?: boolean; tls?: boolean }
   /**
-   * `tooLarge`: refused for its size (HTTP 413: a proxy's body size limit, say), so fewer requests merged may well
-   * get through.
+   * `tooLarge`: refused for its size (HTTP 413: a proxy's body size limit, say; gRPC RESOURCE_EXHAUSTED without
+   * RetryInfo: a lower message size limit), so fewer requests merged may well get through.
    */
   | { kind: 'permanent'; message: string; status?: number; tooLarge?: boolean };
 

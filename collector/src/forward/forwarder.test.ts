@@ -8,7 +8,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Server as GrpcServer, ServerCredentials } from '@grpc/grpc-js';
+import { Server as GrpcServer, ServerCredentials, status as GrpcStatus, type ServerUnaryCall, type sendUnaryData } from '@grpc/grpc-js';
 import { afterEach, expect, it } from 'vitest';
 import { encodeExportResponse } from '../otlp/encode.ts';
 import { createLogger, silentLogger } from '../telemetry/logger.ts';
@@ -419,7 +419,7 @@ for (const protocol of ['http/json', 'http/protobuf'] as const) {
  * An OTLP/HTTP destination on 127.0.0.1:0 behind a "proxy" that refuses any upload over `maxBytes`: it resets the
  * connection, or answers 413 as nginx does over its client_max_body_size.
  */
-async function sizeLimitedDestination(maxBytes: number, refusal: 'reset' | 413): Promise<{ url: string; carried: number[]; refused: () => number; close(): Promise<void> }> {
+async function sizeLimitedDestination(maxBytes: number, refusal: 'reset' | 413): Promise<SizeLimitedDestination> {
   const carried: number[] = [];
   let refused = 0;
   const server = createServer((req, res) => {
@@ -450,15 +450,52 @@ async function sizeLimitedDestination(maxBytes: number, refusal: 'reset' | 413):
   };
 }
 
-for (const [refusal, what] of [['reset', 'was cut off by a connection reset, so a backlog drains through a proxy that resets large uploads'], [413, 'was refused with 413, so a backlog drains through a proxy with a body size limit']] as const) {
+/** What the requests each attempt carried, and how many attempts were refused. */
+interface SizeLimitedDestination {
+  url: string;
+  carried: number[];
+  refused: () => number;
+  close(): Promise<void>;
+}
+
+/**
+ * An OTLP/gRPC destination on 127.0.0.1:0 that refuses a message over `maxBytes` with RESOURCE_EXHAUSTED, as a gRPC
+ * server with a lower grpc.max_receive_message_length than the 4 MiB default does.
+ */
+async function sizeLimitedGrpcDestination(maxBytes: number): Promise<SizeLimitedDestination> {
+  const carried: number[] = [];
+  let refused = 0;
+  const server = new GrpcServer();
+  const id = (b: Buffer): Buffer => b;
+  server.addService({ Export: { path: '/opentelemetry.proto.collector.trace.v1.TraceService/Export', requestStream: false, responseStream: false, requestSerialize: id, requestDeserialize: id, responseSerialize: id, responseDeserialize: id } }, {
+    Export: (call: ServerUnaryCall<Buffer, Buffer>, callback: sendUnaryData<Buffer>) => {
+      if (call.request.length > maxBytes) {
+        refused++;
+        callback({ code: GrpcStatus.RESOURCE_EXHAUSTED, details: `Received message larger than max (${call.request.length} vs ${maxBytes})` });
+        return;
+      }
+      carried.push(call.request.length / 2);
+      callback(null, Buffer.alloc(0));
+    },
+  });
+  const port = await new Promise<number>((resolve, reject) => server.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))));
+  return { url: `http://127.0.0.1:${port}`, carried, refused: () => refused, close: async () => void server.forceShutdown() };
+}
+
+for (const [refusal, what] of [
+  ['reset', 'was cut off by a connection reset, so a backlog drains through a proxy that resets large uploads'],
+  [413, 'was refused with 413, so a backlog drains through a proxy with a body size limit'],
+  ['grpc', 'was refused with RESOURCE_EXHAUSTED, so a backlog drains through a gRPC destination with a lower message size limit'],
+] as const) {
   it(`sends fewer requests per attempt after a merged attempt ${what}`, { timeout: 30_000 }, async () => {
     const dir = mkdtempSync(join(tmpdir(), 'hookwatch-forwarder-'));
     const queue = new DurableQueue({ path: join(dir, 'queue.db'), maxBytes: 1e9 });
     // Up to 25 merged requests (50 bytes) get through; 100 or 50 are refused.
-    const destination = await sizeLimitedDestination(50, refusal);
-    const exporter = new HttpExporter({ endpoint: destination.url, protocol: 'http/protobuf', headers: {}, compression: 'none', timeoutMs: 5_000 });
+    const destination = refusal === 'grpc' ? await sizeLimitedGrpcDestination(50) : await sizeLimitedDestination(50, refusal);
+    const options = { endpoint: destination.url, headers: {}, compression: 'none' as const, timeoutMs: 5_000 };
+    const exporter = refusal === 'grpc' ? new GrpcExporter(options) : new HttpExporter({ ...options, protocol: 'http/protobuf' });
     const forwarder = new Forwarder({ queue, exporter, logger: silentLogger, backoff: { initialMs: 10, maxMs: 50 } });
-    cleanups.push(() => rmSync(dir, { recursive: true, force: true }), () => queue.close(), () => destination.close(), () => forwarder.stop());
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }), () => queue.close(), () => destination.close(), () => exporter.close(), () => forwarder.stop());
     const requests = 300;
     for (let i = 0; i < requests; i++) await queue.enqueue('traces', 'protobuf', Buffer.from([0x0a, 0x00]), Date.now());
     forwarder.start();

@@ -96,8 +96,8 @@ export class Forwarder {
    * takes longer than forward.timeout for a large merged request (and may well have taken it, so every resend
    * is a duplicate) gets half as many next time, down to one; attempts that finish well within the timeout
    * raise it again. An attempt whose connection was reset or closed before an answer, or that was refused as too
-   * large (413), is treated the same: a proxy that drops or refuses uploads over its size limit would otherwise
-   * get the same large request forever.
+   * large (413, gRPC RESOURCE_EXHAUSTED), is treated the same: a proxy that drops or refuses uploads over its size
+   * limit would otherwise get the same large request forever.
    */
   private batchLimit: number;
   private rejectedByDestination = 0;
