@@ -296,6 +296,23 @@ describe('check: running the hook like Claude Code', () => {
     expect(text.out).not.toMatch(/^OK:/m);
   });
 
+  it('takes a timeout up to what a timer holds: a longer --timeout is refused, a longer "timeout" in settings is checked with the longest', async () => {
+    // Past 2^31 - 1 ms, Node fires a timer at once: the hook would be stopped as soon as it started.
+    const refused = await checkCli(['--timeout', '2147484', '--', 'sleep 0.3; printf ran']);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain('--timeout: expected a whole number from 1 to 2147483, got "2147484"');
+    const longest = await checkCli(['--json', '--timeout', '2147483', '--', 'sleep 0.3; printf ran']);
+    expect(longest.code, longest.stderr).toBe(0);
+    expect(longest.stderr).toBe('');
+
+    // A "never" written in a settings file: what Claude Code does with it is its own, the check runs the hook.
+    const path = await settingsFile('timeout-past-a-timer', { hooks: { SessionStart: [{ hooks: [{ type: 'command', command: 'sleep 0.3; printf ran', timeout: 99_999_999 }] }] } });
+    const ran = await checkCli(['--json', '--settings', path]);
+    expect(ran.code, ran.stderr).toBe(0);
+    expect((JSON.parse(ran.stdout) as CheckOutput).hooks[0]).toMatchObject({ status: 'measured', timedOut: false, stdoutChars: 3 });
+    expect(ran.stderr).toBe('hookwatch check: hooks.SessionStart[0].hooks[0].timeout: 99999999 seconds is longer than a timer holds; the hook is checked with 2147483 (about 24 days) instead\n');
+  });
+
   it('gives a hook stopped at its timeout the --kill-grace to flush before SIGKILL, a second by default', async () => {
     // On SIGTERM the hook takes 1.5 s to flush, then prints and exits: within a 3 s grace, past the default 1 s.
     const hook = await hookScript('slow-flush.sh', `#!/bin/sh\ntrap 'sleep 1.5; printf flushed; exit 0' TERM\nprintf 'started '\nsleep 30 & wait\n`);
@@ -665,7 +682,7 @@ describe('check: usage', () => {
     [[], 'no hook command given'],
     [['--budget', 'lots', '--', 'true'], '--budget: expected a whole number from 1 to 10000, got "lots"'],
     [['--budget', '20000', '--', 'true'], '--budget: expected a whole number from 1 to 10000, got "20000"'],
-    [['--timeout', '0', '--', 'true'], '--timeout: expected a whole number >= 1, got "0"'],
+    [['--timeout', '0', '--', 'true'], '--timeout: expected a whole number from 1 to 2147483, got "0"'],
     // The same durations as the guard's --kill-grace, refused in the same words.
     [['--kill-grace', '5', '--', 'true'], '--kill-grace: expected a duration from 1ms to 1m such as 5s or 1500ms, got "5"'],
     [['--kill-grace', '2m', '--', 'true'], '--kill-grace: expected a duration from 1ms to 1m such as 5s or 1500ms, got "2m"'],

@@ -2,7 +2,7 @@ import { constants, homedir } from 'node:os';
 import { basename, dirname, resolve } from 'node:path';
 
 import { OUTPUT_CAP_CHARS } from '../../../../shared/src/cliff.ts';
-import { parseKillGrace, parseToolArgs, parseWholeNumber, UsageError } from '../common/args.ts';
+import { MAX_TIMEOUT_SECONDS, parseKillGrace, parseTimeoutSeconds, parseToolArgs, parseWholeNumber, UsageError } from '../common/args.ts';
 import { parseDuration } from '../../config/values.ts';
 import { EXIT_FINDINGS, EXIT_INCOMPLETE, EXIT_OK, EXIT_USAGE } from '../common/io.ts';
 import type { ToolIO } from '../common/io.ts';
@@ -40,7 +40,9 @@ Options:
   --event <name>         hook event to simulate (default SessionStart; with --settings, only hooks of this event);
                          a name Claude Code does not fire (nor the settings file uses) is refused
   --budget <chars>       also fail when an output is longer than this (at most 10000; e.g. 9500)
-  --timeout <seconds>    hook timeout (default ${DEFAULT_HOOK_TIMEOUT_SECONDS}; a hook's own "timeout" in settings wins)
+  --timeout <seconds>    hook timeout (default ${DEFAULT_HOOK_TIMEOUT_SECONDS}; a hook's own "timeout" in settings wins), at most ${MAX_TIMEOUT_SECONDS}
+                         (about 24 days, the longest a timer holds); a longer "timeout" in settings is named on
+                         stderr and the hook checked with ${MAX_TIMEOUT_SECONDS}
   --kill-grace <time>    how long a stopped hook (its timeout, or Ctrl-C) gets to end before SIGKILL, from 1ms to
                          1m, such as 5s or 1500ms (default 1s), as with the guard's --kill-grace; check does not
                          read HOOKWATCH_GUARD_KILL_GRACE, which reaches the hooks (and a guard wrapping one) as set
@@ -123,7 +125,7 @@ export async function runCheck(argv: string[], io: ToolIO): Promise<number> {
     }
     // Above the cap a budget would pass outputs Claude Code persists: it is a margin under the cap, not over it.
     const budget = values.budget === undefined ? undefined : parseWholeNumber('budget', values.budget, 1, OUTPUT_CAP_CHARS);
-    const defaultTimeout = values.timeout === undefined ? DEFAULT_HOOK_TIMEOUT_SECONDS : parseWholeNumber('timeout', values.timeout, 1);
+    const defaultTimeout = values.timeout === undefined ? DEFAULT_HOOK_TIMEOUT_SECONDS : parseTimeoutSeconds(values.timeout);
     const killGraceMs = values['kill-grace'] === undefined ? undefined : parseKillGrace(parseDuration, values['kill-grace'], '--kill-grace');
     if (values.source !== undefined && !(SESSION_START_SOURCES as readonly string[]).includes(values.source)) {
       throw new UsageError(`--source: expected one of ${SESSION_START_SOURCES.join(', ')}, got "${values.source}"`);
@@ -156,7 +158,15 @@ export async function runCheck(argv: string[], io: ToolIO): Promise<number> {
       // An event the file keys hooks under is one its Claude Code fires, listed here or not.
       if (values.event !== undefined) checkEvent(values.event, [...setup.hooks, ...setup.skipped, ...setup.unknown].map((h) => h.event));
       const selected = (hook: { event: string }): boolean => values.event === undefined || hook.event === values.event;
-      for (const hook of setup.hooks.filter(selected)) planned.push({ ...hook, timeoutSeconds: hook.timeoutSeconds ?? defaultTimeout });
+      for (const hook of setup.hooks.filter(selected)) {
+        let timeoutSeconds = hook.timeoutSeconds ?? defaultTimeout;
+        // Longer than a timer holds, it would fire at once and stop the hook as it started: the longest is used.
+        if (timeoutSeconds > MAX_TIMEOUT_SECONDS) {
+          io.stderr(`hookwatch check: ${hook.location}.timeout: ${timeoutSeconds} seconds is longer than a timer holds; the hook is checked with ${MAX_TIMEOUT_SECONDS} (about 24 days) instead\n`);
+          timeoutSeconds = MAX_TIMEOUT_SECONDS;
+        }
+        planned.push({ ...hook, timeoutSeconds });
+      }
       for (const hook of setup.skipped.filter(selected)) {
         skipped.push({ event: hook.event, matcher: undefined, command: undefined, type: hook.type, location: hook.location, because: 'type', reason: 'not a command hook; check runs command hooks only' });
       }

@@ -65,6 +65,17 @@ export function parseWholeNumber(name: string, raw: string, min = 0, max = Numbe
 }
 
 /**
+ * Longest --timeout of guard and check, in seconds (about 24 days): a timer holds at most 2^31 - 1 ms, and Node
+ * fires a longer one at once (with a TimeoutOverflowWarning), which would stop the hook as soon as it started.
+ */
+export const MAX_TIMEOUT_SECONDS = Math.floor(0x7fffffff / 1000);
+
+/** A --timeout in seconds (guard and check): a whole number from 1 to MAX_TIMEOUT_SECONDS. */
+export function parseTimeoutSeconds(raw: string): number {
+  return parseWholeNumber('timeout', raw, 1, MAX_TIMEOUT_SECONDS);
+}
+
+/**
  * Longest kill grace (--kill-grace of guard and check): whoever runs the hook has given up on it once it is
  * stopped, and may kill the tool before a longer grace ends, which would leave the command running orphaned.
  */

@@ -6,7 +6,7 @@ import { StringDecoder } from 'node:string_decoder';
 import { parseArgs } from 'node:util';
 
 import { OUTPUT_CAP_CHARS } from '../../../../shared/src/cliff.ts';
-import { parseKillGrace, parseToolArgs, parseWholeNumber, UsageError } from '../common/args.ts';
+import { MAX_TIMEOUT_SECONDS, parseKillGrace, parseTimeoutSeconds, parseToolArgs, parseWholeNumber, UsageError } from '../common/args.ts';
 import { KILL_GRACE_MS } from '../common/io.ts';
 import { makeDir } from '../../make-dir.ts';
 import { DEFAULT_SPILL_BYTES } from './capture.ts';
@@ -15,12 +15,6 @@ import type { Keep, SavedKind } from './keep.ts';
 import { runGuarded } from './run.ts';
 import { DEFAULT_GUARD_BUDGET, guardStdout, MIN_GUARD_BUDGET, trimAbove, trimText } from './trim.ts';
 import type { Trimmed } from './trim.ts';
-
-/**
- * Longest --timeout, in seconds (about 24 days): a timer holds at most 2^31 - 1 ms, and Node fires a longer one
- * at once, which would stop the hook as soon as it started.
- */
-const MAX_TIMEOUT_SECONDS = Math.floor(0x7fffffff / 1000);
 
 const HELP = `Usage: hookwatch guard [options] -- <command> [args...]
        hookwatch guard --install [.claude/settings.json] [--budget <chars>]
@@ -347,7 +341,7 @@ async function runOptions(text: (name: keyof typeof GUARD_FLAGS) => string | und
     () => (budgetText === undefined ? undefined : parseBudget(...budgetText)),
     undefined, `the default is used (strings of up to ${OUTPUT_CAP_CHARS.toLocaleString('en-US')} characters left whole, longer ones cut to ${DEFAULT_GUARD_BUDGET.toLocaleString('en-US')})`);
   const timeout = text('timeout');
-  const timeoutMs = lenient(() => (timeout === undefined ? undefined : parseWholeNumber('timeout', timeout, 1, MAX_TIMEOUT_SECONDS) * 1000), undefined, 'the command runs without the guard\'s own timeout');
+  const timeoutMs = lenient(() => (timeout === undefined ? undefined : parseTimeoutSeconds(timeout) * 1000), undefined, 'the command runs without the guard\'s own timeout');
   const killGrace = given('kill-grace', 'HOOKWATCH_GUARD_KILL_GRACE');
   // The duration parser is loaded only when a grace is given: most runs take the default.
   const killGraceMs = killGrace === undefined ? KILL_GRACE_MS : await (async () => {
