@@ -677,6 +677,19 @@ describe('hookwatch guard', () => {
     }
   });
 
+  it('holds no more than 8 MiB of an output in memory: a spill size that is no whole number up to that is named, and the default used', async () => {
+    // 9,000,000 characters: past the default 8 MiB, so the full output is the file it was spilled to.
+    const hook = ['--', `head -c 9000000 /dev/zero | tr '\\0' s`];
+    for (const spill of ['1e20', '16777216', 'lots', '0']) {
+      const ran = await guard(hook, { env: { HOOKWATCH_GUARD_SPILL_BYTES: spill } });
+      expect(ran.code, spill).toBe(0);
+      expect(ran.stderr, spill).toBe(`hookwatch guard: HOOKWATCH_GUARD_SPILL_BYTES: expected a whole number from 1 to 8388608, got "${spill}"; the default is used (an output past 8 MiB goes to a file)\n`);
+      const path = /the full output is in (\S+)\]$/.exec(ran.stdout.toString())?.[1] ?? '';
+      expect(basename(path), spill).toMatch(/-spill\.txt$/);
+      expect((await stat(path)).size, spill).toBe(9_000_000);
+    }
+  });
+
   it('streams an output far larger than memory holds to a file and still delivers its front', async () => {
     const ran = await guard(['--', `head -c 20000000 /dev/zero | tr '\\0' 'a'`], { env: { HOOKWATCH_GUARD_SPILL_BYTES: String(1024 * 1024) } });
     const out = ran.stdout.toString();

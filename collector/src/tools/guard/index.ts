@@ -109,8 +109,8 @@ export interface GuardIO {
 }
 
 /**
- * A stdout spilled to a file (past HOOKWATCH_GUARD_SPILL_BYTES, 8 MiB by default) that may be one JSON object is
- * read back and parsed up to this many times the spill size (64 MiB by default); past it, it passes through
+ * A stdout spilled to a file (past HOOKWATCH_GUARD_SPILL_BYTES, 8 MiB by default and at most) that may be one JSON
+ * object is read back and parsed up to this many times the spill size (64 MiB by default); past it, it passes through
  * unchanged.
  */
 const MAX_SPILLED_JSON_SPILLS = 8;
@@ -194,6 +194,8 @@ interface GuardOptions {
   keep: Keep;
   report: string | undefined;
   shell: string;
+  /** Stdout bytes held in memory before the rest goes to a file (HOOKWATCH_GUARD_SPILL_BYTES, for tests). */
+  spillBytes: number;
 }
 
 /** `$TMPDIR/hookwatch-guard-<uid>`: one folder per user, so a shared /tmp never mixes users' hook output. */
@@ -353,6 +355,11 @@ async function runOptions(text: (name: keyof typeof GUARD_FLAGS) => string | und
     const { logsUrl } = await import('./report.ts');
     return lenient(() => (logsUrl(...report), report[0]), undefined, 'trims are not reported');
   })();
+  // Smaller spills let tests reach the spilled paths without writing 8 MiB; never more, which memory must hold.
+  const spill = io.env.HOOKWATCH_GUARD_SPILL_BYTES || undefined;
+  const spillBytes = spill === undefined ? DEFAULT_SPILL_BYTES : lenient(
+    () => parseWholeNumber('spill', spill, 1, DEFAULT_SPILL_BYTES, 'HOOKWATCH_GUARD_SPILL_BYTES'),
+    DEFAULT_SPILL_BYTES, `the default is used (an output past ${DEFAULT_SPILL_BYTES / 1024 / 1024} MiB goes to a file)`);
   return {
     budget: givenBudget ?? DEFAULT_GUARD_BUDGET,
     limit: trimAbove(givenBudget),
@@ -363,6 +370,7 @@ async function runOptions(text: (name: keyof typeof GUARD_FLAGS) => string | und
     dir: resolve(io.cwd, text('dir') ?? (io.env.HOOKWATCH_GUARD_DIR || defaultDir())),
     report: checkedReport,
     shell: text('shell') ?? '/bin/sh',
+    spillBytes,
   };
 }
 
@@ -406,7 +414,7 @@ async function guardCommand(command: readonly string[], options: GuardOptions, i
     makeDir(options.dir, 0o700);
     checkPrivateDir(options.dir);
   };
-  const spillBytes = Number(io.env.HOOKWATCH_GUARD_SPILL_BYTES) || DEFAULT_SPILL_BYTES;
+  const { spillBytes } = options;
   const result = await runGuarded({
     command,
     shell: options.shell,
