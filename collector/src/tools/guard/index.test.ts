@@ -677,6 +677,24 @@ describe('hookwatch guard', () => {
     }
   });
 
+  it('ends a run stopped at its --timeout at once: an output too large to hold is cut to the budget, not written on in full', async () => {
+    // 3,000,000 characters spilled past 1 MiB, then the hook hangs until the guard's timeout stops it.
+    const started = Date.now();
+    const ran = await guard(['--timeout', '1', '--', `head -c 3000000 /dev/zero | tr '\\0' y; sleep 30`], { env: { HOOKWATCH_GUARD_SPILL_BYTES: String(1024 * 1024) }, killAfterMs: 20_000 });
+    expect([ran.code, ran.signal]).toEqual([null, 'SIGTERM']);
+    expect(Date.now() - started).toBeLessThan(10_000);
+    const out = ran.stdout.toString();
+    expect(out.length).toBeLessThanOrEqual(9_500);
+    expect(out.startsWith('yyyy')).toBe(true);
+    expect(out).toContain('[hookwatch guard: 2,99');
+    // The full output is where the pointer line says, as for any output cut.
+    const path = /the full output is in (\S+)\]$/.exec(out)?.[1] ?? '';
+    expect((await stat(path)).size).toBe(3_000_000);
+    // Held in memory whole, a stopped run's output still passes through as written.
+    const held = await guard(['--timeout', '1', '--', `head -c 30000 /dev/zero | tr '\\0' h; sleep 30`], { killAfterMs: 20_000 });
+    expect([held.signal, held.stdout.toString()]).toEqual(['SIGTERM', 'h'.repeat(30_000)]);
+  });
+
   it('holds no more than 8 MiB of an output in memory: a spill size that is no whole number up to that is named, and the default used', async () => {
     // 9,000,000 characters: past the default 8 MiB, so the full output is the file it was spilled to.
     const hook = ['--', `head -c 9000000 /dev/zero | tr '\\0' s`];

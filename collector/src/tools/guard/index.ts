@@ -34,7 +34,8 @@ Plain stdout is measured whole; with JSON output, the strings Claude Code caps (
 hookSpecificOutput.additionalContext, systemMessage, and initialUserMessage under hookSpecificOutput or else at
 the top level) are trimmed separately and the rest is untouched, a top-level additionalContext included (Claude
 Code neither delivers nor caps it). Output with nothing to trim, and the output of a command that exits non-zero,
-passes through byte for byte.
+passes through byte for byte, but for a stopped run's output past the 8 MiB held in memory: cut as plain text,
+so the guard ends at once.
 
 One argument after -- is a command line run by the shell (as in a settings file); several are run directly. In a
 settings file, single-quote the command line after -- (as --install does): -- '"$CLAUDE_PROJECT_DIR"/hook.sh'.
@@ -462,8 +463,11 @@ async function guardCommand(command: readonly string[], options: GuardOptions, i
     // Passed through whole: no pointer names the spill file, so it goes.
     rmSync(captured.path, { force: true });
   };
-  // Claude Code only measures (and only delivers) the stdout of a hook that exits 0: anything else passes as is.
-  if (result.exitCode !== 0) {
+  // Claude Code only measures (and only delivers) the stdout of a hook that exits 0: anything else passes as is,
+  // but for the output of a stopped run spilled to its file: the stop is to end the hook in time, and writing
+  // what it printed until then (gigabytes, from `yes`) would keep it running on. That output is cut as plain
+  // text, as one of a hook that exits 0 would be, and the pointer line names the file that holds it all.
+  if (result.exitCode !== 0 && !(result.stopped && captured.spilled)) {
     await passThrough();
     return ended;
   }
@@ -471,7 +475,7 @@ async function guardCommand(command: readonly string[], options: GuardOptions, i
   // (Claude Code parses it too; trimmed as plain text, its decision and other fields would be lost).
   let whole: string | undefined;
   if (!captured.spilled) whole = captured.text;
-  else if (mayBeOneObject(captured.head, captured.path)) {
+  else if (!result.stopped && mayBeOneObject(captured.head, captured.path)) {
     const maxJsonBytes = MAX_SPILLED_JSON_SPILLS * spillBytes;
     const size = statSync(captured.path).size;
     if (size > maxJsonBytes) {
@@ -520,7 +524,8 @@ async function guardCommand(command: readonly string[], options: GuardOptions, i
     trimmed = guarded.trimmed;
     saved = trimmed.map((cut) => pathFor(cut.field));
   } else trimmed = [];
-  if (trimmed.length > 0 && options.report !== undefined && unwritten === undefined) {
+  // A stopped run's output never reached the model: no trim of it is reported.
+  if (trimmed.length > 0 && options.report !== undefined && unwritten === undefined && !result.stopped) {
     // Loaded only when there is something to report: most runs trim nothing.
     const { reportInBackground } = await import('./report.ts');
     const { hookIdentity } = await import('./hook-identity.ts');

@@ -270,6 +270,11 @@ describe('hookwatch guard --report', () => {
       const stopped = await stoppedRun;
       expect(stopped.signal).toBe('SIGTERM');
 
+      // Stopped at the guard's --timeout with an output too large to hold: cut to the budget, and not reported.
+      const timedOut = await guard([...report, '--timeout', '1', '--', '/bin/sh', '-c', `cat >/dev/null; head -c 3000000 /dev/zero | tr '\\0' t; sleep 30`], { HOOKWATCH_GUARD_SPILL_BYTES: String(1024 * 1024) }, input);
+      expect(timedOut.signal).toBe('SIGTERM');
+      expect(timedOut.stdout.length).toBeLessThanOrEqual(9_500);
+
       // The command killed by a signal after writing an output over the cap.
       const killed = await guard([...report, '--', process.execPath, '-e', `process.stdout.write('k'.repeat(12000),()=>process.kill(process.pid,'SIGKILL'))`], {}, input);
       expect(killed.signal).toBe('SIGKILL');

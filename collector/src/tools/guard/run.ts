@@ -41,6 +41,8 @@ export interface GuardedRunResult {
   exitCode: number | null;
   signal: NodeJS.Signals | null;
   stdout: CapturedStdout;
+  /** Whether a stop signal (passed on, or the guard's own --timeout) stopped the run. */
+  stopped: boolean;
   /** The first part of what arrived on stdin (the hook input JSON). */
   input: string;
   /** Why the command could not be started (ENOENT: not found; EACCES: found, but not to be run). */
@@ -168,7 +170,7 @@ export function runGuarded(run: GuardedRun): Promise<GuardedRunResult> {
       run.stdin.off('data', onInput);
       run.stdin.unpipe();
       run.stdin.pause();
-      resolve({ exitCode, signal, stdout: capture.finish(), input: Buffer.concat(inputParts).toString('utf8'), spawnError });
+      resolve({ exitCode, signal, stdout: capture.finish(), stopped: stoppedBy !== null, input: Buffer.concat(inputParts).toString('utf8'), spawnError });
     };
 
     /** While a stop waits out its grace period, whether what it signalled besides the command still runs. */
