@@ -622,6 +622,42 @@ describe('hookwatch guard', () => {
     }
   });
 
+  it('takes as white space around a JSON output what Claude Code trims before JSON.parse, held in memory or spilled alike', async () => {
+    // JSON.parse takes space, tab, CR and LF only around a value, but the output is trimmed first (String.prototype
+    // .trim, as Claude Code and hookwatch check do): U+3000, U+2028, NBSP and a byte order mark go too; NEL
+    // (U+0085) is white space to neither, and leaves the output plain text. 50,000 U+3000 span 64 KiB blocks of the file.
+    const cases: [space: string, times: number, where: 'before' | 'after', json: boolean][] = [
+      ['\u3000', 1, 'after', true], ['\u2028', 1, 'after', true], ['\u00a0', 1, 'after', true], ['\ufeff', 1, 'after', true],
+      ['\u3000', 50_000, 'after', true], ['\u3000', 50_000, 'before', true], ['\u0085', 1, 'after', false], ['\u0085', 1, 'before', false],
+    ];
+    // 15,000 characters of additionalContext are held in memory; 3,000,000 are spilled past 1 MiB.
+    for (const pairs of [7_500, 1_500_000]) {
+      const make = `({ hookSpecificOutput: { hookEventName: 'PreToolUse', permissionDecision: 'deny', additionalContext: 'x '.repeat(${pairs}) } })`;
+      for (const [space, times, where, json] of cases) {
+        const label = `${pairs * 2} characters, ${times} U+${space.codePointAt(0)?.toString(16).padStart(4, '0')} ${where}`;
+        const around = `process.env.SPACE.repeat(${times})`;
+        const write = where === 'before' ? `${around} + JSON.stringify(${make})` : `JSON.stringify(${make}) + ${around}`;
+        const ran = await guard(nodeHook(`process.stdout.write(${write})`), { env: { SPACE: space, HOOKWATCH_GUARD_SPILL_BYTES: String(1024 * 1024) } });
+        expect(ran.code, label).toBe(0);
+        const out = ran.stdout.toString();
+        if (!json) {
+          // Plain text, cut as such, as hookwatch check measures it.
+          expect(out.length, label).toBeLessThanOrEqual(9_500);
+          expect(() => JSON.parse(out.trim()) as unknown, label).toThrow();
+          expect(out, label).toMatch(/\n\[hookwatch guard: [\d,]+ more characters left out; the full output is in \S+\]$/);
+          continue;
+        }
+        // Still one JSON object, its decision intact and only additionalContext cut; the white space stays as written.
+        expect(() => JSON.parse(out.trim()) as unknown, label).not.toThrow();
+        const parsed = JSON.parse(out.trim()) as { hookSpecificOutput: { permissionDecision: string; additionalContext: string } };
+        expect(parsed.hookSpecificOutput.permissionDecision, label).toBe('deny');
+        expect(parsed.hookSpecificOutput.additionalContext.length, label).toBeLessThanOrEqual(9_500);
+        expect(out.length, label).toBeLessThan(10_000 + times);
+        expect(where === 'before' ? out.startsWith(space.repeat(times)) : out.endsWith(space.repeat(times)), label).toBe(true);
+      }
+    }
+  });
+
   it('trims a large JSON Lines output as text: only a whole object is read back to be parsed', async () => {
     // 10 MB, past what the guard parses at this spill size (8 MiB): taken for one object it would pass whole.
     const ran = await guard(nodeHook(`for (let i = 0; i < 160000; i++) process.stdout.write(JSON.stringify({ line: i, text: 'x'.repeat(40) }) + '\\n')`), { env: { HOOKWATCH_GUARD_SPILL_BYTES: String(1024 * 1024) } });

@@ -159,9 +159,14 @@ function startsLikeObject(path: string): boolean {
   }
 }
 
+/** Whether `byte` continues a UTF-8 character (10xxxxxx) rather than starting one. */
+const continuesCharacter = (byte: number | undefined): boolean => byte !== undefined && (byte & 0xc0) === 0x80;
+
 /**
  * Whether a file's last character that is not white space is `}`, as a JSON object's is. Read from the end a
- * block at a time: any amount of white space may follow the object.
+ * block at a time: any amount of white space may follow the object. White space is what trimming the output for
+ * JSON.parse takes (String.prototype.trim, as guardStdout does for an output held in memory): U+3000, U+2028 or
+ * NBSP too, each several bytes in UTF-8, so a block is decoded from the first character that starts in it.
  */
 function endsLikeObject(path: string): boolean {
   const fd = openSync(path, 'r');
@@ -170,9 +175,13 @@ function endsLikeObject(path: string): boolean {
     for (let end = fstatSync(fd).size; end > 0;) {
       const start = Math.max(0, end - block.length);
       readSync(fd, block, 0, end - start, start);
-      const tail = block.toString('latin1', 0, end - start).trimEnd();
+      // A character cut by the block's start is read whole with the block before (a UTF-8 one has at most 3
+      // continuation bytes; more are invalid, and decode as U+FFFD, which is not white space either way).
+      let from = 0;
+      while (start > 0 && from < 3 && continuesCharacter(block[from])) from++;
+      const tail = block.toString('utf8', from, end - start).trimEnd();
       if (tail !== '') return tail.endsWith('}');
-      end = start;
+      end = start + from;
     }
     return false;
   } finally {
