@@ -126,6 +126,18 @@ describe.each(MODES)('HTTP port with http.auth.mode $name', (mode) => {
     expect((await fetch(svc.httpUrl + '/healthz', { method: 'POST' })).status).toBe(401);
   });
 
+  it('leaves /healthz open however the router names it, so a probe written with a trailing slash is not a 401', async () => {
+    // Routes match with a trailing slash and in any case (the API's /api/v1/hooks/): the probe's path does too.
+    for (const path of ['/healthz/', '/HealthZ', '/healthz?probe=liveness']) {
+      const r = await get(svc.httpUrl, path);
+      expect(r.status, path).toBe(200);
+      expect(JSON.parse(r.text), path).toEqual({ status: 'ok' });
+    }
+    expect((await fetch(svc.httpUrl + '/healthz/', { method: 'HEAD' })).status).toBe(200);
+    // Only that route: a path below it, or one that merely starts with its name, still asks for credentials.
+    for (const path of ['/healthz/x', '/healthzx', '/healthz//']) expect((await get(svc.httpUrl, path)).status, path).toBe(401);
+  });
+
   it('refuses writes without credentials before any handler runs', async () => {
     const res = await fetch(svc.httpUrl + '/api/v1/silences', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
     expect(res.status).toBe(401);

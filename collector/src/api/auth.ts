@@ -17,6 +17,9 @@ function fromPage(req: Request): boolean {
   return typeof v === 'string' && v.toLowerCase() === 'xmlhttprequest';
 }
 
+/** The path of /healthz as Express's router (not strict, not case sensitive) routes it. */
+const LIVENESS_PATH = /^\/healthz\/?$/i;
+
 /** Express middleware enforcing `http.auth.*`; a pass-through when the mode is none. */
 export function requireHttpAuth(auth: HttpAuthConfig): RequestHandler {
   if (auth.mode === 'none') return (_req, _res, next) => next();
@@ -44,8 +47,9 @@ export function requireHttpAuth(auth: HttpAuthConfig): RequestHandler {
   };
 
   return (req: Request, res: Response, next: NextFunction) => {
-    // Exactly the liveness route: it says only that the process answers.
-    if ((req.method === 'GET' || req.method === 'HEAD') && req.path === '/healthz') return next();
+    // Exactly the liveness route: it says only that the process answers. Named as the router matches it (a
+    // trailing slash, any case), or a probe written `/healthz/` would get 401 where it gets 200 without auth.
+    if ((req.method === 'GET' || req.method === 'HEAD') && LIVENESS_PATH.test(req.path)) return next();
     if (ok(req)) return next();
     res.setHeader('Cache-Control', 'no-store');
     if (auth.mode === 'proxy-header') {
