@@ -63,6 +63,9 @@ describe('time parameters out of range', () => {
     ['/api/v1/overview?from=now%2B3000000d&to=now%2B3000001d', 'to', /must end by 9999-12-31T23:59:00Z/],
     [`/api/v1/hooks/${id}/series?from=now-3000000d&to=now-2999999d`, 'from', /must start at 0000-01-01T00:00:00Z or later/],
     ['/api/v1/hooks?to=0000-01-01T00:00:00Z', 'to', /default range \(24 hours before to\) must start at 0000-01-01T00:00:00Z/],
+    // A "+" left as it is in a query string is a space (as curl sends what it is given): the offset, or now+.
+    ['/api/v1/hooks?from=2026-11-30T08:00:00+05:30', 'from', /"\+" in a URL's query is read as a space, so write it as %2B: "2026-11-30T08:00:00%2B05:30"/],
+    [`/api/v1/hooks/${id}/series?from=now-1h&to=now+1h`, 'to', /"\+" in a URL's query is read as a space, so write it as %2B: "now%2B1h"/],
   ])('%s is a 400 naming %s and what is wrong', async (path, parameter, message) => {
     const res = await fetch(base + path, { signal: AbortSignal.timeout(10_000) });
     const body = (await res.json()) as { error?: { code: string; parameter?: string; message?: string } };

@@ -44,7 +44,22 @@ export function parseTime(value: string, now: number, parameter: string): number
   }
   const t = parseRfc3339(v);
   if (t !== undefined) return t;
+  // A "+" left as it is in a query string is a space (form encoding; curl sends a URL as given), so an offset
+  // (+05:30) or now+1h arrives with a space in it: name the cause, not only that the value is no time.
+  if (v.includes(' ') && readsAsTime(v.replaceAll(' ', '+'), now)) {
+    throw new ParamError(parameter, `${parameter}: ${echoed(value)} is not a time; a "+" in a URL's query is read as a space, so write it as %2B: ${echoed(v.replaceAll(' ', '%2B'))}`);
+  }
   throw new ParamError(parameter, `${parameter}: ${echoed(value)} is not an RFC 3339 time (2026-11-30T08:00:00Z), Unix seconds (1764489600) or a relative time (now-24h)`);
+}
+
+/** Whether parseTime takes `value` (which has no space, so this asks no further). */
+function readsAsTime(value: string, now: number): boolean {
+  try {
+    parseTime(value, now, '');
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** A range of whole minutes: from rounded down, to rounded up. */
