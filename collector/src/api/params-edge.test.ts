@@ -124,6 +124,33 @@ describe('time parameters out of range', () => {
   });
 });
 
+describe('series steps', () => {
+  // 7-minute buckets start on multiples of 7 minutes since 1970: this `from` is 5 minutes into one, so the first
+  // bucket starts before it and a range of 2,000 steps takes 2,001 buckets.
+  const from = Date.parse('2026-12-01T00:01:00Z');
+  const step = 7 * 60_000;
+  const id = hookId('Stop', 'Stop');
+  const routes = (to: number): string[] => {
+    const query = `from=${new Date(from).toISOString()}&to=${new Date(to).toISOString()}&step=7m`;
+    return [`/api/v1/fleet/series?${query}`, `/api/v1/hooks/${id}/series?${query}`];
+  };
+
+  it('refuses a step whose buckets, counted from the grid, are more than 2,000', async () => {
+    expect((from / 60_000) % 7).toBe(5);
+    for (const path of routes(from + 2000 * step)) {
+      const { status, body } = await get(path);
+      expect([status, body.error?.code, body.error?.parameter], path).toEqual([400, 'bad_parameter', 'step']);
+    }
+  });
+
+  it('answers 2,000 buckets', async () => {
+    const [fleet] = routes(from + 2000 * step - 5 * 60_000);
+    const res = await fetch(`${base}${fleet}`, { signal: AbortSignal.timeout(10_000) });
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as { buckets: string[] }).buckets).toHaveLength(2000);
+  });
+});
+
 describe('malformed URLs', () => {
   it.each(['/api/v1/hooks/%E0%A4%A', '/api/v1/hooks/%ZZ/series', '/api/v1/hooks/%ZZ/breakdown'])('%s is a 400, not a 500', async (path) => {
     const { status, body } = await get(path);

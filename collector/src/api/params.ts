@@ -104,7 +104,8 @@ export function parseStep(query: Record<string, unknown>, range: TimeRange): num
   if (ms === undefined || ms < 60_000 || ms % 60_000 !== 0) {
     throw new ParamError('step', 'step must be a whole number of minutes, at least 60 (seconds) or 1m');
   }
-  if (span / ms > MAX_BUCKETS) throw new ParamError('step', `step too small: the range would need more than ${MAX_BUCKETS} buckets`);
+  // Counted as bucketStarts makes them: a first bucket the grid starts before `from` is one more than span / step.
+  if (Math.ceil(range.toMs / ms) - Math.floor(range.fromMs / ms) > MAX_BUCKETS) throw new ParamError('step', `step too small: the range would need more than ${MAX_BUCKETS} buckets`);
   // Buckets are aligned to multiples of the step since 1970: a longer one would start decades before the range.
   if (ms > MAX_RANGE_MS) throw new ParamError('step', `step must be at most ${MAX_RANGE_MS / 86_400_000}d (${MAX_RANGE_MS / 1000} seconds), the longest range`);
   return ms / 1000;
