@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FleetSeriesResponse, HooksResponse, OverviewResponse, SeriesResponse, BreakdownResponse } from '../../../shared/src/api.ts';
 import { getJson, postOtlp, startTestService, type TestService } from '../../test/helpers.ts';
 import { rawExchange } from '../../test/support/raw-http.ts';
+import { hookCursor } from './params.ts';
 
 const NOW = Date.parse('2026-11-30T12:00:00Z');
 let service: TestService;
@@ -84,8 +85,9 @@ describe('GET /api/v1/hooks', () => {
     };
     expect(await names('/api/v1/hooks?from=now-7d&name=START')).toEqual([['SessionStart:startup'], 1, null]);
     // Pages and total count the matching hooks only, still riskiest first.
-    expect(await names('/api/v1/hooks?from=now-30d&name=sT&limit=1')).toEqual([['SessionStart:startup'], 2, '1']);
-    expect(await names('/api/v1/hooks?from=now-30d&name=sT&limit=1&cursor=1')).toEqual([['Stop'], 2, null]);
+    const first = await names('/api/v1/hooks?from=now-30d&name=sT&limit=1');
+    expect(first).toEqual([['SessionStart:startup'], 2, expect.any(String)]);
+    expect(await names(`/api/v1/hooks?from=now-30d&name=sT&limit=1&cursor=${first[2]}`)).toEqual([['Stop'], 2, null]);
     expect(await names('/api/v1/hooks?from=now-30d&name=st&status=unknown')).toEqual([['Stop'], 1, null]);
     expect(await names('/api/v1/hooks?from=now-30d&name=%3Aold-')).toEqual([['PreCompact:old-client'], 1, null]);
     expect(await names('/api/v1/hooks?from=now-30d&name=no-such-hook')).toEqual([[], 0, null]);
@@ -206,15 +208,19 @@ describe('GET /api/v1/overview and breakdown', () => {
 
   it('a cursor past the end (the list shrank since it was given) is an empty last page on the hook list and a breakdown alike; one never given is 400', async () => {
     const { body: hooks } = await getJson<HooksResponse>(service.httpUrl, '/api/v1/hooks?from=now-7d');
-    const list = await getJson<HooksResponse>(service.httpUrl, '/api/v1/hooks?from=now-7d&cursor=1000');
+    // After the last hook: one of status ok, no persisted outputs and no size data sorts after every hook listed.
+    const last = hookCursor({ status: 'ok', persisted: 0, headroom: null, hookName: '\u{10ffff}', id: 'ffffffffffffffff' });
+    const list = await getJson<HooksResponse>(service.httpUrl, `/api/v1/hooks?from=now-7d&cursor=${last}`);
     expect([list.status, list.body.hooks, list.body.total, list.body.nextCursor]).toEqual([200, [], hooks.total, null]);
     // After the last row: a row with no executions sorts after every row listed.
     const path = `/api/v1/hooks/${hooks.hooks[0]!.id}/breakdown?from=now-7d&dimension=user.id`;
     const pastEnd = Buffer.from('0:zzz').toString('base64url');
     const breakdown = await getJson<BreakdownResponse>(service.httpUrl, `${path}&cursor=${pastEnd}`);
     expect([breakdown.status, breakdown.body.rows, breakdown.body.total, breakdown.body.nextCursor]).toEqual([200, [], 2, null]);
-    // A page never ends at 0, and a cursor is given without leading zeros: neither was a nextCursor.
-    for (const cursor of ['0', '01', '000000001']) {
+    // A number (an offset) was never a nextCursor, nor another spelling of one that was, nor a position out of range.
+    const spelt = Buffer.from('["ok", 0, null, "Stop", "ffffffffffffffff"]').toString('base64url');
+    const unknown = Buffer.from(JSON.stringify(['fine', 0, null, 'Stop', 'ffffffffffffffff'])).toString('base64url');
+    for (const cursor of ['0', '01', '1000', spelt, unknown, `${last}=`]) {
       const bad = await getJson<{ error: { code: string; parameter: string; message: string } }>(service.httpUrl, `/api/v1/hooks?from=now-7d&cursor=${cursor}`);
       expect([bad.status, bad.body.error], cursor).toEqual([400, { code: 'bad_parameter', parameter: 'cursor', message: 'cursor must be the nextCursor of a previous page' }]);
     }

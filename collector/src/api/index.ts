@@ -15,7 +15,7 @@ import { classifyCounters } from '../hooks/cliff.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Privacy } from '../privacy/index.ts';
 import { BadBodyError, BadParameterError, echoed } from '../request-error.ts';
-import { MAX_FLEET_HOOK_BUCKETS, ParamError, breakdownOrder, breakdownPageOf, bucketEnd, bucketStart, bucketStarts, nameMatches, onlyParams, parseBreakdownCursor, parseFilters, parseHookId, parseHookIds, pageOf, parseLimit, parseNameFilter, parsePage, parseRange, parseStep, single } from './params.ts';
+import { MAX_FLEET_HOOK_BUCKETS, ParamError, breakdownOrder, breakdownPageOf, bucketEnd, bucketStart, bucketStarts, hookCursor, nameMatches, onlyParams, pageAfter, parseBreakdownCursor, parseFilters, parseHookCursor, parseHookId, parseHookIds, parseLimit, parseNameFilter, parseRange, parseStep, single, type HookPosition } from './params.ts';
 import { addTranscriptCommandsRoute } from './transcript-commands.ts';
 import type { QueryGate } from './query-gate.ts';
 import { breakdownRow, clientVersion, headroom, hookSummary, seriesBucket, wireCounters } from './wire.ts';
@@ -53,14 +53,25 @@ function hookNotFound(res: Response, id: string): void {
 const RISK: Record<DeliveryStatus, number> = { over: 0, near: 1, unknown: 2, ok: 3 };
 
 /** What byRisk ranks a hook by: the fields of its summary (hookSummary) that say how close it is to the cap. */
-type RiskKeys = Pick<HookSummary, 'status' | 'headroom' | 'hookName' | 'outputsPersisted' | 'executionsWithPersisted'>;
+type RiskKeys = Pick<HookSummary, 'id' | 'status' | 'headroom' | 'hookName' | 'outputsPersisted' | 'executionsWithPersisted'>;
 
-/** Riskiest first: persisted outputs, then least headroom. */
+/** Riskiest first: persisted outputs, then least headroom; ties by name, then id (the same from one page to the next). */
 function byRisk(a: RiskKeys, b: RiskKeys): number {
   return RISK[a.status] - RISK[b.status]
     || persistedAtLeast(b) - persistedAtLeast(a)
     || (a.headroom ?? Infinity) - (b.headroom ?? Infinity)
-    || a.hookName.localeCompare(b.hookName);
+    || a.hookName.localeCompare(b.hookName)
+    || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+}
+
+/** Where a hook list page ending on `h` ended (the next page's cursor names it). */
+function hookPosition(h: RiskKeys): HookPosition {
+  return { status: h.status, persisted: persistedAtLeast(h), headroom: h.headroom, hookName: h.hookName, id: h.id };
+}
+
+/** byRisk of the position a cursor names against a hook. */
+function afterPosition(p: HookPosition, h: RiskKeys): number {
+  return byRisk({ ...p, outputsPersisted: p.persisted, executionsWithPersisted: p.persisted }, h);
 }
 
 /** A hook of an answer with what byRisk ranks it by. */
@@ -73,7 +84,7 @@ type RankedHook = RiskKeys & { counters: HookCounters & { info: HookInfo } };
 function ranked(byHook: Awaited<ReturnType<Store['hookCounters']>>): RankedHook[] {
   const out: RankedHook[] = [];
   for (const c of byHook.values()) {
-    out.push({ counters: c, status: classifyCounters(c), headroom: headroom(c), hookName: c.info.hookName, outputsPersisted: c.outputsPersisted, executionsWithPersisted: c.executionsWithPersisted });
+    out.push({ counters: c, id: c.info.id, status: classifyCounters(c), headroom: headroom(c), hookName: c.info.hookName, outputsPersisted: c.outputsPersisted, executionsWithPersisted: c.executionsWithPersisted });
   }
   return out.sort(byRisk);
 }
@@ -124,13 +135,16 @@ export function createApiRouter(opts: ApiOptions): Router {
       throw new ParamError('status', `status must be one of ${DELIVERY_STATUSES.join(', ')}`);
     }
     const name = parseNameFilter(q);
-    const page = parsePage(q);
+    const limit = parseLimit(q);
+    const after = parseHookCursor(q);
     const { fromMs, toMs } = parseRange(q, now());
     const filters = filtersOf(q, ['from', 'to', 'status', 'name', 'limit', 'cursor']);
     const hooks = ranked(await store.hookCounters({ fromMs, toMs, filters }));
-    // Status and name narrow the ranked list: pages and `total` count the hooks that match, riskiest first.
+    // Status and name narrow the ranked list: pages and `total` count the hooks that match, riskiest first. A page
+    // starts after the hook the previous one ended on, not at a count: a hook that moves up between two requests
+    // shifts no other onto the next page twice.
     const matching = status || name !== undefined ? hooks.filter((h) => (!status || h.status === status) && nameMatches(h.hookName, name)) : hooks;
-    const { items, total, nextCursor } = pageOf(matching, page);
+    const { items, total, nextCursor } = pageAfter(matching, limit, after, afterPosition, (h) => hookCursor(hookPosition(h)));
     const body: HooksResponse = { from: formatRfc3339(fromMs), to: formatRfc3339(toMs), hooks: items.map((h) => hookSummary(h.counters.info, h.counters)), total, nextCursor };
     res.json(body);
   });
@@ -234,7 +248,7 @@ export function createApiRouter(opts: ApiOptions): Router {
     const range = parseRange(q, at);
     const step = parseStep(q, range);
     const filters = filtersOf(q, ['from', 'to', 'step', 'limit', 'ids']);
-    const { limit } = parsePage(q);
+    const limit = parseLimit(q);
     // Only the hooks named, as if the fleet were those: a table showing rows past the riskiest `limit` (a search,
     // every hook listed) asks for their series so, a screenful at a time, and the store reads those hooks only.
     const ids = parseHookIds(q);

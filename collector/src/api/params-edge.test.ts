@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hookId } from '../hooks/extract.ts';
 import { SqliteStore } from '../store/sqlite/index.ts';
 import { serveApi, type ApiServer } from '../../test/support/api-server.ts';
+import { hookEvent } from '../../test/support/alerting.ts';
 import { ParamError, parseTime } from './params.ts';
 
 const NOW = Date.parse('2026-11-30T12:00:00Z');
@@ -196,5 +197,34 @@ describe('hook list pages', () => {
     }
     expect(pages).toBe(3);
     expect(new Set(seen).size).toBe(7);
+  });
+
+  it('goes on after the hook a page ended on when a hook moves up between two requests: none listed twice, none other skipped', async () => {
+    const names = ['Stop:q0', 'Stop:q1', 'Stop:q2', 'Stop:q3'];
+    await store.ingest(names.map((hookName, i) => hookEvent({ hookName, timeMs: NOW - 60_000, additionalContextChars: 1000 * (i + 1), outputsPersisted: 0 })));
+    const page = async (cursor?: string): Promise<{ hooks: string[]; nextCursor: string | null }> => {
+      const res = await fetch(`${base}/api/v1/hooks?from=now-1h&to=now&name=Stop:q&limit=2${cursor === undefined ? '' : `&cursor=${cursor}`}`);
+      const body = (await res.json()) as { hooks: { hookName: string }[]; nextCursor: string | null };
+      return { hooks: body.hooks.map((h) => h.hookName), nextCursor: body.nextCursor };
+    };
+    const first = await page();
+    expect(first.hooks).toEqual(['Stop:q3', 'Stop:q2']);
+    // q0 goes over the cap: riskiest now, ahead of the hooks the first page listed.
+    await store.ingest([hookEvent({ hookName: 'Stop:q0', timeMs: NOW - 30_000, additionalContextChars: 12_000, outputsPersisted: 1 })]);
+    const second = await page(first.nextCursor ?? undefined);
+    // Neither q2 again nor q1 skipped; q0, moved up past the cursor, is on neither page (as on a breakdown): a
+    // client that starts over sees it first.
+    expect(second).toEqual({ hooks: ['Stop:q1'], nextCursor: null });
+  });
+
+  it('takes back the cursor of a page ending on a hook with the longest name kept', async () => {
+    const long = `Stop:${'\u540d'.repeat(1019)}`;
+    await store.ingest([long, `${long.slice(0, -1)}x`].map((hookName) => hookEvent({ hookName, timeMs: NOW - 60_000 })));
+    const ask = (cursor = ''): Promise<Response> => fetch(`${base}/api/v1/hooks?from=now-1h&to=now&name=\u540d\u540d&limit=1${cursor}`);
+    const first = (await (await ask()).json()) as { hooks: { hookName: string }[]; nextCursor: string };
+    expect(first.hooks.map((h) => h.hookName.length)).toEqual([1024]);
+    const next = await ask(`&cursor=${first.nextCursor}`);
+    expect(next.status).toBe(200);
+    expect(((await next.json()) as { hooks: { hookName: string }[] }).hooks.map((h) => h.hookName)).not.toEqual(first.hooks.map((h) => h.hookName));
   });
 });

@@ -1,6 +1,7 @@
 /** Query parameter parsing for /api/v1: times (RFC 3339 or now-24h), steps, filters. Errors name the parameter. */
 import { stamp } from '../../../shared/src/alert-range.ts';
 import { MAX_RANGE_MS } from '../../../shared/src/api.ts';
+import { DELIVERY_STATUSES, type DeliveryStatus } from '../../../shared/src/cliff.ts';
 import { parseDuration } from '../config/values.ts';
 import { BadParameterError, echoed } from '../request-error.ts';
 import { parseRfc3339 } from '../rfc3339.ts';
@@ -176,21 +177,6 @@ export function badCursor(): ParamError {
   return new ParamError('cursor', 'cursor must be the nextCursor of a previous page');
 }
 
-/**
- * `limit` (1..max, `fallback` when absent) and `cursor` (the nextCursor of the previous page). A cursor past the end,
- * the list having shrunk since it was given, is an empty last page; one never given (0, a leading zero) is refused.
- */
-export function parsePage(query: Record<string, unknown>, max = MAX_PAGE_SIZE, fallback = DEFAULT_PAGE_SIZE): { limit: number; offset: number } {
-  const limit = parseLimit(query, max, fallback);
-  const cursor = single(query, 'cursor');
-  let offset = 0;
-  if (cursor !== undefined) {
-    if (!/^[1-9]\d{0,8}$/.test(cursor)) throw badCursor();
-    offset = Number(cursor);
-  }
-  return { limit, offset };
-}
-
 /** Where a breakdown page ended: its last row's executions and value. */
 interface BreakdownPosition {
   executions: number;
@@ -225,17 +211,59 @@ export function parseBreakdownCursor(query: Record<string, unknown>): BreakdownP
  * past the cursor, is not listed again).
  */
 export function breakdownPageOf<T extends BreakdownPosition>(sorted: readonly T[], limit: number, after: BreakdownPosition | undefined): { items: T[]; total: number; nextCursor: string | null } {
-  const found = after ? sorted.findIndex((r) => breakdownOrder(after, r) < 0) : 0;
+  return pageAfter(sorted, limit, after, breakdownOrder, breakdownCursor);
+}
+
+/**
+ * One page of `limit` items of `sorted` after the position `after` names (`order` ranks a position against an item
+ * as the list is sorted), with the count over every page and the next page's cursor (`cursor` of its last item,
+ * null on the last page). A position past the last item is an empty page.
+ */
+export function pageAfter<T, P>(sorted: readonly T[], limit: number, after: P | undefined, order: (a: P, b: T) => number, cursor: (last: T) => string): { items: T[]; total: number; nextCursor: string | null } {
+  const found = after === undefined ? 0 : sorted.findIndex((item) => order(after, item) < 0);
   const start = found === -1 ? sorted.length : found;
   const items = sorted.slice(start, start + limit);
   const last = items.at(-1);
-  return { items, total: sorted.length, nextCursor: start + limit < sorted.length && last ? breakdownCursor(last) : null };
+  return { items, total: sorted.length, nextCursor: start + limit < sorted.length && last !== undefined ? cursor(last) : null };
 }
 
-/** One page of a ranked list, with the count over every page and the `cursor` of the next (null on the last). */
-export function pageOf<T>(items: readonly T[], page: { limit: number; offset: number }): { items: T[]; total: number; nextCursor: string | null } {
-  const end = page.offset + page.limit;
-  return { items: items.slice(page.offset, end), total: items.length, nextCursor: end < items.length ? String(end) : null };
+/** Where a hook list page ended: its last hook's rank (status, persisted outputs at least, headroom, name) and id. */
+export interface HookPosition {
+  status: DeliveryStatus;
+  persisted: number;
+  headroom: number | null;
+  hookName: string;
+  id: string;
+}
+
+/** A hook list page's nextCursor: where it ended, opaque to clients. */
+export function hookCursor(p: HookPosition): string {
+  return Buffer.from(JSON.stringify([p.status, p.persisted, p.headroom, p.hookName, p.id])).toString('base64url');
+}
+
+/**
+ * Longest cursor hookCursor gives: a hook name of 1,024 characters (hooks/extract.ts) written in JSON, 6 bytes each at
+ * most (\u0001), in base64.
+ */
+const MAX_HOOK_CURSOR_CHARS = 9000;
+
+/** `cursor`: a nextCursor hookCursor gave; undefined when absent (the first page). */
+export function parseHookCursor(query: Record<string, unknown>): HookPosition | undefined {
+  const v = single(query, 'cursor');
+  if (v === undefined) return undefined;
+  let fields: unknown;
+  try {
+    fields = JSON.parse(v.length <= MAX_HOOK_CURSOR_CHARS ? Buffer.from(v, 'base64url').toString('utf8') : '');
+  } catch {
+    throw badCursor();
+  }
+  const [status, persisted, headroom, hookName, id] = Array.isArray(fields) && fields.length === 5 ? (fields as unknown[]) : [];
+  if (!DELIVERY_STATUSES.includes(status as DeliveryStatus) || !Number.isSafeInteger(persisted) || !(headroom === null || Number.isSafeInteger(headroom))
+    || typeof hookName !== 'string' || typeof id !== 'string' || !HOOK_ID.test(id)) throw badCursor();
+  const position = { status, persisted, headroom, hookName, id } as HookPosition;
+  // Only what hookCursor gives: another spelling of the same position is refused.
+  if (hookCursor(position) !== v) throw badCursor();
+  return position;
 }
 
 /** Longest `name` a hook list is narrowed by, as for a filter's value. */
