@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { Server as GrpcServer, ServerCredentials, status as GrpcStatus, type ServerUnaryCall, type sendUnaryData } from '@grpc/grpc-js';
 import { afterEach, expect, it } from 'vitest';
 import { encodeExportResponse } from '../otlp/encode.ts';
+import { lengthDelimited } from '../otlp/proto-write.ts';
 import { createLogger, silentLogger } from '../telemetry/logger.ts';
 import type { ExportItem, ExportResult, Exporter } from './exporter.ts';
 import { GrpcExporter } from './exporter-grpc.ts';
@@ -110,7 +111,7 @@ it('sends fewer requests per attempt after a merged attempt timed out, so a back
 });
 
 /** An OTLP/HTTP destination on 127.0.0.1:0 that answers every request with `answer` after `delayMs`, or never when undefined. */
-async function answeringDestination(delayMs: number | undefined, answer: { status: number; retryAfter?: string }): Promise<{ url: string; received: () => number; close(): Promise<void> }> {
+async function answeringDestination(delayMs: number | undefined, answer: { status: number; retryAfter?: string; contentType?: string; body?: Buffer }): Promise<{ url: string; received: () => number; close(): Promise<void> }> {
   let received = 0;
   const server = createServer((req, res) => {
     req.resume();
@@ -118,8 +119,8 @@ async function answeringDestination(delayMs: number | undefined, answer: { statu
       received++;
       if (delayMs === undefined) return;
       setTimeout(() => {
-        res.writeHead(answer.status, answer.retryAfter ? { 'retry-after': answer.retryAfter } : {});
-        res.end();
+        res.writeHead(answer.status, { ...(answer.retryAfter ? { 'retry-after': answer.retryAfter } : {}), ...(answer.contentType ? { 'content-type': answer.contentType } : {}) });
+        res.end(answer.body);
       }, delayMs);
     });
   });
@@ -412,6 +413,56 @@ for (const protocol of ['http/json', 'http/protobuf'] as const) {
     for (const w of warnings) expect(w).toMatchObject({ msg: 'forwarding: the destination accepted the records with a warning', destination: exporter.description, signal: 'logs', message: 'attribute value truncated' });
     expect(warnings.map((w) => w['answers'])).toEqual([1, 2]);
     expect(lines.filter((l) => /reject|partial success|lost/.test(String(l['msg'])))).toEqual([]);
+  });
+}
+
+/** An OTLP/gRPC destination on 127.0.0.1:0 that takes every request, answering OK with `response`. */
+async function answeringGrpcDestination(response: Buffer): Promise<{ url: string; close(): Promise<void> }> {
+  const server = new GrpcServer();
+  const id = (b: Buffer): Buffer => b;
+  server.addService({ Export: { path: '/opentelemetry.proto.collector.logs.v1.LogsService/Export', requestStream: false, responseStream: false, requestSerialize: id, requestDeserialize: id, responseSerialize: id, responseDeserialize: id } }, {
+    Export: (_call: ServerUnaryCall<Buffer, Buffer>, callback: sendUnaryData<Buffer>) => callback(null, response),
+  });
+  const port = await new Promise<number>((resolve, reject) => server.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))));
+  return { url: `http://127.0.0.1:${port}`, close: async () => void server.forceShutdown() };
+}
+
+/** Delivers one logs request to a real destination through `exporter`; the forwarder's status and log lines after. */
+async function deliverOne(exporter: Exporter, encoding: 'json' | 'protobuf'): Promise<{ status: ReturnType<Forwarder['status']>; lines: Record<string, unknown>[] }> {
+  const dir = mkdtempSync(join(tmpdir(), 'hookwatch-forwarder-'));
+  const queue = new DurableQueue({ path: join(dir, 'queue.db'), maxBytes: 1e9 });
+  const lines: Record<string, unknown>[] = [];
+  const logger = createLogger({ level: 'info', write: (l) => lines.push(JSON.parse(l) as Record<string, unknown>) });
+  const forwarder = new Forwarder({ queue, exporter, logger, backoff: { initialMs: 10, maxMs: 50 } });
+  cleanups.push(() => rmSync(dir, { recursive: true, force: true }), () => queue.close(), () => exporter.close(), () => forwarder.stop());
+  await queue.enqueue('logs', encoding, encoding === 'json' ? Buffer.from('{}') : Buffer.alloc(0), Date.now());
+  forwarder.start();
+  const until = Date.now() + 10_000;
+  while (queue.counters().delivered + queue.counters().deadLetters === 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 5));
+  await forwarder.stop();
+  return { status: forwarder.status(), lines };
+}
+
+/** A partial success that says -1 records were rejected (an int64, so a 10-byte varint in protobuf), with `message`. */
+function negativePartialSuccess(encoding: 'json' | 'protobuf', message: string): Buffer {
+  if (encoding === 'json') return Buffer.from(JSON.stringify({ partialSuccess: { rejectedLogRecords: '-1', errorMessage: message } }));
+  const minusOne = Buffer.from([0x08, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01]);
+  return lengthDelimited(1, Buffer.concat([minusOne, lengthDelimited(2, Buffer.from(message))]));
+}
+
+for (const protocol of ['http/json', 'http/protobuf', 'grpc'] as const) {
+  it(`counts no rejected records for a partial success with a negative count (${protocol}), whatever the encoding`, async () => {
+    const encoding = protocol === 'http/json' ? 'json' : 'protobuf';
+    const body = negativePartialSuccess(encoding, 'count out of range');
+    const destination = protocol === 'grpc' ? await answeringGrpcDestination(body) : await answeringDestination(0, { status: 200, contentType: protocol === 'http/json' ? 'application/json' : 'application/x-protobuf', body });
+    cleanups.push(() => destination.close());
+    const options = { endpoint: destination.url, headers: {}, compression: 'none' as const, timeoutMs: 5_000 };
+    const { status, lines } = await deliverOne(protocol === 'grpc' ? new GrpcExporter(options) : new HttpExporter({ ...options, protocol }), encoding);
+    // A count below zero means nothing (the specification counts rejected records): not ~1.8e19 records lost.
+    expect(status).toMatchObject({ delivered: 1, deadLetters: 0, rejectedByDestination: 0 });
+    expect(lines.filter((l) => String(l['msg']).includes('partial success'))).toEqual([]);
+    // The destination's text is still a warning worth a line.
+    expect(lines.filter((l) => l['level'] === 'warn')).toMatchObject([{ msg: 'forwarding: the destination accepted the records with a warning', message: 'count out of range' }]);
   });
 }
 

@@ -49,10 +49,14 @@ export function isPartialSuccessWarning(partial: PartialSuccess): boolean {
   return partial.rejected === 0;
 }
 
+/** 2^63: a varint read as this or more is a negative int64. */
+const INT64_LIMIT = 2 ** 63;
+
 /**
  * The partial success in an Export*ServiceResponse a destination answered (any signal: the rejected count is
  * field 1 of partial_success in each, rejectedLogRecords / rejectedDataPoints / rejectedSpans in JSON);
- * undefined when it reports none or the body is not a response.
+ * undefined when it reports none or the body is not a response. A count below zero, which counts nothing, is
+ * taken as none in either encoding (its message, if any, is still a warning).
  */
 export function decodePartialSuccess(encoding: Encoding, body: Buffer): PartialSuccess | undefined {
   if (body.length === 0) return undefined;
@@ -76,7 +80,8 @@ export function decodePartialSuccess(encoding: Encoding, body: Buffer): PartialS
   const rejected = inner.find((f) => f.num === 1 && typeof f.value === 'number')?.value;
   const text = inner.find((f) => f.num === 2 && Buffer.isBuffer(f.value))?.value;
   const message = Buffer.isBuffer(text) ? text.toString('utf8') : '';
-  const count = typeof rejected === 'number' ? rejected : 0;
+  // An int64 below zero arrives as a 10-byte varint, read here as 2^64 less it: ignored, as in JSON.
+  const count = typeof rejected === 'number' && rejected < INT64_LIMIT ? rejected : 0;
   return count > 0 || message ? { rejected: count, message } : undefined;
 }
 
