@@ -43,6 +43,12 @@ const MAYBE_PERMANENT = new Set<number>([GrpcStatus.UNAUTHENTICATED, GrpcStatus.
 /** What grpc-js says of a connection reset or closed while a call was in flight. */
 const CUT_OFF = /ECONNRESET|EPIPE|Connection dropped|socket hang up|Stream refused/i;
 
+/**
+ * What grpc-js says when it stops reading an answer over its receive limit (4 MiB), before or after gunzip. Only
+ * an OK answer carries a message, so after response headers this is the client's limit, not the destination's.
+ */
+const ANSWER_OVER_LIMIT = /^Received message (larger than max|that decompresses to a size larger than)/;
+
 const identity = (b: Buffer): Buffer => b;
 
 /** Turns an endpoint URL (or bare host:port) into a grpc-js target and whether to use TLS. */
@@ -122,10 +128,19 @@ export class GrpcExporter implements Exporter {
     const metadata = new Metadata();
     for (const [k, v] of Object.entries(this.opts.headers)) metadata.set(k.toLowerCase(), v);
     return new Promise<ExportResult>((resolve) => {
+      // Response headers came: the destination began an answer with a message (a refusal is trailers only).
+      let answering = false;
       const call = this.current().makeUnaryRequest(PATHS[item.signal], identity, identity, item.body, metadata, { deadline: Date.now() + this.opts.timeoutMs }, (err: ServiceError | null, response?: Buffer) => {
         if (!err) {
           const partial = Buffer.isBuffer(response) ? decodePartialSuccess('protobuf', response) : undefined;
           resolve(partial ? { kind: 'success', partial } : { kind: 'success' });
+          return;
+        }
+        if (err.code === GrpcStatus.RESOURCE_EXHAUSTED && answering && ANSWER_OVER_LIMIT.test(err.details)) {
+          // The destination took the request and answered OK with a message over grpc-js's receive limit, left
+          // unread (like an HTTP answer past its first 64 KiB): delivered, whatever partial success it held.
+          // Refused or retried, it would be sent again, a duplicate.
+          resolve({ kind: 'success' });
           return;
         }
         const details = err.metadata?.get(STATUS_DETAILS_KEY)[0];
@@ -148,6 +163,7 @@ export class GrpcExporter implements Exporter {
           resolve({ kind: 'permanent', message, status: err.code, ...(err.code === GrpcStatus.RESOURCE_EXHAUSTED ? { tooLarge: true } : {}) });
         }
       });
+      call.on('metadata', () => (answering = true));
       // Cancelled, the call ends with CANCELLED: retryable, the request stays queued.
       if (signal?.aborted) call.cancel();
       else signal?.addEventListener('abort', () => call.cancel(), { once: true });

@@ -5,11 +5,14 @@
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
+import { createServer as createHttp2Server } from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
 import { Server as GrpcServer, ServerCredentials, status as GrpcStatus, type ServerUnaryCall, type sendUnaryData } from '@grpc/grpc-js';
 import { afterEach, expect, it } from 'vitest';
+import { grpcFrame } from '../../test/faults/grpc-raw.ts';
 import { encodeExportResponse } from '../otlp/encode.ts';
 import { lengthDelimited } from '../otlp/proto-write.ts';
 import { createLogger, silentLogger } from '../telemetry/logger.ts';
@@ -427,6 +430,24 @@ async function answeringGrpcDestination(response: Buffer): Promise<{ url: string
   return { url: `http://127.0.0.1:${port}`, close: async () => void server.forceShutdown() };
 }
 
+/**
+ * An OTLP/gRPC destination on 127.0.0.1:0 that answers OK with `response` gzipped, as a Go server does for a client
+ * that sends gzip (grpc-js servers never compress an answer).
+ */
+async function gzipAnsweringGrpcDestination(response: Buffer): Promise<{ url: string; close(): Promise<void> }> {
+  const server = createHttp2Server();
+  server.on('stream', (stream) => {
+    stream.resume();
+    stream.on('end', () => {
+      stream.respond({ ':status': 200, 'content-type': 'application/grpc', 'grpc-encoding': 'gzip' }, { waitForTrailers: true });
+      stream.on('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0' }));
+      stream.end(grpcFrame(gzipSync(response), true));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
+}
+
 /** Delivers one logs request to a real destination through `exporter`; the forwarder's status and log lines after. */
 async function deliverOne(exporter: Exporter, encoding: 'json' | 'protobuf'): Promise<{ status: ReturnType<Forwarder['status']>; lines: Record<string, unknown>[] }> {
   const dir = mkdtempSync(join(tmpdir(), 'hookwatch-forwarder-'));
@@ -463,6 +484,21 @@ for (const protocol of ['http/json', 'http/protobuf', 'grpc'] as const) {
     expect(lines.filter((l) => String(l['msg']).includes('partial success'))).toEqual([]);
     // The destination's text is still a warning worth a line.
     expect(lines.filter((l) => l['level'] === 'warn')).toMatchObject([{ msg: 'forwarding: the destination accepted the records with a warning', message: 'count out of range' }]);
+  });
+}
+
+for (const compression of ['none', 'gzip'] as const) {
+  it(`delivers a request a gRPC destination took with an answer over the 4 MiB receive limit, not as a refusal (compression ${compression})`, async () => {
+    // OK with a response message of 5 MiB (a field hookwatch does not read): grpc-js stops reading it at its 4 MiB
+    // receive limit (gzipped, once inflated past it) with RESOURCE_EXHAUSTED, as a destination refusing the
+    // request for its size would answer.
+    const response = lengthDelimited(15, Buffer.alloc(5 * 1024 * 1024, 0x61));
+    const destination = compression === 'gzip' ? await gzipAnsweringGrpcDestination(response) : await answeringGrpcDestination(response);
+    cleanups.push(() => destination.close());
+    const { status, lines } = await deliverOne(new GrpcExporter({ endpoint: destination.url, headers: {}, compression, timeoutMs: 5_000 }), 'protobuf');
+    // Delivered: a dead letter replayed later would be a duplicate downstream.
+    expect(status).toMatchObject({ delivered: 1, deadLetters: 0, retries: 0, lastError: null });
+    expect(lines.filter((l) => l['level'] === 'warn' || l['level'] === 'error')).toEqual([]);
   });
 }
 
