@@ -6,10 +6,13 @@
  * forward.retry.maxElapsedTime: an expired key, a load balancer without its backends or a deploy in progress
  * answer that way. The specification (and the OpenTelemetry Collector) drop them at once; hookwatch keeps the
  * data until then (docs/forwarding.md). A failed TLS handshake and a redirect (3xx, never followed: a POST
- * redirected with 301/302/303 arrives as a GET without its body) are retried the same way. Retry-After is honoured on
- * every retried answer. Other 4xx (400, 413, 415...) are permanent. An https:// endpoint speaks TLS with
- * forward.tls.* (CA, client certificate, server name), a new connection pool taking rotated files.
+ * redirected with 301/302/303 arrives as a GET without its body) are retried the same way, and so is an answer that
+ * cannot be read (headers over undici's limit, bytes that are not HTTP): unlike a network error, it comes after the
+ * request arrived, and the next attempt gets the same. Retry-After is honoured on every retried answer. Other
+ * 4xx (400, 413, 415...) are permanent. An https:// endpoint speaks TLS with forward.tls.* (CA, client
+ * certificate, server name), a new connection pool taking rotated files.
  */
+import { maxHeaderSize } from 'node:http';
 import { promisify } from 'node:util';
 import { gzip } from 'node:zlib';
 import { decodePartialSuccess, type Encoding } from '../otlp/encode.ts';
@@ -42,6 +45,16 @@ const RETRYABLE_STATUS = new Set([408, 429, 502, 503, 504]);
  * connection, the destination or a proxy in front of it took the connection and then dropped the request.
  */
 const CUT_OFF_CODES = new Set(['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET']);
+
+/**
+ * An answer undici cannot read: headers over its limit (16 KiB), or bytes that are not HTTP/1.1. The destination
+ * (or a proxy in front of it) got the request, and may have taken it.
+ */
+function unreadableAnswer(cause: { code?: string; name?: string; message?: string } | undefined): string | undefined {
+  if (cause?.code === 'UND_ERR_HEADERS_OVERFLOW') return `${cause.code}: headers over the ${Math.round(maxHeaderSize / 1024)} KiB read`;
+  if (cause?.name === 'HTTPParserError') return `${cause.code ?? cause.name}: ${cause.message}`;
+  return undefined;
+}
 /**
  * Refusals that are often fixed by an operator within hours: retried for a bounded time. A redirect is one: the
  * endpoint moved (or is a login page), and forward.endpoint must say where to.
@@ -142,11 +155,15 @@ export class HttpExporter implements Exporter {
     } catch (err) {
       if (signal?.aborted) return { kind: 'retryable', message: `${this.description} had not answered when hookwatch stopped` };
       // Network errors and timeouts: the request may or may not have arrived; sending again is at-least-once.
-      const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+      const cause = (err as { cause?: { code?: string; name?: string; message?: string } }).cause;
       if ((err as Error).name === 'TimeoutError') return { kind: 'retryable', message: `cannot reach ${this.description}: no answer within ${this.opts.timeoutMs} ms`, timedOut: true };
       // Nothing was sent: the handshake failed. Retried for forward.retry.maxElapsedTime, like a refused key.
       const tls = tlsFailure(cause);
       if (tls) return { kind: 'retryable', message: `TLS with ${this.description} failed: ${tls}`, bounded: true, tls: true };
+      // An answer came that cannot be read, and the same request will likely get the same answer: sent again (at
+      // least once), but only for forward.retry.maxElapsedTime, as each attempt may be one more copy downstream.
+      const unreadable = unreadableAnswer(cause);
+      if (unreadable) return { kind: 'retryable', message: `${this.description} answered what is not HTTP hookwatch can read (${unreadable})`, bounded: true };
       const message = `cannot reach ${this.description}: ${cause?.code ?? cause?.message ?? (err as Error).message}`;
       return CUT_OFF_CODES.has(cause?.code ?? '') ? { kind: 'retryable', message, cutOff: true } : { kind: 'retryable', message };
     }

@@ -6,7 +6,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { createServer as createHttp2Server } from 'node:http2';
-import type { AddressInfo } from 'node:net';
+import { createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
@@ -449,12 +449,12 @@ async function gzipAnsweringGrpcDestination(response: Buffer): Promise<{ url: st
 }
 
 /** Delivers one logs request to a real destination through `exporter`; the forwarder's status and log lines after. */
-async function deliverOne(exporter: Exporter, encoding: 'json' | 'protobuf'): Promise<{ status: ReturnType<Forwarder['status']>; lines: Record<string, unknown>[] }> {
+async function deliverOne(exporter: Exporter, encoding: 'json' | 'protobuf', maxElapsedMs?: number): Promise<{ status: ReturnType<Forwarder['status']>; lines: Record<string, unknown>[] }> {
   const dir = mkdtempSync(join(tmpdir(), 'hookwatch-forwarder-'));
   const queue = new DurableQueue({ path: join(dir, 'queue.db'), maxBytes: 1e9 });
   const lines: Record<string, unknown>[] = [];
   const logger = createLogger({ level: 'info', write: (l) => lines.push(JSON.parse(l) as Record<string, unknown>) });
-  const forwarder = new Forwarder({ queue, exporter, logger, backoff: { initialMs: 10, maxMs: 50 } });
+  const forwarder = new Forwarder({ queue, exporter, logger, backoff: { initialMs: 10, maxMs: 50 }, ...(maxElapsedMs !== undefined ? { maxElapsedMs } : {}) });
   cleanups.push(() => rmSync(dir, { recursive: true, force: true }), () => queue.close(), () => exporter.close(), () => forwarder.stop());
   await queue.enqueue('logs', encoding, encoding === 'json' ? Buffer.from('{}') : Buffer.alloc(0), Date.now());
   forwarder.start();
@@ -499,6 +499,48 @@ for (const compression of ['none', 'gzip'] as const) {
     // Delivered: a dead letter replayed later would be a duplicate downstream.
     expect(status).toMatchObject({ delivered: 1, deadLetters: 0, retries: 0, lastError: null });
     expect(lines.filter((l) => l['level'] === 'warn' || l['level'] === 'error')).toEqual([]);
+  });
+}
+
+/** A destination on 127.0.0.1:0 that answers every request with `answer`, bytes that are not HTTP fetch can read. */
+async function unreadableDestination(answer: string): Promise<{ url: string; received: () => number; close(): Promise<void> }> {
+  let received = 0;
+  const sockets = new Set<Socket>();
+  const server = createNetServer((socket) => {
+    sockets.add(socket);
+    socket.on('error', () => {});
+    socket.on('close', () => sockets.delete(socket));
+    socket.once('data', () => {
+      received++;
+      socket.end(answer);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    received: () => received,
+    close: () => new Promise<void>((resolve) => {
+      for (const socket of sockets) socket.destroy();
+      server.close(() => resolve());
+    }),
+  };
+}
+
+for (const [what, answer, reason] of [
+  ['a 200 whose headers are over the 16 KiB fetch reads', `HTTP/1.1 200 OK\r\ncontent-length: 0\r\nx-trace: ${'a'.repeat(32 * 1024)}\r\n\r\n`, 'UND_ERR_HEADERS_OVERFLOW'],
+  ['a 200 with a header line that is not HTTP', 'HTTP/1.1 200 OK\r\nnot a header\r\n\r\n', 'Response does not match the HTTP/1.1 protocol'],
+] as const) {
+  it(`retries a request answered ${what} for forward.retry.maxElapsedTime, then gives it up`, async () => {
+    // The destination got the request and answered something unreadable: delivered or not, no one can tell.
+    // Sent again (at least once), but not for ever: every attempt may be one more copy downstream.
+    const destination = await unreadableDestination(answer);
+    cleanups.push(() => destination.close());
+    const exporter = new HttpExporter({ endpoint: destination.url, protocol: 'http/protobuf', headers: {}, compression: 'none', timeoutMs: 5_000 });
+    const { status } = await deliverOne(exporter, 'protobuf', 300);
+    expect(status).toMatchObject({ delivered: 0, deadLetters: 1 });
+    expect(destination.received()).toBeGreaterThan(1);
+    expect(status.lastError).toContain(`${exporter.description} answered what is not HTTP hookwatch can read`);
+    expect(status.lastError).toContain(reason);
   });
 }
 
