@@ -7,7 +7,7 @@ import { afterEach, expect, it } from 'vitest';
 import { loadConfig, toConfig } from '../config/index.ts';
 import { isolatedEnv } from '../../test/support/service.ts';
 import { tempDir } from '../../test/helpers.ts';
-import { encodeStatus } from '../otlp/encode.ts';
+import { encodeExportResponse, encodeStatus } from '../otlp/encode.ts';
 import { HttpExporter, MAX_RESPONSE_BYTES } from './exporter-http.ts';
 
 const servers: Server[] = [];
@@ -130,6 +130,26 @@ for (const [answer, contentType, body] of [
     const result = await exporter.export({ signal: 'logs', encoding: 'protobuf', body: Buffer.from([0x0a, 0x00]) });
     // The reason is what a dead letter, the log and the dashboard show; without it the operator has "400" only.
     expect(result).toEqual({ kind: 'permanent', status: 400, message: `${url} (http/protobuf) answered 400: log record 2 has a time in the future` });
+  });
+}
+
+for (const [answer, contentType, body, partial] of [
+  ['in OTLP/JSON, as its content type says', 'application/json; charset=utf-8', encodeExportResponse('json', 2, 'quota'), { rejected: 2, message: 'quota' }],
+  ['in protobuf, as its content type says', 'application/x-protobuf', encodeExportResponse('protobuf', 2, 'quota'), { rejected: 2, message: 'quota' }],
+  ['in protobuf without a content type', undefined, encodeExportResponse('protobuf', 2, 'quota'), undefined],
+  ['in OTLP/JSON without a content type', undefined, encodeExportResponse('json', 2, 'quota'), undefined],
+  ['in protobuf as text/plain', 'text/plain', encodeExportResponse('protobuf', 2, 'quota'), undefined],
+] as const) {
+  it(`reads a partial success to a protobuf request by the answer's own content type: ${answer}`, async () => {
+    // As the OpenTelemetry Collector's otlphttp exporter does: an answer that names no OTLP encoding is not read,
+    // however it would decode.
+    const url = await listen(createServer((req, res) => {
+      req.resume();
+      req.on('end', () => res.writeHead(200, contentType ? { 'content-type': contentType } : {}).end(body));
+    }));
+    const exporter = new HttpExporter({ endpoint: url, protocol: 'http/protobuf', headers: {}, compression: 'none', timeoutMs: 5_000 });
+    const result = await exporter.export({ signal: 'logs', encoding: 'protobuf', body: Buffer.from([0x0a, 0x00]) });
+    expect(result).toEqual(partial ? { kind: 'success', partial } : { kind: 'success' });
   });
 }
 

@@ -170,13 +170,17 @@ export class HttpExporter implements Exporter {
     // The body says what was rejected, or why the request was. Only its start is read: a destination (or a
     // proxy in front of it) answering with a large or endless body must not fill hookwatch's memory.
     const raw = await readAtMost(res, MAX_RESPONSE_BYTES);
-    // The answer's encoding from its content type; the request's when it names none we know.
+    // The encoding the answer's content type names, if any.
     const type = res.headers.get('content-type') ?? '';
-    const answer: Encoding = type.includes('json') ? 'json' : type.includes('protobuf') ? 'protobuf' : item.encoding;
+    const named: Encoding | undefined = type.includes('json') ? 'json' : type.includes('protobuf') ? 'protobuf' : undefined;
     if (res.ok) {
-      const partial = decodePartialSuccess(answer, raw);
+      // A partial success is read only in the encoding the answer names, as the OpenTelemetry Collector's otlphttp
+      // exporter does: without a content type (or with another) the body is not guessed at.
+      const partial = named ? decodePartialSuccess(named, raw) : undefined;
       return partial ? { kind: 'success', partial } : { kind: 'success' };
     }
+    // A refusal's text is worth a guess: in the request's encoding when the answer names none.
+    const answer = named ?? item.encoding;
     // Why it was refused: the message of the google.rpc.Status the specification has a destination answer in
     // protobuf, or the text as it came (OTLP/JSON, a gateway's own text).
     const text = answer === 'protobuf' && !type.startsWith('text/') ? (statusMessage(raw) ?? '') : raw.toString('utf8');
