@@ -8,6 +8,7 @@
 import { diag } from '@opentelemetry/api';
 import { afterEach, describe, expect, it } from 'vitest';
 import { OtlpAlertEmitter } from '../src/notify/otlp.ts';
+import { encodeStatus } from '../src/otlp/encode.ts';
 import { startService, type RunningService } from '../src/service.ts';
 import { freePort } from './support/free-port.ts';
 import { otlpAccepted, otlpHookBody, WebhookSink } from './support/alerting.ts';
@@ -106,6 +107,26 @@ describe('alert event export outcomes', () => {
       expect(l.msg).not.toContain(KEY);
       expect(l.msg).not.toContain('s3cret');
     }
+  });
+
+  it.each([
+    { answer: 'a google.rpc.Status in OTLP/JSON', type: 'application/json', body: (text: string) => JSON.stringify({ code: 3, message: text }), says: (text: string) => JSON.stringify({ code: 3, message: text }) },
+    { answer: 'a google.rpc.Status in protobuf', type: 'application/x-protobuf', body: (text: string) => encodeStatus('protobuf', 3, text).toString('latin1'), says: (text: string) => text },
+    { answer: 'a gateway\'s text', type: 'text/plain', body: (text: string) => text, says: (text: string) => text },
+  ])('names the reason the endpoint gives for refusing the events ($answer), without its secrets', async ({ type, body, says }) => {
+    const receiver = new WebhookSink();
+    receiver.reply = (req) => ({ status: 400, headers: { 'content-type': type }, body: body(`record 1 has no body (sent with ${String(req.headers['authorization'])})`) });
+    await receiver.start();
+    cleanups.push(() => receiver.close());
+    const { service, lines } = await start(receiver.url);
+    await raiseAlert(service, 'PostToolUse:refused-why');
+    await expect.poll(() => failures(service, 'refused_4xx'), { timeout: 10_000, interval: 100 }).toBe(1);
+    const logged = warnings(lines);
+    expect(logged).toHaveLength(1);
+    const fields = JSON.parse(logged[0]!.msg.slice(logged[0]!.msg.indexOf(' {') + 1)) as Record<string, unknown>;
+    // "answered 400" alone does not tell a bad record from a quota or a key; the endpoint's reason does.
+    expect(fields).toMatchObject({ reason: 'refused_4xx', status: 400, message: `answered 400: ${says('record 1 has no body (sent with <redacted>)')}` });
+    for (const l of lines) expect(l.msg).not.toContain('s3cret');
   });
 
   it('counts the records a partial success rejects as failed (rejected), and logs the endpoint\'s message at most a line a minute, without the key or headers', async () => {

@@ -15,10 +15,9 @@
 import { maxHeaderSize } from 'node:http';
 import { promisify } from 'node:util';
 import { gzip } from 'node:zlib';
-import { decodePartialSuccess, type Encoding } from '../otlp/encode.ts';
+import { decodePartialSuccess, namedEncoding, refusalText, type Encoding } from '../otlp/encode.ts';
 import { parseRetryAfter } from '../net/backoff.ts';
 import { tlsFailure, type ClientTlsCredentials } from '../net/tls.ts';
-import { statusMessage } from '../otlp/grpc-status.ts';
 import { ClientTlsAgent } from '../net/tls-agent.ts';
 import { otlpSignalUrl, safeEndpoint } from '../net/otlp-url.ts';
 import { secretScrubber } from '../net/endpoint-secrets.ts';
@@ -170,20 +169,16 @@ export class HttpExporter implements Exporter {
     // The body says what was rejected, or why the request was. Only its start is read: a destination (or a
     // proxy in front of it) answering with a large or endless body must not fill hookwatch's memory.
     const raw = await readAtMost(res, MAX_RESPONSE_BYTES);
-    // The encoding the answer's content type names, if any.
     const type = res.headers.get('content-type') ?? '';
-    const named: Encoding | undefined = type.includes('json') ? 'json' : type.includes('protobuf') ? 'protobuf' : undefined;
     if (res.ok) {
       // A partial success is read only in the encoding the answer names, as the OpenTelemetry Collector's otlphttp
       // exporter does: without a content type (or with another) the body is not guessed at.
+      const named = namedEncoding(type);
       const partial = named ? decodePartialSuccess(named, raw) : undefined;
       return partial ? { kind: 'success', partial } : { kind: 'success' };
     }
-    // A refusal's text is worth a guess: in the request's encoding when the answer names none.
-    const answer = named ?? item.encoding;
-    // Why it was refused: the message of the google.rpc.Status the specification has a destination answer in
-    // protobuf, or the text as it came (OTLP/JSON, a gateway's own text).
-    const text = answer === 'protobuf' && !type.startsWith('text/') ? (statusMessage(raw) ?? '') : raw.toString('utf8');
+    // Why it was refused: worth a guess in the request's encoding when the answer names none.
+    const text = refusalText(type, raw, item.encoding);
     const redirect = res.status >= 300 && res.status <= 399;
     const message = redirect
       ? `${this.description} answered ${res.status}, a redirect to ${redirectTarget(res.headers.get('location'), this.urls[item.signal])}; redirects are not followed (the request is not delivered): set forward.endpoint to where the destination is now`

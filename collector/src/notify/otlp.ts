@@ -19,7 +19,7 @@ import type { AlertIdentity, AlertState } from './model.ts';
 import { alertmanagerFingerprint } from './alertmanager.ts';
 import { otlpSignalUrl, safeEndpoint } from '../net/otlp-url.ts';
 import { secretScrubber } from '../net/endpoint-secrets.ts';
-import { decodePartialSuccess, isPartialSuccessWarning, type PartialSuccess } from '../otlp/encode.ts';
+import { decodePartialSuccess, isPartialSuccessWarning, namedEncoding, refusalText, type PartialSuccess } from '../otlp/encode.ts';
 import { MAX_RESPONSE_BYTES } from '../forward/exporter-http.ts';
 import { ClientTlsCredentials, tlsFailure } from '../net/tls.ts';
 import { ClientTlsHttpsAgent } from '../net/tls-agent.ts';
@@ -129,7 +129,10 @@ const SDK_PARTIAL_SUCCESS = 'Received Partial Success response';
 /** Network errors that mean no connection could be made or kept (Node's codes). */
 const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNABORTED']);
 
-/** One failed export, classified; `message` names no secret (no URL, header or answer body). */
+/**
+ * One failed export, classified. `message` names no URL or header of hookwatch's, but may carry the endpoint's
+ * reason for a refusal, which may repeat them: it is scrubbed before it is logged.
+ */
 export interface AlertEventFailure {
   reason: AlertEventFailureReason;
   status?: number;
@@ -138,25 +141,31 @@ export interface AlertEventFailure {
 
 /**
  * Why an export failed, from the exporter's error and the last HTTP status the endpoint answered during it (the
- * exporter reports 429/502/503/504 after its retries without the status).
+ * exporter reports 429/502/503/504 after its retries without the status), with the reason that answer gave.
  */
-export function alertEventFailure(error: unknown, lastStatus: number | undefined): AlertEventFailure {
+export function alertEventFailure(error: unknown, lastStatus: number | undefined, reason?: string): AlertEventFailure {
   const err = (error ?? {}) as { code?: unknown; message?: unknown };
   const code = err.code;
   // OTLPExporterError: the status of an answer that is not retried (400, 401, 413, 500...).
   const status = typeof code === 'number' ? code : undefined;
-  if (status !== undefined && status >= 300) return refused(status);
+  if (status !== undefined && status >= 300) return refused(status, reason);
   const tls = tlsFailure(err);
   if (tls) return { reason: 'tls', message: `TLS failed: ${tls}` };
   if (typeof code === 'string' && UNREACHABLE_CODES.has(code)) return { reason: 'unreachable', message: `cannot reach the endpoint: ${code}` };
   if (code === 'ETIMEDOUT' || err.message === 'Request timed out') return { reason: 'timeout', message: `no answer within ${ALERT_EVENT_EXPORT_TIMEOUT_MS} ms` };
-  if (lastStatus !== undefined && lastStatus >= 300) return refused(lastStatus);
+  if (lastStatus !== undefined && lastStatus >= 300) return refused(lastStatus, reason);
   return { reason: 'other', message: typeof err.message === 'string' ? err.message.slice(0, 200) : 'unknown error' };
 }
 
-function refused(status: number): AlertEventFailure {
+/** `text`: the endpoint's reason, as the forwarder names a destination's (refusalText), unscrubbed and whole. */
+function refused(status: number, text: string | undefined): AlertEventFailure {
   const reason: AlertEventFailureReason = status >= 500 ? 'refused_5xx' : status >= 400 ? 'refused_4xx' : 'refused_3xx';
-  return { reason, status, message: status < 400 ? `answered ${status}, a redirect (not followed)` : `answered ${status}` };
+  return { reason, status, message: status < 400 ? `answered ${status}, a redirect (not followed)` : `answered ${status}${text ? `: ${text}` : ''}` };
+}
+
+/** The start of an answer's body that was kept (the first MAX_RESPONSE_BYTES). */
+function answerBody(answer: { chunks: Buffer[] }): Buffer {
+  return Buffer.concat(answer.chunks).subarray(0, MAX_RESPONSE_BYTES);
 }
 
 /**
@@ -193,7 +202,7 @@ class CountingExporter implements LogRecordExporter {
       this.inFlight = 0;
       // ExportResultCode.SUCCESS
       const ok = result.code === 0;
-      if (!this.cutOff) this.onResult(records.length, ok ? undefined : alertEventFailure(result.error, this.lastStatus), ok ? this.partialSuccess() : undefined);
+      if (!this.cutOff) this.onResult(records.length, ok ? undefined : alertEventFailure(result.error, this.lastStatus, this.refusal()), ok ? this.partialSuccess() : undefined);
       resultCallback(result);
     });
   }
@@ -226,7 +235,13 @@ class CountingExporter implements LogRecordExporter {
     const answer = this.lastAnswer;
     if (!answer) return undefined;
     // The SDK's OTLP/HTTP exporter sends JSON; the answer's content type says how it is written.
-    return decodePartialSuccess(answer.type.includes('protobuf') ? 'protobuf' : 'json', Buffer.concat(answer.chunks).subarray(0, MAX_RESPONSE_BYTES));
+    return decodePartialSuccess(namedEncoding(answer.type) ?? 'json', answerBody(answer));
+  }
+
+  /** The reason the last answer gave for a refusal, read as the forwarder reads a destination's; undefined without one. */
+  private refusal(): string | undefined {
+    const answer = this.lastAnswer;
+    return answer ? refusalText(answer.type, answerBody(answer), 'json') : undefined;
   }
 
   forceFlush(): Promise<void> {
@@ -297,13 +312,15 @@ export class OtlpAlertEmitter implements AlertEventSink {
     this.maxQueue = opts.maxQueue ?? DEFAULT_MAX_QUEUE;
     const agent = exportAgent(opts.endpoint, opts.tls);
     this.agent = agent;
+    const scrub = secretScrubber(opts.endpoint, opts.headers, [logsUrl(opts.endpoint)]);
     this.failures = new ThrottledLine(FAILURE_LOG_INTERVAL_MS, now, (events) => {
-      opts.logger.warn('alert events not exported to alerting.otlp.endpoint; they are lost', { endpoint, ...this.lastFailure, events, failedTotal: this.stats.failed });
+      // The endpoint's reason for a refusal may repeat the key or URL it was sent: scrubbed whole, then cut.
+      const last = this.lastFailure;
+      opts.logger.warn('alert events not exported to alerting.otlp.endpoint; they are lost', { endpoint, ...last, ...(last ? { message: scrub(last.message).slice(0, 300) } : {}), events, failedTotal: this.stats.failed });
     });
     this.drops = new ThrottledLine(FAILURE_LOG_INTERVAL_MS, now, (events) => {
       opts.logger.warn('alert event export queue full; events dropped', { endpoint, events, droppedTotal: this.stats.dropped, maxQueue: this.maxQueue });
     });
-    const scrub = secretScrubber(opts.endpoint, opts.headers, [logsUrl(opts.endpoint)]);
     this.partials = new ThrottledLine(FAILURE_LOG_INTERVAL_MS, now, (answers) => {
       const last = this.lastPartial;
       opts.logger.warn('alerting.otlp.endpoint answered a partial success; the alert events it rejected are lost', { endpoint, answers, rejected: last?.rejected ?? 0, message: scrub(last?.message ?? '').slice(0, 500), rejectedTotal: this.stats.byReason.rejected });

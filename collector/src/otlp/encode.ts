@@ -3,7 +3,7 @@
  * google.rpc.Status for errors (opentelemetry-proto specification, "OTLP/HTTP Response").
  */
 
-import { fields } from './grpc-status.ts';
+import { fields, statusMessage } from './grpc-status.ts';
 import { lengthDelimited, varint } from './proto-write.ts';
 
 export type Encoding = 'protobuf' | 'json';
@@ -83,6 +83,21 @@ export function decodePartialSuccess(encoding: Encoding, body: Buffer): PartialS
   // An int64 below zero arrives as a 10-byte varint, read here as 2^64 less it: ignored, as in JSON.
   const count = typeof rejected === 'number' && rejected < INT64_LIMIT ? rejected : 0;
   return count > 0 || message ? { rejected: count, message } : undefined;
+}
+
+/** The encoding an OTLP/HTTP answer's content type names; undefined when it names neither. */
+export function namedEncoding(contentType: string): Encoding | undefined {
+  return contentType.includes('json') ? 'json' : contentType.includes('protobuf') ? 'protobuf' : undefined;
+}
+
+/**
+ * Why a destination refused an OTLP/HTTP request, from the start of its answer: the message of the
+ * google.rpc.Status the specification has it answer in protobuf, or the text as it came (OTLP/JSON, a gateway's
+ * own text). An answer whose content type names no encoding is taken to be in the request's.
+ */
+export function refusalText(contentType: string, body: Buffer, requestEncoding: Encoding): string {
+  const answer = namedEncoding(contentType) ?? requestEncoding;
+  return answer === 'protobuf' && !contentType.startsWith('text/') ? (statusMessage(body) ?? '') : body.toString('utf8');
 }
 
 /** Encodes a google.rpc.Status. */
