@@ -151,7 +151,8 @@ export class GrpcExporter implements Exporter {
           resolve({ kind: 'retryable', message: `TLS with ${this.description} failed: ${tls}`.slice(0, 500), status: err.code, bounded: true, tls: true });
           return;
         }
-        const message = `${this.description} answered ${GrpcStatus[err.code] ?? err.code}: ${err.details}`.slice(0, 500);
+        // Scrubbed before it is cut, so that a key across the cut does not leave its first half.
+        const message = `${this.description} answered ${GrpcStatus[err.code] ?? err.code}: ${this.scrub(err.details)}`.slice(0, 500);
         if (RETRYABLE.has(err.code) || (err.code === GrpcStatus.RESOURCE_EXHAUSTED && retryAfterMs !== undefined)) {
           // A connection dropped under the call (grpc-js: UNAVAILABLE, "Connection dropped" or the socket's error).
           const cutOff = err.code === GrpcStatus.UNAVAILABLE && CUT_OFF.test(err.details);

@@ -177,8 +177,9 @@ export class HttpExporter implements Exporter {
       const partial = named ? decodePartialSuccess(named, raw) : undefined;
       return partial ? { kind: 'success', partial } : { kind: 'success' };
     }
-    // Why it was refused: worth a guess in the request's encoding when the answer names none.
-    const text = refusalText(type, raw, item.encoding);
+    // Why it was refused: worth a guess in the request's encoding when the answer names none. Scrubbed before it
+    // is cut, so that a key across the cut does not leave its first half.
+    const text = this.scrub(refusalText(type, raw, item.encoding));
     const redirect = res.status >= 300 && res.status <= 399;
     const message = redirect
       ? `${this.description} answered ${res.status}, a redirect to ${redirectTarget(res.headers.get('location'), this.urls[item.signal])}; redirects are not followed (the request is not delivered): set forward.endpoint to where the destination is now`

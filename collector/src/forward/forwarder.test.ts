@@ -419,12 +419,12 @@ for (const protocol of ['http/json', 'http/protobuf'] as const) {
   });
 }
 
-/** An OTLP/gRPC destination on 127.0.0.1:0 that takes every request, answering OK with `response`. */
-async function answeringGrpcDestination(response: Buffer): Promise<{ url: string; close(): Promise<void> }> {
+/** An OTLP/gRPC destination on 127.0.0.1:0 that answers every request OK with `response`, or refuses it with a status. */
+async function answeringGrpcDestination(response: Buffer | { code: GrpcStatus; details: string }): Promise<{ url: string; close(): Promise<void> }> {
   const server = new GrpcServer();
   const id = (b: Buffer): Buffer => b;
   server.addService({ Export: { path: '/opentelemetry.proto.collector.logs.v1.LogsService/Export', requestStream: false, responseStream: false, requestSerialize: id, requestDeserialize: id, responseSerialize: id, responseDeserialize: id } }, {
-    Export: (_call: ServerUnaryCall<Buffer, Buffer>, callback: sendUnaryData<Buffer>) => callback(null, response),
+    Export: (_call: ServerUnaryCall<Buffer, Buffer>, callback: sendUnaryData<Buffer>) => (Buffer.isBuffer(response) ? callback(null, response) : callback(response)),
   });
   const port = await new Promise<number>((resolve, reject) => server.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))));
   return { url: `http://127.0.0.1:${port}`, close: async () => void server.forceShutdown() };
@@ -499,6 +499,31 @@ for (const compression of ['none', 'gzip'] as const) {
     // Delivered: a dead letter replayed later would be a duplicate downstream.
     expect(status).toMatchObject({ delivered: 1, deadLetters: 0, retries: 0, lastError: null });
     expect(lines.filter((l) => l['level'] === 'warn' || l['level'] === 'error')).toEqual([]);
+  });
+}
+
+for (const protocol of ['http/protobuf', 'grpc'] as const) {
+  it(`keeps a key the destination repeats out of its refusal where the message is cut (${protocol})`, async () => {
+    // The refusal's text is cut to fit a message; a key across the cut must not show its first half.
+    const key = 'fwd-api-key-7f6e5d4c3b2a';
+    const text = (room: number): string => `${'r'.repeat(room - 10)}${key} refused`;
+    const options = { headers: { 'x-api-key': key }, compression: 'none' as const, timeoutMs: 5_000 };
+    let destination: { url: string; close(): Promise<void> };
+    if (protocol === 'grpc') {
+      const refusal = { code: GrpcStatus.INVALID_ARGUMENT, details: '' };
+      destination = await answeringGrpcDestination(refusal);
+      // The message is cut at 500 characters, after "<endpoint> (grpc) answered INVALID_ARGUMENT: ".
+      refusal.details = text(500 - `${destination.url} (grpc) answered INVALID_ARGUMENT: `.length);
+    } else {
+      // The destination's text is cut at 200 characters.
+      destination = await answeringDestination(0, { status: 400, contentType: 'text/plain', body: Buffer.from(text(200)) });
+    }
+    cleanups.push(() => destination.close());
+    const exporter = protocol === 'grpc' ? new GrpcExporter({ ...options, endpoint: destination.url }) : new HttpExporter({ ...options, endpoint: destination.url, protocol });
+    const { status } = await deliverOne(exporter, 'protobuf');
+    expect(status.deadLetters).toBe(1);
+    expect(status.lastError).toContain('rrrrr');
+    expect(status.lastError).not.toContain(key.slice(0, 6));
   });
 }
 
