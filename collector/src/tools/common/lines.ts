@@ -3,7 +3,7 @@ import type { Readable } from 'node:stream';
 
 import { MAX_LINE_BYTES } from './limits.ts';
 
-/** One line of a file, without its line terminator. */
+/** One line of a file, without its line terminator (nor, on the first line, a UTF-8 byte order mark). */
 export interface FileLine {
   /** 1-based line number. */
   lineNumber: number;
@@ -31,6 +31,8 @@ export interface ReadLinesOptions {
 
 const NEWLINE = 0x0a;
 const CARRIAGE_RETURN = 0x0d;
+/** What an editor or a Windows tool may put before the first line of a UTF-8 file. */
+const BYTE_ORDER_MARK = Buffer.from([0xef, 0xbb, 0xbf]);
 
 /**
  * Streams a file line by line in bounded memory. Unlike node:readline, which buffers a line however long it
@@ -61,6 +63,7 @@ export async function* readLines(source: string | Readable, options: ReadLinesOp
     pending = [];
     pendingBytes = 0;
     if (bytes.length > 0 && bytes[bytes.length - 1] === CARRIAGE_RETURN) bytes = bytes.subarray(0, bytes.length - 1);
+    if (lineNumber === 1 && bytes.subarray(0, BYTE_ORDER_MARK.length).equals(BYTE_ORDER_MARK)) bytes = bytes.subarray(BYTE_ORDER_MARK.length);
     return { lineNumber, bytes, unterminated };
   };
 

@@ -275,6 +275,16 @@ describe('scan: counting delivered and persisted hook outputs', () => {
     expect(code).toBe(1);
   });
 
+  it('reads the first record of a transcript saved with a byte order mark', async () => {
+    // An editor or a Windows tool that rewrote the file put a BOM before the first record.
+    const file = join(dir, 'bom.jsonl');
+    const first = hookRecord({ uuid: 'h-bom', sessionId: 's-bom', hookName: 'SessionStart:startup', content: persistedMarker({ savedPath: savedPath('s-bom', 'h-bom'), preview: 'x' }) });
+    await writeFile(file, `\uFEFF${jsonl([first, hookRecord({ uuid: 'h-bom-2', sessionId: 's-bom', hookName: 'Stop', stdout: 'ok' })])}`);
+    const { code, result } = await scanJson([file]);
+    expect(result.totals).toMatchObject({ records: 2, unparsableLines: 0, outputsPersisted: 1 });
+    expect(code).toBe(1);
+  });
+
   it("does not count another session's hook output marker quoted in a tool result", async () => {
     // Claude ran `grep -r persisted-output ~/.claude/projects`: the result quotes session B's marker.
     const quoted = `${savedPath(SESSION_B, 'b2')}:${persistedMarker({ savedPath: savedPath(SESSION_B, 'b2'), preview: 'C'.repeat(200) })}`;
