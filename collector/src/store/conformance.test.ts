@@ -876,6 +876,24 @@ describe.each([sqliteBackend(), postgresBackend()])('Store conformance: $name', 
     ]);
   });
 
+  it('stores the outcome learned later of an output first sent unconfirmed, and never the other way round', async () => {
+    const store = await open();
+    const hook = hookId('SessionStart', 'SessionStart:startup');
+    const output = (id: string, outcome: string, chars: number): TranscriptFinding => ({
+      id, kind: 'output', hookId: hook, hookEvent: 'SessionStart', hookName: 'SessionStart:startup', command: 'emit ctx 12000',
+      sessionId: 's-1', timeMs: T0 + MINUTE, field: 'additionalContext', outcome, chars,
+    });
+    // A transcript sent while its delivery record was still being written, then complete, then an old copy again.
+    expect(await store.recordTranscriptFindings([output('run-1#additionalContext', 'unconfirmed', 12_000), output('run-2#additionalContext', 'unconfirmed', 9_000)])).toEqual({ inserted: 2, duplicates: 0 });
+    expect(await store.recordTranscriptFindings([output('run-1#additionalContext', 'persisted', 12_000), output('run-2#additionalContext', 'delivered', 9_000)])).toEqual({ inserted: 2, duplicates: 0 });
+    expect(await store.recordTranscriptFindings([output('run-1#additionalContext', 'unconfirmed', 12_000)])).toEqual({ inserted: 0, duplicates: 1 });
+    // One request naming an output twice (its old and its new outcome) is taken whole.
+    expect(await store.recordTranscriptFindings([output('run-3#additionalContext', 'unconfirmed', 20), output('run-3#additionalContext', 'delivered', 20)])).toEqual({ inserted: 1, duplicates: 1 });
+    expect(await store.transcriptCommands(hook, { fromMs: T0, toMs: T0 + HOUR })).toEqual([
+      { command: 'emit ctx 12000', runs: 0, outputs: 3, delivered: 2, persisted: 1, unconfirmed: 0, largestOutputChars: 12_000, largestDeliveredChars: 9_000, sessions: 1 },
+    ]);
+  });
+
   it('past store.maxHooks, events of new hook names are counted under one overflow hook per hook event, none dropped', async () => {
     const store = await open({ maxHooks: 3 });
     const names = Array.from({ length: 8 }, (_, i) => `PreToolUse:tool-${i}`);

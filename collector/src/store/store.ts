@@ -215,7 +215,8 @@ export interface Store {
   guardTrims(hookId: string, q: SeriesQuery): Promise<GuardTrimStats>;
   /**
    * Commits transcript findings (`hookwatch scan --send`) to their own table, apart from telemetry; a finding
-   * whose id is already stored is not stored again. Resolves once they are durable.
+   * whose id is already stored is not stored again, except that an output stored as unconfirmed takes the outcome
+   * sent since (FINDING_ON_CONFLICT). Resolves once they are durable.
    */
   recordTranscriptFindings(findings: TranscriptFinding[]): Promise<FindingsResult>;
   /** Deletes transcript findings older than beforeMs, in bounded batches; returns how many (signal: as prune's). */

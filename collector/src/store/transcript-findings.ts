@@ -31,6 +31,27 @@ export function findingValues(f: TranscriptFinding): (string | number | null)[] 
   return [f.id, f.kind, f.hookId, f.hookEvent, f.hookName, f.command, f.sessionId, f.timeMs, f.field, f.outcome, f.chars];
 }
 
+/**
+ * How a finding already stored is met again: left as it is (the same transcripts sent again), except an output
+ * stored as unconfirmed, which takes the outcome sent since (its transcript was sent while Claude Code was still
+ * writing the record that delivered it). A known outcome is never turned back into unconfirmed.
+ */
+export const FINDING_ON_CONFLICT = `ON CONFLICT (finding_id) DO UPDATE SET outcome = excluded.outcome, chars = excluded.chars
+  WHERE transcript_findings.outcome = 'unconfirmed' AND excluded.outcome IN ('delivered', 'persisted')`;
+
+/**
+ * Each finding id of a batch once (one statement may not store a row twice): of an output named twice, the
+ * finding with its outcome known.
+ */
+export function uniqueFindings(findings: readonly TranscriptFinding[]): TranscriptFinding[] {
+  const byId = new Map<string, TranscriptFinding>();
+  for (const f of findings) {
+    const had = byId.get(f.id);
+    if (had === undefined || (had.outcome === 'unconfirmed' && (f.outcome === 'delivered' || f.outcome === 'persisted'))) byId.set(f.id, f);
+  }
+  return [...byId.values()];
+}
+
 /** Per-command figures of one hook over [from, to); `p(n)` renders the n-th (1-based) parameter: hook id, from, to. */
 export function commandsQuery(p: (n: number) => string): string {
   return `
@@ -69,6 +90,6 @@ export function toCommandRow(row: Record<string, unknown>): TranscriptCommandRow
 /** What storing a batch of findings did. */
 export interface FindingsResult {
   inserted: number;
-  /** Findings already stored (the same transcripts sent again). */
+  /** Findings already stored (the same transcripts sent again), an output's unconfirmed outcome not counted as one. */
   duplicates: number;
 }

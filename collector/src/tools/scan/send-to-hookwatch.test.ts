@@ -1,4 +1,6 @@
 /** `scan --send` against a running hookwatch: findings are stored once however often they are sent, apart from telemetry. */
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -76,6 +78,37 @@ describe('scan --send to hookwatch', () => {
 
     // Telemetry's figures are exactly what they were: transcript findings are not hook_execution_complete events.
     expect((await getJson<HooksResponse>(service.httpUrl, `/api/v1/hooks?${RANGE}`)).body.hooks).toEqual(telemetryBefore);
+  });
+
+  it('shows the final outcomes once when a transcript sent while it was being written is sent again complete', async () => {
+    const own = await startTestService({}, { now: () => NOW });
+    const session = '229cfef5-26c4-44fa-86e5-e4dea73819d9';
+    const whole = await readFile(join(PROJECTS, '-home-dev-proj', `${session}.jsonl`), 'utf8');
+    const file = join(own.dir, 'projects', 'p', `${session}.jsonl`);
+    const sendNow = async (text: string): Promise<void> => {
+      await writeFile(file, text);
+      const captured = captureIO(own.dir, { ...process.env });
+      await runScan(['--send', own.otlpHttpUrl, file], captured.io);
+      expect(captured.stdout()).toMatch(/^Sent \d+ findings/m);
+    };
+    try {
+      await mkdir(join(own.dir, 'projects', 'p'), { recursive: true });
+      // Sent while Claude Code was writing: the SessionStart commands have run, the record delivering their
+      // JSON output is half written, so their outputs are unconfirmed.
+      const lines = whole.split('\n');
+      await sendNow(`${lines.slice(0, 5).join('\n')}\n${lines[5]!.slice(0, 5_000)}`);
+      const early = (await getJson<TranscriptCommandsResponse>(own.httpUrl, `/api/v1/hooks/${hookId('SessionStart', 'SessionStart:startup')}/commands?${RANGE}`)).body;
+      expect(early.commands.reduce((n, c) => n + c.unconfirmed, 0)).toBe(2);
+      await sendNow(whole);
+      const final = (await getJson<TranscriptCommandsResponse>(own.httpUrl, `/api/v1/hooks/${hookId('SessionStart', 'SessionStart:startup')}/commands?${RANGE}`)).body;
+      expect(final.commands.map((c) => [c.command.replace(/^.*emit\.js /, ''), c.runs, c.outputs, c.delivered, c.persisted, c.unconfirmed])).toEqual([
+        ['ctx 12000', 1, 1, 0, 1, 0],
+        ['plain 10001', 1, 1, 0, 1, 0],
+        ['ctx 10000', 1, 1, 1, 0, 0],
+      ]);
+    } finally {
+      await own.close();
+    }
   });
 
   it('sends the OTEL_EXPORTER_OTLP_HEADERS of its environment, so a hookwatch with an ingest token takes the findings', async () => {

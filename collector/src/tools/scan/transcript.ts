@@ -555,7 +555,7 @@ export class TranscriptScanner {
           const link = pending.claimPersisted(keys, marker);
           if (!link) await unrecordedRun(index, part++);
           const where = link ? { hookName: link.hookName, hookEvent, command: link.command, chars: link.chars } : { hookName: unlinkedName, hookEvent, command: undefined, chars: null };
-          await this.emitPersisted(marker, { ...where, field: kind }, ctx, index);
+          await this.emitPersisted(marker, { ...where, field: kind }, ctx, index, link && commandOutputId(link));
         }
       } else if (text.length > 0) {
         const link = pending.claimDelivered(keys, text);
@@ -563,7 +563,7 @@ export class TranscriptScanner {
         await this.emitOutput(
           { hookName: link?.hookName ?? unlinkedName, hookEvent, command: link?.command, field: kind, outcome: 'delivered', chars: text.length, saved: undefined },
           ctx,
-          `${ctx.recordId}#${index}`,
+          link ? commandOutputId(link) : `${ctx.recordId}#${index}`,
         );
       }
     }
@@ -608,20 +608,21 @@ export class TranscriptScanner {
     where: { hookName: string; hookEvent: string; command: string | undefined; field: OutputKind; chars: number | null },
     ctx: RecordContext,
     index: number,
+    commandOutput?: string,
   ): Promise<void> {
     if (marker.savedPath !== undefined) {
       // The same saved file quoted again (a resumed session, a rewritten record) is one output.
       if (this.seenSavedPaths.has(marker.savedPath)) return;
       this.seenSavedPaths.add(marker.savedPath);
     }
-    const id = marker.savedPath !== undefined ? `saved:${marker.savedPath}` : `${ctx.recordId}#persisted${index}`;
+    const id = commandOutput ?? (marker.savedPath !== undefined ? `saved:${marker.savedPath}` : `${ctx.recordId}#persisted${index}`);
     const chars = where.chars ?? (await savedOutputChars(marker.savedPath, ctx));
     await this.emitOutput({ ...where, chars, outcome: 'persisted', saved: marker }, ctx, id);
   }
 
   private async emitUnconfirmed(entry: PendingOutput, file: string): Promise<void> {
     await this.emit({
-      kind: 'output', id: `${entry.runId}#${entry.kind}`, sessionId: entry.sessionId, hookName: entry.hookName, hookEvent: entry.hookEvent,
+      kind: 'output', id: commandOutputId(entry), sessionId: entry.sessionId, hookName: entry.hookName, hookEvent: entry.hookEvent,
       command: entry.command, field: entry.kind, outcome: 'unconfirmed', chars: entry.chars, saved: undefined, timestamp: entry.timestamp, file, lineNumber: 0,
     });
   }
@@ -704,6 +705,15 @@ async function savedOutputChars(savedPath: string | undefined, ctx: RecordContex
     }
   }
   return null;
+}
+
+/**
+ * The id of a JSON output string of a command's run, whatever its outcome: one transcript sent while Claude Code
+ * was still writing the string's delivery record gives it as unconfirmed, the same sent again complete gives its
+ * outcome under the same id, which hookwatch then stores in place of the unconfirmed one.
+ */
+function commandOutputId(entry: PendingOutput): string {
+  return `${entry.runId}#${entry.kind}`;
 }
 
 function byPersisted<T extends DeliveryCounts>(a: T, b: T): number {
