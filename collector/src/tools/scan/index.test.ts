@@ -323,6 +323,23 @@ describe('scan: counting delivered and persisted hook outputs', () => {
     expect((await scan(['--help'])).out).toContain('4 nothing found persisted but lines over --max-line-bytes were skipped');
   });
 
+  it('does not pass a transcript whose last record is cut off mid-write: the output in it is unknown, exit 4', async () => {
+    // Scanned while Claude Code was writing a hook record whose output it had saved to a file.
+    const persisted = hookRecord({ uuid: 'h-cut', sessionId: 's-cut', hookName: 'SessionStart:startup', content: persistedMarker({ savedPath: savedPath('s-cut', 'h-cut'), preview: 'x'.repeat(500) }) });
+    const file = join(dir, 'being-written.jsonl');
+    await writeFile(file, `${jsonl([hookRecord({ uuid: 'h-ok', sessionId: 's-cut', hookName: 'Stop', stdout: 'ok' })])}${JSON.stringify(persisted).slice(0, 400)}`);
+    const text = await scan([file]);
+    expect(text.out).not.toMatch(/^OK/m);
+    expect(text.out).toMatch(/^INCOMPLETE: 1 file ended in a line cut off mid-write/m);
+    expect(text.code).toBe(4);
+    const { code, result } = await scanJson([file]);
+    expect(result).toMatchObject({ ok: false, complete: false, totals: { records: 1, unparsableLines: 1 } });
+    expect(code).toBe(4);
+    // Scanned again once the record is written whole: the persisted output is found.
+    await writeFile(file, jsonl([hookRecord({ uuid: 'h-ok', sessionId: 's-cut', hookName: 'Stop', stdout: 'ok' }), persisted]));
+    expect((await scanJson([file])).code).toBe(1);
+  });
+
   it('passes when nothing was persisted', async () => {
     const file = await transcript('clean.jsonl', [hookRecord({ uuid: 'h1', sessionId: 's-clean', hookName: 'SessionStart:startup', stdout: 'x'.repeat(10_000) })]);
     const { code, result } = await scanJson([file]);

@@ -7,7 +7,7 @@ import { EXIT_FINDINGS, EXIT_INCOMPLETE, EXIT_OK, EXIT_SEND_FAILED, EXIT_USAGE }
 import type { ToolIO } from '../common/io.ts';
 import { MAX_LINE_BYTES } from '../common/limits.ts';
 import { HOOKWATCH_VERSION } from '../../version.ts';
-import { lostOutputs, scanJson, scanText } from './report.ts';
+import { incomplete, lostOutputs, scanJson, scanText } from './report.ts';
 import type { HookEventSender, SendOutcome } from './send.ts';
 import { collectTranscriptFiles, TranscriptScanner } from './transcript.ts';
 
@@ -25,8 +25,9 @@ as telemetry names them (SessionStart:startup); per command is what telemetry ca
 commands of one event was over.
 Records are counted once by their uuid, persisted outputs once by their saved file; copies of API requests are
 not counted; records of unknown types are skipped and counted. Files are streamed line by line; unparsable
-lines are skipped and counted, and a file none of whose lines is a transcript record (a README, a JSON document)
-is unreadable input: named with how many lines could not be read, exit status 2.
+lines are skipped and counted (a last line cut off mid-write leaves the scan incomplete), and a file none of
+whose lines is a transcript record (a README, a JSON document) is unreadable input: named with how many lines
+could not be read, exit status 2.
 
 Paths default to ~/.claude/projects, or $CLAUDE_CONFIG_DIR/projects when that is set, as Claude Code writes them.
 A path of - reads one transcript from standard input (reported as ${STDIN_NAME}); an empty standard input is
@@ -46,7 +47,8 @@ Options:
 
 Exit status: 0 nothing persisted, 1 hook outputs were persisted (or are over the cap by size), 2 bad usage, unreadable input or no
 transcripts found, 3 the findings could not be sent, 4 nothing found persisted but lines over --max-line-bytes were skipped
-unread, so outputs in them may have been lost unseen (INCOMPLETE, not OK).
+unread, or a transcript ended in a line cut off mid-write (still being written), so outputs in them may have been lost
+unseen (INCOMPLETE, not OK).
 `;
 
 /** `hookwatch scan`: finds hook outputs that Claude Code saved to a file instead of delivering. Returns the exit code. */
@@ -108,7 +110,7 @@ export async function runScan(argv: string[], io: ToolIO): Promise<number> {
     if (lostOutputs(result.totals) > 0) return EXIT_FINDINGS;
     if (result.files.some((f) => f.error !== undefined)) return EXIT_USAGE;
     // Nothing found lost, but not everything was read: not a pass.
-    if (result.totals.oversizedLines > 0) return EXIT_INCOMPLETE;
+    if (incomplete(result)) return EXIT_INCOMPLETE;
     return EXIT_OK;
   } catch (error) {
     if (sender) await sender.finish();

@@ -36,11 +36,12 @@ export function lostOutputs(counts: DeliveryCounts): number {
 }
 
 /**
- * True when part of the input went unread (a line over the line limit, a file that could not be read): a hook
- * output in it may have been saved to a file without the scan seeing it, so the scan cannot say nothing was lost.
+ * True when part of the input went unread (a line over the line limit, a file that could not be read, a last line
+ * cut off mid-write): a hook output in it may have been saved to a file without the scan seeing it, so the scan
+ * cannot say nothing was lost.
  */
 export function incomplete(result: ScanResult): boolean {
-  return result.totals.oversizedLines > 0 || result.files.some((f) => f.error !== undefined);
+  return result.totals.oversizedLines > 0 || result.files.some((f) => f.error !== undefined || f.truncatedLastLine);
 }
 
 /**
@@ -164,10 +165,12 @@ export function scanText(result: ScanResult, options: ReportOptions): string {
   }
   if (incomplete(result)) {
     const unreadable = result.files.filter((f) => f.error !== undefined).length;
+    const cutOff = result.files.filter((f) => f.truncatedLastLine).length;
     const limit = options.maxLineBytes === undefined ? '' : ` of ${formatCount(options.maxLineBytes)} bytes`;
     const parts = [
       totals.oversizedLines > 0 ? `${plural(totals.oversizedLines, 'line')} over the line limit${limit} ${totals.oversizedLines === 1 ? 'was' : 'were'} skipped unread (--max-line-bytes)` : '',
       unreadable > 0 ? `${plural(unreadable, 'file')} could not be read` : '',
+      cutOff > 0 ? `${plural(cutOff, 'file')} ended in a line cut off mid-write (a transcript still being written: scan it again once written)` : '',
     ].filter(Boolean);
     out.push(`INCOMPLETE: ${parts.join(' and ')}; a hook output there may have been saved to a file without this scan seeing it.\n`);
   }
