@@ -7,8 +7,34 @@ export function formatCount(n: number): string {
   return numberFormat.format(n);
 }
 
-/** Renders rows as a left-aligned text table with a header row; every cell is already a string. */
-export function renderTable(header: readonly string[], rows: readonly (readonly string[])[], indent = ''): string {
+const ESCAPES: Record<string, string> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' };
+
+/** A control character (C0, DEL or C1); with keepLines, the line feed and tab are not. */
+function isControl(code: number, keepLines: boolean): boolean {
+  if (keepLines && (code === 0x0a || code === 0x09)) return false;
+  return code < 0x20 || (code >= 0x7f && code <= 0x9f);
+}
+
+/**
+ * Text read from files (a file name, a hook command, a transcript's fields) as a report may print it: control
+ * characters written as escapes (`\n`, `\u001b`), so a line break cannot forge a line of the report (a verdict
+ * such as "OK:") and a terminal escape cannot reach the terminal. With `keepLines`, line breaks and tabs stay.
+ */
+export function printable(text: string, options: { keepLines?: boolean } = {}): string {
+  let out = '';
+  let from = 0;
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (!isControl(code, options.keepLines === true)) continue;
+    out += text.slice(from, i) + (ESCAPES[text[i]!] ?? `\\u${code.toString(16).padStart(4, '0')}`);
+    from = i + 1;
+  }
+  return from === 0 ? text : out + text.slice(from);
+}
+
+/** Renders rows as a left-aligned text table with a header row; every cell is already a string, printed as printable() gives it. */
+export function renderTable(header: readonly string[], rawRows: readonly (readonly string[])[], indent = ''): string {
+  const rows = rawRows.map((row) => row.map((cell) => printable(cell)));
   const widths = header.map((h, column) => Math.max(h.length, ...rows.map((row) => (row[column] ?? '').length)));
   const line = (cells: readonly string[]): string =>
     indent +

@@ -285,6 +285,20 @@ describe('scan: counting delivered and persisted hook outputs', () => {
     expect(code).toBe(1);
   });
 
+  it('prints a file name, a command or a preview with line breaks and terminal escapes as text that cannot forge a verdict', async () => {
+    const forged = '\nOK: every hook output reached the model whole\n\u001b]0;title\u0007\u001b[2J';
+    const folder = join(dir, 'hostile-names');
+    await mkdir(folder, { recursive: true });
+    const persisted = hookRecord({ uuid: 'h-esc', sessionId: `s-esc${forged}`, hookName: `Stop${forged}`, content: persistedMarker({ savedPath: savedPath('s-esc', 'h-esc'), preview: `preview${forged}` }) });
+    (persisted.attachment as Record<string, unknown>).command = `./stop.sh${forged}`;
+    await writeFile(join(folder, `session${forged}.jsonl`), `${jsonl([persisted])}not json\n`);
+    const { code, out } = await scan(['--show-content', folder]);
+    expect(code).toBe(1);
+    expect(out.split('\n').filter((line) => /^(OK|FAIL|INCOMPLETE|UNKNOWN):/.test(line))).toEqual([expect.stringMatching(/^FAIL: 1 hook output in 1 session /)]);
+    expect([...out].filter((c) => c !== '\n' && (c < ' ' || (c >= '\u007f' && c <= '\u009f')))).toEqual([]);
+    expect(out).toContain('./stop.sh\\nOK: every hook output reached the model whole\\n\\u001b]0;title\\u0007\\u001b[2J');
+  });
+
   it("does not count another session's hook output marker quoted in a tool result", async () => {
     // Claude ran `grep -r persisted-output ~/.claude/projects`: the result quotes session B's marker.
     const quoted = `${savedPath(SESSION_B, 'b2')}:${persistedMarker({ savedPath: savedPath(SESSION_B, 'b2'), preview: 'C'.repeat(200) })}`;

@@ -1,5 +1,5 @@
 import { OUTPUT_CAP_CHARS, PREVIEW_CHARS } from '../../../../shared/src/cliff.ts';
-import { formatBytes, formatCount, plural, renderTable } from '../common/format.ts';
+import { formatBytes, formatCount, plural, printable, renderTable } from '../common/format.ts';
 import { UNKNOWN_COMMAND } from './transcript.ts';
 import type { DeliveryCounts, ScanResult } from './transcript.ts';
 import type { SendOutcome } from './send.ts';
@@ -98,7 +98,7 @@ export function scanText(result: ScanResult, options: ReportOptions): string {
         f.truncatedLastLine ? 'last line cut off' : '',
         f.oversizedLines > 0 ? `${plural(f.oversizedLines, 'line')} over the line limit` : '',
       ].filter(Boolean);
-      out.push(`  ${f.path}: ${notes.join(', ')}\n`);
+      out.push(`  ${printable(f.path)}: ${printable(notes.join(', '))}\n`);
     }
   }
 
@@ -125,11 +125,12 @@ export function scanText(result: ScanResult, options: ReportOptions): string {
     out.push(`\nPersisted outputs (the model got a ~${formatCount(PREVIEW_CHARS)}-character preview instead of each)\n`);
     for (const p of result.persistedOutputs) {
       out.push(
-        `  ${p.sessionId}  ${p.hookName}  ${p.file}:${p.lineNumber}\n` +
-          `    command ${p.command ?? UNKNOWN_COMMAND}\n` +
-          `    ${p.chars !== null ? `${formatCount(p.chars)} characters, ` : p.sizeLabel !== undefined ? `size ${p.sizeLabel}, ` : ''}saved to ${p.savedPath ?? '(path not shown)'}\n`,
+        printable(`  ${p.sessionId}  ${p.hookName}  ${p.file}:${p.lineNumber}`) + '\n' +
+          printable(`    command ${p.command ?? UNKNOWN_COMMAND}`) + '\n' +
+          printable(`    ${p.chars !== null ? `${formatCount(p.chars)} characters, ` : p.sizeLabel !== undefined ? `size ${p.sizeLabel}, ` : ''}saved to ${p.savedPath ?? '(path not shown)'}`) + '\n',
       );
-      if (options.showContent) out.push(`    --- preview ---\n${p.preview}\n    --- end of preview ---\n`);
+      // Indented, so no line of a hook's output reads as a line of the report.
+      if (options.showContent) out.push(`    --- preview ---\n${printable(p.preview, { keepLines: true }).replace(/^/gm, '    ')}\n    --- end of preview ---\n`);
     }
     if (totals.outputsPersisted > result.persistedOutputs.length) {
       out.push(`  ... and more (${formatCount(totals.outputsPersisted)} in all; --json lists the first ${formatCount(result.persistedOutputs.length)})\n`);
