@@ -19,6 +19,8 @@ export interface LineStats {
   bytes: number;
   /** Lines longer than the limit, skipped without being buffered. */
   oversizedLines: number;
+  /** Number of the first of them, to name in a report. */
+  firstOversizedLine?: number;
 }
 
 /** Options of readLines. */
@@ -54,6 +56,7 @@ export async function* readLines(source: string | Readable, options: ReadLinesOp
     stats.lines++;
     if (skipping || pendingBytes + tail.length > maxLineBytes) {
       stats.oversizedLines++;
+      stats.firstOversizedLine ??= lineNumber;
       skipping = false;
       pending = [];
       pendingBytes = 0;

@@ -354,6 +354,20 @@ describe('scan: counting delivered and persisted hook outputs', () => {
     expect((await scanJson([file])).code).toBe(1);
   });
 
+  it('names the line of the first unparsable line and of the first line over the limit of each file', async () => {
+    const records = [
+      hookRecord({ uuid: 'h-where-1', sessionId: 's-where', hookName: 'Stop', stdout: 'ok' }),
+      messageRecord({ uuid: 'm-where', sessionId: 's-where', role: 'assistant', text: 'z'.repeat(5_000) }),
+      hookRecord({ uuid: 'h-where-2', sessionId: 's-where', hookName: 'Stop', stdout: 'ok' }),
+    ];
+    const file = join(dir, 'where.jsonl');
+    await writeFile(file, `${jsonl(records.slice(0, 2))}{"type":"attachment",\n${jsonl(records.slice(2))}not json\n`);
+    const { out } = await scan(['--max-line-bytes', '2048', file]);
+    expect(out).toContain(`${file}: 2 unparsable lines (first at line 3), 1 line over the line limit (line 2)\n`);
+    const { result } = await scanJson(['--max-line-bytes', '2048', file]);
+    expect(result.files[0]).toMatchObject({ unparsableLines: 2, firstUnparsableLine: 3, oversizedLines: 1, firstOversizedLine: 2 });
+  });
+
   it('passes when nothing was persisted', async () => {
     const file = await transcript('clean.jsonl', [hookRecord({ uuid: 'h1', sessionId: 's-clean', hookName: 'SessionStart:startup', stdout: 'x'.repeat(10_000) })]);
     const { code, result } = await scanJson([file]);

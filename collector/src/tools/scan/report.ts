@@ -54,6 +54,12 @@ function largestOutputCell(counts: DeliveryCounts): string {
   return known === null ? '-' : formatCount(known);
 }
 
+/** " (line 7)" for one line, " (first at line 7)" for several; nothing when the line is not known. */
+function lineOf(count: number, first: number | undefined): string {
+  if (first === undefined) return '';
+  return count === 1 ? ` (line ${first})` : ` (first at line ${first})`;
+}
+
 function countCells(counts: DeliveryCounts, withUnconfirmed: boolean): string[] {
   const size = (n: number | null): string => (n === null ? '-' : formatCount(n));
   return [
@@ -94,9 +100,9 @@ export function scanText(result: ScanResult, options: ReportOptions): string {
     for (const f of troubled) {
       const notes = [
         f.error !== undefined ? `unreadable: ${f.error}` : '',
-        f.unparsableLines > 0 ? `${plural(f.unparsableLines, 'unparsable line')}` : '',
+        f.unparsableLines > 0 ? `${plural(f.unparsableLines, 'unparsable line')}${lineOf(f.unparsableLines, f.firstUnparsableLine)}` : '',
         f.truncatedLastLine ? 'last line cut off' : '',
-        f.oversizedLines > 0 ? `${plural(f.oversizedLines, 'line')} over the line limit` : '',
+        f.oversizedLines > 0 ? `${plural(f.oversizedLines, 'line')} over the line limit${lineOf(f.oversizedLines, f.firstOversizedLine)}` : '',
       ].filter(Boolean);
       out.push(`  ${printable(f.path)}: ${printable(notes.join(', '))}\n`);
     }

@@ -122,8 +122,12 @@ export interface FileSummary {
   lines: number;
   /** Lines that are not JSON (skipped), including a cut-off last line. */
   unparsableLines: number;
+  /** Number of the first of them, to name in a report. */
+  firstUnparsableLine?: number;
   /** Lines over the line limit, skipped without being buffered. */
   oversizedLines: number;
+  /** Number of the first of them. */
+  firstOversizedLine?: number;
   /** True when the last line had no newline and did not parse: a record cut off mid-write. */
   truncatedLastLine: boolean;
   hookRecords: number;
@@ -371,11 +375,13 @@ export class TranscriptScanner {
           parsed = JSON.parse(line.bytes.toString('utf8'));
         } catch {
           file.unparsableLines++;
+          file.firstUnparsableLine ??= line.lineNumber;
           if (line.unterminated) file.truncatedLastLine = true;
           continue;
         }
         if (!isObject(parsed)) {
           file.unparsableLines++;
+          file.firstUnparsableLine ??= line.lineNumber;
           continue;
         }
         if (typeof parsed.type === 'string') records++;
@@ -397,6 +403,7 @@ export class TranscriptScanner {
     file.bytes = stats.bytes;
     file.lines = stats.lines;
     file.oversizedLines = stats.oversizedLines;
+    if (stats.firstOversizedLine !== undefined) file.firstOversizedLine = stats.firstOversizedLine;
     this.files.push(file);
     this.totals.bytes += file.bytes;
     this.totals.lines += file.lines;
