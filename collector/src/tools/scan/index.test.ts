@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { once } from 'node:events';
-import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -380,6 +380,12 @@ describe('scan: counting delivered and persisted hook outputs', () => {
     const missing = await scan([join(dir, 'does-not-exist')]);
     expect(missing.err).toContain('no such file or directory');
     expect(missing.code).toBe(2);
+    // A link that loops is there, but leads nowhere: said as such, not as a missing file.
+    const loop = join(dir, 'loop.jsonl');
+    await symlink('loop.jsonl', loop);
+    const looping = await scan([loop]);
+    expect(looping.err).toContain(`a symbolic link that loops: ${loop}`);
+    expect(looping.code).toBe(2);
     const bad = await scan(['--max-line-bytes', 'big', dir]);
     expect(bad.err).toContain('--max-line-bytes: expected a whole number >= 1, got "big"');
     expect(bad.code).toBe(2);

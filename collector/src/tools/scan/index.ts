@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { stat } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 
@@ -51,6 +51,14 @@ unread, or a transcript ended in a line cut off mid-write (still being written),
 unseen (INCOMPLETE, not OK).
 `;
 
+/** What a path given that cannot be read is said to be, by its error code. */
+const PATH_PROBLEMS: Record<string, string> = {
+  ENOENT: 'no such file or directory',
+  ELOOP: 'a symbolic link that loops',
+  EACCES: 'permission denied',
+  ENOTDIR: 'no such file or directory (a part of the path is a file)',
+};
+
 /** `hookwatch scan`: finds hook outputs that Claude Code saved to a file instead of delivering. Returns the exit code. */
 export async function runScan(argv: string[], io: ToolIO): Promise<number> {
   let sender: HookEventSender | undefined;
@@ -79,7 +87,11 @@ export async function runScan(argv: string[], io: ToolIO): Promise<number> {
     const configDir = io.env.CLAUDE_CONFIG_DIR ? resolve(io.cwd, io.env.CLAUDE_CONFIG_DIR) : join(home, '.claude');
     const paths = positionals.length > 0 ? given.map((p) => resolve(io.cwd, p)) : [join(configDir, 'projects')];
     for (const path of paths) {
-      if (!existsSync(path)) throw new UsageError(`no such file or directory: ${path}`);
+      const problem = await stat(path).then(
+        () => undefined,
+        (error: NodeJS.ErrnoException) => PATH_PROBLEMS[error.code ?? ''] ?? `cannot read (${error.code ?? error.message})`,
+      );
+      if (problem !== undefined) throw new UsageError(`${problem}: ${path}`);
     }
     const files = await collectTranscriptFiles(paths);
     // A CI job pointed at the wrong folder must not pass.
