@@ -208,6 +208,29 @@ describe('scan: counting delivered and persisted hook outputs', () => {
     expect(twice.code).toBe(1);
   });
 
+  it('follows a symbolic link to a project folder or a transcript, reading each once, and stops at links that loop', async () => {
+    const root = join(dir, 'linked');
+    await mkdir(join(root, 'projects'), { recursive: true });
+    await mkdir(join(root, 'elsewhere', 'project'), { recursive: true });
+    await writeFile(join(root, 'elsewhere', 'project', 'kept-elsewhere.jsonl'), jsonl(sessionARecords()));
+    await writeFile(join(root, 'elsewhere', 'single.jsonl'), jsonl([hookRecord({ uuid: 'h-linked', sessionId: 's-linked', hookName: 'Stop', stdout: 'ok' })]));
+    // A project folder kept on another disk, a transcript linked in, links that loop: to the folder they are in,
+    // back up the tree, and to itself.
+    await symlink(join(root, 'elsewhere', 'project'), join(root, 'projects', 'project'));
+    await symlink(join(root, 'elsewhere', 'single.jsonl'), join(root, 'projects', 'single.jsonl'));
+    await symlink('.', join(root, 'projects', 'here'));
+    await symlink('../../projects', join(root, 'elsewhere', 'project', 'up'));
+    await symlink('self.jsonl', join(root, 'projects', 'self.jsonl'));
+    const { code, result } = await scanJson([join(root, 'projects')]);
+    expect(result.files.map((f) => [f.path.slice(root.length), (f as { error?: string }).error?.replace(/,.*/, '')])).toEqual([
+      ['/projects/project/kept-elsewhere.jsonl', undefined],
+      ['/projects/self.jsonl', 'ELOOP: too many symbolic links encountered'],
+      ['/projects/single.jsonl', undefined],
+    ]);
+    expect(result.totals).toMatchObject({ records: 4, outputsPersisted: 1 });
+    expect(code).toBe(1);
+  });
+
   it('prints no hook output unless --show-content, and then only the previews', async () => {
     const plain = await scan([projects]);
     expect(plain.code).toBe(1);

@@ -17,12 +17,12 @@ const STDIN_NAME = '(stdin)';
 
 const HELP = `Usage: hookwatch scan [options] [paths...]
 
-Reads Claude Code transcripts (*.jsonl; directories are searched recursively, subagent transcripts included;
-a file reached by several paths is read once) and reports, per hook, per command and per session, which hook
-output strings reached the model whole and which went over the 10,000-character cap and were saved to a file
-instead (the model then sees only a ~2,000-character preview, while the hook reports success). Hooks are named
-as telemetry names them (SessionStart:startup); per command is what telemetry cannot tell: which of the
-commands of one event was over.
+Reads Claude Code transcripts (*.jsonl; directories are searched recursively, subagent transcripts included,
+symbolic links followed; a file reached by several paths is read once) and reports, per hook, per command and
+per session, which hook output strings reached the model whole and which went over the 10,000-character cap
+and were saved to a file instead (the model then sees only a ~2,000-character preview, while the hook reports
+success). Hooks are named as telemetry names them (SessionStart:startup); per command is what telemetry cannot
+tell: which of the commands of one event was over.
 Records are counted once by their uuid, persisted outputs once by their saved file; copies of API requests are
 not counted; records of unknown types are skipped and counted. Files are streamed line by line; unparsable
 lines are skipped and counted (a last line cut off mid-write leaves the scan incomplete), and a file none of

@@ -209,10 +209,13 @@ export interface TranscriptPath {
 /**
  * Files to read for the given paths: files as given, directories searched recursively for `*.jsonl`. A file is
  * listed once however often the paths reach it (a folder given twice, a folder and a file in it, a link to it).
+ * Symbolic links are followed (a project folder kept on another disk), each folder read once: a link back up the
+ * tree ends there.
  */
 export async function collectTranscriptFiles(paths: readonly string[]): Promise<TranscriptPath[]> {
   const files: TranscriptPath[] = [];
   const seen = new Set<string>();
+  const walked = new Set<string>();
   const add = async (file: string): Promise<void> => {
     // A file gone since its folder was listed (a session deleted meanwhile) is still listed: reading it then
     // records its error as that file's, as for any unreadable file, and the rest of the scan goes on.
@@ -226,6 +229,9 @@ export async function collectTranscriptFiles(paths: readonly string[]): Promise<
     files.push({ path: file });
   };
   const walk = async (dir: string): Promise<void> => {
+    const real = await realpath(dir).catch(() => dir);
+    if (walked.has(real)) return;
+    walked.add(real);
     let entries: Dirent[];
     try {
       entries = await readdir(dir, { withFileTypes: true });
@@ -238,9 +244,11 @@ export async function collectTranscriptFiles(paths: readonly string[]): Promise<
     entries.sort((a, b) => a.name.localeCompare(b.name));
     for (const entry of entries) {
       const full = join(dir, entry.name);
-      // Symbolic links are not followed: a link back up the tree would loop.
-      if (entry.isDirectory()) await walk(full);
-      else if (entry.isFile() && entry.name.endsWith('.jsonl')) await add(full);
+      // What a link leads to; a link that leads nowhere (or loops) and is named as a transcript is listed, and
+      // reading it then names its error.
+      const target = entry.isSymbolicLink() ? await stat(full).catch(() => undefined) : entry;
+      if (target?.isDirectory()) await walk(full);
+      else if ((target === undefined || target.isFile()) && entry.name.endsWith('.jsonl')) await add(full);
     }
   };
   for (const path of paths) {
