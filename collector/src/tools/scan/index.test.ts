@@ -391,6 +391,19 @@ describe('scan: counting delivered and persisted hook outputs', () => {
     expect(result.files[0]).toMatchObject({ unparsableLines: 2, firstUnparsableLine: 3, oversizedLines: 1, firstOversizedLine: 2 });
   });
 
+  it('counts as delivered a hook output that only mentions the persisted-output tag', async () => {
+    // A hook telling the model about Claude Code's markers: its text reached the model whole.
+    const text = 'Large outputs come back wrapped in <persisted-output> tags; read the saved file they name.';
+    const plain = hookRecord({ uuid: 'h-tag-1', sessionId: 's-tag', hookName: 'SessionStart:startup', stdout: text });
+    const json = hookRecord({ uuid: 'h-tag-2', sessionId: 's-tag', hookName: 'SessionStart:startup', stdout: JSON.stringify({ hookSpecificOutput: { hookEventName: 'SessionStart', additionalContext: text } }), content: '' });
+    const delivery = hookRecord({ uuid: 'h-tag-3', sessionId: 's-tag', hookName: 'SessionStart', type: 'hook_additional_context', content: [text] });
+    (delivery.attachment as Record<string, unknown>).toolUseID = 'SessionStart';
+    const file = await transcript('mentions-the-tag.jsonl', [plain, json, { ...delivery, parentUuid: 'h-tag-2' }]);
+    const { code, result } = await scanJson([file]);
+    expect(result.totals).toMatchObject({ runs: 2, outputs: 2, delivered: 2, outputsPersisted: 0, unconfirmed: 0 });
+    expect(code).toBe(0);
+  });
+
   it('passes when nothing was persisted', async () => {
     const file = await transcript('clean.jsonl', [hookRecord({ uuid: 'h1', sessionId: 's-clean', hookName: 'SessionStart:startup', stdout: 'x'.repeat(10_000) })]);
     const { code, result } = await scanJson([file]);

@@ -28,6 +28,15 @@ export function mayHoldMarker(text: string): boolean {
   return text.includes(MARKER_OPEN);
 }
 
+/**
+ * True when an output string of a hook record is a marker: Claude Code puts the marker in place of the whole
+ * output, so the string starts with it. A hook output that only mentions the tag (a hook telling the model about
+ * markers) reached the model as it is.
+ */
+export function isMarkerText(text: string): boolean {
+  return /^\s*<persisted-output>/.test(text);
+}
+
 /** Every persisted-output marker in the text, in order (an unclosed marker runs to the end of the text). */
 export function findPersistedOutputs(text: string): PersistedOutput[] {
   const found: PersistedOutput[] = [];

@@ -13,7 +13,7 @@ import { readLines } from '../common/lines.ts';
 import type { LineStats } from '../common/lines.ts';
 import { digestOf, PendingOutputs } from './output-links.ts';
 import type { DeliveryRecordKeys, PendingOutput } from './output-links.ts';
-import { findPersistedOutputs, isHookOutputPath, mayHoldMarker, savedPathSession } from './persisted-marker.ts';
+import { findPersistedOutputs, isHookOutputPath, isMarkerText, mayHoldMarker, savedPathSession } from './persisted-marker.ts';
 import { redactCommand } from './redact-command.ts';
 import type { PersistedOutput } from './persisted-marker.ts';
 
@@ -469,7 +469,7 @@ export class TranscriptScanner {
       collectStrings(attachment, strings);
       const hookName = this.hookNameFor(attachment, hookEvent, sessionId);
       let index = 0;
-      for (const marker of strings.filter(mayHoldMarker).flatMap(findPersistedOutputs)) {
+      for (const marker of strings.filter(isMarkerText).flatMap(findPersistedOutputs)) {
         await this.emitPersisted(marker, { hookName, hookEvent, command: commandOf(attachment), field: 'stdout', chars: null }, ctx, index++);
       }
     }
@@ -485,9 +485,9 @@ export class TranscriptScanner {
     const stdout = typeof attachment.stdout === 'string' ? attachment.stdout : undefined;
     const content = contentStrings(attachment.content).join('');
     const where = { hookName, hookEvent, command };
-    if (mayHoldMarker(content)) {
+    if (isMarkerText(content)) {
       // Plain stdout over the cap: the raw stdout (when the record holds it) gives the size.
-      const chars = stdout !== undefined && !mayHoldMarker(stdout) ? stdout.length : null;
+      const chars = stdout !== undefined && !isMarkerText(stdout) ? stdout.length : null;
       let index = 0;
       for (const marker of findPersistedOutputs(content)) await this.emitPersisted(marker, { ...where, field: 'stdout', chars }, ctx, index++);
       return;
@@ -564,7 +564,7 @@ export class TranscriptScanner {
     };
     const entries = contentStrings(attachment.content);
     for (const [index, text] of entries.entries()) {
-      if (mayHoldMarker(text)) {
+      if (isMarkerText(text)) {
         let part = 0;
         for (const marker of findPersistedOutputs(text)) {
           const link = pending.claimPersisted(keys, marker);
