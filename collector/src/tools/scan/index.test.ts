@@ -314,7 +314,7 @@ describe('scan: counting delivered and persisted hook outputs', () => {
     await mkdir(folder, { recursive: true });
     const persisted = hookRecord({ uuid: 'h-esc', sessionId: `s-esc${forged}`, hookName: `Stop${forged}`, content: persistedMarker({ savedPath: savedPath('s-esc', 'h-esc'), preview: `preview${forged}` }) });
     (persisted.attachment as Record<string, unknown>).command = `./stop.sh${forged}`;
-    await writeFile(join(folder, `session${forged}.jsonl`), `${jsonl([persisted])}not json\n`);
+    await writeFile(join(folder, `session${forged}.jsonl`), `${jsonl([persisted, { type: `new-type${forged}`, uuid: 'u-esc' }])}not json\n`);
     const { code, out } = await scan(['--show-content', folder]);
     expect(code).toBe(1);
     expect(out.split('\n').filter((line) => /^(OK|FAIL|INCOMPLETE|UNKNOWN):/.test(line))).toEqual([expect.stringMatching(/^FAIL: 1 hook output in 1 session /)]);

@@ -88,7 +88,7 @@ export function scanText(result: ScanResult, options: ReportOptions): string {
       `${plural(totals.records, 'hook record')}` +
       (totals.duplicateRecords > 0 ? `, ${plural(totals.duplicateRecords, 'duplicate')} ignored` : '') +
       (totals.requestCopies > 0 ? `, ${plural(totals.requestCopies, 'copy', 'copies')} of API requests not counted` : '') +
-      (skippedCount > 0 ? `, ${plural(skippedCount, 'record')} of unknown type skipped (${skipped.map(([type, n]) => `${type}: ${formatCount(n)}`).join(', ')})` : '') +
+      (skippedCount > 0 ? `, ${plural(skippedCount, 'record')} of unknown type skipped (${printable(skipped.map(([type, n]) => `${type}: ${formatCount(n)}`).join(', '))})` : '') +
       (totals.unparsableLines > 0 ? `, ${plural(totals.unparsableLines, 'unparsable line')} skipped` : '') +
       (totals.oversizedLines > 0 ? `, ${plural(totals.oversizedLines, 'oversized line')} skipped` : '') +
       '\n',
@@ -147,7 +147,7 @@ export function scanText(result: ScanResult, options: ReportOptions): string {
     out.push(
       options.send.error === undefined
         ? `\nSent ${plural(options.send.exported, 'finding')} (command runs and output outcomes) to ${options.send.url}\n`
-        : `\nSending to ${options.send.url} failed: ${options.send.error} (${formatCount(options.send.exported)} of ${plural(options.send.emitted, 'finding')} accepted)\n`,
+        : `\nSending to ${options.send.url} failed: ${printable(options.send.error)} (${formatCount(options.send.exported)} of ${plural(options.send.emitted, 'finding')} accepted)\n`,
     );
   }
 
