@@ -217,14 +217,22 @@ describe('hook list pages', () => {
     expect(second).toEqual({ hooks: ['Stop:q1'], nextCursor: null });
   });
 
-  it('takes back the cursor of a page ending on a hook with the longest name kept', async () => {
-    const long = `Stop:${'\u540d'.repeat(1019)}`;
-    await store.ingest([long, `${long.slice(0, -1)}x`].map((hookName) => hookEvent({ hookName, timeMs: NOW - 60_000 })));
-    const ask = (cursor = ''): Promise<Response> => fetch(`${base}/api/v1/hooks?from=now-1h&to=now&name=\u540d\u540d&limit=1${cursor}`);
-    const first = (await (await ask()).json()) as { hooks: { hookName: string }[]; nextCursor: string };
-    expect(first.hooks.map((h) => h.hookName.length)).toEqual([1024]);
-    const next = await ask(`&cursor=${first.nextCursor}`);
-    expect(next.status).toBe(200);
-    expect(((await next.json()) as { hooks: { hookName: string }[] }).hooks.map((h) => h.hookName)).not.toEqual(first.hooks.map((h) => h.hookName));
+  it('takes back the cursor of a page ending on a hook with the longest name kept, and goes on to the next hook', async () => {
+    // 1,024 characters (the most a hook_name keeps), each written in 6 bytes by JSON (\u0001): a cursor of over
+    // 8,000 characters, near the longest parseHookCursor takes.
+    const long = `Stop:${'\u0001'.repeat(1019)}`;
+    const other = `${long.slice(0, -1)}x`;
+    await store.ingest([long, other].map((hookName) => hookEvent({ hookName, timeMs: NOW - 60_000 })));
+    const page = async (cursor?: string): Promise<{ status: number; hooks: string[]; nextCursor: string | null }> => {
+      const res = await fetch(`${base}/api/v1/hooks?from=now-1h&to=now&name=%01%01&limit=1${cursor === undefined ? '' : `&cursor=${cursor}`}`);
+      const body = (await res.json()) as { hooks?: { hookName: string }[]; nextCursor?: string | null };
+      return { status: res.status, hooks: (body.hooks ?? []).map((h) => h.hookName), nextCursor: body.nextCursor ?? null };
+    };
+    const first = await page();
+    expect(first.hooks.map((h) => h.length)).toEqual([1024]);
+    expect(first.nextCursor?.length).toBeGreaterThan(8000);
+    // The other hook, and only it: not an empty page, not the first page's hook again.
+    const next = await page(first.nextCursor ?? undefined);
+    expect(next).toEqual({ status: 200, hooks: [long, other].filter((n) => n !== first.hooks[0]), nextCursor: null });
   });
 });
