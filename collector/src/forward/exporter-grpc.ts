@@ -44,10 +44,11 @@ const MAYBE_PERMANENT = new Set<number>([GrpcStatus.UNAUTHENTICATED, GrpcStatus.
 const CUT_OFF = /ECONNRESET|EPIPE|Connection dropped|socket hang up|Stream refused/i;
 
 /**
- * What grpc-js says when it stops reading an answer over its receive limit (4 MiB), before or after gunzip. Only
- * an OK answer carries a message, so after response headers this is the client's limit, not the destination's.
+ * What grpc-js says when it stops reading an answer over its receive limit (4 MiB, grpc-js' default, named in the
+ * text), before or after gunzip. Only an OK answer carries a message, so after response headers this is the
+ * client's limit, not the destination's; a destination or proxy with a limit of its own names its own.
  */
-const ANSWER_OVER_LIMIT = /^Received message (larger than max|that decompresses to a size larger than)/;
+const ANSWER_OVER_LIMIT = /^Received message (larger than max \(\d+ vs 4194304\)|that decompresses to a size larger than 4194304)$/;
 
 const identity = (b: Buffer): Buffer => b;
 
