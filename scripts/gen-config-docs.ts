@@ -79,7 +79,7 @@ export function renderConfigReference(settings: readonly Setting[] = SETTINGS): 
     'real setting (a typo still shows) and is otherwise ignored, because the environment is shared with the platform;',
     'Kubernetes service-link names (`HOOKWATCH_PORT`, `HOOKWATCH_SERVICE_HOST`, `HOOKWATCH_SERVICE_PORT*`,',
     '`HOOKWATCH_PORT_<n>_<PROTO>*`, also for Services named `hookwatch-*`) are ignored silently. Sources, lowest to highest: built-in defaults < the config file',
-    '(`--config FILE` or `HOOKWATCH_CONFIG`, YAML or JSON, keys nested by their dots) < environment variables < flags.',
+    '(`--config FILE` or `HOOKWATCH_CONFIG`, YAML or JSON, keys nested by their dots, at most 4 MiB) < environment variables < flags.',
     '`hookwatch config` prints the effective configuration with secrets redacted.',
     '',
     '`kill -HUP <pid>` or `POST /-/reload` reads the file, environment and flags again, as Prometheus reloads its',

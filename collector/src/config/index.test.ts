@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ConfigError, SETTINGS, effectiveDocument, loadConfig, parseDuration, toConfig } from './index.ts';
+import { MAX_CONFIG_FILE_BYTES } from './load.ts';
 import { tempDir } from '../../test/helpers.ts';
 
 const configs = fileURLToPath(new URL('../../testdata/configs/', import.meta.url));
@@ -176,6 +177,25 @@ describe('bad configuration fails at start with a message naming the key', () =>
     const receivers = 'alerting:\n  receivers:\n    - { name: ops, url: "https://hooks.example.com/T0/LeakPath77", signingSecret: "whsec_LeakSecret88", bearer: x }\n';
     expect(message(receivers)).toMatch(/^config file x\.yaml: alerting\.receivers\[0\]: unknown key "bearer" \(known: name, type, url, [^)]*\)$/);
     expect(message(receivers)).not.toMatch(/LeakPath77|LeakSecret88/);
+  });
+
+  // `--config` naming a device or a log file by mistake read it whole: /dev/zero until the machine ran out of
+  // memory, and a large file blocked a running process for as long as it took to parse at a reload.
+  it('refuses a config file larger than any configuration, reading no more of it than that', () => {
+    const tmp = tempDir();
+    try {
+      const fits = join(tmp.dir, 'fits.yaml');
+      writeFileSync(fits, `log:\n  level: debug\n${'#'.repeat(MAX_CONFIG_FILE_BYTES - 22)}\n`);
+      expect(loadConfig({ env: {}, flags: { config: fits } }).values.get('log.level')).toBe('debug');
+      const big = join(tmp.dir, 'big.yaml');
+      writeFileSync(big, `log:\n  level: debug\n${'#'.repeat(MAX_CONFIG_FILE_BYTES)}\n`);
+      for (const file of [big, '/dev/zero']) {
+        expect(() => loadConfig({ env: {}, flags: { config: file } })).toThrow(ConfigError);
+        expect(() => loadConfig({ env: {}, flags: { config: file } })).toThrow(`cannot read config file ${file}: it holds more than 4MiB, more than any configuration needs: is it the file meant?`);
+      }
+    } finally {
+      tmp.cleanup();
+    }
   });
 
   it('never repeats a secret value in an error', () => {

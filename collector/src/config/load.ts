@@ -2,16 +2,37 @@
  * Loads the configuration once, strictly: built-in defaults < file (--config or HOOKWATCH_CONFIG) < environment
  * < flags. Unknown keys and bad values fail with a message that names the key; secret values never appear in it.
  */
-import { readFileSync } from 'node:fs';
+import { closeSync, openSync, readSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
-import { humanValue } from './format.ts';
+import { formatSize, humanValue } from './format.ts';
 import { FILE_CONTENTS, FILE_CONTENTS_PROBLEM, parseBytes, parseDuration, unitlessDuration } from './values.ts';
 import { SETTINGS, findSetting, flagName, settingForFlag } from './schema.ts';
 import { isServiceLinkName, nearestName } from './env-names.ts';
 import { ConfigError, type Setting } from './setting.ts';
 
 export { ConfigError };
+
+/** The most a config file may hold: four times what a Kubernetes ConfigMap can. */
+export const MAX_CONFIG_FILE_BYTES = 4 * 1024 * 1024;
+
+/**
+ * A config file's text, read no further than MAX_CONFIG_FILE_BYTES: `--config` naming a device (/dev/zero) or a
+ * log file by mistake is refused there, instead of filling memory or, at a reload, blocking the running process
+ * while it parses. A pipe (`--config <(kubectl get ...)`) is read as a file is.
+ */
+function readConfigFile(path: string): string {
+  const fd = openSync(path, 'r');
+  try {
+    const buf = Buffer.alloc(MAX_CONFIG_FILE_BYTES + 1);
+    let length = 0;
+    for (let n = -1; n !== 0 && length < buf.length; length += n) n = readSync(fd, buf, length, buf.length - length, null);
+    if (length > MAX_CONFIG_FILE_BYTES) throw new Error(`it holds more than ${formatSize(MAX_CONFIG_FILE_BYTES)}, more than any configuration needs: is it the file meant?`);
+    return buf.toString('utf8', 0, length);
+  } finally {
+    closeSync(fd);
+  }
+}
 
 /** Where a setting's effective value came from. */
 export type Source = 'default' | 'file' | 'env' | 'flag';
@@ -192,7 +213,7 @@ export function loadConfig(input: LoadInput = {}): LoadedConfig {
   if (file) {
     let text: string;
     try {
-      text = (input.readFile ?? ((p) => readFileSync(p, 'utf8')))(file);
+      text = (input.readFile ?? readConfigFile)(file);
     } catch (err) {
       // A relative path is read from the folder hookwatch runs in: under `npm start` hookwatch's own, not the shell's.
       const where = isAbsolute(file) ? '' : ` (${resolve(file)})`;
