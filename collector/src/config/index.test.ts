@@ -3,7 +3,7 @@ import { mkdirSync, readFileSync, realpathSync, symlinkSync, writeFileSync } fro
 import { basename, dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { ConfigError, SETTINGS, effectiveDocument, loadConfig, parseDuration, toConfig } from './index.ts';
 import { MAX_CONFIG_FILE_BYTES } from './load.ts';
 import { tempDir } from '../../test/helpers.ts';
@@ -195,6 +195,26 @@ describe('bad configuration fails at start with a message naming the key', () =>
       }
     } finally {
       tmp.cleanup();
+    }
+  });
+
+  // A tag YAML does not define (`!ENV NAME` as MkDocs reads it, `!vault` as Ansible does) was a warning on stderr
+  // quoting the line, the secret after the tag included, and the value was then taken as the bare text after it.
+  it('refuses a YAML tag it does not read, naming its line, without the line itself or a warning quoting it', () => {
+    const warning = vi.spyOn(process, 'emitWarning').mockImplementation(() => {});
+    try {
+      const load = (text: string) => () => loadConfig({ env: {}, flags: { config: 'x.yaml' }, readFile: () => text });
+      expect(load('log:\n  level: !ENV HOOKWATCH_LOG_LEVEL\n')).toThrow(ConfigError);
+      expect(load('log:\n  level: !ENV HOOKWATCH_LOG_LEVEL\n')).toThrow(/^config file x\.yaml: the tag !ENV at line 2, column 10 is not one hookwatch reads: write the value, or \$\{env:NAME\} to take it from a variable$/);
+      expect(load('http:\n  auth:\n    token: !vault LeakToken0123456789\n')).toThrow(/^config file x\.yaml: the tag !vault at line 3, column 12 is not one hookwatch reads: /);
+      expect(load('http:\n  auth:\n    token: !vault LeakToken0123456789\n')).not.toThrow(/LeakToken/);
+      // A directive it does not know is no more a warning left behind.
+      expect(load('%YAML 9.9\n---\nlog: { level: info }\n')).toThrow(/^config file x\.yaml is not valid YAML or JSON: Unsupported YAML version 9\.9 at line 1, column 7$/);
+      // The tags of YAML itself still read.
+      expect(load('log:\n  level: !!str debug\n')().values.get('log.level')).toBe('debug');
+      expect(warning).not.toHaveBeenCalled();
+    } finally {
+      warning.mockRestore();
     }
   });
 

@@ -4,7 +4,7 @@
  */
 import { closeSync, openSync, readSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
-import { parse as parseYaml } from 'yaml';
+import { parseDocument } from 'yaml';
 import { formatSize, humanValue } from './format.ts';
 import { FILE_CONTENTS, FILE_CONTENTS_PROBLEM, parseBytes, parseDuration, unitlessDuration } from './values.ts';
 import { SETTINGS, findSetting, flagName, settingForFlag } from './schema.ts';
@@ -142,6 +142,29 @@ export function coerce(setting: Setting, raw: unknown, origin: string): unknown 
   }
 }
 
+/** A message of the YAML parser without the excerpt of the file it ends with: that may hold a secret. */
+const firstLine = (message: string): string => (message.split('\n')[0] as string).replace(/:$/, '');
+
+/**
+ * The document a config file holds. What the parser only warns of is refused too, and never written to stderr
+ * as it would (quoting the line): a tag it does not define (`!ENV NAME`, `!vault ...`) would be read as the bare
+ * text after it, and a YAML version it does not know by its own rules.
+ */
+function parseConfigText(text: string, file: string): unknown {
+  const parsed = parseDocument(text);
+  const problem = parsed.errors[0] ?? parsed.warnings[0];
+  if (problem?.code === 'TAG_RESOLVE_FAILED') {
+    const [, tag = 'used', where = ''] = /^Unresolved tag: (\S+)( at line \d+, column \d+)?/.exec(firstLine(problem.message)) ?? [];
+    throw new ConfigError(`config file ${file}: the tag ${tag}${where} is not one hookwatch reads: write the value, or \${env:NAME} to take it from a variable`);
+  }
+  try {
+    if (problem) throw problem;
+    return parsed.toJS();
+  } catch (err) {
+    throw new ConfigError(`config file ${file} is not valid YAML or JSON: ${firstLine((err as Error).message)}`);
+  }
+}
+
 /** `${env:NAME}` in a config file value, as the OpenTelemetry Collector writes it; `$${` is a literal `${`. */
 const ENV_REFERENCE = /\$\$\{|\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}|\$\{[^}]*\}?/g;
 
@@ -219,13 +242,7 @@ export function loadConfig(input: LoadInput = {}): LoadedConfig {
       const where = isAbsolute(file) ? '' : ` (${resolve(file)})`;
       throw new ConfigError(`cannot read config file ${file}${where}: ${(err as Error).message}`);
     }
-    let doc: unknown;
-    try {
-      doc = parseYaml(text);
-    } catch (err) {
-      throw new ConfigError(`config file ${file} is not valid YAML or JSON: ${(err as Error).message.split('\n')[0]}`);
-    }
-    doc = expandEnv(doc, env, '', `config file ${file}`);
+    const doc = expandEnv(parseConfigText(text, file), env, '', `config file ${file}`);
     const raw = new Map<string, unknown>();
     if (doc !== null && doc !== undefined) flatten(doc, '', raw, `config file ${file}`);
     for (const [key, v] of raw) {
