@@ -111,6 +111,9 @@ describe('bad configuration fails at start with a message naming the key', () =>
     ['a missing file', () => loadConfig({ env: {}, flags: { config: `${configs}nope.yaml` }, readFile }), /cannot read config file/],
     // Relative to the folder hookwatch runs in, which under `npm start` is hookwatch's own, not the shell's.
     ['a missing file given relative', () => loadConfig({ env: {}, flags: { config: 'nope.yaml' } }), new RegExp(`^cannot read config file nope\\.yaml \\(${resolve('nope.yaml').replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\): ENOENT`)],
+    // YAML refuses a key given twice in one mapping; a dotted key and its nested form are two mappings to it.
+    ['a key set both dotted and nested', () => loadConfig({ env: {}, flags: { config: 'x.yaml' }, readFile: () => 'log.level: debug\nlog:\n  level: warn\n' }), /^config file x\.yaml: log\.level is set twice \(dotted and nested\): keep one$/],
+    ['a section set both dotted and nested', () => loadConfig({ env: {}, flags: { config: 'x.yaml' }, readFile: () => 'otlp:\n  http:\n    addr: 127.0.0.1:1\notlp.http:\n  addr: 127.0.0.1:2\n' }), /^config file x\.yaml: otlp\.http\.addr is set twice \(dotted and nested\): keep one$/],
     ['a section given a value', () => loadConfig({ env: {}, flags: { config: 'x.yaml' }, readFile: () => 'log: debug\n' }), /^config file x\.yaml: log must be a mapping of keys to values$/],
     ['a section under a section given a list', () => loadConfig({ env: {}, flags: { config: 'x.yaml' }, readFile: () => 'otlp:\n  http: [a]\n' }), /^config file x\.yaml: otlp\.http must be a mapping of keys to values$/],
     ['bad environment value', () => loadConfig({ env: { HOOKWATCH_OTLP_MAX_REQUEST_BYTES: 'lots' } }), /HOOKWATCH_OTLP_MAX_REQUEST_BYTES: invalid value "lots" for otlp\.maxRequestBytes/],

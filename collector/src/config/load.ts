@@ -205,6 +205,8 @@ function flatten(doc: unknown, prefix: string, out: Map<string, unknown>, origin
     const key = prefix ? `${prefix}.${k}` : k;
     const setting = findSetting(key);
     if (setting) {
+      // A dotted key (`log.level: debug`) and its nested form both given: YAML sees two keys, neither a repeat.
+      if (out.has(key)) throw new ConfigError(`${origin}: ${key} is set twice (dotted and nested): keep one`);
       out.set(key, v);
     } else if (SETTINGS.some((s) => s.key.startsWith(key + '.'))) {
       // A section left empty (`alerting:` with its keys commented out) sets nothing; one given a value is named.
