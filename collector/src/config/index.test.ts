@@ -124,6 +124,13 @@ describe('bad configuration fails at start with a message naming the key', () =>
     // Retention is counted in days (30d by default): the unit its writer most likely meant is among those offered.
     ['a retention without a unit', () => loadConfig({ env: { HOOKWATCH_RETENTION_EVENTS: '30' } }), /retention\.events: 30 has no unit: write 30s, 30m, 30h, 30d or 30ms$/],
     ['a rule window without a unit', () => toConfig(loadConfig({ env: {}, flags: { config: 'x.yaml' }, readFile: () => 'alerting:\n  rules:\n    - { kind: persisted, window: 3600 }\n' })), /alerting\.rules\[0\]\.window: 3600 has no unit/],
+    // Past 2^53 ms (or bytes) the value is no longer a whole number: it stopped the start as a fault of hookwatch's
+    // own ("setting retention.events: expected a number, got number", exit 1), printed as 8.64e+37ms by config.
+    ['a duration too large to count, without a maximum of its own', () => loadConfig({ env: { HOOKWATCH_RETENTION_EVENTS: `${'9'.repeat(400)}d` } }), /^environment HOOKWATCH_RETENTION_EVENTS: invalid value "9{400}d" for retention\.events: too large to count$/],
+    ['a duration past 2^53 ms', () => loadConfig({ env: { HOOKWATCH_RETENTION_ROLLUPS: '1000000000000000000d' } }), /retention\.rollups: too large to count$/],
+    ['a size too large to count', () => loadConfig({ env: { HOOKWATCH_FORWARD_QUEUE_MAX_BYTES: `${'9'.repeat(400)}GiB` } }), /forward\.queue\.maxBytes: too large to count$/],
+    // YAML reads .inf, and a number too long for a double, as Infinity: JSON would name it null.
+    ['an infinite number in a file, named as such', () => loadConfig({ env: {}, flags: { config: 'x.yaml' }, readFile: () => 'forward:\n  queue:\n    maxBytes: .inf\n' }), /^config file x\.yaml: invalid value Infinity for forward\.queue\.maxBytes: expected a size/],
     ['a size out of range, in its units', () => loadConfig({ env: { HOOKWATCH_OTLP_MAX_REQUEST_BYTES: '2GiB' } }), /otlp\.maxRequestBytes: must be at most 1GiB$/],
     ['bad enum', () => loadConfig({ env: { HOOKWATCH_LOG_LEVEL: 'loud' } }), /expected one of debug, info, warn, error/],
     ['unknown flag', () => loadConfig({ env: {}, flags: { 'otlp-adr': 'x' } }), /unknown flag --otlp-adr/],

@@ -57,6 +57,8 @@ function describe(setting: Setting, raw: unknown): string {
   if (setting.secret) return '(redacted)';
   // A key pasted where its path belongs (a Secret's tls.key set as the variable) must not reach an error message.
   if (setting.type === 'file' && typeof raw === 'string' && FILE_CONTENTS.test(raw)) return '(the text of a file, not shown)';
+  // YAML reads `.inf`, `.nan` and a number too long for a double as such; JSON would write them null.
+  if (typeof raw === 'number' && !Number.isFinite(raw)) return String(raw);
   if (!setting.redactValue) return JSON.stringify(raw);
   // redactValue knows strings; a list or mapping given instead may hold the same credentials anywhere in it.
   if (typeof raw !== 'string') return `(${Array.isArray(raw) ? 'a list' : raw === null ? 'null' : `a ${typeof raw}`}, not shown)`;
@@ -75,6 +77,8 @@ export function coerce(setting: Setting, raw: unknown, origin: string): unknown 
   };
   // Bounds in the units the value is written in (10m, 1GiB), as the docs give them.
   const bounded = (n: number): number => {
+    // Past 2^53 a number is no longer a whole one (1e30d is 8.64e+37 ms), and past a double's range it is Infinity.
+    if (!Number.isSafeInteger(n)) fail('too large to count');
     if (setting.min !== undefined && n < setting.min) fail(`must be at least ${String(humanValue(setting, setting.min))}`);
     if (setting.max !== undefined && n > setting.max) fail(`must be at most ${String(humanValue(setting, setting.max))}`);
     return n;
