@@ -239,6 +239,8 @@ export function loadConfig(input: LoadInput = {}): LoadedConfig {
   }
 
   const file = flags['config'] ?? env['HOOKWATCH_CONFIG'];
+  // Empty is no file named (`--config "$CONFIG"` with CONFIG unset), not "run on the defaults".
+  if (file?.trim() === '') throw new ConfigError(`${flags['config'] === undefined ? 'environment HOOKWATCH_CONFIG' : 'flag --config'}: no config file named: give its path, or leave it unset to start without one`);
   if (file) {
     let text: string;
     try {

@@ -70,6 +70,19 @@ describe('db', () => {
   });
 });
 
+describe('the config file', () => {
+  // `--config "$CONFIG"` or HOOKWATCH_CONFIG=${CONFIG} with CONFIG unset read no file at all: hookwatch ran on its
+  // defaults (another database, no receivers) as if started without one.
+  it.each([
+    [{ flags: { config: '' } }, 'flag --config'],
+    [{ flags: { config: ' ' } }, 'flag --config'],
+    [{ env: { HOOKWATCH_CONFIG: '' } }, 'environment HOOKWATCH_CONFIG'],
+  ])('refuses an empty path: %j', (input, source) => {
+    expect(() => loadConfig({ env: {}, ...input })).toThrow(ConfigError);
+    expect(() => loadConfig({ env: {}, ...input })).toThrow(`${source}: no config file named: give its path, or leave it unset to start without one`);
+  });
+});
+
 describe('byte sizes', () => {
   // BYTE_UNITS was an object literal: "1constructor" found Object.prototype.constructor and gave NaN, which
   // every bound check lets through, so the request size limit was silently off.
