@@ -189,6 +189,18 @@ describe('hookwatch config', () => {
     }
   });
 
+  // forward.endpoint was checked as a URL only by serve, as forwarding started: `config` printed such a file as
+  // valid, and a reload took it as a setting for the next restart, which then failed.
+  it.each([
+    ['htps://collector:4318', 'the scheme must be http or https, not htps'],
+    ['collector:4318', 'the scheme must be http or https, not collector'],
+    ['https://hw:LeakPw99@collector:99999/', '"<unparsable endpoint>" is not a URL; expected e.g. http://collector:4318'],
+  ])('refuses a forward.endpoint serve refuses (%s), as serve does', async (endpoint, why) => {
+    const r = await hookwatch(['config'], { HOOKWATCH_FORWARD_ENDPOINT: endpoint });
+    expect(r.stderr).toBe(`hookwatch: configuration error: invalid value for forward.endpoint: ${why}\n`);
+    expect(r.status).toBe(2);
+  });
+
   it('prints a PostgreSQL URL to a Unix socket (no host, the socket folder in ?host=) with only its password redacted', async () => {
     const r = await hookwatch(['config'], { HOOKWATCH_DB: 'postgres://hw:Sock3t-secret@/hookwatch?host=/var/run/postgresql' });
     expect(r.status, r.stderr).toBe(0);

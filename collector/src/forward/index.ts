@@ -4,18 +4,17 @@
  * nothing is forwarded.
  */
 import { existsSync } from 'node:fs';
-import { ConfigError, openFor } from '../config/setting.ts';
+import { openFor } from '../config/setting.ts';
 import { ClientTlsCredentials } from '../net/tls.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import { ForwardingStage } from './consumer.ts';
 import { deliveryEnricher } from './enrich.ts';
-import { safeEndpoint } from '../net/otlp-url.ts';
 import type { Exporter } from './exporter.ts';
 import { GrpcExporter } from './exporter-grpc.ts';
 import { HttpExporter } from './exporter-http.ts';
 import { Forwarder, type BackoffOptions, type ForwarderStatus } from './forwarder.ts';
 import { DurableQueue, type DeadLetter, type DeadLetterSummary } from './queue.ts';
-import type { ForwardConfig } from './settings.ts';
+import { checkEndpoint, type ForwardConfig } from './settings.ts';
 import { StoreInUseError } from '../store/sqlite/process-lock.ts';
 
 export interface ForwardingOptions {
@@ -46,20 +45,6 @@ export interface Forwarding {
   expire(beforeMs: number, signal?: AbortSignal): Promise<number>;
   /** Stops delivery after the attempt in flight and closes the queue file. Safe twice. */
   stop(): Promise<void>;
-}
-
-/** Checks `forward.endpoint` once at start, with a message that names the setting (never its credentials). */
-export function checkEndpoint(config: ForwardConfig): void {
-  const bare = config.protocol === 'grpc' && /^[^/:]+:\d+$/.test(config.endpoint);
-  let url: URL | undefined;
-  try {
-    url = bare ? undefined : new URL(config.endpoint);
-  } catch {
-    throw new ConfigError(`invalid value for forward.endpoint: ${JSON.stringify(safeEndpoint(config.endpoint))} is not a URL; expected e.g. http://collector:4318${config.protocol === 'grpc' ? ' or collector:4317' : ''}`);
-  }
-  if (url && url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new ConfigError(`invalid value for forward.endpoint: the scheme must be http or https, not ${url.protocol.replace(':', '')}`);
-  }
 }
 
 /**

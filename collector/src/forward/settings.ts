@@ -8,6 +8,7 @@
  */
 import { ConfigError, type Setting, type SettingValues } from '../config/setting.ts';
 import { INVALID_HEADER_VALUE_CHAR, headerSecretProblem, redactUrlPassword, urlPasswordProblem } from '../config/values.ts';
+import { safeEndpoint } from '../net/otlp-url.ts';
 import { clientTlsConfig, clientTlsSettings, clientTlsWithoutUrlProblem, fetchPortProblem, plainUrlProblem, type ClientTlsConfig } from '../net/settings.ts';
 
 const NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
@@ -157,6 +158,23 @@ export interface ForwardConfig {
   tls?: ClientTlsConfig;
 }
 
+/**
+ * Checks `forward.endpoint` with a message that names the setting (never its credentials): as the configuration
+ * is read, so `hookwatch config` and a reload refuse what the start would.
+ */
+export function checkEndpoint(config: Pick<ForwardConfig, 'endpoint' | 'protocol'>): void {
+  const bare = config.protocol === 'grpc' && /^[^/:]+:\d+$/.test(config.endpoint);
+  let url: URL | undefined;
+  try {
+    url = bare ? undefined : new URL(config.endpoint);
+  } catch {
+    throw new ConfigError(`invalid value for forward.endpoint: ${JSON.stringify(safeEndpoint(config.endpoint))} is not a URL; expected e.g. http://collector:4318${config.protocol === 'grpc' ? ' or collector:4317' : ''}`);
+  }
+  if (url && url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new ConfigError(`invalid value for forward.endpoint: the scheme must be http or https, not ${url.protocol.replace(':', '')}`);
+  }
+}
+
 export function forwardConfig(r: SettingValues): { forward: ForwardConfig } {
   const endpoint = r.string('forward.endpoint').trim();
   const protocol = r.oneOf('forward.protocol', ['http/protobuf', 'http/json', 'grpc']);
@@ -164,8 +182,9 @@ export function forwardConfig(r: SettingValues): { forward: ForwardConfig } {
   const headers = parseForwardHeaders(r.raw('forward.headers')) as Record<string, string>;
   const problem = endpoint === '' ? undefined : forwardHeadersProblem(headers, protocol);
   if (problem) throw new ConfigError(`invalid value for forward.headers (forward.protocol ${protocol}): ${problem}`);
-  // OTLP/HTTP goes through fetch, which never connects to some ports; gRPC does not. An endpoint that is not a URL
-  // is refused at start (forward/index.ts), saying so. The endpoint is not echoed: it may hold a key.
+  if (endpoint !== '') checkEndpoint({ endpoint, protocol });
+  // OTLP/HTTP goes through fetch, which never connects to some ports; gRPC does not. The endpoint is not echoed:
+  // it may hold a key.
   const badPort = protocol !== 'grpc' && URL.canParse(endpoint) ? fetchPortProblem(new URL(endpoint)) : undefined;
   if (badPort) throw new ConfigError(`invalid value for forward.endpoint (forward.protocol ${protocol}): ${badPort}`);
   const tls = clientTlsConfig(r, 'forward.tls');
