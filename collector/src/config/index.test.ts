@@ -131,6 +131,10 @@ describe('bad configuration fails at start with a message naming the key', () =>
     ['a size too large to count', () => loadConfig({ env: { HOOKWATCH_FORWARD_QUEUE_MAX_BYTES: `${'9'.repeat(400)}GiB` } }), /forward\.queue\.maxBytes: too large to count$/],
     // YAML reads .inf, and a number too long for a double, as Infinity: JSON would name it null.
     ['an infinite number in a file, named as such', () => loadConfig({ env: {}, flags: { config: 'x.yaml' }, readFile: () => 'forward:\n  queue:\n    maxBytes: .inf\n' }), /^config file x\.yaml: invalid value Infinity for forward\.queue\.maxBytes: expected a size/],
+    // Notifications link under it: without a scheme the links went out relative, and the host was not let in.
+    ['an alerting.externalUrl without a scheme', () => loadConfig({ env: { HOOKWATCH_EXTERNAL_URL: 'hookwatch.example.com' } }), /^environment HOOKWATCH_EXTERNAL_URL: invalid value "hookwatch\.example\.com" for alerting\.externalUrl: expected an http:\/\/ or https:\/\/ URL such as https:\/\/hookwatch\.example\.com$/],
+    ['an alerting.externalUrl of another scheme', () => loadConfig({ env: { HOOKWATCH_EXTERNAL_URL: 'ftp://hookwatch.example.com' } }), /alerting\.externalUrl: the scheme must be http or https, not ftp$/],
+    ['an alerting.externalUrl with a port past 65535', () => loadConfig({ env: { HOOKWATCH_EXTERNAL_URL: 'https://hookwatch.example.com:99999' } }), /alerting\.externalUrl: expected an http:\/\/ or https:\/\/ URL/],
     ['a size out of range, in its units', () => loadConfig({ env: { HOOKWATCH_OTLP_MAX_REQUEST_BYTES: '2GiB' } }), /otlp\.maxRequestBytes: must be at most 1GiB$/],
     ['bad enum', () => loadConfig({ env: { HOOKWATCH_LOG_LEVEL: 'loud' } }), /expected one of debug, info, warn, error/],
     ['unknown flag', () => loadConfig({ env: {}, flags: { 'otlp-adr': 'x' } }), /unknown flag --otlp-adr/],

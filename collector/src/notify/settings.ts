@@ -31,7 +31,9 @@ export const RECEIVERS_SETTING: Setting = {
 export const DELIVERY_SETTINGS: readonly Setting[] = [
   {
     key: 'alerting.externalUrl', env: 'HOOKWATCH_EXTERNAL_URL', type: 'string', default: '',
-    description: 'hookwatch\'s URL as people reach it (e.g. https://hookwatch.example.com); notifications link to the dashboard under it (the webhook body\'s `externalURL`, each alert\'s `generatorURL` and `silence_url` annotation, Slack\'s links, the `generatorURL` pushed to Alertmanager). Unset, it is where the HTTP port listens, `http://<host>:<port>` of `http.addr` (the port bound when it is 0), with the machine\'s host name for a wildcard address such as `0.0.0.0`, as Alertmanager defaults its own to its listen address; set it when people reach hookwatch through a proxy, TLS or another name.',
+    // Links go out under it, and its host is let in: without a scheme they would be relative, and it no host.
+    validate: (v) => httpUrlProblem(String(v).trim(), 'https://hookwatch.example.com'),
+    description: 'hookwatch\'s URL as people reach it (e.g. https://hookwatch.example.com); notifications link to the dashboard under it (the webhook body\'s `externalURL`, each alert\'s `generatorURL` and `silence_url` annotation, Slack\'s links, the `generatorURL` pushed to Alertmanager). Unset, it is where the HTTP port listens, `http://<host>:<port>` of `http.addr` (the port bound when it is 0), with the machine\'s host name for a wildcard address such as `0.0.0.0`, as Alertmanager defaults its own to its listen address; set it when people reach hookwatch through a proxy, TLS or another name. Anything but an http:// or https:// URL is refused at start and by a reload.',
   },
   {
     key: 'alerting.otlp.endpoint', env: 'HOOKWATCH_ALERT_OTLP_ENDPOINT', type: 'string', default: '', redactValue: redactUrlPassword, validate: otlpEndpointProblem,
@@ -60,18 +62,23 @@ export const DELIVERY_SETTINGS: readonly Setting[] = [
   },
 ];
 
-/** alerting.otlp.endpoint: empty (off) or an http(s) URL; checked when the config loads, not by the exporter at start. */
-function otlpEndpointProblem(raw: unknown): string | undefined {
-  const text = typeof raw === 'string' ? raw.trim() : '';
+/** Why `text`, when set, is not an http(s) URL, or undefined; `example` shows one. */
+function httpUrlProblem(text: string, example: string): string | undefined {
   if (text === '') return undefined;
   let url: URL;
   try {
     url = new URL(text);
   } catch {
-    return 'expected an http:// or https:// URL such as http://collector:4318';
+    return `expected an http:// or https:// URL such as ${example}`;
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') return `the scheme must be http or https, not ${url.protocol.replace(':', '')}`;
-  return urlPasswordProblem(text);
+  return undefined;
+}
+
+/** alerting.otlp.endpoint: empty (off) or an http(s) URL; checked when the config loads, not by the exporter at start. */
+function otlpEndpointProblem(raw: unknown): string | undefined {
+  const text = typeof raw === 'string' ? raw.trim() : '';
+  return httpUrlProblem(text, 'http://collector:4318') ?? (text === '' ? undefined : urlPasswordProblem(text));
 }
 
 /** Reads the notification settings; a bad receiver or header throws SettingError naming the key. */
