@@ -5,6 +5,7 @@
  * composes these rows into the one table.
  */
 import { ConfigError, SettingError, durationWithin as duration, isMapping as isMap, validator, type Setting, type SettingValues } from '../config/setting.ts';
+import { readNumber } from '../config/values.ts';
 import { DELIVERY_SETTINGS, RECEIVERS_SETTING, notifyConfig, type NotifyConfig } from '../notify/settings.ts';
 
 /** The rule kinds hookwatch evaluates. */
@@ -110,8 +111,9 @@ function ruleLabels(raw: unknown, at: string, groupBy: string | null): Record<st
 const NAME = /^[a-zA-Z_][a-zA-Z0-9_]{0,63}$/;
 const MAX_RULES = 100;
 
-function num(v: unknown, key: string, min: number, max: number, integer = false): number {
-  if (typeof v !== 'number' || !Number.isFinite(v) || (integer && !Number.isInteger(v))) throw new SettingError(`${key}: expected ${integer ? 'a whole number' : 'a number'}`);
+function num(raw: unknown, key: string, min: number, max: number, integer = false): number {
+  const v = readNumber(raw);
+  if (v === undefined || !Number.isFinite(v) || (integer && !Number.isInteger(v))) throw new SettingError(`${key}: expected ${integer ? 'a whole number' : 'a number'}`);
   if (v < min || v > max) throw new SettingError(`${key}: must be between ${min} and ${max}`);
   return v;
 }

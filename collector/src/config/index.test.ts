@@ -88,6 +88,29 @@ describe('${env:NAME} in the config file', () => {
     expect(message).not.toMatch(/very-secret|def/);
   });
 
+  // A variable is text: a number or boolean of a setting took it (`otlp.maxPendingRequests: ${env:N}`), one inside
+  // a rule or receiver was refused ("expected true or false") whatever the variable held.
+  it('gives numbers and booleans inside rules and receivers from variables, as it does to settings', () => {
+    const text = [
+      'alerting:',
+      '  rules:',
+      '    - { kind: persisted_ratio, threshold: "${env:RATIO}", minExecutions: "${env:MIN}" }',
+      '    - { kind: growth, horizonDays: "${env:DAYS}" }',
+      '  receivers:',
+      '    - { name: ops, url: "https://hooks.example.com/T0/B0/s3cr3t", sendResolved: "${env:RESOLVED}", tls: { insecureSkipVerify: "${env:SKIP}" } }',
+      '',
+    ].join('\n');
+    const config = toConfig(load({ RATIO: '0.25', MIN: '12', DAYS: '7', RESOLVED: 'false', SKIP: 'true' }, text));
+    expect([config.alerting.rules[0]?.threshold, config.alerting.rules[0]?.minExecutions]).toEqual([0.25, 12]);
+    expect(config.alerting.rules[1]?.horizonDays).toBe(7);
+    expect(config.alerting.receivers[0]?.sendResolved).toBe(false);
+    expect(config.alerting.receivers[0]?.tls?.insecureSkipVerify).toBe(true);
+    // What is no number or boolean is still refused, naming the key.
+    expect(() => toConfig(load({ RATIO: 'half', MIN: '12', DAYS: '7', RESOLVED: 'false', SKIP: 'true' }, text))).toThrow('alerting.rules[0].threshold: expected a number');
+    expect(() => toConfig(load({ RATIO: '0.25', MIN: '1.5', DAYS: '7', RESOLVED: 'false', SKIP: 'true' }, text))).toThrow('alerting.rules[0].minExecutions: expected a whole number');
+    expect(() => toConfig(load({ RATIO: '0.25', MIN: '12', DAYS: '7', RESOLVED: 'no', SKIP: 'true' }, text))).toThrow('alerting.receivers[0].sendResolved: expected true or false');
+  });
+
   it('refuses the <redacted> that `hookwatch config` prints for a secret, naming the key', () => {
     const printed = effectiveDocument(loadConfig({ env: { HOOKWATCH_INGEST_TOKEN: 'tok-123-0123456789' } }));
     expect(JSON.stringify(printed)).toContain('<redacted>');

@@ -6,7 +6,7 @@ import { closeSync, openSync, readSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import { parseDocument } from 'yaml';
 import { formatSize, humanValue } from './format.ts';
-import { FILE_CONTENTS, FILE_CONTENTS_PROBLEM, parseBytes, parseDuration, unitlessDuration } from './values.ts';
+import { FILE_CONTENTS, FILE_CONTENTS_PROBLEM, parseBytes, parseDuration, readBoolean, readNumber, unitlessDuration } from './values.ts';
 import { SETTINGS, findSetting, flagName, settingForFlag } from './schema.ts';
 import { isServiceLinkName, nearestName } from './env-names.ts';
 import { ConfigError, type Setting } from './setting.ts';
@@ -102,8 +102,8 @@ export function coerce(setting: Setting, raw: unknown, origin: string): unknown 
       return raw;
     }
     case 'int': {
-      const n = typeof raw === 'string' && /^-?\d+$/.test(raw.trim()) ? Number(raw) : raw;
-      if (typeof n !== 'number' || !Number.isSafeInteger(n)) fail('expected a whole number');
+      const n = readNumber(raw);
+      if (n === undefined || !Number.isSafeInteger(n)) fail('expected a whole number');
       return bounded(n as number);
     }
     case 'bytes': {
@@ -125,10 +125,8 @@ export function coerce(setting: Setting, raw: unknown, origin: string): unknown 
       return v;
     }
     case 'bool': {
-      if (typeof raw === 'boolean') return raw;
-      if (raw === 'true' || raw === '1') return true;
-      if (raw === 'false' || raw === '0') return false;
-      return fail('expected true or false');
+      const b = readBoolean(raw);
+      return b ?? fail('expected true or false');
     }
     case 'list': {
       const list = typeof raw === 'string' ? raw.split(',').map((s) => s.trim()).filter(Boolean) : raw;

@@ -46,6 +46,23 @@ export function unitlessDuration(raw: unknown): string | undefined {
   return `${text} has no unit: write ${text}s, ${text}m, ${text}h, ${text}d or ${text}ms`;
 }
 
+/**
+ * A boolean as the file writes it, or as text, which is what the environment and `${env:NAME}` give: true, false,
+ * 'true', 'false', '1', '0'; undefined for anything else.
+ */
+export function readBoolean(raw: unknown): boolean | undefined {
+  if (typeof raw === 'boolean') return raw;
+  if (raw === 'true' || raw === '1') return true;
+  if (raw === 'false' || raw === '0') return false;
+  return undefined;
+}
+
+/** A number as the file writes it, or as decimal text (`'0.25'`, `' 12 '`) as a variable gives it; else undefined. */
+export function readNumber(raw: unknown): number | undefined {
+  if (typeof raw === 'number') return raw;
+  return typeof raw === 'string' && /^-?\d+(\.\d+)?$/.test(raw.trim()) ? Number(raw) : undefined;
+}
+
 /** Parses `20MiB`, `1.5GB` or a plain number of bytes (decimal and binary units). */
 export function parseBytes(raw: unknown): number | undefined {
   if (typeof raw === 'number') return Number.isInteger(raw) && raw >= 0 ? raw : undefined;

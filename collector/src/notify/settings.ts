@@ -6,7 +6,7 @@
  * config/values.ts, the client TLS settings of net/settings.ts and the receiver types of model.ts.
  */
 import { ConfigError, SettingError, durationWithin as duration, isMapping as isMap, validator, type Setting, type SettingValues } from '../config/setting.ts';
-import { FILE_CONTENTS, FILE_CONTENTS_PROBLEM, INVALID_HEADER_VALUE_CHAR, MIN_SECRET_CHARS, headerSecretProblem, headerSecrets, redactUrlPassword, shortSecretProblem, urlPasswordProblem } from '../config/values.ts';
+import { FILE_CONTENTS, FILE_CONTENTS_PROBLEM, INVALID_HEADER_VALUE_CHAR, MIN_SECRET_CHARS, headerSecretProblem, headerSecrets, readBoolean, redactUrlPassword, shortSecretProblem, urlPasswordProblem } from '../config/values.ts';
 import { TLS_DEFAULTS, TLS_MIN_VERSIONS, clientTlsConfig, clientTlsProblem, clientTlsSettings, clientTlsWithoutUrlProblem, fetchPortProblem, plainUrlProblem, type ClientTlsConfig } from '../net/settings.ts';
 import type { ReceiverConfig } from './model.ts';
 
@@ -150,8 +150,8 @@ export function parseReceivers(raw: unknown): ReceiverConfig[] {
       const problem = signingSecretProblem(signingSecret);
       if (problem) throw new SettingError(`${at}.signingSecret: ${problem}`);
     }
-    const sendResolved = r['sendResolved'] ?? true;
-    if (typeof sendResolved !== 'boolean') throw new SettingError(`${at}.sendResolved: expected true or false`);
+    const sendResolved = readBoolean(r['sendResolved'] ?? true);
+    if (sendResolved === undefined) throw new SettingError(`${at}.sendResolved: expected true or false`);
     const fromUrl = urlCredentials(parsed, at, r, headers);
     const authorization = fromUrl ? { Authorization: fromUrl.authorization } : authorizationHeader(r, at, headers);
     const target = fromUrl ? fromUrl.url : (url as string);
@@ -237,8 +237,8 @@ function parseTls(raw: unknown, at: string): ClientTlsConfig | null {
     if (FILE_CONTENTS.test(file)) throw new SettingError(`${at}.${k}: ${FILE_CONTENTS_PROBLEM}`);
     files[k] = file;
   }
-  const insecureSkipVerify = raw['insecureSkipVerify'] ?? TLS_DEFAULTS.insecureSkipVerify;
-  if (typeof insecureSkipVerify !== 'boolean') throw new SettingError(`${at}.insecureSkipVerify: expected true or false`);
+  const insecureSkipVerify = readBoolean(raw['insecureSkipVerify'] ?? TLS_DEFAULTS.insecureSkipVerify);
+  if (insecureSkipVerify === undefined) throw new SettingError(`${at}.insecureSkipVerify: expected true or false`);
   const serverName = raw['serverName'] ?? TLS_DEFAULTS.serverName;
   if (typeof serverName !== 'string' || (raw['serverName'] !== undefined && serverName === '')) throw new SettingError(`${at}.serverName: expected a host name`);
   // As the rows of forward.tls.minVersion take it: `1.3` or "1.3", a YAML number or a string.
