@@ -137,6 +137,8 @@ describe('bad configuration fails at start with a message naming the key', () =>
     // YAML refuses a key given twice in one mapping; a dotted key and its nested form are two mappings to it.
     ['a key set both dotted and nested', () => loadConfig({ env: {}, flags: { config: 'x.yaml' }, readFile: () => 'log.level: debug\nlog:\n  level: warn\n' }), /^config file x\.yaml: log\.level is set twice \(dotted and nested\): keep one$/],
     ['a section set both dotted and nested', () => loadConfig({ env: {}, flags: { config: 'x.yaml' }, readFile: () => 'otlp:\n  http:\n    addr: 127.0.0.1:1\notlp.http:\n  addr: 127.0.0.1:2\n' }), /^config file x\.yaml: otlp\.http\.addr is set twice \(dotted and nested\): keep one$/],
+    // The parser's own advice ("please use YAML.parseAllDocuments()") is for the code that calls it.
+    ['a file of two YAML documents', () => loadConfig({ env: {}, flags: { config: 'x.yaml' }, readFile: () => 'log:\n  level: debug\n---\nlog:\n  level: warn\n' }), /^config file x\.yaml holds a second YAML document at line 3, column 1: hookwatch reads one; merge them, or remove the ---$/],
     ['a section given a value', () => loadConfig({ env: {}, flags: { config: 'x.yaml' }, readFile: () => 'log: debug\n' }), /^config file x\.yaml: log must be a mapping of keys to values$/],
     ['a section under a section given a list', () => loadConfig({ env: {}, flags: { config: 'x.yaml' }, readFile: () => 'otlp:\n  http: [a]\n' }), /^config file x\.yaml: otlp\.http must be a mapping of keys to values$/],
     ['bad environment value', () => loadConfig({ env: { HOOKWATCH_OTLP_MAX_REQUEST_BYTES: 'lots' } }), /HOOKWATCH_OTLP_MAX_REQUEST_BYTES: invalid value "lots" for otlp\.maxRequestBytes/],

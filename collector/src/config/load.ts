@@ -155,10 +155,13 @@ const firstLine = (message: string): string => (message.split('\n')[0] as string
 function parseConfigText(text: string, file: string): unknown {
   const parsed = parseDocument(text);
   const problem = parsed.errors[0] ?? parsed.warnings[0];
+  const start = problem?.linePos?.[0];
+  const where = start ? ` at line ${start.line}, column ${start.col}` : '';
   if (problem?.code === 'TAG_RESOLVE_FAILED') {
-    const [, tag = 'used', where = ''] = /^Unresolved tag: (\S+)( at line \d+, column \d+)?/.exec(firstLine(problem.message)) ?? [];
+    const tag = /^Unresolved tag: (\S+)/.exec(problem.message)?.[1] ?? 'used';
     throw new ConfigError(`config file ${file}: the tag ${tag}${where} is not one hookwatch reads: write the value, or \${env:NAME} to take it from a variable`);
   }
+  if (problem?.code === 'MULTIPLE_DOCS') throw new ConfigError(`config file ${file} holds a second YAML document${where}: hookwatch reads one; merge them, or remove the ---`);
   try {
     if (problem) throw problem;
     return parsed.toJS();
