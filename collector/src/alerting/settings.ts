@@ -5,7 +5,7 @@
  * composes these rows into the one table.
  */
 import { ConfigError, SettingError, durationWithin as duration, isMapping as isMap, validator, type Setting, type SettingValues } from '../config/setting.ts';
-import { readNumber } from '../config/values.ts';
+import { quotedKey, readNumber } from '../config/values.ts';
 import { DELIVERY_SETTINGS, RECEIVERS_SETTING, notifyConfig, type NotifyConfig } from '../notify/settings.ts';
 
 /** The rule kinds hookwatch evaluates. */
@@ -136,7 +136,7 @@ function parseRule(raw: unknown, i: number, knownDimensions?: readonly string[])
   const at = `alerting.rules[${i}]`;
   if (!isMap(raw)) throw new SettingError(`${at}: expected a mapping with at least "kind"`);
   for (const k of Object.keys(raw)) {
-    if (!RULE_KEYS.includes(k)) throw new SettingError(`${at}: unknown key ${JSON.stringify(k)} (known: ${RULE_KEYS.join(', ')})`);
+    if (!RULE_KEYS.includes(k)) throw new SettingError(`${at}: unknown key ${quotedKey(k)} (known: ${RULE_KEYS.join(', ')})`);
   }
   const kind = raw['kind'];
   if (typeof kind !== 'string' || !(RULE_KINDS as readonly string[]).includes(kind)) {

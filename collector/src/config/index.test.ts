@@ -257,6 +257,23 @@ describe('bad configuration fails at start with a message naming the key', () =>
     }
   });
 
+  // In a flow mapping, `{password:hunter2}` is one key "password:hunter2" with no value: "unknown key" and "not a
+  // valid header name" quoted it whole, the secret after the colon included.
+  it.each([
+    ['http:\n  auth: {password:LeakSecret123}\n', 'unknown key "http.auth.password:…" (a value run into its key: write a space after the colon)'],
+    ['alerting:\n  receivers:\n    - {name: ops, url:https://hooks.slack.com/services/T0/B0/LeakSecret123}\n', 'alerting.receivers[0]: unknown key "url:…" (a value run into its key: write a space after the colon)'],
+    ['alerting:\n  receivers:\n    - {name: ops, url: "https://hooks.example.com/x", basicAuth: {username: ops, password:LeakSecret123}}\n', 'alerting.receivers[0].basicAuth: unknown key "password:…"'],
+    ['alerting:\n  receivers:\n    - {name: ops, url: "https://hooks.example.com/x", tls: {keyFile:/run/LeakSecret123.pem}}\n', 'alerting.receivers[0].tls: unknown key "keyFile:…"'],
+    ['alerting:\n  receivers:\n    - {name: ops, url: "https://hooks.example.com/x", headers: {Authorization:Bearer LeakSecret123}}\n', 'alerting.receivers[0].headers: "Authorization:…" (a value run into its key: write a space after the colon) is not a valid header name'],
+    ['alerting:\n  otlp:\n    headers: {Authorization:Bearer LeakSecret123}\n', 'alerting.otlp.headers: "Authorization:…"'],
+    ['forward:\n  headers: {Authorization:Bearer LeakSecret123}\n', 'for forward.headers: "Authorization:…" (a value run into its key: write a space after the colon) is not a valid header name'],
+  ])('never repeats a value run into its key: %j', (text, message) => {
+    const load = () => toConfig(loadConfig({ env: {}, flags: { config: 'x.yaml' }, readFile: () => text }));
+    expect(load).toThrow(ConfigError);
+    expect(load).toThrow(message);
+    expect(load).not.toThrow(/LeakSecret/);
+  });
+
   it('never repeats a secret value in an error', () => {
     let message = '';
     try {

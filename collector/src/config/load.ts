@@ -6,7 +6,7 @@ import { closeSync, openSync, readSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import { parseDocument } from 'yaml';
 import { formatSize, humanValue } from './format.ts';
-import { FILE_CONTENTS, FILE_CONTENTS_PROBLEM, parseBytes, parseDuration, readBoolean, readNumber, unitlessDuration } from './values.ts';
+import { FILE_CONTENTS, FILE_CONTENTS_PROBLEM, parseBytes, parseDuration, quotedKey, readBoolean, readNumber, unitlessDuration } from './values.ts';
 import { SETTINGS, findSetting, flagName, settingForFlag } from './schema.ts';
 import { isServiceLinkName, nearestName } from './env-names.ts';
 import { ConfigError, type Setting } from './setting.ts';
@@ -218,7 +218,7 @@ function flatten(doc: unknown, prefix: string, out: Map<string, unknown>, origin
       if (v !== null) flatten(v, key, out, origin);
     } else {
       const near = nearestName(key, keyPaths());
-      throw new ConfigError(`${origin}: unknown key ${JSON.stringify(key)}${near ? `; did you mean ${JSON.stringify(near)}?` : ''}`);
+      throw new ConfigError(`${origin}: unknown key ${quotedKey(key)}${near ? `; did you mean ${JSON.stringify(near)}?` : ''}`);
     }
   }
 }

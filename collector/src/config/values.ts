@@ -47,6 +47,16 @@ export function unitlessDuration(raw: unknown): string | undefined {
 }
 
 /**
+ * A key (or header name) as a message quotes it. Written without the space after its colon in a flow mapping
+ * (`{password:hunter2}`), a key and its value read as one key: what follows the colon, maybe a secret, is left out.
+ */
+export function quotedKey(key: string): string {
+  const colon = key.indexOf(':');
+  if (colon < 0) return JSON.stringify(key);
+  return `${JSON.stringify(`${key.slice(0, colon + 1)}…`)} (a value run into its key: write a space after the colon)`;
+}
+
+/**
  * A boolean as the file writes it, or as text, which is what the environment and `${env:NAME}` give: true, false,
  * 'true', 'false', '1', '0'; undefined for anything else.
  */

@@ -7,7 +7,7 @@
  * name the header, never its value.
  */
 import { ConfigError, type Setting, type SettingValues } from '../config/setting.ts';
-import { INVALID_HEADER_VALUE_CHAR, headerSecretProblem, redactUrlPassword, urlPasswordProblem } from '../config/values.ts';
+import { INVALID_HEADER_VALUE_CHAR, headerSecretProblem, quotedKey, redactUrlPassword, urlPasswordProblem } from '../config/values.ts';
 import { safeEndpoint } from '../net/otlp-url.ts';
 import { clientTlsConfig, clientTlsSettings, clientTlsWithoutUrlProblem, fetchPortProblem, plainUrlProblem, type ClientTlsConfig } from '../net/settings.ts';
 
@@ -32,7 +32,7 @@ export function parseForwardHeaders(raw: unknown): Record<string, string> | stri
       } catch {
         return `the value of header ${JSON.stringify(name)} is not valid percent-encoding`;
       }
-      if (!NAME.test(name)) return `${JSON.stringify(name)} is not a valid header name`;
+      if (!NAME.test(name)) return `${quotedKey(name)} is not a valid header name`;
       const problem = headerValueProblem(name, value);
       if (problem) return problem;
       out[name.toLowerCase()] = value;
@@ -41,7 +41,7 @@ export function parseForwardHeaders(raw: unknown): Record<string, string> | stri
   }
   if (typeof raw !== 'object' || Array.isArray(raw)) return 'expected a mapping of header names to values, or name=value,name2=value2';
   for (const [name, value] of Object.entries(raw as Record<string, unknown>)) {
-    if (!NAME.test(name)) return `${JSON.stringify(name)} is not a valid header name`;
+    if (!NAME.test(name)) return `${quotedKey(name)} is not a valid header name`;
     if (typeof value !== 'string' && typeof value !== 'number') return `the value of header ${JSON.stringify(name)} must be a string`;
     const problem = headerValueProblem(name, String(value));
     if (problem) return problem;

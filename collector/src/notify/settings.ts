@@ -6,7 +6,7 @@
  * config/values.ts, the client TLS settings of net/settings.ts and the receiver types of model.ts.
  */
 import { ConfigError, SettingError, durationWithin as duration, isMapping as isMap, validator, type Setting, type SettingValues } from '../config/setting.ts';
-import { FILE_CONTENTS, FILE_CONTENTS_PROBLEM, INVALID_HEADER_VALUE_CHAR, MIN_SECRET_CHARS, headerSecretProblem, headerSecrets, readBoolean, redactUrlPassword, shortSecretProblem, urlPasswordProblem } from '../config/values.ts';
+import { FILE_CONTENTS, FILE_CONTENTS_PROBLEM, INVALID_HEADER_VALUE_CHAR, MIN_SECRET_CHARS, headerSecretProblem, headerSecrets, quotedKey, readBoolean, redactUrlPassword, shortSecretProblem, urlPasswordProblem } from '../config/values.ts';
 import { TLS_DEFAULTS, TLS_MIN_VERSIONS, clientTlsConfig, clientTlsProblem, clientTlsSettings, clientTlsWithoutUrlProblem, fetchPortProblem, plainUrlProblem, type ClientTlsConfig } from '../net/settings.ts';
 import type { ReceiverConfig } from './model.ts';
 
@@ -119,7 +119,7 @@ export function parseReceivers(raw: unknown): ReceiverConfig[] {
     const at = `alerting.receivers[${i}]`;
     if (!isMap(r)) throw new SettingError(`${at}: expected a mapping with name, type and url`);
     for (const k of Object.keys(r)) {
-      if (!RECEIVER_KEYS.includes(k)) throw new SettingError(`${at}: unknown key ${JSON.stringify(k)} (known: ${RECEIVER_KEYS.join(', ')})`);
+      if (!RECEIVER_KEYS.includes(k)) throw new SettingError(`${at}: unknown key ${quotedKey(k)} (known: ${RECEIVER_KEYS.join(', ')})`);
     }
     const name = r['name'];
     if (typeof name !== 'string' || !/^[a-zA-Z0-9_-]{1,64}$/.test(name)) throw new SettingError(`${at}.name: expected letters, digits, _ or - (at most 64)`);
@@ -212,7 +212,7 @@ function authorizationHeader(r: Record<string, unknown>, at: string, headers: Re
     return { Authorization: `Bearer ${bearer}` };
   }
   if (!isMap(basic)) throw new SettingError(`${at}.basicAuth: expected a mapping with username and password`);
-  for (const k of Object.keys(basic)) if (k !== 'username' && k !== 'password') throw new SettingError(`${at}.basicAuth: unknown key ${JSON.stringify(k)} (known: username, password)`);
+  for (const k of Object.keys(basic)) if (k !== 'username' && k !== 'password') throw new SettingError(`${at}.basicAuth: unknown key ${quotedKey(k)} (known: username, password)`);
   const { username, password } = basic;
   if (typeof username !== 'string' || username === '' || username.includes(':')) throw new SettingError(`${at}.basicAuth.username: expected a string without ":"`);
   if (typeof password !== 'string') throw new SettingError(`${at}.basicAuth.password: expected a string`);
@@ -227,7 +227,7 @@ function authorizationHeader(r: Record<string, unknown>, at: string, headers: Re
 function parseTls(raw: unknown, at: string): ClientTlsConfig | null {
   if (raw === undefined || raw === null) return null;
   if (!isMap(raw)) throw new SettingError(`${at}: expected a mapping with caFile, certFile, keyFile, serverName, insecureSkipVerify, minVersion or reloadInterval`);
-  for (const k of Object.keys(raw)) if (!TLS_KEYS.includes(k)) throw new SettingError(`${at}: unknown key ${JSON.stringify(k)} (known: ${TLS_KEYS.join(', ')})`);
+  for (const k of Object.keys(raw)) if (!TLS_KEYS.includes(k)) throw new SettingError(`${at}: unknown key ${quotedKey(k)} (known: ${TLS_KEYS.join(', ')})`);
   const files: Record<(typeof TLS_FILE_KEYS)[number], string> = { caFile: TLS_DEFAULTS.caFile, certFile: TLS_DEFAULTS.certFile, keyFile: TLS_DEFAULTS.keyFile };
   for (const k of TLS_FILE_KEYS) {
     const file = raw[k];
@@ -262,7 +262,7 @@ export function parseHeaders(raw: unknown, key: string): Record<string, string> 
   if (raw === null || raw === undefined) return {};
   if (!isMap(raw)) throw new SettingError(`${key}: expected a mapping of header names to values`);
   for (const [h, v] of Object.entries(raw)) {
-    if (!/^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}$/.test(h)) throw new SettingError(`${key}: ${JSON.stringify(h.slice(0, 100))} is not a valid header name`);
+    if (!/^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}$/.test(h)) throw new SettingError(`${key}: ${quotedKey(h.slice(0, 100))} is not a valid header name`);
     if (typeof v !== 'string' || INVALID_HEADER_VALUE_CHAR.test(v)) throw new SettingError(`${key}.${h}: expected a single-line string without control characters`);
     const short = headerSecretProblem(v);
     if (short) throw new SettingError(`${key}.${h}: ${short}`);
