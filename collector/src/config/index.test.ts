@@ -249,8 +249,10 @@ describe('bad configuration fails at start with a message naming the key', () =>
       expect(load('http:\n  auth:\n    token: !vault LeakToken0123456789\n')).not.toThrow(/LeakToken/);
       // A directive it does not know is no more a warning left behind.
       expect(load('%YAML 9.9\n---\nlog: { level: info }\n')).toThrow(/^config file x\.yaml is not valid YAML or JSON: Unsupported YAML version 9\.9 at line 1, column 7$/);
-      // The tags of YAML itself still read.
+      // The tags of YAML itself still read, and one on a value it does not fit is named so.
       expect(load('log:\n  level: !!str debug\n')().values.get('log.level')).toBe('debug');
+      expect(load('http:\n  auth:\n    token: !!int LeakToken0123456789\n')).toThrow(/^config file x\.yaml: the value at line 3, column 12 does not fit its tag: it is not a !!int$/);
+      expect(load('log:\n  level: !!timestamp 2020\n')).toThrow(/^config file x\.yaml: the value at line 2, column 10 does not fit its tag: !!timestamp expects a date, starting with yyyy-mm-dd$/);
       expect(warning).not.toHaveBeenCalled();
     } finally {
       warning.mockRestore();

@@ -144,6 +144,9 @@ export function coerce(setting: Setting, raw: unknown, origin: string): unknown 
   }
 }
 
+/** The prefix of the tags YAML itself defines (`!!int` is `tag:yaml.org,2002:int`). */
+const CORE_TAG = 'tag:yaml.org,2002:';
+
 /** A message of the YAML parser without the excerpt of the file it ends with: that may hold a secret. */
 const firstLine = (message: string): string => (message.split('\n')[0] as string).replace(/:$/, '');
 
@@ -158,8 +161,11 @@ function parseConfigText(text: string, file: string): unknown {
   const start = problem?.linePos?.[0];
   const where = start ? ` at line ${start.line}, column ${start.col}` : '';
   if (problem?.code === 'TAG_RESOLVE_FAILED') {
-    const tag = /^Unresolved tag: (\S+)/.exec(problem.message)?.[1] ?? 'used';
-    throw new ConfigError(`config file ${file}: the tag ${tag}${where} is not one hookwatch reads: write the value, or \${env:NAME} to take it from a variable`);
+    const tag = /^Unresolved tag: (\S+)/.exec(problem.message)?.[1];
+    if (tag !== undefined && !tag.startsWith(CORE_TAG)) throw new ConfigError(`config file ${file}: the tag ${tag}${where} is not one hookwatch reads: write the value, or \${env:NAME} to take it from a variable`);
+    // A tag of YAML itself on a value it does not fit (`!!int abc`), which would be read as the bare text too.
+    const why = tag === undefined ? firstLine(problem.message).replace(/ at line \d+, column \d+$/, '') : `it is not a ${tag.replace(CORE_TAG, '!!')}`;
+    throw new ConfigError(`config file ${file}: the value${where} does not fit its tag: ${why}`);
   }
   if (problem?.code === 'MULTIPLE_DOCS') throw new ConfigError(`config file ${file} holds a second YAML document${where}: hookwatch reads one; merge them, or remove the ---`);
   try {
