@@ -4,8 +4,9 @@
  * event acknowledged before the backup started, passes `PRAGMA integrity_check`, and a hookwatch started on it
  * serves the hooks, alerts and silences the original served, and notifies on-call again only of what the copy holds
  * undelivered, then the resolutions. Then the ways a backup fails: no database, a target
- * that exists, a folder that cannot be written, a full disk; and a backup stopped by Ctrl-C or SIGTERM, or killed
- * (the next backup removes what it left); and a damaged store, whose copy fails PRAGMA quick_check.
+ * that exists, a folder that cannot be written, a full disk, a check of the copy that cannot run (each cause said
+ * once); and a backup stopped by Ctrl-C or SIGTERM, or killed (the next backup removes what it left); and a damaged
+ * store, whose copy fails PRAGMA quick_check.
  */
 import { spawnSync } from 'node:child_process';
 import { once } from 'node:events';
@@ -174,6 +175,18 @@ describe('hookwatch backup on SQLite', () => {
     expect(diskFull.status).toBe(1);
     expect(diskFull.stderr).toMatch(/^hookwatch: backup of .*hookwatch\.db to .*copy\.db failed: (the disk is full|I\/O error on the database file): /);
     expect(readdirSync(full)).toEqual([]);
+  }, 60_000);
+
+  it('says the cause once when the check of the copy cannot run, and leaves no file', async () => {
+    const { dir, path, copies } = await scratchStore('check-fails');
+    // A preload (NODE_OPTIONS, as operators set it) that fails in a worker thread: the check's thread cannot start.
+    const preload = join(dir, 'preload.mjs');
+    writeFileSync(preload, "import { isMainThread } from 'node:worker_threads';\nif (!isMainThread) await import('./absent.mjs');\n");
+    const to = join(copies, 'copy.db');
+    const out = await hookwatchBackup(['--to', to], { HOOKWATCH_DB: path, NODE_OPTIONS: `--import=${preload}` });
+    expect(out).toMatchObject({ status: 1, stdout: '' });
+    expect(out.stderr).toBe(`hookwatch: backup of ${path} to ${to} failed: Cannot find module '${join(dir, 'absent.mjs')}' imported from ${preload}\n`);
+    expect(readdirSync(copies)).toEqual([]);
   }, 60_000);
 
   it('stops on SIGINT or SIGTERM, removes its temporary file and ends killed by the same signal', async () => {

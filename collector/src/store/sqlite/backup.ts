@@ -71,7 +71,7 @@ function errnoCode(err: unknown): string | undefined {
   return (err as NodeJS.ErrnoException | undefined)?.code;
 }
 
-/** Why a file operation on the target failed, in words. */
+/** Why a file operation on the target failed, in words; another failure as its message says. */
 function fileProblem(err: unknown): string {
   switch (errnoCode(err)) {
     case 'ENOENT': return 'its folder does not exist';
@@ -81,7 +81,7 @@ function fileProblem(err: unknown): string {
     case 'ENOSPC': return 'the disk is full';
     case 'EISDIR': return 'it is a folder';
     case 'ENOTDIR': return 'a part of its path is not a folder';
-    default: return (err as Error).message;
+    default: return describeSqliteError(err);
   }
 }
 
@@ -288,8 +288,10 @@ export async function backupSqlite(opts: BackupOptions): Promise<BackupResult> {
       if (problems.length > 0) throw new BackupError(`the copy of ${opts.db} fails PRAGMA quick_check, so the store itself is damaged (or the disk under ${opts.to}): ${problems.join('; ')}. Check the store with sqlite3 ${opts.db} 'PRAGMA integrity_check'`);
     } catch (err) {
       if (err instanceof BackupError) throw err;
-      const fault = sqliteFault(err) ?? (errnoCode(err) ? fileProblem(err) : undefined);
-      throw new BackupError(`backup of ${opts.db} to ${opts.to} failed: ${fault ? `${fault}: ` : ''}${describeSqliteError(err)}`);
+      // A SQLite fault in words, then SQLite's own; a file error in words; anything else (the check's thread that
+      // could not start) as it says: each cause once.
+      const fault = sqliteFault(err);
+      throw new BackupError(`backup of ${opts.db} to ${opts.to} failed: ${fault ? `${fault}: ${describeSqliteError(err)}` : fileProblem(err)}`);
     }
     // Checked again: another backup may have written the target meanwhile.
     if (!force && existsSync(target)) throw new BackupError(`${opts.to} exists: give another path, or --force to replace it`);
