@@ -317,7 +317,10 @@ describe('MetricsRegistry failures', () => {
       },
     });
     await Promise.all([metrics.render(), metrics.render()]);
-    expect(sampleValue(parseExposition(await metrics.render()), 'hookwatch_metrics_collector_errors_total', { collector: 'slow' })).toBe(2);
+    const text = await metrics.render();
+    expect(sampleValue(parseExposition(text), 'hookwatch_metrics_collector_errors_total', { collector: 'slow' })).toBe(2);
+    // So the counter counts renders, not scrapes, and its help says so.
+    expect(text).toContain('# HELP hookwatch_metrics_collector_errors_total Renders of /metrics in which a metrics collector failed (its metrics were left out of that render; scrapes arriving together share one render).\n');
   });
 
   it('reads a perScrape source once per scrape, however many families use it', async () => {

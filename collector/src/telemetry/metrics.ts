@@ -4,8 +4,8 @@
  * service.ts hands it (receiver/metrics.ts, pipeline/metrics.ts, ...). Most values are kept by the stages as
  * plain numbers and read at scrape time through prom-client's collect() callbacks, so nothing is computed
  * between scrapes. A callback that throws must not fail the whole scrape: its metric is left without samples
- * for that scrape, and hookwatch_metrics_collector_errors_total counts it (each source's series is there at 0
- * from its registration, so increase() sees a source's first failure).
+ * for that render, and hookwatch_metrics_collector_errors_total counts it once per render, however many scrapes
+ * share it (each source's series is there at 0 from its registration, so increase() sees a source's first failure).
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { setImmediate } from 'node:timers/promises';
@@ -82,7 +82,7 @@ export class MetricsRegistry {
     this.now = opts.now ?? performance.now.bind(performance);
     this.collectorErrors = new Counter({
       name: 'hookwatch_metrics_collector_errors_total',
-      help: 'Scrapes in which a metrics collector failed (its metrics were left out of that scrape).',
+      help: 'Renders of /metrics in which a metrics collector failed (its metrics were left out of that render; scrapes arriving together share one render).',
       labelNames: ['collector'],
       registers: [this.own],
     });
