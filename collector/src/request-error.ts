@@ -1,13 +1,14 @@
 /**
  * A value in a request that cannot be accepted. Every API answers it 400 `bad_parameter`, naming the parameter
- * (a query parameter, a path segment or a body field), so a client can point at what to fix.
+ * (a query parameter, a path segment or a body field), so a client can point at what to fix. The name is the
+ * client's own for a parameter a route does not take: cut as `echoed` cuts it in the message.
  */
 export class BadParameterError extends Error {
   override name = 'BadParameterError';
   readonly parameter: string;
   constructor(parameter: string, message: string) {
     super(message);
-    this.parameter = parameter;
+    this.parameter = cut(parameter);
   }
 }
 
@@ -25,8 +26,13 @@ const ECHO_CHARS = 64;
  * sent back whole.
  */
 export function echoed(value: string): string {
-  if (value.length <= ECHO_CHARS) return JSON.stringify(value);
+  return JSON.stringify(cut(value));
+}
+
+/** At most ECHO_CHARS characters of `value`, an ellipsis after them when it was cut (never inside an emoji). */
+function cut(value: string): string {
+  if (value.length <= ECHO_CHARS) return value;
   const code = value.charCodeAt(ECHO_CHARS - 1);
   const end = code >= 0xd800 && code <= 0xdbff ? ECHO_CHARS - 1 : ECHO_CHARS;
-  return JSON.stringify(`${value.slice(0, end)}…`);
+  return `${value.slice(0, end)}…`;
 }

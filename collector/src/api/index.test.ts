@@ -303,6 +303,16 @@ describe('bad parameters get 400 naming the parameter', () => {
     });
   }
 
+  it('an unknown parameter of 3,000 characters is named cut to 64, in parameter as in message', async () => {
+    const name = 'q'.repeat(3000);
+    const cut = `${'q'.repeat(64)}…`;
+    for (const path of [`/api/v1/hooks?${name}=1`, `/api/v1/alerts?${name}=1`]) {
+      const { status, body } = await getJson<{ error: { code: string; parameter: string; message: string } }>(service.httpUrl, path);
+      expect([status, body.error.code, body.error.parameter], path.slice(0, 20)).toEqual([400, 'bad_parameter', cut]);
+      expect(body.error.message).toMatch(new RegExp(`^unknown parameter "${cut}"; `));
+    }
+  });
+
   it('a parameter after a thousand others is read too, not dropped from the query', async () => {
     // Node's querystring stops at 1,000 pairs, empty ones included: the filter after them was ignored, answering 200
     // for the whole fleet. The request's size is bounded by the header limit (16 KiB) anyway.
