@@ -277,7 +277,16 @@ export function parseNameFilter(query: Record<string, unknown>): string | undefi
   const v = single(query, 'name');
   if (v === undefined || v === '') return undefined;
   if (v.length > MAX_NAME_CHARS) throw new ParamError('name', `name is longer than ${MAX_NAME_CHARS} characters`);
+  refuseNul('name', v);
   return v.toLowerCase();
+}
+
+/**
+ * Refuses a value holding NUL: no stored value contains one (such records are rejected at ingest), so it could
+ * match nothing, and PostgreSQL refuses it in a query.
+ */
+function refuseNul(name: string, v: string): void {
+  if (v.includes('\u0000')) throw new ParamError(name, `${name} contains a NUL character (%00), which no stored value has`);
 }
 
 /** Whether a hook's name contains `needle` (as parseNameFilter returns it, already lower case). */
@@ -314,8 +323,7 @@ export function parseFilters(query: Record<string, unknown>, reserved: readonly 
     if (!known.includes(name)) throw new ParamError(name, `unknown parameter ${echoed(name)}; filters: ${known.join(', ')}`);
     const v = single(query, name) as string;
     if (v.length > 512) throw new ParamError(name, `${name} is longer than 512 characters`);
-    // No stored value contains NUL (such records are rejected at ingest), and PostgreSQL refuses it in a query.
-    if (v.includes('\u0000')) throw new ParamError(name, `${name} contains a NUL character (%00), which no stored value has`);
+    refuseNul(name, v);
     filters[name] = v;
   }
   return filters;

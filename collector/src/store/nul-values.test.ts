@@ -1,7 +1,7 @@
 /**
  * A NUL character (U+0000) in one record's attribute: PostgreSQL cannot store it in text or JSON, SQLite can.
  * Both backends answer the same way: that record is rejected with a reason (OTLP partial success), the good
- * records of the batch are stored, and a filter value with NUL is a 400. A silence with NUL in a matcher's value,
+ * records of the batch are stored, and a filter value or a hook name search with NUL is a 400. A silence with NUL in a matcher's value,
  * its author or its comment is a 400 naming the field on both, not a 503 PostgreSQL would answer forever.
  */
 import { join } from 'node:path';
@@ -57,11 +57,16 @@ describe.each(backends)('NUL in an attribute on $name', (backend) => {
     expect(o.totals.executions).toBe(8);
   });
 
-  it('answers a filter value with NUL with 400 naming the parameter', async () => {
-    const res = await fetch(`${service.httpUrl}/api/v1/overview?from=now-1h&team=a%00b`);
+  // No hook name holds NUL either: a search for one could match nothing, and is refused as a filter's value is.
+  it.each([
+    ['/api/v1/overview?from=now-1h&team=a%00b', 'team'],
+    ['/api/v1/hooks?name=%00', 'name'],
+    ['/api/v1/hooks?name=PostToolUse%00', 'name'],
+  ])('answers %s with 400 naming %s', async (path, parameter) => {
+    const res = await fetch(`${service.httpUrl}${path}`);
     expect(res.status).toBe(400);
     const body = (await res.json()) as { error: { parameter?: string; message: string } };
-    expect(body.error.parameter).toBe('team');
+    expect(body.error.parameter).toBe(parameter);
     expect(body.error.message).toContain('NUL');
   });
 });
