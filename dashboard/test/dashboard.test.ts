@@ -81,6 +81,57 @@ describe('overview', () => {
     await screenshot(p, 'overview');
   });
 
+  it('builds a row\'s sparkline once per fleet answer: the rows drawn again from it move it, its points still open the hook', async () => {
+    const { page: p } = await page();
+    // Every sparkline is one <svg> made with createElementNS (sparkline.ts): counted as the page makes them.
+    await p.addInitScript(() => {
+      const made = { svg: 0 };
+      (window as unknown as { sparksMade: typeof made }).sparksMade = made;
+      const create = Document.prototype.createElementNS;
+      Document.prototype.createElementNS = function (this: Document, ns: string | null, name: string, options?: string | ElementCreationOptions) {
+        if (name === 'svg') made.svg++;
+        return create.call(this, ns, name, options);
+      } as typeof Document.prototype.createElementNS;
+    });
+    const made = (): Promise<number> => p.evaluate(() => (window as unknown as { sparksMade: { svg: number } }).sparksMade.svg);
+    const sparks = (): Promise<number> => p.$$eval('#hook-rows svg.spark', (svgs) => svgs.length);
+    /** Whether every row's sparkline is one of those marked by keep(): the same element, not one built anew. */
+    const kept = (): Promise<boolean> => p.evaluate(() => {
+      const seen = (window as unknown as { sparksSeen: WeakSet<Element> }).sparksSeen;
+      return [...document.querySelectorAll('#hook-rows svg.spark')].every((s) => seen.has(s));
+    });
+    const keep = (): Promise<void> => p.evaluate(() => void ((window as unknown as { sparksSeen: WeakSet<Element> }).sparksSeen = new WeakSet(document.querySelectorAll('#hook-rows svg.spark'))));
+    await p.goto(`${svc.httpUrl}/?refresh=off`);
+    await waitLoaded(p);
+    const rows = await sparks();
+    expect(rows).toBeGreaterThan(1);
+    // The rows were drawn again once the forecasts were fitted, from the same fleet answer: built once each.
+    expect(await made()).toBe(rows);
+    await keep();
+
+    // A search draws its rows twice (before and after their forecasts) from the fleet answer already shown.
+    await p.fill('#hook-search', 'Session');
+    await p.waitForFunction(() => new URL(location.href).searchParams.get('name') === 'Session');
+    await waitLoaded(p, 2);
+    const found = await sparks();
+    expect(found).toBeGreaterThan(0);
+    expect(found).toBeLessThan(rows);
+    expect(await kept()).toBe(true);
+    expect(await made()).toBe(rows);
+
+    // Refresh now brings a new fleet answer: its rows' sparklines built once from it, though drawn three times.
+    await p.click('#refresh-now');
+    await waitLoaded(p, 3);
+    expect(await made()).toBe(rows + found);
+
+    // A point of a sparkline moved into a row drawn anew still opens its hook at that bucket's time.
+    const id = await p.getAttribute('#hook-rows tr:first-child', 'data-hook-id');
+    await p.locator('#hook-rows tr:first-child svg.spark').click({ position: { x: 119, y: 14 } });
+    await p.waitForURL(`**/hooks/${id}?**`);
+    expect(new URL(p.url()).searchParams.get('range')).toBe('custom');
+    await waitLoaded(p);
+  });
+
   it('renders a hook named like markup as text, and runs none of it', async () => {
     const { page: p, dialogs } = await page();
     await p.goto(svc.httpUrl + '/');

@@ -247,15 +247,14 @@ export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
     fillSpark(cell);
     return cell.td;
   };
-  /** The sparklines of each fleet answer (sparkViews), each worked out once for all the times its row is drawn. */
-  const sparks = new WeakMap<FleetSeriesResponse, ReturnType<typeof sparkViews>>();
+  /**
+   * The sparklines of each fleet answer: worked out (sparkViews) and built once per hook for all the times its row
+   * is drawn (a refresh draws the rows up to three times, a search twice), each drawing moving the one built into
+   * the row's new cell. They go with their answer once a newer one replaces it.
+   */
+  const sparks = new WeakMap<FleetSeriesResponse, { views: ReturnType<typeof sparkViews>; built: WeakMap<FleetSeriesHook, SVGSVGElement> }>();
   /** A hook's sparkline from a fleet answer, its partial buckets marked; a point opens the hook at that bucket's time. */
-  const drawSpark = (hk: HookSummary, td: HTMLTableCellElement, f: FleetSeriesHook, fleet: FleetSeriesResponse): void => {
-    let views = sparks.get(fleet);
-    if (views === undefined) {
-      views = sparkViews(fleet);
-      sparks.set(fleet, views);
-    }
+  const buildSpark = (hk: HookSummary, f: FleetSeriesHook, fleet: FleetSeriesResponse, views: ReturnType<typeof sparkViews>): SVGSVGElement => {
     const { persisted, label, partial } = views(hk.hookName, f);
     const svg = sparkline(f.largest, persisted, label, partial);
     svg.addEventListener('click', (ev) => {
@@ -263,8 +262,22 @@ export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
       const i = sparkGeometry(f.largest).index(((ev.clientX - box.left) / box.width) * svg.viewBox.baseVal.width);
       const r = bucketRange(fleet, i);
       ev.stopPropagation();
+      // The view as it is when clicked (a search since the sparkline was built keeps it).
       if (r) ctx.navigate(hookUrl(view, hk.id, r));
     });
+    return svg;
+  };
+  const drawSpark = (hk: HookSummary, td: HTMLTableCellElement, f: FleetSeriesHook, fleet: FleetSeriesResponse): void => {
+    let drawn = sparks.get(fleet);
+    if (drawn === undefined) {
+      drawn = { views: sparkViews(fleet), built: new WeakMap() };
+      sparks.set(fleet, drawn);
+    }
+    let svg = drawn.built.get(f);
+    if (svg === undefined) {
+      svg = buildSpark(hk, f, fleet, drawn.views);
+      drawn.built.set(f, svg);
+    }
     replace(td, svg);
   };
 
