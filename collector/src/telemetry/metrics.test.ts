@@ -81,10 +81,9 @@ describe('MetricsRegistry exposition', () => {
     expect(parseExposition(await metrics.render()).get('oldest_seconds')?.samples).toEqual([]);
   });
 
-  it('lets the event loop turn between two families, so a large scrape holds up requests for one family at most', async () => {
-    // Thousands of per-hook series take prom-client hundreds of milliseconds to write; done in one go, OTLP
-    // requests and probes would wait for all of it.
-    const metrics = new MetricsRegistry();
+  /** A registry of three gauges, each noting how many event-loop turns had passed when it was collected. */
+  function turnCounting(sliceMs: number): { metrics: MetricsRegistry; seen: number[] } {
+    const metrics = new MetricsRegistry({ sliceMs });
     let turns = 0;
     const seen: number[] = [];
     for (const name of ['a', 'b', 'c']) {
@@ -97,8 +96,23 @@ describe('MetricsRegistry exposition', () => {
         },
       });
     }
+    return { metrics, seen };
+  }
+
+  it('lets the event loop turn between two families once a render has run its slice, so a large scrape holds up requests for a slice at most', async () => {
+    // Thousands of per-hook series take prom-client hundreds of milliseconds to write; done in one go, OTLP
+    // requests and probes would wait for all of it. A slice of 0: every family is past it.
+    const { metrics, seen } = turnCounting(0);
     await metrics.render();
     expect(seen).toEqual([0, 1, 2]);
+  });
+
+  it('writes the families of a render within its slice in one go, so a scrape does not wait a turn per family', async () => {
+    // Each turn may wait behind a slice of a large OTLP batch being committed: a turn per family made a scrape
+    // during one take as many slices as there are families.
+    const { metrics, seen } = turnCounting(60_000);
+    await metrics.render();
+    expect(seen).toEqual([0, 0, 0]);
   });
 
   it('shows a counter read from a stage at its current value, not a sum of scrapes', async () => {

@@ -8,11 +8,11 @@
  * share it (each source's series is there at 0 from its registration, so increase() sees a source's first failure).
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { setImmediate } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import { gzip } from 'node:zlib';
 import type { Request, Response } from 'express';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { pauseEvery } from '../paced.ts';
 import type { Logger } from './logger.ts';
 
 const gzipAsync = promisify(gzip);
@@ -49,6 +49,9 @@ export interface MetricDefinition<L extends string> {
  */
 const SHARE_RENDER_MS = 1000;
 
+/** How long a render writes families before it lets the event loop serve other work (see renderOnce). */
+const RENDER_SLICE_MS = 10;
+
 /** One render of the exposition, shared by the scrapes that arrive while it waits to begin or soon after. */
 interface Render {
   body: Promise<string>;
@@ -77,9 +80,13 @@ export class MetricsRegistry {
   private readonly logger: Logger | undefined;
   private readonly now: () => number;
 
-  constructor(opts: { logger?: Logger; now?: () => number } = {}) {
+  private readonly sliceMs: number;
+
+  /** `sliceMs`: how long a render runs before it gives the event loop a turn (RENDER_SLICE_MS). */
+  constructor(opts: { logger?: Logger; now?: () => number; sliceMs?: number } = {}) {
     this.logger = opts.logger;
     this.now = opts.now ?? performance.now.bind(performance);
+    this.sliceMs = opts.sliceMs ?? RENDER_SLICE_MS;
     this.collectorErrors = new Counter({
       name: 'hookwatch_metrics_collector_errors_total',
       help: 'Renders of /metrics in which a metrics collector failed (its metrics were left out of that render; scrapes arriving together share one render).',
@@ -166,17 +173,20 @@ export class MetricsRegistry {
   }
 
   /**
-   * One render, a family at a time with a turn of the event loop before each. prom-client writes a family in one
-   * go, and the per-hook families of thousands of hooks take it hundreds of milliseconds together: OTLP requests
-   * and probes wait for one family at most, not the whole scrape. A stage whose families must show one moment
-   * reads them through perScrape.
+   * One render, a family at a time, with a turn of the event loop between two once it has run sliceMs. prom-client
+   * writes a family in one go, and the per-hook families of thousands of hooks take it hundreds of milliseconds
+   * together: OTLP requests and probes wait for a slice (or one family) at most, not the whole scrape. A turn
+   * before every family would make each scrape wait for as many turns as there are families, each behind the
+   * slices of a large OTLP batch being committed: the few milliseconds of a small exposition run in one go. A
+   * stage whose families must show one moment reads them through perScrape.
    */
   private async renderOnce(): Promise<string> {
     const scrape: Scrape = { failed: new Set(), memo: new Map() };
+    const pause = pauseEvery(this.sliceMs);
     const body = await this.scrape.run(scrape, async () => {
       const families: string[] = [];
       for (const metric of this.registry.getMetricsAsArray()) {
-        await setImmediate();
+        await pause();
         families.push(await this.registry.getSingleMetricAsString(metric.name));
       }
       return families.join('\n\n') + '\n';
