@@ -6,6 +6,7 @@ import { promisify } from 'node:util';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { ConfigError, SETTINGS, effectiveDocument, loadConfig, parseDuration, toConfig } from './index.ts';
 import { MAX_CONFIG_FILE_BYTES } from './load.ts';
+import { renderConfig } from '../cli/config-output.ts';
 import { tempDir } from '../../test/helpers.ts';
 
 const configs = fileURLToPath(new URL('../../testdata/configs/', import.meta.url));
@@ -408,6 +409,18 @@ describe('redaction', () => {
     expect(text).not.toContain('pa55word');
     expect(text).toContain('<redacted>');
     expect(text).toContain('postgres://hw:<redacted>@db:5432/hookwatch');
+  });
+
+  it.each([
+    ['alerting.externalUrl', 'HOOKWATCH_EXTERNAL_URL'],
+    ['forward.endpoint', 'HOOKWATCH_FORWARD_ENDPOINT'],
+    ['alerting.otlp.endpoint', 'HOOKWATCH_ALERT_OTLP_ENDPOINT'],
+  ])('%s is printed with the credentials of its URL redacted, also past a leading space, and refused read back', (key, env) => {
+    const printed = renderConfig(loadConfig({ env: { [env]: ' https://ops:Pw9-url-secret@hw.example.com:8443/?token=Tk9-query-secret' } }), 'yaml');
+    expect(printed).not.toContain('Pw9-url-secret');
+    expect(printed).not.toContain('Tk9-query-secret');
+    expect(printed).toContain('https://ops:<redacted>@hw.example.com:8443/?token=<redacted>');
+    expect(() => loadConfig({ env: {}, flags: { config: 'printed.yaml' }, readFile: () => printed })).toThrow(`config file printed.yaml: ${key} holds <redacted>`);
   });
 
   it('`hookwatch config` prints the effective config with secrets redacted', async () => {

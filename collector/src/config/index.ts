@@ -49,7 +49,7 @@ export function configSecrets(config: HookwatchConfig): string[] {
   return [
     config.otlp.ingestToken, config.privacy.hashKey, config.http.auth.password, config.http.auth.token, ...headerSecrets(config.forward.headers),
     ...alertingSecrets(config.alerting.receivers, config.alerting.otlp.headers),
-    ...[config.db, config.forward.endpoint, config.alerting.otlp.endpoint].flatMap(urlPasswords),
+    ...[config.db, config.forward.endpoint, config.alerting.otlp.endpoint, config.alerting.externalUrl].flatMap(urlPasswords),
   ].filter(Boolean);
 }
 

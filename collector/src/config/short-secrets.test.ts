@@ -52,6 +52,7 @@ describe('secrets too short to be secret', () => {
     ['forward.headers', 'Zq9', { HOOKWATCH_FORWARD_HEADERS: 'x-api-key=Zq9' }, undefined],
     ['forward.headers', 'Zq9', { HOOKWATCH_FORWARD_HEADERS: 'authorization=Bearer Zq9' }, undefined],
     ['alerting.otlp.endpoint', 'Zq9', { HOOKWATCH_ALERT_OTLP_ENDPOINT: 'https://otlp:Zq9@collector.example.com:4318' }, undefined],
+    ['alerting.externalUrl', 'Zq9', { HOOKWATCH_EXTERNAL_URL: 'https://ops:Zq9@hookwatch.example.com' }, undefined],
     ['alerting.otlp.headers.x-api-key', 'Zq9', {}, 'alerting:\n  otlp:\n    endpoint: https://collector.example.com:4318\n    headers: { x-api-key: Zq9 }\n'],
     ['alerting.receivers[0].url', 'Zq9', {}, 'alerting:\n  receivers:\n    - { name: ops, url: "https://hw:Zq9@am.example.com:9093" }\n'],
     ['alerting.receivers[0].headers.X-Key', 'Zq9', {}, receiver('headers: { X-Key: Zq9 }')],
@@ -77,13 +78,14 @@ describe('secrets too short to be secret', () => {
       HOOKWATCH_FORWARD_ENDPOINT: 'https://otlp:Fw3x@collector.example.com:4318',
       HOOKWATCH_FORWARD_HEADERS: 'x-api-key=Fh2x,authorization=Bearer Fb0x',
       HOOKWATCH_ALERT_OTLP_ENDPOINT: 'https://otlp:Ae1x@collector.example.com:4318',
+      HOOKWATCH_EXTERNAL_URL: 'https://ops:Xu2x@hookwatch.example.com',
     };
     const file = 'alerting:\n  otlp:\n    headers: { x-api-key: Ah9x, authorization: Bearer Ab0x }\n  receivers:\n'
       + '    - { name: a, url: "https://hw:Ru8x@am.example.com:9093" }\n'
       + '    - { name: b, url: "https://hooks.example.com/b", headers: { X-Key: Rh7x }, bearerToken: Rb6x }\n'
       + '    - { name: c, url: "https://hooks.example.com/c", basicAuth: { username: hw, password: Rp5x } }\n';
     const config = load(env, file);
-    const secrets = ['Ik7-ingest-12345', 'Pw8-pw12', 'Tk6-http-1234567', 'Hk5-hash-1234567', 'Db4x', 'Fw3x', 'Fh2x', 'Ae1x', 'Ah9x', 'Ru8x', 'Rh7x', 'Rb6x', 'Rp5x', 'Fb0x', 'Ab0x'];
+    const secrets = ['Ik7-ingest-12345', 'Pw8-pw12', 'Tk6-http-1234567', 'Hk5-hash-1234567', 'Db4x', 'Fw3x', 'Fh2x', 'Ae1x', 'Ah9x', 'Ru8x', 'Rh7x', 'Rb6x', 'Rp5x', 'Fb0x', 'Ab0x', 'Xu2x'];
     const lines: string[] = [];
     const logger = createLogger({ level: 'info', secrets: configSecrets(config), write: (l) => lines.push(l) });
     for (const s of secrets) logger.info(`refused: ${s}.`, { detail: `(${s})` });

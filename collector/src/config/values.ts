@@ -120,9 +120,10 @@ const QUERY_REDACTED = 'hookwatch-redacted-value';
  */
 export function redactUrlPassword(value: unknown): unknown {
   if (typeof value === 'string' && LIBPQ_KEYWORDS.test(value)) return value.replace(/(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)/gi, '$1<redacted>');
-  if (typeof value !== 'string' || !/^[a-z][a-z0-9+.-]*:\/\//i.test(value)) return value;
+  // Read past the space around it, as the settings holding a URL read it (and the URL parser does).
+  if (typeof value !== 'string' || !/^[a-z][a-z0-9+.-]*:\/\//i.test(value.trim())) return value;
   try {
-    const { url, hostless } = readUrl(value);
+    const { url, hostless } = readUrl(value.trim());
     if (url.password) url.password = 'redacted';
     for (const key of [...url.searchParams.keys()]) {
       if (/pass|secret|token|key/i.test(key)) url.searchParams.set(key, QUERY_REDACTED);

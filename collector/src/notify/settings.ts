@@ -30,13 +30,13 @@ export const RECEIVERS_SETTING: Setting = {
 /** The rows after the alerting intervals: the link base, alert events over OTLP, and delivery. */
 export const DELIVERY_SETTINGS: readonly Setting[] = [
   {
-    key: 'alerting.externalUrl', env: 'HOOKWATCH_EXTERNAL_URL', type: 'string', default: '',
+    key: 'alerting.externalUrl', env: 'HOOKWATCH_EXTERNAL_URL', type: 'string', default: '', redactValue: redactUrlPassword,
     // Links go out under it, and its host is let in: without a scheme they would be relative, and it no host.
-    validate: (v) => httpUrlProblem(String(v).trim(), 'https://hookwatch.example.com'),
-    description: 'hookwatch\'s URL as people reach it (e.g. https://hookwatch.example.com); notifications link to the dashboard under it (the webhook body\'s `externalURL`, each alert\'s `generatorURL` and `silence_url` annotation, Slack\'s links, the `generatorURL` pushed to Alertmanager). Unset, it is where the HTTP port listens, `http://<host>:<port>` of `http.addr` (the port bound when it is 0), with the machine\'s host name for a wildcard address such as `0.0.0.0`, as Alertmanager defaults its own to its listen address; set it when people reach hookwatch through a proxy, TLS or another name. Anything but an http:// or https:// URL is refused at start and by a reload.',
+    validate: (v) => urlProblem(v, 'https://hookwatch.example.com'),
+    description: 'hookwatch\'s URL as people reach it (e.g. https://hookwatch.example.com); notifications link to the dashboard under it (the webhook body\'s `externalURL`, each alert\'s `generatorURL` and `silence_url` annotation, Slack\'s links, the `generatorURL` pushed to Alertmanager). Unset, it is where the HTTP port listens, `http://<host>:<port>` of `http.addr` (the port bound when it is 0), with the machine\'s host name for a wildcard address such as `0.0.0.0`, as Alertmanager defaults its own to its listen address; set it when people reach hookwatch through a proxy, TLS or another name. Anything but an http:// or https:// URL is refused at start and by a reload. A password in it (user:password@, ?token=) is redacted in `hookwatch config` and logs, and refused when shorter than 4 characters, too short to be scrubbed from logs.',
   },
   {
-    key: 'alerting.otlp.endpoint', env: 'HOOKWATCH_ALERT_OTLP_ENDPOINT', type: 'string', default: '', redactValue: redactUrlPassword, validate: otlpEndpointProblem,
+    key: 'alerting.otlp.endpoint', env: 'HOOKWATCH_ALERT_OTLP_ENDPOINT', type: 'string', default: '', redactValue: redactUrlPassword, validate: (v) => urlProblem(v, 'http://collector:4318'),
     description: 'When set, every alert transition is also sent as an OTLP log record (OTLP/HTTP JSON) to this endpoint (`/v1/logs` appended to its path unless present, any query kept after it); https:// for TLS (see alerting.otlp.tls.*). A password in it (user:password@, ?password=) shorter than 4 characters, too short to be scrubbed from logs, is refused at start.',
   },
   {
@@ -75,10 +75,13 @@ function httpUrlProblem(text: string, example: string): string | undefined {
   return undefined;
 }
 
-/** alerting.otlp.endpoint: empty (off) or an http(s) URL; checked when the config loads, not by the exporter at start. */
-function otlpEndpointProblem(raw: unknown): string | undefined {
+/**
+ * alerting.otlp.endpoint and alerting.externalUrl: empty (unset) or an http(s) URL, whose password, if any, is long
+ * enough to scrub; checked when the config loads, not by the exporter at start.
+ */
+function urlProblem(raw: unknown, example: string): string | undefined {
   const text = typeof raw === 'string' ? raw.trim() : '';
-  return httpUrlProblem(text, 'http://collector:4318') ?? (text === '' ? undefined : urlPasswordProblem(text));
+  return httpUrlProblem(text, example) ?? (text === '' ? undefined : urlPasswordProblem(text));
 }
 
 /** Reads the notification settings; a bad receiver or header throws SettingError naming the key. */
