@@ -1,11 +1,12 @@
 /**
  * Reloading the configuration of a running hookwatch, as Prometheus and Alertmanager do (SIGHUP, POST /-/reload):
- * the file, environment and flags are read again exactly as at start and checked whole first. An invalid
- * configuration changes nothing: the running one is kept, one error names the problem, and the reload reports it.
- * A valid one is applied at once to what can change while running, the alerting rules, receivers, intervals and
- * delivery settings, the near threshold outputs received from then on are classified by (stored executions keep
- * their status), and the log level (the settings marked reloadable); every other setting that changed (listen
- * addresses, the database, TLS files, ...) is named as needing a restart, and keeps its running value until then.
+ * the file, environment and flags are read again as at start and checked whole first (an empty file, all defaults
+ * at start, is refused: most likely one cut short while it is written). An invalid configuration changes nothing:
+ * the running one is kept, one error names the problem, and the reload reports it. A valid one is applied at once
+ * to what can change while running, the alerting rules, receivers, intervals and delivery settings, the near
+ * threshold outputs received from then on are classified by (stored executions keep their status), and the log
+ * level (the settings marked reloadable); every other setting that changed (listen addresses, the database, TLS
+ * files, ...) is named as needing a restart, and keeps its running value until then.
  */
 import { ConfigError, restartRequired, type HookwatchConfig } from './config/index.ts';
 import type { LoadedConfig } from './config/load.ts';

@@ -61,12 +61,12 @@ async function serve(flags: Record<string, string | undefined>, env: NodeJS.Proc
   const loaded = loadConfig({ flags, env });
   const config = toConfig(loaded);
   const logger = createLogger({ level: config.log.level, secrets: configSecrets(config) });
-  // A reload reads the file, the environment and the flags as the start did; a new receiver's URL or token is
-  // scrubbed from the log before anything can log it.
+  // A reload reads the file (refused empty), the environment and the flags as the start did; a new receiver's URL
+  // or token is scrubbed from the log before anything can log it.
   const configSource: ConfigSource = {
     loaded,
     load: () => {
-      const next = loadConfig({ flags, env });
+      const next = loadConfig({ flags, env, reload: true });
       const nextConfig = toConfig(next);
       logger.addSecrets?.(configSecrets(nextConfig));
       return { loaded: next, config: nextConfig };

@@ -13,6 +13,7 @@ import { until } from '../../test/helpers.ts';
 import type { AlertmanagerWebhookBody } from '../notify/alertmanager.ts';
 import { otlpHookBody, WebhookSink } from '../../test/support/alerting.ts';
 import { startCli } from '../../test/faults/cli-child.ts';
+import { sampleValue, scrapeMetrics } from '../../test/support/prometheus-text.ts';
 
 const cleanups: (() => Promise<unknown> | void)[] = [];
 afterEach(async () => {
@@ -72,6 +73,42 @@ describe('SIGHUP', () => {
     child.kill('SIGTERM');
     await exited;
     expect(child.exitCode).toBe(0);
+  });
+
+  it('starts on the defaults from an empty file, but refuses one at a reload (a file cut short while written); a file of comments reloads', { timeout: 60_000 }, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hookwatch-empty-'));
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    const file = join(dir, 'hookwatch.yaml');
+    writeFileSync(file, '');
+    const cli = await startCli(dir, { HOOKWATCH_CONFIG: file });
+    cleanups.push(() => cli.stop());
+    const reloadSuccessful = async (): Promise<number | undefined> => sampleValue((await scrapeMetrics(cli.http)).families, 'hookwatch_config_last_reload_successful');
+    const reload = async (): Promise<{ status: number; body: unknown }> => {
+      const res = await fetch(`${cli.http}/-/reload`, { method: 'POST' });
+      return { status: res.status, body: await res.json() };
+    };
+    writeFileSync(file, 'alerting:\n  receivers:\n    - { name: ops, url: "https://hooks.example.com/empty-secret-path" }\n');
+    expect(await reload()).toEqual({ status: 200, body: { status: 'success', restartRequired: [] } });
+
+    for (const text of ['', ' \n\t\n']) {
+      writeFileSync(file, text);
+      const refused = await reload();
+      expect(refused.status).toBe(400);
+      expect(refused.body).toEqual({ error: { code: 'invalid_config', message: expect.stringContaining(`config file ${file} is empty`) as string } });
+      expect(await reloadSuccessful()).toBe(0);
+      const failed = cli.logs.filter((l) => l['msg'] === 'configuration reload failed; the running configuration is kept');
+      expect(String(failed.at(-1)?.['problem'])).toContain(`config file ${file} is empty`);
+    }
+    // The same by SIGHUP: logged, the process runs on.
+    const before = cli.logs.length;
+    cli.child.kill('SIGHUP');
+    await until('the refused reload to be logged', () => cli.logs.slice(before).some((l) => l['msg'] === 'configuration reload failed; the running configuration is kept'), 10_000);
+    expect(cli.child.exitCode).toBeNull();
+
+    // Comments only are written on purpose (every setting commented out): read as the defaults.
+    writeFileSync(file, '# hookwatch.yaml: every setting left at its default\n# alerting:\n#   receivers: []\n');
+    expect(await reload()).toEqual({ status: 200, body: { status: 'success', restartRequired: [] } });
+    expect(await reloadSuccessful()).toBe(1);
   });
 
   it('reads a ConfigMap volume as the kubelet updates it (a new folder behind the ..data symlink), on POST /-/reload and on SIGHUP', { timeout: 60_000 }, async () => {

@@ -51,6 +51,18 @@ export interface LoadInput {
   env?: NodeJS.ProcessEnv;
   /** Reads a config file; injectable for tests. */
   readFile?: (path: string) => string;
+  /** Read again for a reload of the running configuration: an empty file is refused (emptyAtReload). */
+  reload?: boolean;
+}
+
+/**
+ * Why a config file with nothing but white space is refused at a reload, or undefined. At start it is all defaults;
+ * at a reload it is more likely a file cut short while it is written (truncated, then written), which would drop
+ * every receiver and rule, as Alertmanager refuses one. A file of comments only is written on purpose and is read.
+ */
+function emptyAtReload(text: string, file: string): string | undefined {
+  if (text.trim() !== '') return undefined;
+  return `config file ${file} is empty: a reload does not read that as all defaults, which would drop every receiver and rule (a file cut short while it is written reads so); write the settings, or a comment if the defaults are meant`;
 }
 
 function describe(setting: Setting, raw: unknown): string {
@@ -257,6 +269,8 @@ export function loadConfig(input: LoadInput = {}): LoadedConfig {
       const where = isAbsolute(file) ? '' : ` (${resolve(file)})`;
       throw new ConfigError(`cannot read config file ${file}${where}: ${(err as Error).message}`);
     }
+    const empty = input.reload ? emptyAtReload(text, file) : undefined;
+    if (empty) throw new ConfigError(empty);
     const doc = expandEnv(parseConfigText(text, file), env, '', `config file ${file}`);
     const raw = new Map<string, unknown>();
     if (doc !== null && doc !== undefined) flatten(doc, '', raw, `config file ${file}`);
