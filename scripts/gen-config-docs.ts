@@ -82,6 +82,8 @@ export function renderConfigReference(settings: readonly Setting[] = SETTINGS): 
     '(`--config FILE` or `HOOKWATCH_CONFIG`, YAML or JSON, keys nested by their dots, at most 4 MiB) < environment variables < flags.',
     '`hookwatch config` prints the effective configuration with secrets redacted. A config file that is empty (nothing',
     'but white space) at start means the defaults; one holding comments only is read the same way, at start and by a reload.',
+    'A TLS file a setting names (the `*.tls.*File` settings, a receiver\'s `tls` files) is read up to 1 MiB: a larger',
+    'one, or a device such as /dev/zero named by mistake, is refused naming the setting and the file.',
     '',
     '`kill -HUP <pid>` or `POST /-/reload` reads the file, environment and flags again, as Prometheus reloads its',
     'configuration: an invalid configuration changes nothing (the reload fails naming the problem), a valid one',

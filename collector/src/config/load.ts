@@ -2,10 +2,10 @@
  * Loads the configuration once, strictly: built-in defaults < file (--config or HOOKWATCH_CONFIG) < environment
  * < flags. Unknown keys and bad values fail with a message that names the key; secret values never appear in it.
  */
-import { closeSync, openSync, readSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import { parseDocument } from 'yaml';
-import { formatSize, humanValue } from './format.ts';
+import { readBoundedSync } from './bounded-read.ts';
+import { humanValue } from './format.ts';
 import { FILE_CONTENTS, FILE_CONTENTS_PROBLEM, parseBytes, parseDuration, quotedKey, readBoolean, readNumber, unitlessDuration } from './values.ts';
 import { SETTINGS, findSetting, flagName, settingForFlag } from './schema.ts';
 import { isServiceLinkName, nearestName } from './env-names.ts';
@@ -22,16 +22,7 @@ export const MAX_CONFIG_FILE_BYTES = 4 * 1024 * 1024;
  * while it parses. A pipe (`--config <(kubectl get ...)`) is read as a file is.
  */
 function readConfigFile(path: string): string {
-  const fd = openSync(path, 'r');
-  try {
-    const buf = Buffer.alloc(MAX_CONFIG_FILE_BYTES + 1);
-    let length = 0;
-    for (let n = -1; n !== 0 && length < buf.length; length += n) n = readSync(fd, buf, length, buf.length - length, null);
-    if (length > MAX_CONFIG_FILE_BYTES) throw new Error(`it holds more than ${formatSize(MAX_CONFIG_FILE_BYTES)}, more than any configuration needs: is it the file meant?`);
-    return buf.toString('utf8', 0, length);
-  } finally {
-    closeSync(fd);
-  }
+  return readBoundedSync(path, MAX_CONFIG_FILE_BYTES, 'configuration').toString('utf8');
 }
 
 /** Where a setting's effective value came from. */

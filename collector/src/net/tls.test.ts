@@ -2,15 +2,15 @@
  * The files a listener serves TLS with: checked at start with messages naming the setting (never the key's
  * text), and read again so a rotated certificate is taken into use, a bad new one refused and logged once.
  */
-import { copyFileSync, mkdirSync, readFileSync, renameSync, rmSync, symlinkSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { X509Certificate } from 'node:crypto';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ConfigError } from '../config/setting.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import { HAVE_OPENSSL, pemBody, useTestPki, type CertFiles } from '../../test/support/certs.ts';
 import type { TlsConfig } from './settings.ts';
-import { TlsCredentials } from './tls.ts';
+import { ClientTlsCredentials, MAX_TLS_FILE_BYTES, TlsCredentials } from './tls.ts';
 
 interface Logged {
   level: string;
@@ -81,6 +81,48 @@ describe.skipIf(!HAVE_OPENSSL)('TLS files', () => {
     expect(failure({ ...config, certFile: pki.server.keyFile, keyFile: pki.server.certFile }).message).toBe(`otlp.tls.certFile ${pki.server.keyFile}: no PEM certificate in it`);
     expect(failure({ ...config, keyFile: pki.server.certFile }).message).toBe(`otlp.tls.keyFile ${pki.server.certFile}: no PEM private key in it (an encrypted key cannot be used)`);
     expect(failure({ ...config, clientCaFile: pki.server.keyFile }).message).toBe(`otlp.tls.clientCaFile ${pki.server.keyFile}: no PEM certificate in it`);
+  });
+
+  it('reads no file past MAX_TLS_FILE_BYTES: a device or a large file named by mistake is refused naming the setting and the file', async () => {
+    const { dir, config } = served(pki.server);
+    // A certificate followed by more than the bound of text: read whole, its certificate would be taken.
+    const padded = (file: string): string => {
+      const out = join(dir, `padded-${basename(file)}`);
+      writeFileSync(out, `${readFileSync(file, 'utf8')}${'#'.repeat(MAX_TLS_FILE_BYTES)}\n`);
+      return out;
+    };
+    const tooLarge = (setting: string, file: string): string => `${setting} ${file}: it holds more than 1MiB, more than any PEM file needs: is it the file meant?`;
+    const refusal = (open: () => unknown): string => {
+      try {
+        open();
+      } catch (err) {
+        expect(err).toBeInstanceOf(ConfigError);
+        return (err as Error).message;
+      }
+      throw new Error('opened');
+    };
+    const logger = recordingLogger().logger;
+    expect(refusal(() => TlsCredentials.open({ ...config, certFile: padded(config.certFile) }, logger))).toBe(tooLarge('otlp.tls.certFile', join(dir, 'padded-tls.crt')));
+    expect(refusal(() => TlsCredentials.open({ ...config, keyFile: '/dev/zero' }, logger))).toBe(tooLarge('otlp.tls.keyFile', '/dev/zero'));
+    expect(refusal(() => TlsCredentials.open({ ...config, clientCaFile: padded(pki.ca.certFile) }, logger))).toBe(tooLarge('otlp.tls.clientCaFile', join(dir, `padded-${basename(pki.ca.certFile)}`)));
+    // A client's files (forward.tls, alert receivers, the alert event export) the same way.
+    const client = { section: 'alerting.receivers[0].tls', caFile: '/dev/zero', certFile: '', keyFile: '', serverName: '', insecureSkipVerify: false, minVersion: '1.2', reloadIntervalMs: 1000 } as const;
+    expect(refusal(() => ClientTlsCredentials.open(client, logger))).toBe(tooLarge('alerting.receivers[0].tls.caFile', '/dev/zero'));
+
+    // Read again every reloadInterval: a file grown past the bound is refused and logged, the certificate in use kept.
+    const { logger: reloading, lines } = recordingLogger();
+    const credentials = open(config, reloading);
+    copyFileSync(padded(config.certFile), config.certFile);
+    expect(await credentials.reload()).toBe('refused');
+    copyFileSync(pki.server.certFile, config.certFile);
+    rmSync(config.keyFile);
+    symlinkSync('/dev/zero', config.keyFile);
+    expect(await credentials.reload()).toBe('refused');
+    expect(lines.filter((l) => l.level === 'error').map((l) => l.msg)).toEqual([
+      `${tooLarge('otlp.tls.certFile', config.certFile)}; still serving the certificate loaded before`,
+      `${tooLarge('otlp.tls.keyFile', config.keyFile)}; still serving the certificate loaded before`,
+    ]);
+    expect(credentials.certificate().fingerprint256).toBe(fingerprint(pki.server.certFile));
   });
 
   it('takes a rotated certificate into use, and keeps it when the next files cannot be used, logging that once', async () => {

@@ -10,12 +10,18 @@
  * What a key file holds never reaches a message: errors name the setting, the path and what is wrong.
  */
 import { createHash, createPrivateKey, X509Certificate, type KeyObject } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
 import { createSecureContext, type SecureContextOptions } from 'node:tls';
+import { FileTooLargeError, readBounded, readBoundedSync } from '../config/bounded-read.ts';
 import { ConfigError } from '../config/setting.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import { TLS_DEFAULTS, type ClientTlsConfig, type TlsConfig, type TlsMinVersion } from './settings.ts';
+
+/**
+ * The most a TLS file may hold: over four times a system's whole CA bundle (Debian's is 220 KB). A device
+ * (/dev/zero) or a large file named by mistake is refused once past it, instead of filling memory.
+ */
+export const MAX_TLS_FILE_BYTES = 1024 * 1024;
+const PEM_FILE = 'PEM file';
 
 /** The files of a set by their setting's last part (`certFile`); undefined for one not set. */
 type TlsFiles = Record<string, Buffer | undefined>;
@@ -26,6 +32,7 @@ class TlsFileError extends Error {
 }
 
 function readError(key: string, path: string, err: unknown): TlsFileError {
+  if (err instanceof FileTooLargeError) return new TlsFileError(`${key} ${path}: ${err.message}`);
   const code = (err as NodeJS.ErrnoException).code ?? 'error';
   return new TlsFileError(`${key} ${path}: cannot read it (${code})`);
 }
@@ -48,7 +55,7 @@ function readNow(section: string, paths: Record<string, string>): TlsFiles {
       continue;
     }
     try {
-      files[name] = readFileSync(path);
+      files[name] = readBoundedSync(path, MAX_TLS_FILE_BYTES, PEM_FILE);
     } catch (err) {
       throw new ConfigError(readError(`${section}.${name}`, path, err).message);
     }
@@ -182,7 +189,7 @@ abstract class ReloadingTlsFiles<L> {
     try {
       for (const [name, path] of Object.entries(this.paths)) {
         try {
-          files[name] = path === '' ? undefined : await readFile(path);
+          files[name] = path === '' ? undefined : await readBounded(path, MAX_TLS_FILE_BYTES, PEM_FILE);
         } catch (err) {
           throw readError(`${this.section}.${name}`, path, err);
         }
