@@ -24,6 +24,16 @@ describe('precedence: defaults < file < environment < flags', () => {
     expect(c.retention.minuteRollupsMs).toBe(2 * 86_400_000);
   });
 
+  it('bounds every duration, so that now less the longest is still a date', () => {
+    const now = Date.now();
+    for (const s of SETTINGS.filter((x) => x.type === 'duration')) {
+      expect(s.max, s.key).toBeDefined();
+      expect(Number.isNaN(new Date(now - (s.max as number)).getTime()), s.key).toBe(false);
+    }
+    const longest = toConfig(loadConfig({ env: { HOOKWATCH_RETENTION_EVENTS: '36500d', HOOKWATCH_RETENTION_ROLLUPS: '36500d', HOOKWATCH_RETENTION_MINUTE_ROLLUPS: '36500d' } })).retention;
+    expect(longest).toEqual({ eventsMs: 36_500 * 86_400_000, rollupsMs: 36_500 * 86_400_000, minuteRollupsMs: 36_500 * 86_400_000 });
+  });
+
   it('keeps per-minute rollups no longer than the raw events they copy', () => {
     expect(toConfig(loadConfig({ env: { HOOKWATCH_RETENTION_MINUTE_ROLLUPS: '6h' } })).retention.minuteRollupsMs).toBe(6 * 3_600_000);
     // A short events retention alone keeps working: the minute rollups follow it.
@@ -152,7 +162,11 @@ describe('bad configuration fails at start with a message naming the key', () =>
     ['a rule window without a unit', () => toConfig(loadConfig({ env: {}, flags: { config: 'x.yaml' }, readFile: () => 'alerting:\n  rules:\n    - { kind: persisted, window: 3600 }\n' })), /alerting\.rules\[0\]\.window: 3600 has no unit/],
     // Past 2^53 ms (or bytes) the value is no longer a whole number: it stopped the start as a fault of hookwatch's
     // own ("setting retention.events: expected a number, got number", exit 1), printed as 8.64e+37ms by config.
-    ['a duration too large to count, without a maximum of its own', () => loadConfig({ env: { HOOKWATCH_RETENTION_EVENTS: `${'9'.repeat(400)}d` } }), /^environment HOOKWATCH_RETENTION_EVENTS: invalid value "9{400}d" for retention\.events: too large to count$/],
+    // Past about 273,000 years back a Date is invalid: each retention stops at 100 years, as Prometheus' does.
+    ['a retention past 100 years', () => loadConfig({ env: { HOOKWATCH_RETENTION_EVENTS: '36501d' } }), /^environment HOOKWATCH_RETENTION_EVENTS: invalid value "36501d" for retention\.events: must be at most 36500d$/],
+    ['a rollup retention far past 100 years', () => loadConfig({ env: {}, flags: { config: 'x.yaml' }, readFile: () => 'retention:\n  rollups: 100000000d\n' }), /^config file x\.yaml: invalid value "100000000d" for retention\.rollups: must be at most 36500d$/],
+    ['a minute rollup retention past 100 years', () => loadConfig({ env: {}, flags: { 'retention-minute-rollups': '5300w' } }), /^flag --retention-minute-rollups: invalid value "5300w" for retention\.minuteRollups: must be at most 36500d$/],
+    ['a duration too large to count', () => loadConfig({ env: { HOOKWATCH_RETENTION_EVENTS: `${'9'.repeat(400)}d` } }), /^environment HOOKWATCH_RETENTION_EVENTS: invalid value "9{400}d" for retention\.events: too large to count$/],
     ['a duration past 2^53 ms', () => loadConfig({ env: { HOOKWATCH_RETENTION_ROLLUPS: '1000000000000000000d' } }), /retention\.rollups: too large to count$/],
     ['a size too large to count', () => loadConfig({ env: { HOOKWATCH_FORWARD_QUEUE_MAX_BYTES: `${'9'.repeat(400)}GiB` } }), /forward\.queue\.maxBytes: too large to count$/],
     // YAML reads .inf, and a number too long for a double, as Infinity: JSON would name it null.

@@ -9,6 +9,11 @@ import { LIBPQ_KEYWORDS, postgresUrlProblem, redactUrlPassword, urlPasswordProbl
 
 const DAY = 86_400_000;
 const MiB = 1024 * 1024;
+/**
+ * The longest retention: 100 years (of 365 days), as Prometheus caps its own. Far beyond it the cut-off, now less
+ * the retention, is no date at all (past 8.64e15 ms a Date is invalid), and retention and queries fail on it.
+ */
+const MAX_RETENTION = 36_500 * DAY;
 
 /**
  * What SQLite and the process lock (store/sqlite/process-lock.ts) keep beside a database file: its write-ahead
@@ -108,15 +113,15 @@ export const STORE_SETTINGS: readonly Setting[] = [
     description: 'How long `serve` keeps trying to reach the PostgreSQL server at start (db is a postgres:// URL) before it exits 1. Until the database answers and the schema is migrated, every port listens: /healthz answers ok, /readyz and the API 503, OTLP requests 503 (gRPC UNAVAILABLE) with Retry-After; the first failed attempt is logged at once (`postgres not reachable at start; trying again`), then at most one line per 10 s with the attempts since (each attempt at debug); the next attempt follows after 0.5 s, doubling up to 10 s, and within 1 s of the last while OTLP requests wait for it. Only a database out of reach or refusing connections for now is waited for: a refused password or a missing database exits 1 at once. The wait for another replica migrating the schema counts within it. 0: never give up (a database that comes up after hookwatch, as in Kubernetes).',
   },
   {
-    key: 'retention.events', env: 'HOOKWATCH_RETENTION_EVENTS', type: 'duration', default: 30 * DAY, min: 3_600_000,
-    description: 'How long raw hook events are kept (deleted in whole hours: an event goes with the hour that holds it). Within it every answer is exact to the minute.',
+    key: 'retention.events', env: 'HOOKWATCH_RETENTION_EVENTS', type: 'duration', default: 30 * DAY, min: 3_600_000, max: MAX_RETENTION,
+    description: 'How long raw hook events are kept (deleted in whole hours: an event goes with the hour that holds it). Within it every answer is exact to the minute. Each retention.* is at most 36500d (100 years), as Prometheus caps its own retention: a longer one is refused at start and by a reload, naming the setting.',
   },
   {
-    key: 'retention.minuteRollups', env: 'HOOKWATCH_RETENTION_MINUTE_ROLLUPS', type: 'duration', default: 2 * DAY, min: 3_600_000,
+    key: 'retention.minuteRollups', env: 'HOOKWATCH_RETENTION_MINUTE_ROLLUPS', type: 'duration', default: 2 * DAY, min: 3_600_000, max: MAX_RETENTION,
     description: 'How long per-minute rollups are kept (cut to retention.events when longer). Minutes older than this are read from the raw events instead (exact, slower); the default covers the dashboard\'s last-hour and last-24-hours views and the alert windows\' recent edges.',
   },
   {
-    key: 'retention.rollups', env: 'HOOKWATCH_RETENTION_ROLLUPS', type: 'duration', default: 400 * DAY, min: DAY,
+    key: 'retention.rollups', env: 'HOOKWATCH_RETENTION_ROLLUPS', type: 'duration', default: 400 * DAY, min: DAY, max: MAX_RETENTION,
     description: 'How long hourly and daily rollups are kept.',
   },
   {
