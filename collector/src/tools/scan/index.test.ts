@@ -404,6 +404,19 @@ describe('scan: counting delivered and persisted hook outputs', () => {
     expect(code).toBe(0);
   });
 
+  it('still counts a persisted output that a hook record of an unknown type names after some text of its own', async () => {
+    // A record type a later Claude Code writes, wording its output as its system records do: "<hook> ...: <marker>".
+    const marker = persistedMarker({ savedPath: savedPath('s-new', 'h-new'), preview: 'x'.repeat(300) });
+    const future = hookRecord({ uuid: 'h-new', sessionId: 's-new', hookName: 'Stop', type: 'hook_future_feedback', content: [`Stop hook feedback: ${marker}`] });
+    // Its mention of the tag, with no saved file of a hook named, is no persisted output.
+    const mention = hookRecord({ uuid: 'h-new-2', sessionId: 's-new', hookName: 'Stop', type: 'hook_future_feedback', content: ['Outputs come back in <persisted-output> tags.'] });
+    const file = await transcript('future-type.jsonl', [future, mention]);
+    const { code, result } = await scanJson([file]);
+    expect(result.totals).toMatchObject({ records: 2, outputsPersisted: 1 });
+    expect(result.persistedOutputs.map((p) => p.savedPath)).toEqual([savedPath('s-new', 'h-new')]);
+    expect(code).toBe(1);
+  });
+
   it('passes when nothing was persisted', async () => {
     const file = await transcript('clean.jsonl', [hookRecord({ uuid: 'h1', sessionId: 's-clean', hookName: 'SessionStart:startup', stdout: 'x'.repeat(10_000) })]);
     const { code, result } = await scanJson([file]);

@@ -464,12 +464,16 @@ export class TranscriptScanner {
     else if (deliveryKind !== undefined) await this.considerDelivery(attachment, deliveryKind, hookEvent, firing, ctx, at.pending);
     else {
       // A hook record type this version does not know: skipped, but an output it says was persisted still counts.
+      // Its wording is not known either: a marker counts where it starts a string, as Claude Code puts it in place
+      // of an output, or further in when it names a hook output's saved file, as outside hook records (a mention
+      // of the tag names none).
       this.skipType(`attachment:${attachmentType}`);
       const strings: string[] = [];
       collectStrings(attachment, strings);
       const hookName = this.hookNameFor(attachment, hookEvent, sessionId);
+      const markers = strings.filter(mayHoldMarker).flatMap((text) => findPersistedOutputs(text).filter((m) => isMarkerText(text) || isHookOutputPath(m.savedPath)));
       let index = 0;
-      for (const marker of strings.filter(isMarkerText).flatMap(findPersistedOutputs)) {
+      for (const marker of markers) {
         await this.emitPersisted(marker, { hookName, hookEvent, command: commandOf(attachment), field: 'stdout', chars: null }, ctx, index++);
       }
     }
