@@ -284,6 +284,8 @@ describe('bad configuration fails at start with a message naming the key', () =>
     ['alerting:\n  receivers:\n    - {name: ops, url: "https://hooks.example.com/x", headers: {Authorization:Bearer LeakSecret123}}\n', 'alerting.receivers[0].headers: "Authorization:…" (a value run into its key: write a space after the colon) is not a valid header name'],
     ['alerting:\n  otlp:\n    headers: {Authorization:Bearer LeakSecret123}\n', 'alerting.otlp.headers: "Authorization:…"'],
     ['forward:\n  headers: {Authorization:Bearer LeakSecret123}\n', 'for forward.headers: "Authorization:…" (a value run into its key: write a space after the colon) is not a valid header name'],
+    // As name=value text, a value after the name's colon whose own part after "=" is no percent-encoding.
+    ['forward:\n  headers: "Authorization:Basic LeakSecret123==%"\n', 'for forward.headers: "Authorization:…" (a value run into its key: write a space after the colon) is not a valid header name'],
   ])('never repeats a value run into its key: %j', (text, message) => {
     const load = () => toConfig(loadConfig({ env: {}, flags: { config: 'x.yaml' }, readFile: () => text }));
     expect(load).toThrow(ConfigError);

@@ -26,13 +26,14 @@ export function parseForwardHeaders(raw: unknown): Record<string, string> | stri
       if (eq < 0) return `expected name=value pairs separated by commas (entry ${i + 1} of ${parts.length} has no "=")`;
       if (eq === 0) return `expected name=value pairs separated by commas (entry ${i + 1} of ${parts.length} has no name before "=")`;
       const name = part.slice(0, eq).trim();
+      // The name first: the messages about the value quote it, and one that is no name may hold a value.
+      if (!NAME.test(name)) return `${quotedKey(name)} is not a valid header name`;
       let value: string;
       try {
         value = decodeURIComponent(part.slice(eq + 1).trim());
       } catch {
         return `the value of header ${JSON.stringify(name)} is not valid percent-encoding`;
       }
-      if (!NAME.test(name)) return `${quotedKey(name)} is not a valid header name`;
       const problem = headerValueProblem(name, value);
       if (problem) return problem;
       out[name.toLowerCase()] = value;
