@@ -114,11 +114,12 @@ export async function startAlerting(opts: AlertingOptions): Promise<Alerting> {
     ...(opts.random ? { random: opts.random } : {}),
     ...(fence ? { fence } : {}),
     tls,
-    // A notification reaches an Alertmanager after the renewal in flight to it. A resolution: that renewal, built
-    // while the alert still fired and taken after it, would fire the alert there again. A firing: that renewal,
+    // A notification reaches an Alertmanager after the batch of the renewal in flight to it that carries its alert
+    // (its label set); one of an alert that renewal does not carry goes at once. A resolution: that batch, built
+    // while the alert still fired and taken after it, would fire the alert there again. A firing: that batch,
     // carrying the previous episode's resolution under the same labels, would resolve the new one there
     // (Alertmanager replaces an alert by one whose time does not overlap it).
-    ready: (n) => refresher.settled(n.receiver),
+    ready: (n) => refresher.settled(n),
     // Awaited by the dispatcher before it records the notification's outcome.
     onAttempt: (n, a, token) => stateStore.addAttempt({ alertId: n.alert.id, receiver: n.receiver, webhookId: n.webhookId, status: n.status, ...a }, fence ? token : undefined).catch((err: unknown) => logger.warn('cannot record delivery attempt', { err })),
     onFinished: (n, outcome, token) => {

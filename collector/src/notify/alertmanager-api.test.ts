@@ -20,6 +20,7 @@ import { emitExecutions, isolatedEnv } from '../../test/support/service.ts';
 import { sendWithRetry } from './transport.ts';
 import { alertmanagerFingerprint } from './alertmanager.ts';
 import { AlertmanagerRefresher, alertmanagerApiRenderer, postableAlert, type PostableAlert } from './alertmanager-api.ts';
+import { Dispatcher } from './dispatcher.ts';
 import type { Notification, ReceiverConfig } from './model.ts';
 import type { AlertSummary } from '../../../shared/src/api.ts';
 import { hasAlertmanager, startAlertmanager, type RunningAlertmanager } from '../../test/support/alertmanager.ts';
@@ -441,12 +442,23 @@ describe('alertmanager renewals to a receiver a reload removed', () => {
   });
 });
 
-/** `count` firing alerts already posted, each its own label set (hook_name `h<i>`). */
+/** `count` firing alerts already posted, each its own label set (hook_name `h<i>`) and its Alertmanager fingerprint. */
 function firingAlerts(count: number): AlertSummary[] {
-  return Array.from({ length: count }, (_, i) => ({
-    id: `a-${i}`, fingerprint: `fp-${i}`, rule: 'persisted', state: 'firing' as const, labels: { alertname: 'persisted', hook_name: `h${i}` }, annotations: {},
-    activeAt: '2026-12-01T00:00:00.000Z', startsAt: '2026-12-01T00:00:00.000Z', endsAt: null, firstEventAt: null, lastNotifiedAt: '2026-12-01T00:00:00.000Z', deliveries: [], silencedBy: [], hookId: null,
-  }));
+  return Array.from({ length: count }, (_, i) => {
+    const labels = { alertname: 'persisted', hook_name: `h${i}` };
+    return {
+      id: `a-${i}`, fingerprint: alertmanagerFingerprint(labels), rule: 'persisted', state: 'firing' as const, labels, annotations: {},
+      activeAt: '2026-12-01T00:00:00.000Z', startsAt: '2026-12-01T00:00:00.000Z', endsAt: null, firstEventAt: null, lastNotifiedAt: '2026-12-01T00:00:00.000Z', deliveries: [], silencedBy: [], hookId: null,
+    };
+  });
+}
+
+/** The notification of `a`'s resolution to `receiver`. */
+function resolutionOf(a: AlertSummary, receiver: string): Notification {
+  return {
+    webhookId: `msg_${a.id}`, receiver, status: 'resolved', createdAtMs: Date.now(),
+    alert: { id: a.id, fingerprint: a.fingerprint, rule: a.rule, labels: a.labels, annotations: a.annotations, startsAt: a.startsAt ?? a.activeAt, endsAt: new Date().toISOString(), hookId: a.hookId },
+  };
 }
 
 describe('alertmanager renewals of more alerts than a batch holds', () => {
@@ -476,10 +488,10 @@ describe('alertmanager renewals of more alerts than a batch holds', () => {
       const renewal = refresher.push(am);
       await secondArrived;
       let settled = false;
-      const waiting = refresher.settled('am').then(() => (settled = true));
+      const waiting = refresher.settled(resolutionOf(alerts[2 * BATCH] as AlertSummary, 'am')).then(() => (settled = true));
       await new Promise((r) => setTimeout(r, 300));
       // The first batch answered, the second held: the third is not sent over it, and a notification waiting for
-      // the renewal in flight (a resolution of an alert in the second or third batch) still waits.
+      // the batch that carries its alert (here the third) still waits.
       expect(bodies).toHaveLength(2);
       expect(settled).toBe(false);
       release();
@@ -494,6 +506,72 @@ describe('alertmanager renewals of more alerts than a batch holds', () => {
       expect(last.map((a) => a.endsAt)).toEqual([resolvedAt]);
       expect(refresher.byReceiver.get('am')).toEqual({ delivered: 3, failed: 0 });
     } finally {
+      await refresher.stop();
+      await sink.close();
+    }
+  });
+
+  it('hold a notification only until the answer to the batch carrying its alert; one of an alert not carried goes at once', async () => {
+    const sink = new WebhookSink();
+    // What the receiver saw, in order: each renewal batch as it arrives (held until answered), each notification.
+    const log: string[] = [];
+    const answers = [1, 2, 3].map(() => {
+      let resolve = (): void => undefined;
+      return { held: new Promise<void>((r) => (resolve = r)), answer: () => resolve() };
+    });
+    let batches = 0;
+    sink.reply = (q) => {
+      if (q.headers['webhook-id']) {
+        log.push(`posted ${hookNames(q.body).join()}`);
+        return { status: 200 };
+      }
+      log.push(`batch ${++batches}`);
+      return { status: 200, hold: answers[batches - 1]?.held };
+    };
+    const answer = (k: number): void => {
+      log.push(`batch ${k} answered`);
+      answers[k - 1]?.answer();
+    };
+    const seen = (entry: string): Promise<true> => waitFor(entry, async () => (log.includes(entry) ? true : undefined), 5000);
+    const quiet = (): Promise<void> => new Promise((r) => setTimeout(r, 300));
+    await sink.start();
+    const [receiver] = parseReceivers([{ name: 'am', type: 'alertmanager', url: sink.url, resendInterval: '1m' }]);
+    const am = receiver as NonNullable<typeof receiver>;
+    // Three batches: h0-h255, h256-h511, h512. h513 is not in the renewal.
+    const listed = firingAlerts(2 * BATCH + 2);
+    const carried = listed.slice(0, 2 * BATCH + 1);
+    const refresher = new AlertmanagerRefresher({ receivers: [am], links: { externalUrl: '' }, alerts: () => carried, logger: silentLogger });
+    const dispatcher = new Dispatcher({ receivers: [am], links: { externalUrl: '' }, logger: silentLogger, deadlineMs: 60_000, maxQueue: 10, ready: (n) => refresher.settled(n) });
+    try {
+      const renewal = refresher.push(am);
+      await seen('batch 1');
+      // Resolutions of an alert in the third batch, of one in the first, and of one the renewal does not carry.
+      for (const i of [2 * BATCH, 0, 2 * BATCH + 1]) dispatcher.enqueue(resolutionOf(listed[i] as AlertSummary, 'am'));
+      await seen('posted h513');
+      await quiet();
+      expect(log).toEqual(['batch 1', 'posted h513']);
+      // The first batch answered: its alert's resolution goes, the second batch held meanwhile.
+      answer(1);
+      await seen('posted h0');
+      await seen('batch 2');
+      await quiet();
+      expect(log.slice(0, 3)).toEqual(['batch 1', 'posted h513', 'batch 1 answered']);
+      expect(log.slice(3).sort()).toEqual(['batch 2', 'posted h0']);
+      // The second answered: the third batch is posted, and the resolution of its alert waits for its answer.
+      answer(2);
+      await seen('batch 3');
+      await quiet();
+      expect(log).not.toContain('posted h512');
+      answer(3);
+      await seen('posted h512');
+      expect(log.slice(-2)).toEqual(['batch 3 answered', 'posted h512']);
+      await renewal;
+      await dispatcher.idle();
+      expect(dispatcher.stats).toMatchObject({ delivered: 3, failed: 0 });
+      expect(refresher.byReceiver.get('am')).toEqual({ delivered: 3, failed: 0 });
+    } finally {
+      answers.forEach((a) => a.answer());
+      await dispatcher.stop();
       await refresher.stop();
       await sink.close();
     }

@@ -9,6 +9,7 @@
 import type { AlertSummary } from '../../../shared/src/api.ts';
 import type { ClientTlsCredentials } from '../net/tls.ts';
 import type { Logger } from '../telemetry/logger.ts';
+import { alertmanagerFingerprint } from './alertmanager.ts';
 import { dashboardLink } from './links.ts';
 import type { BodyRenderer, LinkContext, Notification, ReceiverConfig } from './model.ts';
 import { sendWithRetry, type SendResult } from './transport.ts';
@@ -79,7 +80,10 @@ export function alertmanagerApiRenderer(ctx: LinkContext, receiver: ReceiverConf
 export interface AlertmanagerRefresherOptions {
   receivers: readonly ReceiverConfig[];
   links: LinkContext;
-  /** The alerts firing, and those resolved within RESOLVED_RESEND_MS, however many (others are left out). */
+  /**
+   * The alerts firing, and those resolved within RESOLVED_RESEND_MS, however many (others are left out), each
+   * with the fingerprint Alertmanager gives its labels.
+   */
   alerts: () => AlertSummary[];
   /**
    * Whether this process's alerts are the ones to renew (it leads, and its memory is the saved state); a
@@ -111,10 +115,12 @@ export class AlertmanagerRefresher {
   private readonly running = new Set<Promise<void>>();
   private readonly failing = new Set<string>();
   /**
-   * The renewal in flight per receiver, settled at the answer to its last batch: an Alertmanager slower than its
-   * resend interval (within its timeout) is not sent the next one over it; the interval after that answer is.
+   * The renewal in flight per receiver, until the answer to its last batch: an Alertmanager slower than its resend
+   * interval (within its timeout) is not sent the next one over it; the interval after that answer is. By the
+   * fingerprint of each alert it carries, the answer to the batch carrying it (settled): resolved then, or when the
+   * renewal ends before posting that batch.
    */
-  private readonly pushing = new Map<string, Promise<unknown>>();
+  private readonly pushing = new Map<string, Map<string, Promise<void>>>();
 
   constructor(opts: AlertmanagerRefresherOptions) {
     this.opts = opts;
@@ -160,7 +166,7 @@ export class AlertmanagerRefresher {
    * after the answer to the other (one attempt each: the next interval is the retry); nothing while the previous
    * renewal to it is still waiting for an answer. A batch refused does not stop the others, which Alertmanager
    * takes or refuses on their own; a batch not answered (timed out, no connection) ends the renewal there, as the
-   * next ones would wait as long, and the notifications waiting for the renewal (settled) with them.
+   * next ones would wait as long, and the notifications waiting for its batches (settled) with them.
    */
   async push(r: ReceiverConfig): Promise<void> {
     const now = this.opts.now ?? Date.now;
@@ -171,19 +177,26 @@ export class AlertmanagerRefresher {
     const carried = [...firing, ...(r.sendResolved ? recentlyResolved(alerts, firing, now()) : [])];
     if (carried.length === 0) return;
     const resend = r.resendIntervalMs ?? DEFAULT_RESEND_INTERVAL_MS;
-    let done = (): void => undefined;
-    const renewal = new Promise<void>((resolve) => (done = resolve));
+    const batches: { alerts: AlertSummary[]; answered: () => void }[] = [];
+    const renewal = new Map<string, Promise<void>>();
+    for (let i = 0; i < carried.length; i += RENEWAL_BATCH_SIZE) {
+      let answered = (): void => undefined;
+      const answer = new Promise<void>((resolve) => (answered = resolve));
+      const batch = { alerts: carried.slice(i, i + RENEWAL_BATCH_SIZE), answered };
+      for (const a of batch.alerts) renewal.set(a.fingerprint, answer);
+      batches.push(batch);
+    }
     this.pushing.set(r.name, renewal);
     // Not the renewal in flight any more: a reload removed its receiver meanwhile.
     const removed = (): boolean => this.pushing.get(r.name) !== renewal;
-    const batches = Math.ceil(carried.length / RENEWAL_BATCH_SIZE);
     const failures: SendResult[] = [];
     try {
-      for (let i = 0; i < carried.length; i += RENEWAL_BATCH_SIZE) {
-        const body = JSON.stringify(carried.slice(i, i + RENEWAL_BATCH_SIZE).map((a) => postableAlert({ ...a, startsAt: a.startsAt as string }, a.state === 'resolved' ? a.endsAt : null, this.opts.links, now(), resend)));
+      for (const batch of batches) {
+        const body = JSON.stringify(batch.alerts.map((a) => postableAlert({ ...a, startsAt: a.startsAt as string }, a.state === 'resolved' ? a.endsAt : null, this.opts.links, now(), resend)));
         const result = await sendWithRetry(() => ({ body, headers: r.headers }), {
           url: r.url, timeoutMs: r.timeoutMs, deadlineMs: now() + r.timeoutMs, maxAttempts: 1, signal: this.abort.signal, now, tls: this.opts.tls?.get(r.name) ?? null,
         });
+        batch.answered();
         if (result.outcome === 'aborted' || removed()) return;
         const counts = this.byReceiver.get(r.name);
         if (counts) counts[result.outcome === 'delivered' ? 'delivered' : 'failed']++;
@@ -194,7 +207,8 @@ export class AlertmanagerRefresher {
       }
     } finally {
       if (!removed()) this.pushing.delete(r.name);
-      done();
+      // The batches not posted never carry their alerts' older state to Alertmanager: nothing to wait for.
+      for (const batch of batches) batch.answered();
     }
     const [failed] = failures;
     if (!failed) {
@@ -202,18 +216,19 @@ export class AlertmanagerRefresher {
       return;
     }
     // Logged once per outage, not every interval.
-    if (!this.failing.has(r.name)) this.opts.logger.warn('cannot renew firing alerts at alertmanager; retrying every resend interval', { receiver: r.name, httpStatus: failed.httpStatus, error: failed.error, failedBatches: failures.length, batches });
+    if (!this.failing.has(r.name)) this.opts.logger.warn('cannot renew firing alerts at alertmanager; retrying every resend interval', { receiver: r.name, httpStatus: failed.httpStatus, error: failed.error, failedBatches: failures.length, batches: batches.length });
     this.failing.add(r.name);
   }
 
   /**
-   * Resolves once the renewal in flight to `receiver` (if any) has the answer to its last batch. It was built from
-   * the alerts firing then: a resolution sent to the receiver after it may not reach Alertmanager before it, or Alertmanager would
-   * take the renewal last and hold the resolved alert firing until the next push. Pushes built after an alert
-   * resolved carry it resolved.
+   * Resolves once the batch of the renewal in flight to the notification's receiver that carries its alert (its
+   * label set) has its answer, or the renewal ended without posting it; at once when the renewal carries no alert of
+   * those labels, or none is in flight. That batch was built from the alerts then: a resolution sent to the
+   * receiver after it may not reach Alertmanager before it, or Alertmanager would take the batch last and hold the
+   * resolved alert firing until the next push. Batches built after an alert resolved carry it resolved.
    */
-  async settled(receiver: string): Promise<void> {
-    await this.pushing.get(receiver)?.catch(() => undefined);
+  async settled(n: Pick<Notification, 'receiver' | 'alert'>): Promise<void> {
+    await this.pushing.get(n.receiver)?.get(alertmanagerFingerprint(n.alert.labels));
   }
 
   /** Stops the timers and aborts pushes in flight. Safe twice. */

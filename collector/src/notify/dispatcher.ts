@@ -35,7 +35,7 @@ export interface DispatcherOptions {
   tls?: ReadonlyMap<string, ClientTlsCredentials>;
   /**
    * Resolves when an attempt of `n` may go out, awaited before each one (alerting/index.ts: a notification to an
-   * Alertmanager receiver follows the renewal push in flight to it). Absent: at once.
+   * Alertmanager receiver follows the batch of the renewal in flight to it that carries its alert). Absent: at once.
    */
   ready?: (n: Notification) => Promise<void>;
 }
