@@ -166,6 +166,24 @@ export function headroomCondition(rule: Pick<RuleConfig, 'windowMs' | 'threshold
 }
 
 /**
+ * Whether the condition of `persisted` or `headroom` may hold among the executions without size data, which it
+ * cannot see: any of them may have gone over the cap, or near it. Such an alert stays as it is rather than
+ * resolve (unknown is not the all-clear).
+ */
+export function mayHoldUnmeasured(c: HookCounters): boolean {
+  return c.sizeUnknownExecutions > 0;
+}
+
+/**
+ * Whether the share of persisted_ratio may be over its threshold once the executions without size data are
+ * counted as lost (each may have been): its alert then stays as it is rather than resolve on a share they dilute.
+ */
+export function ratioMayHold(rule: Pick<RuleConfig, 'threshold' | 'minExecutions'>, c: HookCounters): boolean {
+  if (c.executions < rule.minExecutions || c.sizeUnknownExecutions <= 0) return false;
+  return Math.min(c.executions, c.executionsWithPersisted + c.sizeUnknownExecutions) / c.executions > rule.threshold;
+}
+
+/**
  * The annotations an alert on a guarded hook carries: `hookwatch guard` trims that hook's outputs already, so sizes
  * near or over the cap are what it is there for. Read as the alert becomes active, and again only when guard
  * trims of its hook are stored while it is active (AlertEngine.noteGuardTrims); kept over the episode

@@ -40,6 +40,21 @@ describe('applyEvaluation', () => {
     expect(set.activeAlerts().some((a) => a.labels['hook_name'] === `h${MAX_ALERTS_PER_RULE}`)).toBe(false);
   });
 
+  it('keeps the alerts a held label set names, pending or firing, as they were; raises none; counts none against the limit', () => {
+    const set = new AlertSet();
+    const slow = { ...rule, forMs: 60_000 };
+    applyEvaluation(set, [{ rule: slow, candidates: [candidate('firing')] }], opts({ now: NOW - 60_000 }));
+    applyEvaluation(set, [{ rule: slow, candidates: [candidate('firing'), candidate('pending')] }], opts());
+    const held = (hook: string): Candidate => ({ ...candidate(hook), annotations: {}, held: true });
+    const many = Array.from({ length: MAX_ALERTS_PER_RULE }, (_, i) => candidate(`h${i}`));
+    // Past `for`: the pending alert would fire, had its condition held.
+    const step = applyEvaluation(set, [{ rule: slow, candidates: [...many, held('firing'), held('pending'), held('new')] }], opts({ now: NOW + 60_000 }));
+    expect(step.overLimit).toEqual([]);
+    expect(step.transitions.filter((t) => !t.alert.labels['hook_name']?.startsWith('h'))).toEqual([]);
+    const state = (hook: string): [string, Record<string, string>] | undefined => set.activeAlerts().filter((a) => a.labels['hook_name'] === hook).map((a) => [a.state, a.annotations] as [string, Record<string, string>])[0];
+    expect([state('firing'), state('pending'), state('new')]).toEqual([['firing', { summary: 'firing' }], ['pending', { summary: 'pending' }], undefined]);
+  });
+
   it('resolves the alerts of a rule no longer configured on a full evaluation only', () => {
     const set = new AlertSet();
     set.replace([alertRecord({ id: 'old', rule: 'removed_rule', state: 'firing' })]);

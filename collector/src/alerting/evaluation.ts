@@ -57,11 +57,13 @@ export function applyEvaluation(alerts: AlertSet, outcomes: readonly RuleOutcome
       step.failed.push({ rule: outcome.rule.name, error: outcome.error });
       continue;
     }
-    let candidates = outcome.candidates;
+    // Held label sets raise no alert: they count against no limit, and keep the active alerts they name.
+    let candidates = outcome.candidates.filter((c) => !c.held);
     if (candidates.length > MAX_ALERTS_PER_RULE) {
       step.overLimit.push({ rule: outcome.rule.name, dropped: candidates.length - MAX_ALERTS_PER_RULE });
       candidates = candidates.slice(0, MAX_ALERTS_PER_RULE);
     }
+    if (candidates.length < outcome.candidates.length) candidates = [...candidates, ...outcome.candidates.filter((c) => c.held)];
     apply(stepRule(outcome.rule, alerts.activeOf(outcome.rule.name), candidates, now));
   }
   if (opts.sweep) {

@@ -1105,6 +1105,63 @@ describe('other rule kinds', () => {
       expect(a['summary']).toBe('PreToolUse:Bash: largest output in the last 24h is at least 8,550 characters, at most 1,450 below the 10,000-character cap (alert above 8,000); 1 of 2 executions carried no size data.');
       expect(a).toMatchObject({ largest_output: '8550', headroom: '1450', executions_without_sizes: '1' });
     });
+
+    /** Each notification sent so far, as "status alertname". */
+    const trail = (h: Harness): string[] => h.notes().map((n) => `${n.status} ${n.alertname}`);
+
+    it('headroom: an alert does not resolve while its window holds executions without sizes, only once they are measured or gone', async () => {
+      const h = await harness([{ kind: 'headroom', window: '1m' }]);
+      const bash = { hookName: 'PreToolUse:Bash' };
+      await h.push({ ...bash, additionalContextChars: 8_500, stdoutChars: 8_550, outputsPersisted: 0 });
+      expect(trail(h)).toEqual(['firing headroom']);
+      // The measured output leaves the window; executions without sizes go on: unknown, never the all-clear.
+      h.clock.advance(2 * MIN);
+      await h.push({ ...bash, ...blind });
+      await h.run(MIN);
+      await h.push({ ...bash, ...blind }, { ...bash, additionalContextChars: 100, outputsPersisted: 0 });
+      await h.run(MIN);
+      expect(trail(h)).toEqual(['firing headroom']);
+      expect(h.alerting.engine.alerts().map((a) => a.state)).toEqual(['firing']);
+      // Only measured executions in the window, well below the cap: it resolves.
+      h.clock.advance(2 * MIN);
+      await h.push({ ...bash, additionalContextChars: 100, outputsPersisted: 0 });
+      await h.run(TICK);
+      expect(trail(h)).toEqual(['firing headroom', 'resolved headroom']);
+    });
+
+    it('persisted: an alert does not resolve while its window holds executions without sizes; a quiet window resolves it', async () => {
+      const h = await harness([{ kind: 'persisted', window: '1m' }]);
+      await h.push(over);
+      expect(trail(h)).toEqual(['firing persisted']);
+      h.clock.advance(2 * MIN);
+      await h.push({ ...over, ...blind }, fine);
+      await h.run(MIN);
+      expect(trail(h)).toEqual(['firing persisted']);
+      await h.run(2 * MIN);
+      expect(trail(h)).toEqual(['firing persisted', 'resolved persisted']);
+    });
+
+    it('persisted_ratio: executions without sizes keep an alert firing while they could keep the share over the threshold, and never raise one', async () => {
+      const h = await harness([{ kind: 'persisted_ratio', threshold: 0.4, minExecutions: 2, window: '1m' }]);
+      // Executions without sizes alone never fire it.
+      await h.push({ ...over, ...blind }, { ...over, ...blind });
+      await h.run(TICK);
+      expect(trail(h)).toEqual([]);
+      h.clock.advance(2 * MIN);
+      await h.push(over, over);
+      expect(trail(h)).toEqual(['firing persisted_ratio']);
+      h.clock.advance(2 * MIN);
+      // 1 of 4 measured as lost, 3 unknown: 25% at least, 100% at most.
+      await h.push(over, { ...over, ...blind }, { ...over, ...blind }, { ...over, ...blind });
+      // Then 1 of 9, at most 4 of 9 (44%): still over 40% at worst.
+      await h.push(...Array.from({ length: 5 }, () => ({ ...over, additionalContextChars: 100, outputsPersisted: 0 })));
+      await h.run(TICK);
+      expect(trail(h)).toEqual(['firing persisted_ratio']);
+      // At most 4 of 11 (36%): below the threshold whatever the unknown executions lost.
+      await h.push(...Array.from({ length: 2 }, () => ({ ...over, additionalContextChars: 100, outputsPersisted: 0 })));
+      await h.run(TICK);
+      expect(trail(h)).toEqual(['firing persisted_ratio', 'resolved persisted_ratio']);
+    });
   });
 
   it('default rules with zero config: persisted fires, nothing else for a healthy feed', async () => {

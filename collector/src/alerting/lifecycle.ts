@@ -86,8 +86,14 @@ export function stepRule(rule: Pick<RuleConfig, 'name' | 'forMs' | 'keepFiringFo
   for (const c of candidates) {
     const fp = fingerprint(c.labels);
     if (seen.has(fp)) continue;
-    seen.add(fp);
     let a = active.get(fp);
+    // Held: what was measured does not meet the condition, the executions without size data may. An active alert
+    // stays as it is, a pending one does not advance to firing, and none is raised.
+    if (c.held) {
+      if (a) seen.add(fp);
+      continue;
+    }
+    seen.add(fp);
     if (!a) {
       a = {
         id: alertId(fp, now), fingerprint: fp, rule: rule.name, state: 'pending', labels: c.labels, annotations: c.annotations, hookId: c.hookId,

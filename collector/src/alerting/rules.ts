@@ -11,7 +11,7 @@ import { chartStepForSpan } from '../../../shared/src/chart-step.ts';
 import { isOverflowHook, type HookEvent } from '../hooks/model.ts';
 import { totalCounters } from '../store/counters.ts';
 import type { ArrivalCounters, FleetBucket, HookInfo, Store } from '../store/store.ts';
-import { blindCondition, growthCondition, guardTrimsNote, headroomCondition, hookLimitCondition, neverCompletedCondition, persistedCondition, quietFeedCondition, quietHookCondition, ratioCondition } from './conditions.ts';
+import { blindCondition, growthCondition, guardTrimsNote, headroomCondition, hookLimitCondition, mayHoldUnmeasured, neverCompletedCondition, persistedCondition, quietFeedCondition, quietHookCondition, ratioCondition, ratioMayHold } from './conditions.ts';
 import { dimensionLabel, type RuleConfig } from './settings.ts';
 import type { Pause } from '../paced.ts';
 
@@ -34,6 +34,11 @@ export interface Candidate {
    * becomes an alert: rules on sizes near or over the cap (`persisted`, `headroom`, `growth`).
    */
   readGuard?: () => Promise<Record<string, string> | null>;
+  /**
+   * The condition does not hold on what was measured, but may among the executions without size data: an active
+   * alert of these labels stays as it is (unknown is not the all-clear), and no alert is raised.
+   */
+  held?: true;
 }
 
 export interface RuleContext {
@@ -153,7 +158,7 @@ function guarded(rule: RuleConfig, ctx: RuleContext, fromMs: number, toMs: numbe
   const read = (hookId: string): Promise<Record<string, string> | null> => readGuardNote(ctx.store, rule, hookId, fromMs, toMs, false);
   for (const c of candidates) {
     const hookId = c.hookId;
-    if (hookId === null) continue;
+    if (hookId === null || c.held) continue;
     c.readGuard = () => {
       const known = reads.get(hookId) ?? read(hookId);
       reads.set(hookId, known);
@@ -180,19 +185,22 @@ async function* inSlices<H extends { info: HookInfo }, A>(hooks: readonly H[], r
 
 /**
  * Per hook, or per hook and dimension value when the rule has groupBy; `evidence` says what of the counters the
- * condition counts, for when it begins (Candidate.readEvidence).
+ * condition counts, for when it begins (Candidate.readEvidence). Where the condition does not hold, `mayHold` says
+ * whether it may among the executions without size data: those label sets come last, held (Candidate.held).
  */
-async function perHook(rule: RuleConfig, ctx: RuleContext, fromMs: number, toMs: number, cond: HookCondition, evidence: Evidence): Promise<Candidate[]> {
+async function perHook(rule: RuleConfig, ctx: RuleContext, fromMs: number, toMs: number, cond: HookCondition, evidence: Evidence, mayHold?: (c: HookCounters) => boolean): Promise<Candidate[]> {
   const counters = [...(await ctx.store.hookCounters({ fromMs, toMs })).values()];
   const out: Candidate[] = [];
+  const held: Candidate[] = [];
   const { groupBy } = rule;
   if (!groupBy) {
     for (const c of counters) {
       await ctx.pause?.();
       const annotations = cond(c, c.info, scopeText(rule, c.info, undefined));
       if (annotations) out.push({ labels: hookLabels(rule, c.info), annotations, hookId: c.info.id, readEvidence: evidenceReader(ctx, c.info.id, fromMs, toMs, evidence) });
+      else if (mayHold?.(c)) held.push({ labels: hookLabels(rule, c.info), annotations: {}, hookId: c.info.id, held: true });
     }
-    return out;
+    return [...out, ...held];
   }
   // The hooks' breakdowns by the dimension, some hundreds of hooks in a read.
   for await (const [some, breakdowns] of inSlices(counters, (hookIds) => ctx.store.fleetBreakdown(groupBy, { fromMs, toMs, hookIds }))) {
@@ -202,10 +210,11 @@ async function perHook(rule: RuleConfig, ctx: RuleContext, fromMs: number, toMs:
         const annotations = cond(row, c.info, scopeText(rule, c.info, row.value), row.value);
         // A filter on '' matches the events without the dimension, the row '' counts.
         if (annotations) out.push({ labels: groupLabels(rule, c.info, row.value), annotations, hookId: c.info.id, readEvidence: evidenceReader(ctx, c.info.id, fromMs, toMs, evidence, { [groupBy]: row.value }) });
+        else if (mayHold?.(row)) held.push({ labels: groupLabels(rule, c.info, row.value), annotations: {}, hookId: c.info.id, held: true });
       }
     }
   }
-  return out;
+  return [...out, ...held];
 }
 
 /**
@@ -274,7 +283,8 @@ async function persisted(rule: RuleConfig, ctx: RuleContext): Promise<Candidate[
     const l = lateOf(info.id, value);
     return persistedCondition(l ? totalCounters([c, l]) : c, scope, rule.windowMs, l);
   };
-  const out = await perHook(rule, ctx, fromMs, toMs, cond, persistedEvidence);
+  const found = await perHook(rule, ctx, fromMs, toMs, cond, persistedEvidence, mayHoldUnmeasured);
+  const out = found.filter((c) => !c.held);
   // Late arrivals of a hook (or a value of it) with nothing else in the window.
   for (const a of late.values()) {
     const groups: [string | undefined, ArrivalCounters][] = rule.groupBy ? [...(a.byValue ?? [])] : [[undefined, a]];
@@ -284,17 +294,18 @@ async function persisted(rule: RuleConfig, ctx: RuleContext): Promise<Candidate[
       if (annotations) out.push({ labels: groupLabels(rule, a.info, value), annotations, hookId: a.info.id });
     }
   }
-  return guarded(rule, ctx, fromMs, toMs, out);
+  return guarded(rule, ctx, fromMs, toMs, [...out, ...found.filter((c) => c.held)]);
 }
 
 function persistedRatio(rule: RuleConfig, ctx: RuleContext): Promise<Candidate[]> {
-  return perHook(rule, ctx, ctx.now - rule.windowMs, ctx.now + FUTURE_SKEW_MS, (c, _info, scope) => ratioCondition(rule, c, scope), executionEvidence);
+  return perHook(rule, ctx, ctx.now - rule.windowMs, ctx.now + FUTURE_SKEW_MS, (c, _info, scope) => ratioCondition(rule, c, scope), executionEvidence, (c) => ratioMayHold(rule, c));
 }
 
 async function headroom(rule: RuleConfig, ctx: RuleContext): Promise<Candidate[]> {
   const fromMs = windowStartMs(rule, ctx.now);
   const toMs = ctx.now + FUTURE_SKEW_MS;
-  return guarded(rule, ctx, fromMs, toMs, await perHook(rule, ctx, fromMs, toMs, (c, _info, scope) => headroomCondition(rule, c, scope), (b) => (largestOutput(b) ?? 0) > rule.threshold * OUTPUT_CAP_CHARS));
+  // A hook over the cap is the persisted rule's: its headroom alert resolves as superseded, never held.
+  return guarded(rule, ctx, fromMs, toMs, await perHook(rule, ctx, fromMs, toMs, (c, _info, scope) => headroomCondition(rule, c, scope), (b) => (largestOutput(b) ?? 0) > rule.threshold * OUTPUT_CAP_CHARS, (c) => !persistedEvidence(c) && mayHoldUnmeasured(c)));
 }
 
 function neverCompleted(rule: RuleConfig, ctx: RuleContext): Promise<Candidate[]> {
