@@ -56,4 +56,25 @@ describe('hookwatch_hook_last_output_chars', () => {
     expect(await lastOutput(metrics)).toBe(4_000);
     expect(sampleValue(parseExposition(await metrics.render()), 'hookwatch_hook_last_output_chars', { hook_name: 'Stop' })).toBeUndefined();
   });
+
+  it('goes absent once the newest execution carries no size data, rather than hold an older size; comes back with the next measured one', async () => {
+    const clock = new FakeClock(1_800_000_000_000);
+    const hooks = new HookMetrics({ maxSeries: 10, now: clock.now });
+    const metrics = new MetricsRegistry();
+    hooks.register(metrics);
+    hooks.onIngested([hookEvent({ hookName: HOOK, timeMs: clock.t, additionalContextChars: 9_000, stdoutChars: 0 })]);
+    clock.advance(60_000);
+    // A client older than 2.1.280 runs the hook from now on.
+    hooks.onIngested([hookEvent({ hookName: HOOK, timeMs: clock.t, additionalContextChars: null })]);
+    // The measured output still counts for the time every output counts.
+    expect(await lastOutput(metrics)).toBe(9_000);
+    clock.advance(2 * RECENT_OUTPUT_MS);
+    expect(await lastOutput(metrics)).toBeUndefined();
+    // An unmeasured execution stamped before the measured one is not the newest.
+    const newest = clock.t;
+    hooks.onIngested([hookEvent({ hookName: HOOK, timeMs: newest, additionalContextChars: 200, stdoutChars: 0 })]);
+    hooks.onIngested([hookEvent({ hookName: HOOK, timeMs: newest - 5_000, additionalContextChars: null })]);
+    clock.advance(2 * RECENT_OUTPUT_MS);
+    expect(await lastOutput(metrics)).toBe(200);
+  });
 });

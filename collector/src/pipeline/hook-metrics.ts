@@ -35,7 +35,7 @@ interface HookSeries {
   row: CounterRow;
   /** toCounters(row), kept until the next event of this hook (a scrape reads it for every family). */
   counters: HookCounters | undefined;
-  /** Largest output of the newest execution with size data, and that execution's time. */
+  /** Largest output of the newest execution (null when it carried no size data), and that execution's time. */
   lastLargest: number | null;
   lastTimeMs: number;
   /**
@@ -144,12 +144,14 @@ export class HookMetrics implements IngestListener {
       }
       addEvent(s.row, e);
       s.counters = undefined;
-      const largest = e.kind === 'complete' ? largestOf(e) : null;
-      if (largest === null) continue;
+      if (e.kind !== 'complete') continue;
+      const largest = largestOf(e);
+      // The newest execution's size, unknown when it carried none: an older size is not the hook's now.
       if (e.timeMs >= s.lastTimeMs) {
         s.lastLargest = largest;
         s.lastTimeMs = e.timeMs;
       }
+      if (largest === null) continue;
       if (s.recent.slot !== slot) {
         s.previous = s.recent;
         s.recent = { slot, largest };
