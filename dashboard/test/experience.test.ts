@@ -204,6 +204,8 @@ describe('wording', () => {
     await waitLoaded(p);
     expect(await p.textContent('#hook-title .status')).toBe('unknown');
     expect(await p.textContent('[data-kpi="size-unknown"] .kpi-value')).toBe('17 of 33');
+    // The cliff curve speaks of the measured outputs only: the others are not known to have arrived whole.
+    expect(await p.textContent('#chart-curve-summary')).toMatch(/: delivered whole, at most [\d,]+ chars of headroom\. 17 of 33 executions sent no size data: not measured, so not known to have arrived whole\.$/);
   });
 
   it('says "none known" of the persisted outputs of a hook partly without size data, in its row, figures and breakdowns, never a bare 0', async () => {

@@ -195,6 +195,10 @@ describe('charts\' numbers', () => {
     expect(observedSizes(unpersisted)).toEqual([{ kind: 'stdout', sent: 4_000, delivered: 4_000 }, { kind: 'stdout', sent: 10_500, delivered: 10_500 }]);
     expect(curveRows(observedSizes(unpersisted))[1]).toEqual(['stdout', '10,500', '10,500', '0']);
     expect(curveSummary({ ...OK, maxChars: { ...OK.maxChars, additionalContext: 10_000, stdout: 0 } })).toBe('Largest output 10,000 chars: delivered whole, 0 chars of headroom.');
+    // Executions without size data are not on the cliff: never said to have arrived whole, the headroom at most.
+    expect(curveSummary(PARTIAL)).toBe('Largest output 400 chars: delivered whole, at most 9,600 chars of headroom. 17 of 33 executions sent no size data: not measured, so not known to have arrived whole.');
+    expect(curveSummary({ ...summed, sizeUnknownExecutions: 2 })).toBe('Largest output 12,000 chars, past the 10,000 cap, but no measured output was persisted: the size is an upper bound (summed over the hook\'s commands, stdout with the JSON around it), and every measured string arrived whole. 2 of 12 executions sent no size data: not measured, so not known to have arrived whole.');
+    expect(curveSummary({ ...OVER, sizeUnknownExecutions: 1 })).toMatch(/losing 8,500 chars \(81\.0%\)\. 1 of \d+ executions sent no size data: not measured, so not known to have arrived whole\.$/);
     expect(growthRows([{ t: Date.parse('2026-11-28T00:00:00Z'), value: 9_000 }])).toEqual([['28/11/2026', '9,000']]);
     // West of UTC a day bucket starts the evening before: still labelled with its own (UTC) date.
     const tz = process.env['TZ'];

@@ -220,21 +220,24 @@ export function curveSummary(hook: HookSummary): string {
   const one = largestOneString(hook);
   const peakIsOne = peak !== null && one?.chars === peak;
   const exact = peakIsOne ? null : one;
+  // Executions without size data are not on the cliff: what is said of the measured ones is not said of them.
+  const blind = hook.sizeUnknownExecutions > 0;
+  const unmeasured = blind ? ` ${num(hook.sizeUnknownExecutions)} of ${plural(hook.executions, 'execution')} sent no size data: not measured, so not known to have arrived whole.` : '';
   return peak === null && hook.executions === 0 && hook.starts > 0
     ? `${plural(hook.starts, 'start')} and no execution completed in this range: nothing was delivered to measure. A hook that starts and never completes was blocked, killed or timed out.`
     : peak === null && hook.executions === 0
     ? `No executions in this range: nothing to measure. The hook was last seen ${dateTime(hook.lastSeen)}.`
     : peak === null
     ? 'No size data in this range: delivery cannot be measured (client older than 2.1.280).'
-    : lost && lost > 0 && persistedAtLeast(hook) === 0
-      ? `Largest output ${chars(peak)}, past the 10,000 cap, but nothing was persisted: the size is an upper bound (summed over the hook's commands, stdout with the JSON around it), and every string arrived whole.`
+    : (lost && lost > 0 && persistedAtLeast(hook) === 0
+      ? `Largest output ${chars(peak)}, past the 10,000 cap, but ${blind ? 'no measured output' : 'nothing'} was persisted: the size is an upper bound (summed over the hook's commands, stdout with the JSON around it), and every ${blind ? 'measured ' : ''}string arrived whole.`
     : lost && lost > 0 && exact && exact.chars > OUTPUT_CAP_CHARS
       ? `Largest string measured alone ${chars(exact.chars)} (${exact.kind}): the model saw about ${chars(deliveredChars(exact.chars))}, losing ${chars(exact.chars - deliveredChars(exact.chars))} (${pct((exact.chars - deliveredChars(exact.chars)) / exact.chars)}). The larger ${chars(peak)} is a bound (summed over the hook's commands, or stdout with the JSON around it).`
     : lost && lost > 0 && !peakIsOne
       ? `Largest output up to ${chars(peak)} (summed over the hook's commands, or stdout with the JSON around it): a string over the 10,000 cap reaches the model as a ~2,000-character preview, so up to ${chars(lost)} (${pct(lost / peak)}) was lost.`
     : lost && lost > 0
       ? `Largest output ${chars(peak)}: the model saw about ${chars(deliveredChars(peak))}, losing ${chars(lost)} (${pct(lost / peak)}).`
-      : `Largest output ${chars(peak)}: delivered whole, ${chars(OUTPUT_CAP_CHARS - peak)} of headroom.`;
+      : `Largest output ${chars(peak)}: delivered whole, ${blind ? 'at most ' : ''}${chars(OUTPUT_CAP_CHARS - peak)} of headroom.`) + unmeasured;
 }
 
 /**
