@@ -205,6 +205,7 @@ describe('wording', () => {
     expect(await p.textContent('#hook-title .status')).toBe('unknown');
     expect(await p.textContent('[data-kpi="size-unknown"] .kpi-value')).toBe('17 of 33');
     // The cliff curve speaks of the measured outputs only: the others are not known to have arrived whole.
+    expect(await p.textContent('#chart-cliff-summary')).toMatch(/; no bucket is known to have had persisted outputs \(\d+ buckets? holds? executions that sent no size data\)\./);
     expect(await p.textContent('#chart-curve-summary')).toMatch(/: delivered whole, at most [\d,]+ chars of headroom\. 17 of 33 executions sent no size data: not measured, so not known to have arrived whole\.$/);
   });
 

@@ -110,7 +110,12 @@ describe('charts\' numbers', () => {
     expect(v.kinds).toEqual(['stdout']);
     expect(v.persisted).toEqual([null, null, 10_500, 10_000]);
     expect(v.peak).toBe(10_500);
-    expect(v.summary).toBe('Largest output 10,500 chars against the 10,000 cap; 2 of 4 buckets had persisted outputs.');
+    // A bucket of executions without size data may have lost output unseen: the count is a lower bound, said so.
+    expect(v.summary).toBe('Largest output 10,500 chars against the 10,000 cap; at least 2 of 4 buckets had persisted outputs (1 bucket holds executions that sent no size data).');
+    const measured = { ...series, buckets: series.buckets.slice(0, 3) };
+    expect(cliffView(measured).summary).toBe('Largest output 10,500 chars against the 10,000 cap; 1 of 3 buckets had persisted outputs.');
+    const quiet = { ...series, buckets: series.buckets.slice(1, 2).map((b) => ({ ...b, executions: 14, sizeUnknownExecutions: 2 })) };
+    expect(cliffView(quiet).summary).toBe('Largest output 4,000 chars against the 10,000 cap; no bucket is known to have had persisted outputs (1 bucket holds executions that sent no size data).');
     expect(v.headers).toEqual(['Bucket start', 'stdout', 'Outputs persisted']);
     // A bucket's persisted outputs read as the delivery chart's table gives them: "at least" where a lower bound.
     expect(v.rows).toEqual([['30/11/2026, 05:00', '4,000', '0'], ['30/11/2026, 06:00', '10,500', '2'], ['30/11/2026, 07:00', 'unknown', 'at least 1']]);

@@ -128,6 +128,11 @@ export function cliffView(series: SeriesResponse): { kinds: OutputKind[]; persis
   const withData = series.buckets.filter((b) => largestOutput(b) !== null);
   const over = series.buckets.filter((b) => persistedAtLeast(b) > 0);
   const peak = withData.reduce<number | null>((m, b) => Math.max(m ?? 0, largestOutput(b) ?? 0), null);
+  // A bucket of executions without size data may have lost output unseen: the count of buckets is then a lower bound.
+  const blind = series.buckets.filter((b) => b.sizeUnknownExecutions > 0).length;
+  const buckets = plural(series.buckets.length, 'bucket');
+  const persistedBuckets = blind === 0 ? `${num(over.length)} of ${buckets} had persisted outputs`
+    : `${over.length === 0 ? 'no bucket is known to have had' : `at least ${num(over.length)} of ${buckets} had`} persisted outputs (${plural(blind, 'bucket')} ${blind === 1 ? 'holds' : 'hold'} executions that sent no size data)`;
   return {
     kinds,
     // A bucket with persisted outputs but no sizes is marked on the cap: it was over it.
@@ -135,7 +140,7 @@ export function cliffView(series: SeriesResponse): { kinds: OutputKind[]; persis
     peak,
     summary: withData.length === 0
       ? series.buckets.some((b) => b.executions > 0 || b.starts > 0) ? 'No size data in this range.' : 'No executions in this range.'
-      : `Largest output ${chars(peak)} against the 10,000 cap; ${num(over.length)} of ${plural(series.buckets.length, 'bucket')} had persisted outputs.`,
+      : `Largest output ${chars(peak)} against the 10,000 cap; ${persistedBuckets}.`,
     headers: [bucketStartHeader(series.step), ...kinds, 'Outputs persisted'],
     rows: bucketRows(series, (b) => [...kinds.map((k) => num(b.maxChars[k])), persistedKnown(b).text]),
   };
