@@ -217,6 +217,12 @@ describe('wording', () => {
     const cell = `#hook-rows tr[data-hook-id="${id}"] td:nth-child(6)`;
     expect(await p.textContent(cell)).toBe('none known');
     expect(await p.getAttribute(cell, 'title')).toBe('none known: 17 executions sent no size data');
+    // Its largest output and headroom are of the measured executions only: at least, at most.
+    const [largest, headroom] = [7, 8].map((n) => `#hook-rows tr[data-hook-id="${id}"] td:nth-child(${n})`) as [string, string];
+    expect(await p.textContent(largest)).toMatch(/^at least [\d,]+ chars$/);
+    expect(await p.getAttribute(largest, 'title')).toMatch(/^at least [\d,]+ chars: 17 executions sent no size data$/);
+    expect(await p.textContent(headroom)).toMatch(/^at most [\d,]+$/);
+    expect(await p.getAttribute(headroom, 'title')).toMatch(/^at most [\d,]+ chars below the cap: 17 executions sent no size data$/);
     await p.goto(`${fx.svc().httpUrl}/hooks/${id}`);
     await waitLoaded(p);
     expect(await p.textContent('[data-kpi="persisted"] .kpi-value')).toBe('none known');
@@ -233,7 +239,7 @@ describe('wording', () => {
     await waitLoaded(p);
     // The captured runs' four outputs over the cap (SessionStart:startup in each, PostToolUse:Bash once).
     expect(await p.textContent('[data-kpi="persisted"] .kpi-value')).toBe('at least 4');
-    expect(await p.textContent('[data-kpi="persisted"] .kpi-note')).toBe('4 executions lost output to the cap; 17 executions sent no size data');
+    expect(await p.textContent('[data-kpi="persisted"] .kpi-note')).toBe('at least 4 executions lost output to the cap; 17 executions sent no size data');
     // The fleet chart's summary says so too.
     const summary = async (): Promise<string | null> => p.locator('#chart-fleet-summary:not(:empty)').textContent();
     expect(await summary()).toMatch(/^At least 4 outputs persisted across 2 hooks, in \d+ of \d+ buckets \(17 executions sent no size data\); /);
@@ -241,7 +247,7 @@ describe('wording', () => {
     await p.goto(`${fx.svc().httpUrl}/?f.service.version=2.1.250`);
     await waitLoaded(p);
     expect(await p.textContent('[data-kpi="persisted"] .kpi-value')).toBe('none known');
-    expect(await p.textContent('[data-kpi="persisted"] .kpi-note')).toBe('0 executions lost output to the cap; 17 executions sent no size data');
+    expect(await p.textContent('[data-kpi="persisted"] .kpi-note')).toBe('no execution is known to have lost output to the cap; 17 executions sent no size data');
     expect(await summary()).toMatch(/^No output is known to have been persisted in this range \(17 executions sent no size data\); /);
     // The team whose one execution was measured: exact.
     await p.goto(`${fx.svc().httpUrl}/?f.team=platform`);

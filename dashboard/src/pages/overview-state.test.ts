@@ -162,7 +162,14 @@ describe('rows', () => {
   it('shows headroom below and over the cap, and never a healthy status for partial size data', () => {
     const over = hookRow(OVER, forecastOf(OVER, NONE), NOW);
     expect(over).toMatchObject({ status: 'over', headroom: '500 over', headroomTitle: '500 chars over the cap', largest: '10,500 chars', persisted: '1', forecast: 'over the cap now' });
-    expect(hookRow(PARTIAL, undefined, NOW)).toMatchObject({ status: 'unknown', headroom: '9,600', forecast: '–', forecastTitle: '', executions: '33' });
+    expect(over).toMatchObject({ largestTitle: '' });
+    // Executions without size data are not measured: the largest output is at least, the headroom at most, said why.
+    expect(hookRow(PARTIAL, undefined, NOW)).toMatchObject({
+      status: 'unknown', largest: 'at least 400 chars', largestTitle: 'at least 400 chars: 17 executions sent no size data',
+      headroom: 'at most 9,600', headroomTitle: 'at most 9,600 chars below the cap: 17 executions sent no size data', forecast: '–', forecastTitle: '', executions: '33',
+    });
+    expect(hookRow({ ...OVER, sizeUnknownExecutions: 2 }, undefined, NOW)).toMatchObject({ headroom: 'at least 500 over', headroomTitle: 'at least 500 chars over the cap: 2 executions sent no size data' });
+    expect(hookRow({ ...PARTIAL, headroom: 0 }, undefined, NOW)).toMatchObject({ headroom: 'at most 0', headroomTitle: 'at the cap or over it: 17 executions sent no size data' });
     expect(hookRow(BLIND, forecastOf(BLIND, NONE), NOW)).toMatchObject({ status: 'unknown', headroom: 'unknown', headroomTitle: 'unknown', largest: 'unknown' });
     expect(hookRow(OK, undefined, NOW)).toMatchObject({ lastSeen: '3 min ago', lastSeenTitle: '30/11/2026, 08:27' });
   });
@@ -251,7 +258,7 @@ describe('fleet figures', () => {
     expect(k.map((x) => [x.id, x.value, x.note])).toEqual([
       ['executions', '81', '81 hook commands run'],
       ['success', '80', '98.8%'],
-      ['persisted', 'at least 1', '1 execution lost output to the cap; 29 executions sent no size data'],
+      ['persisted', 'at least 1', 'at least 1 execution lost output to the cap; 29 executions sent no size data'],
       ['hooks', '5', '1 over · 1 near · 1 ok · 2 unknown'],
       ['size-share', '64.2%', '29 executions without sizes'],
       ['last-event', '3 min ago', '30/11/2026, 08:27'],
@@ -263,7 +270,7 @@ describe('fleet figures', () => {
   it('says of the fleet\'s outputs persisted, as of a hook\'s, "at least N" or "none known" when executions sent no size data', () => {
     const persisted = (totals: Partial<OverviewResponse['totals']>, sum: Pick<OverviewResponse, 'persisted' | 'measuredOnly'>): Kpi | undefined =>
       kpis(overview({ totals: { ...overview().totals, ...totals }, ...sum }), [OVER, NEAR, OK, PARTIAL, BLIND], {}, NOW).find((x) => x.id === 'persisted');
-    expect(persisted({ outputsPersisted: 0, executionsWithPersisted: 0 }, { persisted: 0, measuredOnly: 0 })).toMatchObject({ value: 'none known', note: '0 executions lost output to the cap; 29 executions sent no size data' });
+    expect(persisted({ outputsPersisted: 0, executionsWithPersisted: 0 }, { persisted: 0, measuredOnly: 0 })).toMatchObject({ value: 'none known', note: 'no execution is known to have lost output to the cap; 29 executions sent no size data' });
     expect(persisted({ outputsPersisted: 0, executionsWithPersisted: 2, sizeUnknownExecutions: 0 }, { persisted: 2, measuredOnly: 2 })).toMatchObject({ value: 'at least 2', note: '2 executions lost output to the cap; 2 executions measured over the cap, counted as one output each' });
     // Every execution measured and reporting its count: exact.
     expect(persisted({ outputsPersisted: 3, executionsWithPersisted: 2, sizeUnknownExecutions: 0 }, { persisted: 3, measuredOnly: 0 })).toMatchObject({ value: '3', note: '2 executions lost output to the cap' });

@@ -155,6 +155,8 @@ export interface HookRow {
   /** Said when the count is a lower bound: executions without size data, or measured over the cap only. */
   persistedTitle: string;
   largest: string;
+  /** Said when the largest output is of the measured executions only (at least), as the headroom's (at most). */
+  largestTitle: string;
   headroom: string;
   headroomTitle: string;
   forecast: string;
@@ -165,6 +167,11 @@ export interface HookRow {
 
 export function hookRow(hk: HookSummary, reading: ForecastReading | undefined, nowMs: number): HookRow {
   const persisted = persistedKnown(hk);
+  // Executions without size data are not measured: the largest output is then at least, the headroom at most.
+  const h = hk.headroom;
+  const unmeasured = hk.sizeUnknownExecutions > 0 && h !== null ? `${plural(hk.sizeUnknownExecutions, 'execution')} sent no size data` : null;
+  const largest = unmeasured === null ? chars(largestOutput(hk)) : `at least ${chars(largestOutput(hk))}`;
+  const bound = (text: string): string => (unmeasured === null ? text : `${h !== null && h < 0 ? 'at least' : 'at most'} ${text}`);
   return {
     id: hk.id,
     status: shownStatus(hk),
@@ -172,9 +179,10 @@ export function hookRow(hk: HookSummary, reading: ForecastReading | undefined, n
     success: num(hk.success),
     persisted: persisted.text,
     persistedTitle: persisted.why === null ? '' : `${persisted.text}: ${persisted.why}`,
-    largest: chars(largestOutput(hk)),
-    headroom: hk.headroom === null ? 'unknown' : hk.headroom < 0 ? `${num(-hk.headroom)} over` : num(hk.headroom),
-    headroomTitle: headroomText(hk.headroom),
+    largest,
+    largestTitle: unmeasured === null ? '' : `${largest}: ${unmeasured}`,
+    headroom: h === null ? 'unknown' : bound(h < 0 ? `${num(-h)} over` : num(h)),
+    headroomTitle: unmeasured === null ? headroomText(h) : `${h === 0 ? 'at the cap or over it' : bound(headroomText(h))}: ${unmeasured}`,
     forecast: reading ? reading.value : '–',
     forecastTitle: reading?.sentence ?? '',
     lastSeen: ago(hk.lastSeen, nowMs),
@@ -246,7 +254,10 @@ export function kpis(overview: OverviewResponse, hooks: readonly HookSummary[], 
   // The sum of the hooks' figures, as the hooks table and the fleet chart give them; a lower bound says so, and
   // why, as a hook's figure does: unknown is not zero.
   const persisted = persistedBound(overview.persisted, t.sizeUnknownExecutions, overview.measuredOnly);
-  const lost = `${plural(t.executionsWithPersisted, 'execution')} lost output to the cap`;
+  // Executions without size data may have lost output unseen: the count of those that did is then a lower bound.
+  const lost = t.sizeUnknownExecutions === 0 ? `${plural(t.executionsWithPersisted, 'execution')} lost output to the cap`
+    : t.executionsWithPersisted === 0 ? 'no execution is known to have lost output to the cap'
+    : `at least ${plural(t.executionsWithPersisted, 'execution')} lost output to the cap`;
   return [
     { id: 'executions', label: 'Executions', value: num(t.executions), note: `${plural(t.numHooks, 'hook command')} run` },
     { id: 'success', label: 'Commands reporting success', value: num(t.success), note: t.numHooks ? pct(t.success / t.numHooks) : undefined },

@@ -431,7 +431,7 @@ export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
         h('td', { class: 'num opt' }, r.executions),
         h('td', { class: 'num opt' }, r.success),
         h('td', { class: 'num', ...(r.persistedTitle ? { title: r.persistedTitle } : {}) }, r.persisted),
-        h('td', { class: 'num' }, r.largest),
+        h('td', { class: 'num', ...(r.largestTitle ? { title: r.largestTitle } : {}) }, r.largest),
         h('td', { class: 'num opt', title: r.headroomTitle }, r.headroom),
         h('td', { class: 'num opt', 'data-col': 'forecast', title: r.forecastTitle }, r.forecast),
         h('td', { class: 'opt' }, h('time', { datetime: hk.lastSeen, 'data-ago': hk.lastSeen, title: r.lastSeenTitle }, r.lastSeen)),
