@@ -99,21 +99,28 @@ async function cluster() {
     await sink.waitFor(sent().length + 1);
     await r.alerting.dispatcher.idle();
   };
-  return { clock, replica, sent, fire };
+  /**
+   * Replicas a (leading) and b (`bOptions`): a fires and notifies an alert, then stops as in a rolling update, and b
+   * takes the lease at its next renewal.
+   */
+  const handedOver = async (bOptions: Parameters<typeof replica>[1] = {}): Promise<{ a: Replica; b: Replica }> => {
+    const a = await replica('a');
+    const b = await replica('b', bOptions);
+    await fire(a);
+    expect(sent()).toEqual(['firing SessionStart:startup']);
+    clock.advance(60_000);
+    await a.alerting.stop();
+    await a.lease.stop();
+    expect(await b.lease.tick()).toBe(true);
+    return { a, b };
+  };
+  return { clock, replica, sent, fire, handedOver };
 }
 
 it('a follower that takes over evaluates at once on the state it loads: the alert the old leader notified is neither notified again nor resolved', async () => {
-  const { clock, replica, sent, fire } = await cluster();
-  const a = await replica('a');
-  const b = await replica('b');
-  await fire(a);
-  expect(sent()).toEqual(['firing SessionStart:startup']);
-
+  const { clock, sent, fire, handedOver } = await cluster();
   // a stops (as in a rolling update); b takes the lease at its next renewal, loads the state and evaluates.
-  clock.advance(60_000);
-  await a.alerting.stop();
-  await a.lease.stop();
-  expect(await b.lease.tick()).toBe(true);
+  const { b } = await handedOver();
   await b.alerting.engine.evaluate('notify');
   clock.advance(10_000);
   await b.alerting.engine.evaluate('all');
@@ -128,17 +135,9 @@ it('a follower that takes over evaluates at once on the state it loads: the aler
 }, 60_000);
 
 it('a replica that leads under a lease epoch whose load nobody queued loads the state itself, once, and then evaluates as leader', async () => {
-  const { clock, replica, sent, fire } = await cluster();
-  const a = await replica('a');
-  const b = await replica('b', { told: false });
-  await fire(a);
-  expect(sent()).toEqual(['firing SessionStart:startup']);
-
+  const { clock, sent, fire, handedOver } = await cluster();
   // a stops; b takes the lease, and nothing tells its engine.
-  clock.advance(60_000);
-  await a.alerting.stop();
-  await a.lease.stop();
-  expect(await b.lease.tick()).toBe(true);
+  const { b } = await handedOver({ told: false });
   expect(b.loads).toBe(0);
 
   // The timer's evaluations: the first finds the leadership not loaded and has it loaded; the others evaluate.
