@@ -14,7 +14,7 @@ import { GrpcExporter } from './exporter-grpc.ts';
 import { HttpExporter } from './exporter-http.ts';
 import { Forwarder, type BackoffOptions, type ForwarderStatus } from './forwarder.ts';
 import { DurableQueue, type DeadLetter, type DeadLetterSummary } from './queue.ts';
-import { checkEndpoint, type ForwardConfig } from './settings.ts';
+import type { ForwardConfig } from './settings.ts';
 import { StoreInUseError } from '../store/sqlite/process-lock.ts';
 
 export interface ForwardingOptions {
@@ -78,9 +78,11 @@ async function checkLeftQueue(config: ForwardConfig, opts: ForwardingOptions): P
   }
 }
 
-/** Builds the exporter named by `forward.protocol`, connecting with `tls` (forward.tls.*) when given. */
+/**
+ * Builds the exporter named by `forward.protocol`, connecting with `tls` (forward.tls.*) when given; the endpoint
+ * was checked as the configuration was read (settings.ts, checkEndpoint).
+ */
 export function createExporter(config: ForwardConfig, now?: () => number, tls?: ClientTlsCredentials): HttpExporter | GrpcExporter {
-  checkEndpoint(config);
   if (config.protocol === 'grpc') {
     return new GrpcExporter({ endpoint: config.endpoint, headers: config.headers, compression: config.compression, timeoutMs: config.timeoutMs, ...(tls ? { tls } : {}) });
   }
