@@ -9,11 +9,9 @@ export function formatCount(n: number): string {
 
 const ESCAPES: Record<string, string> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' };
 
-/** A control character (C0, DEL or C1); with keepLines, the line feed and tab are not. */
-function isControl(code: number, keepLines: boolean): boolean {
-  if (keepLines && (code === 0x0a || code === 0x09)) return false;
-  return code < 0x20 || (code >= 0x7f && code <= 0x9f);
-}
+/** Control characters (C0, DEL and C1); the second leaves out the line feed and tab. */
+const CONTROL = /\p{Cc}/gu;
+const CONTROL_BUT_LINES = /(?![\n\t])\p{Cc}/gu;
 
 /**
  * Text read from files (a file name, a hook command, a transcript's fields) as a report may print it: control
@@ -21,15 +19,7 @@ function isControl(code: number, keepLines: boolean): boolean {
  * such as "OK:") and a terminal escape cannot reach the terminal. With `keepLines`, line breaks and tabs stay.
  */
 export function printable(text: string, options: { keepLines?: boolean } = {}): string {
-  let out = '';
-  let from = 0;
-  for (let i = 0; i < text.length; i++) {
-    const code = text.charCodeAt(i);
-    if (!isControl(code, options.keepLines === true)) continue;
-    out += text.slice(from, i) + (ESCAPES[text[i]!] ?? `\\u${code.toString(16).padStart(4, '0')}`);
-    from = i + 1;
-  }
-  return from === 0 ? text : out + text.slice(from);
+  return text.replace(options.keepLines === true ? CONTROL_BUT_LINES : CONTROL, (c) => ESCAPES[c] ?? `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
 /** Renders rows as a left-aligned text table with a header row; every cell is already a string, printed as printable() gives it. */
