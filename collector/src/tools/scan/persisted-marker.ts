@@ -12,6 +12,8 @@
 
 const MARKER_OPEN = '<persisted-output>';
 const MARKER_CLOSE = '</persisted-output>';
+/** A marker at the start of a string, after any white space. */
+const MARKER_FIRST = new RegExp(`^\\s*${MARKER_OPEN}`);
 
 /** One output that Claude Code saved to a file, as read from its marker. */
 export interface PersistedOutput {
@@ -34,7 +36,7 @@ export function mayHoldMarker(text: string): boolean {
  * markers) reached the model as it is.
  */
 export function isMarkerText(text: string): boolean {
-  return /^\s*<persisted-output>/.test(text);
+  return MARKER_FIRST.test(text);
 }
 
 /** Every persisted-output marker in the text, in order (an unclosed marker runs to the end of the text). */
