@@ -62,8 +62,12 @@ export const DELIVERY_SETTINGS: readonly Setting[] = [
   },
 ];
 
-/** Why `text`, when set, is not an http(s) URL, or undefined; `example` shows one. */
-function httpUrlProblem(text: string, example: string): string | undefined {
+/**
+ * alerting.otlp.endpoint and alerting.externalUrl: empty (unset) or an http(s) URL, whose password, if any, is long
+ * enough to scrub; checked when the config loads, not by the exporter at start. `example` shows one.
+ */
+function urlProblem(raw: unknown, example: string): string | undefined {
+  const text = typeof raw === 'string' ? raw.trim() : '';
   if (text === '') return undefined;
   let url: URL;
   try {
@@ -72,16 +76,7 @@ function httpUrlProblem(text: string, example: string): string | undefined {
     return `expected an http:// or https:// URL such as ${example}`;
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') return `the scheme must be http or https, not ${url.protocol.replace(':', '')}`;
-  return undefined;
-}
-
-/**
- * alerting.otlp.endpoint and alerting.externalUrl: empty (unset) or an http(s) URL, whose password, if any, is long
- * enough to scrub; checked when the config loads, not by the exporter at start.
- */
-function urlProblem(raw: unknown, example: string): string | undefined {
-  const text = typeof raw === 'string' ? raw.trim() : '';
-  return httpUrlProblem(text, example) ?? (text === '' ? undefined : urlPasswordProblem(text));
+  return urlPasswordProblem(text);
 }
 
 /** Reads the notification settings; a bad receiver or header throws SettingError naming the key. */
