@@ -25,7 +25,7 @@ import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { startAlerting } from '../collector/src/alerting/index.ts';
-import { DEFAULT_RULE_KINDS, parseRules } from '../collector/src/alerting/settings.ts';
+import { DEFAULT_RULE_KINDS, parseRules, takesGroupBy } from '../collector/src/alerting/settings.ts';
 import { dimensionNames } from '../collector/src/pipeline/settings.ts';
 import { BUILTIN_DIMENSIONS, type BuiltinDimension, type HookEvent } from '../collector/src/hooks/model.ts';
 import { parseReceivers } from '../collector/src/notify/settings.ts';
@@ -39,9 +39,6 @@ import { markdownTable, percentile, result, type BenchOptions, type BenchResult 
 const DAY = 86_400_000;
 /** The goal for the longest block of the event loop by one evaluation. */
 const GOAL_BLOCK_MS = 50;
-
-/** The default rule kinds that take a groupBy (settings.ts parseRule). */
-const GROUPED_KINDS = new Set(['persisted', 'headroom', 'never_completed']);
 
 /**
  * Executions per hook: one a day over the last two weeks (the growth rule's trend) and one in the last hour; with
@@ -100,7 +97,7 @@ export async function run(opts: BenchOptions & { hooks?: number; evaluations?: n
     await fill(store, hooks, now, groupBy);
     log(`${hooks} hooks stored`);
     const config = {
-      rules: groupBy ? parseRules(DEFAULT_RULE_KINDS.map((kind) => (GROUPED_KINDS.has(kind) ? { kind, groupBy } : { kind })), dimensionNames(dimensions)) : parseRules(undefined),
+      rules: groupBy ? parseRules(DEFAULT_RULE_KINDS.map((kind) => (takesGroupBy(kind) ? { kind, groupBy } : { kind })), dimensionNames(dimensions)) : parseRules(undefined),
       receivers: parseReceivers([{ name: 'bench', url: `${sink.url}/hook` }]), evaluationIntervalMs: 60_000, repeatIntervalMs: 4 * 3_600_000,
       externalUrl: '', otlp: { endpoint: '', headers: {} }, delivery: { deadlineMs: 60_000, initialBackoffMs: 5, maxBackoffMs: 20, maxQueue: 100_000 },
     };

@@ -83,6 +83,10 @@ const KIND_KEYS: Record<RuleKind, readonly string[]> = {
   never_completed: ['window', 'groupBy', 'after'],
   hook_limit: ['window'],
 };
+/** Whether rules of `kind` take a groupBy (a dimension their alerts are split by). */
+export function takesGroupBy(kind: RuleKind): boolean {
+  return KIND_KEYS[kind].includes('groupBy');
+}
 const COMMON_RULE_KEYS = ['name', 'kind', 'for', 'keepFiringFor', 'severity', 'labels'];
 /** Labels every rule sets itself (alertname, severity) or an alert of some kind carries; a rule's labels add to them. */
 const BUILT_IN_LABELS = ['alertname', 'severity', 'hook_event', 'hook_name', 'service_name', 'service_version', 'scope'];
@@ -157,7 +161,7 @@ function parseRule(raw: unknown, i: number, knownDimensions?: readonly string[])
   const groupBy = raw['groupBy'] ?? null;
   if (groupBy !== null) {
     if (typeof groupBy !== 'string' || groupBy.length === 0) throw new SettingError(`${at}.groupBy: expected a dimension name such as team`);
-    if (!['persisted', 'persisted_ratio', 'headroom', 'never_completed'].includes(k)) throw new SettingError(`${at}.groupBy: not supported for kind ${k}`);
+    if (!takesGroupBy(k)) throw new SettingError(`${at}.groupBy: not supported for kind ${k}`);
     if (knownDimensions && !knownDimensions.includes(groupBy)) throw new SettingError(`${at}.groupBy: unknown dimension ${JSON.stringify(groupBy)}; known: ${knownDimensions.join(', ')} (add it to dimensions)`);
   }
   const scope = raw['scope'] ?? d.scope ?? 'hook';
