@@ -251,6 +251,19 @@ describe('OTLP/gRPC receiver status codes', () => {
     expect(receiver?.stats.rejected).toEqual({ bad_request: 2 });
   });
 
+  it('ends a call whose message arrived whole but whose stream never ends after otlp.requestTimeout, giving its bytes back', async () => {
+    const { url, next, inflight } = await start({ requestTimeoutMs: 1000 });
+    // A whole 64 KiB message, and the request stream left open: the unary call waits for its end.
+    const result = await rawGrpcCall(url, LOGS_PATH, grpcFrame(Buffer.alloc(64 * 1024), false), { end: false, giveUpMs: 10_000 });
+    expect(result.code).toBe(GrpcStatus.DEADLINE_EXCEEDED);
+    expect(result.message).toBe('request not received whole within otlp.requestTimeout (1000 ms)');
+    expect(result.answeredMs).toBeGreaterThanOrEqual(900);
+    expect(next.arrived).toBe(0);
+    await vi.waitFor(() => expect(inflight.inUseBytes).toBe(0));
+    expect(receiver?.stats.requests).toEqual({ 'logs:4': 1 });
+    expect(receiver?.stats.rejected).toEqual({ request_timeout: 1 });
+  });
+
   it('answers UNAVAILABLE with RetryInfo when the next stage stays overloaded, a second before the client\'s deadline', async () => {
     const { url, next } = await start();
     next.fail = new OverloadedError('queue full', 7);

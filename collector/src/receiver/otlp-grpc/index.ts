@@ -6,10 +6,10 @@
  *
  * A server interceptor runs when the headers arrive, before grpc-js reads (or inflates) a byte of the message:
  * it refuses a missing or wrong token there, reserves the worst case (twice otlp.maxRequestBytes) from the
- * process-wide in-flight budget before letting the message be read, and ends a call whose message has not
- * arrived within otlp.requestTimeout. A bomb thus costs nothing without the token, and at most the reserved
- * bytes with it. The calls of one HTTP/2 connection get no reservation past half of the budget, so one client's
- * streams that send headers and no message cannot hold it all.
+ * process-wide in-flight budget before letting the message be read, and ends a call whose message, and the end
+ * of its stream, have not arrived within otlp.requestTimeout. A bomb thus costs nothing without the token, and at
+ * most the reserved bytes with it. The calls of one HTTP/2 connection get no reservation past half of the budget,
+ * so one client's streams that send headers and no message cannot hold it all.
  *
  * An export the store cannot take now (a database restarting), or hookwatch cannot (otlp.maxPendingRequests
  * batches waiting for the store), is held and its commit tried again until a little before the client's deadline
@@ -401,18 +401,23 @@ export class OtlpGrpcReceiver {
             timer = setTimeout(() => {
               this.count(this.stats.rejected, 'request_timeout');
               if (signal) this.count(this.stats.requests, `${signal}:${GrpcStatus.DEADLINE_EXCEEDED}`);
-              call.sendStatus({ code: GrpcStatus.DEADLINE_EXCEEDED, details: `request message not received within otlp.requestTimeout (${this.opts.requestTimeoutMs} ms)`, metadata: new Metadata() });
+              call.sendStatus({ code: GrpcStatus.DEADLINE_EXCEEDED, details: `request not received whole within otlp.requestTimeout (${this.opts.requestTimeoutMs} ms)`, metadata: new Metadata() });
               resetStream(next);
             }, this.opts.requestTimeoutMs);
             metadataNext(metadata);
           },
           onReceiveMessage: (received: Buffer, messageNext) => {
-            clearTimeout(timer);
             messages++;
             message = received;
             account?.settle(received.length);
             charge();
             messageNext(received);
+          },
+          // The request is whole once its stream ends: grpc-js runs a unary handler only then, and until then a
+          // client that sent its message and leaves the stream open would keep the call, and its bytes, for good.
+          onReceiveHalfClose: (halfCloseNext) => {
+            clearTimeout(timer);
+            halfCloseNext();
           },
           // Every call ends here. One that grpc-js refused while reading its message is counted as the receiver
           // counts its own refusals, so a batch refused for its size shows in hookwatch_otlp_requests_rejected_total.
