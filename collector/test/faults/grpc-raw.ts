@@ -22,6 +22,32 @@ export const HTTP2_PREFACE = Buffer.concat([Buffer.from('PRI * HTTP/2.0\r\n\r\nS
 /** An HTTP/2 PING frame: traffic on a connection that starts no stream. */
 export const HTTP2_PING = Buffer.from([0, 0, 8, 6, 0, 0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 8]);
 
+/** An HTTP/2 frame (RFC 9113 section 4.1): 3-byte length, type, flags, stream id, then the payload. */
+export function http2Frame(type: number, flags: number, streamId: number, payload: Buffer): Buffer {
+  const head = Buffer.alloc(9);
+  head.writeUIntBE(payload.length, 0, 3);
+  head.writeUInt8(type, 3);
+  head.writeUInt8(flags, 4);
+  head.writeUInt32BE(streamId, 5);
+  return Buffer.concat([head, payload]);
+}
+
+/**
+ * A HEADERS frame (END_HEADERS, the stream left open) starting a gRPC call on `path`: every field an HPACK literal
+ * without indexing (RFC 7541 section 6.2.2), names and values under 127 bytes.
+ */
+export function grpcHeadersFrame(streamId: number, path: string): Buffer {
+  const literal = (name: string, value: string): Buffer => Buffer.concat([Buffer.from([0, name.length]), Buffer.from(name), Buffer.from([value.length]), Buffer.from(value)]);
+  const fields = { ':method': 'POST', ':scheme': 'http', ':path': path, ':authority': 'hookwatch', 'content-type': 'application/grpc', te: 'trailers' };
+  const END_HEADERS = 0x4;
+  return http2Frame(0x1, END_HEADERS, streamId, Buffer.concat(Object.entries(fields).map(([name, value]) => literal(name, value))));
+}
+
+/** An RST_STREAM frame with error code CANCEL (0x8): what a grpc-go client sends as it cancels a call. */
+export function rstStreamCancel(streamId: number): Buffer {
+  return http2Frame(0x3, 0, streamId, Buffer.from([0, 0, 0, 0x8]));
+}
+
 /** One gRPC message frame: flag byte (1 = compressed), 4-byte big-endian length, then the bytes. */
 export function grpcFrame(payload: Buffer, compressed: boolean): Buffer {
   const head = Buffer.alloc(5);

@@ -27,7 +27,7 @@ import { STORE_HOLD, type HoldBackoff } from './store-hold.ts';
 import { InflightBudget } from '../inflight.ts';
 import { TlsCredentials } from '../../net/tls.ts';
 import { HAVE_OPENSSL, useTestPki } from '../../../test/support/certs.ts';
-import { HTTP2_PING, HTTP2_PREFACE, grpcFrame, rawGrpcCall } from '../../../test/faults/grpc-raw.ts';
+import { HTTP2_PING, HTTP2_PREFACE, grpcFrame, grpcHeadersFrame, http2Frame, rawGrpcCall, rstStreamCancel } from '../../../test/faults/grpc-raw.ts';
 
 /** The exporters' gzip setting (CompressionAlgorithm in @opentelemetry/otlp-exporter-base, which hookwatch does not depend on). */
 const GZIP = 'gzip' as never;
@@ -262,6 +262,35 @@ describe('OTLP/gRPC receiver status codes', () => {
     await vi.waitFor(() => expect(inflight.inUseBytes).toBe(0));
     expect(receiver?.stats.requests).toEqual({ 'logs:4': 1 });
     expect(receiver?.stats.rejected).toEqual({ request_timeout: 1 });
+  });
+
+  it('counts a call its client gives up on before its message is whole as client_aborted, not as a bad request', async () => {
+    const { url, next, inflight } = await start();
+    const port = Number(new URL(url).port);
+    /** Opens a connection and starts a call on stream 1 whose message is `sent` of a 100-byte one. */
+    const begin = async (sent: number): Promise<Socket> => {
+      const socket = netConnect({ port, host: '127.0.0.1' });
+      socket.on('error', () => {});
+      socket.on('data', () => {});
+      socket.write(Buffer.concat([HTTP2_PREFACE, grpcHeadersFrame(1, LOGS_PATH)]));
+      if (sent > 0) socket.write(http2Frame(0x0, 0, 1, grpcFrame(Buffer.alloc(100), false).subarray(0, sent)));
+      // The call has reserved its bytes: its headers were read.
+      await vi.waitFor(() => expect(inflight.inUseBytes).toBeGreaterThan(0));
+      return socket;
+    };
+    // A grpc-go client cancelling (its deadline passed while it sent): RST_STREAM(CANCEL), after the headers and mid-message.
+    for (const sent of [0, 40]) {
+      const socket = await begin(sent);
+      socket.write(rstStreamCancel(1));
+      await vi.waitFor(() => expect(inflight.inUseBytes).toBe(0));
+      socket.destroy();
+    }
+    // A client whose connection goes away mid-message (its process killed, a laptop going to sleep).
+    (await begin(40)).destroy();
+    await vi.waitFor(() => expect(inflight.inUseBytes).toBe(0));
+    await vi.waitFor(() => expect(receiver?.stats.requests).toEqual({ [`logs:${GrpcStatus.CANCELLED}`]: 3 }));
+    expect(receiver?.stats.rejected).toEqual({ client_aborted: 3 });
+    expect(next.arrived).toBe(0);
   });
 
   it('answers UNAVAILABLE with RetryInfo when the next stage stays overloaded, a second before the client\'s deadline', async () => {

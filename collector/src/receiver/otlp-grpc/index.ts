@@ -122,6 +122,15 @@ function sentStatus(call: ServerInterceptingCallInterface): number | undefined {
 }
 
 /**
+ * Whether the client gave up on the call before its request was whole: it reset the stream (RST_STREAM, as a
+ * grpc-go client cancelling does) or its connection went away. node:http2 ends the request stream then, and grpc-js
+ * takes that for the request's end.
+ */
+function clientAborted(call: ServerInterceptingCallInterface): boolean {
+  return callStream(call)?.aborted === true;
+}
+
+/**
  * Server credentials from otlp.tls that follow its files: grpc-js asks credentials for the options of the TLS
  * server it makes, and hands each later update to that server (setSecureContext) for new connections.
  */
@@ -435,7 +444,7 @@ export class OtlpGrpcReceiver {
       sendStatus: (status, statusNext) => {
         answered = true;
         finish();
-        statusNext(signal ? this.oneMessageRefusal(signal, status, messages) : status);
+        statusNext(signal ? this.oneMessageRefusal(signal, status, messages, clientAborted(next)) : status);
       },
     });
     return call;
@@ -458,10 +467,18 @@ export class OtlpGrpcReceiver {
   /**
    * grpc-js refuses a unary call that carries a second message, or none, with UNIMPLEMENTED and words about a
    * "server streaming method", and no hookwatch code runs: that refusal is answered as the malformed request it is
-   * (INVALID_ARGUMENT, not to be retried), and counted. Any other status passes unchanged.
+   * (INVALID_ARGUMENT, not to be retried), and counted. A call whose client gave up before its message was whole
+   * (`aborted`) gets that refusal too: it is counted as the OTLP/HTTP receiver counts a body its client stopped
+   * sending, client_aborted (CANCELLED), not as a bad request, and nothing reaches the client. Any other status
+   * passes unchanged.
    */
-  private oneMessageRefusal(signal: Signal, status: SentStatus, messages: number): SentStatus {
+  private oneMessageRefusal(signal: Signal, status: SentStatus, messages: number, aborted: boolean): SentStatus {
     if (status.code !== GrpcStatus.UNIMPLEMENTED || messages === 1) return status;
+    if (aborted) {
+      this.count(this.stats.requests, `${signal}:${GrpcStatus.CANCELLED}`);
+      this.count(this.stats.rejected, 'client_aborted');
+      return { ...status, code: GrpcStatus.CANCELLED, details: 'the client gave up on its request before its message was whole' };
+    }
     this.count(this.stats.requests, `${signal}:${GrpcStatus.INVALID_ARGUMENT}`);
     this.count(this.stats.rejected, 'bad_request');
     return { ...status, code: GrpcStatus.INVALID_ARGUMENT, details: `an Export call carries exactly one request message; this one carried ${messages === 0 ? 'none' : messages}` };
