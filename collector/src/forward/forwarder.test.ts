@@ -573,7 +573,7 @@ for (const [what, answer, reason] of [
  * An OTLP/HTTP destination on 127.0.0.1:0 behind a "proxy" that refuses any upload over `maxBytes`: it resets the
  * connection, or answers 413 as nginx does over its client_max_body_size.
  */
-async function sizeLimitedDestination(maxBytes: number, refusal: 'reset' | 413): Promise<SizeLimitedDestination> {
+async function sizeLimitedDestination(maxBytes: number, refusal: 'reset' | 413): Promise<SizeLimitedDestination & { raiseLimit(bytes: number): void }> {
   const carried: number[] = [];
   let refused = 0;
   const server = createServer((req, res) => {
@@ -597,6 +597,7 @@ async function sizeLimitedDestination(maxBytes: number, refusal: 'reset' | 413):
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     carried,
     refused: () => refused,
+    raiseLimit: (bytes) => (maxBytes = bytes),
     close: () => new Promise<void>((resolve) => {
       server.closeAllConnections();
       server.close(() => resolve());
@@ -658,10 +659,13 @@ for (const [refusal, what] of [
     expect(queue.depth).toBe(0);
     expect(queue.counters().deadLetters).toBe(0);
     expect(destination.carried.reduce((a, b) => a + b, 0)).toBe(requests);
-    // Halved after each refusal (100, then 50), doubled again after quick successes and halved back: about one
-    // refusal per successful attempt at most, not a full-size resend forever, and the backlog goes in merged
-    // attempts of 25, not one request at a time after each refusal.
-    expect(destination.refused()).toBeLessThanOrEqual(destination.carried.length + 2);
+    // Halved after each refusal (100, then 50), not a full-size resend forever, and the backlog goes in merged
+    // attempts of 25, not one request at a time after each refusal. A reset says nothing sure about size: doubled
+    // again after quick successes and halved back, about one reset per successful attempt at most. A refusal
+    // as too large does: the size refused is not reached again, so after the refusals that find the size that
+    // gets through (200, 100, then 74 and 62 bytes between them and the 50 taken) there are none.
+    if (refusal === 'reset') expect(destination.refused()).toBeLessThanOrEqual(destination.carried.length + 2);
+    else expect(destination.refused()).toBe(4);
     expect(destination.carried.length).toBeLessThan(requests / 10);
   });
 }
@@ -707,4 +711,77 @@ it('shows an attempt in flight, and since when, instead of the time the attempt 
   destination.answer();
   while (queue.depth > 0) await new Promise((r) => setTimeout(r, 2));
   expect(forwarder.status()).toMatchObject({ state: 'idle', nextAttemptAtMs: null, attemptStartedAtMs: null });
+});
+
+for (const refusal of [413, 'grpc'] as const) {
+  it(`keeps merged attempts below the size a destination refused (${refusal === 413 ? '413' : 'RESOURCE_EXHAUSTED'}) while a backlog drains, instead of growing back to it`, { timeout: 30_000 }, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hookwatch-forwarder-'));
+    const queue = new DurableQueue({ path: join(dir, 'queue.db'), maxBytes: 1e9 });
+    // Takes merged bodies up to 400 bytes (about 30 of the requests below); 100 merged are over 1,300.
+    const maxBytes = 400;
+    const destination = refusal === 'grpc' ? await sizeLimitedGrpcDestination(maxBytes) : await sizeLimitedDestination(maxBytes, refusal);
+    const options = { endpoint: destination.url, headers: {}, compression: 'none' as const, timeoutMs: 5_000 };
+    const exporter = refusal === 'grpc' ? new GrpcExporter(options) : new HttpExporter({ ...options, protocol: 'http/protobuf' });
+    const lines: Record<string, unknown>[] = [];
+    const logger = createLogger({ level: 'info', write: (l) => lines.push(JSON.parse(l) as Record<string, unknown>) });
+    const forwarder = new Forwarder({ queue, exporter, logger, backoff: { initialMs: 1, maxMs: 5 } });
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }), () => queue.close(), () => destination.close(), () => exporter.close(), () => forwarder.stop());
+    // A backlog of 1,200 requests of 2 to 24 bytes each (a ResourceSpans of zeros), as after an outage.
+    const requests = 1_200;
+    let total = 0;
+    for (let i = 0; i < requests; i++) {
+      const size = (i * 7) % 23;
+      total += 2 + size;
+      await queue.enqueue('traces', 'protobuf', Buffer.concat([Buffer.from([0x0a, size]), Buffer.alloc(size)]), Date.now());
+    }
+    forwarder.start();
+    const until = Date.now() + 20_000;
+    while (queue.depth > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+    expect(queue.depth).toBe(0);
+    expect(queue.counters().deadLetters).toBe(0);
+    // Every byte went once (the destinations count a body's bytes in halves).
+    expect(destination.carried.reduce((a, b) => a + b, 0) * 2).toBe(total);
+    // The refused size is remembered: a few refusals while the size that gets through is found, then none, where
+    // growing back after quick successes had about every other attempt of the backlog refused again.
+    expect(destination.refused()).toBeLessThanOrEqual(5);
+    // Still merged: attempts carry at least three quarters of what the destination takes, on average.
+    expect(destination.carried.length).toBeLessThan(Math.ceil(total / (maxBytes * 0.75)) + 5);
+    expect(lines.filter((l) => l['level'] === 'warn').length).toBe(destination.refused());
+  });
+}
+
+it('keeps the size refused with 413 for ten minutes, then tries it once and merges as before when it is taken', { timeout: 30_000 }, async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'hookwatch-forwarder-'));
+  const queue = new DurableQueue({ path: join(dir, 'queue.db'), maxBytes: 1e9 });
+  // 25 merged requests (50 bytes) get through, until the proxy's limit is raised.
+  const destination = await sizeLimitedDestination(50, 413);
+  const exporter = new HttpExporter({ endpoint: destination.url, protocol: 'http/protobuf', headers: {}, compression: 'none', timeoutMs: 5_000 });
+  let now = Date.now();
+  const forwarder = new Forwarder({ queue, exporter, logger: silentLogger, now: () => now, backoff: { initialMs: 1, maxMs: 5 } });
+  cleanups.push(() => rmSync(dir, { recursive: true, force: true }), () => queue.close(), () => destination.close(), () => exporter.close(), () => forwarder.stop());
+  const drain = async (requests: number): Promise<void> => {
+    for (let i = 0; i < requests; i++) await queue.enqueue('traces', 'protobuf', Buffer.from([0x0a, 0x00]), now);
+    forwarder.notify();
+    const until = Date.now() + 10_000;
+    while (queue.depth > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
+    expect(queue.depth).toBe(0);
+  };
+  forwarder.start();
+  await drain(300);
+  const refused = destination.refused();
+  expect(refused).toBeGreaterThan(0);
+  // Raised, but the size refused nine minutes ago is not tried again: attempts stay below 31 requests (62 bytes).
+  destination.raiseLimit(10_000);
+  now += 9 * 60_000;
+  destination.carried.length = 0;
+  await drain(300);
+  expect(Math.max(...destination.carried)).toBeLessThan(31);
+  expect(destination.refused()).toBe(refused);
+  // Ten minutes after the last refusal, an attempt at the refused size is taken: the limit is gone, and attempts
+  // merge up to 100 again.
+  now += 2 * 60_000;
+  destination.carried.length = 0;
+  await drain(300);
+  expect(destination.refused()).toBe(refused);
+  expect(Math.max(...destination.carried)).toBe(100);
 });

@@ -14,6 +14,7 @@ import type { Logger } from '../telemetry/logger.ts';
 import { ThrottledLine } from '../telemetry/throttled-line.ts';
 import type { ExportResult, Exporter } from './exporter.ts';
 import type { DurableQueue } from './queue.ts';
+import { SizeCeiling } from './size-ceiling.ts';
 
 export interface BackoffOptions {
   initialMs: number;
@@ -97,9 +98,12 @@ export class Forwarder {
    * is a duplicate) gets half as many next time, down to one; attempts that finish well within the timeout
    * raise it again. An attempt whose connection was reset or closed before an answer, or that was refused as too
    * large (413, gRPC RESOURCE_EXHAUSTED), is treated the same: a proxy that drops or refuses uploads over its size
-   * limit would otherwise get the same large request forever.
+   * limit would otherwise get the same large request forever. After a refusal as too large, the size refused is
+   * remembered too (sizeCeiling), so that raising it again does not reach that size.
    */
   private batchLimit: number;
+  /** The size merged attempts were refused at as too large: they stay below it (see SizeCeiling). */
+  private readonly sizeCeiling: SizeCeiling;
   private rejectedByDestination = 0;
   /** Requests given up past forward.retry.maxElapsedTime since the last delivery (for the log's rate). */
   private expiredDeadLetters = 0;
@@ -138,6 +142,7 @@ export class Forwarder {
     this.batch = { ...DEFAULT_BATCH, ...opts.batch };
     this.batchLimit = this.batch.maxRequests;
     this.now = opts.now ?? Date.now;
+    this.sizeCeiling = new SizeCeiling(this.now);
     this.evictions = new ThrottledLine(EVICTION_LOG_INTERVAL_MS, this.now, (evicted) => {
       const { queue, exporter, logger } = this.opts;
       const held = queue.deadLetterSummary();
@@ -302,7 +307,8 @@ export class Forwarder {
   /** A merged attempt of `requests` failed for its size (`how`): the next ones carry half as many. */
   private fewerPerAttempt(requests: number, bytes: number, how: string): void {
     this.batchLimit = Math.max(1, Math.floor(requests / 2));
-    this.opts.logger.warn(`forwarding attempt ${how}; the next attempts carry fewer requests`, { destination: this.opts.exporter.description, requestsInAttempt: requests, bytes, nextAttemptAtMost: this.batchLimit });
+    const ceiling = this.sizeCeiling.ceiling;
+    this.opts.logger.warn(`forwarding attempt ${how}; the next attempts carry fewer requests`, { destination: this.opts.exporter.description, requestsInAttempt: requests, bytes, nextAttemptAtMost: this.batchLimit, ...(ceiling !== undefined ? { refusedBytes: ceiling } : {}) });
   }
 
   /** One delivery attempt of the oldest request (or a wait for one). */
@@ -310,7 +316,7 @@ export class Forwarder {
     const { queue, exporter, logger } = this.opts;
     this.arrived = false;
     // Reading the queue may pause (a large body is read in chunks): a request may arrive before it returns.
-    const items = await queue.batch(this.isolate ? 1 : this.batchLimit, this.batch.maxBytes);
+    const items = await queue.batch(this.isolate ? 1 : this.batchLimit, this.sizeCeiling.allowance(this.batch.maxBytes));
     const item = items[0];
     if (!item) {
       if (this.arrived) return;
@@ -343,6 +349,7 @@ export class Forwarder {
     const tookMs = performance.now() - started;
     if (result.kind === 'success') {
       await queue.ack(...ids);
+      this.sizeCeiling.taken(body.length);
       // A full attempt that used under a quarter of the timeout: twice as many can go next time.
       const timeoutMs = exporter.timeoutMs;
       if (this.batchLimit < this.batch.maxRequests && items.length >= this.batchLimit && (timeoutMs === undefined || tookMs < timeoutMs / 4)) {
@@ -359,6 +366,7 @@ export class Forwarder {
       return;
     }
     this.lastError = result.message;
+    if (result.kind === 'permanent' && result.tooLarge) this.sizeCeiling.refused(body.length);
     if (result.kind === 'permanent' && items.length > 1 && result.tooLarge) {
       // Too large merged (a proxy's body size limit): fewer at once, as after a cut-off, not the head alone and
       // then as many merged again.
