@@ -133,6 +133,54 @@ for (const [answer, contentType, body] of [
   });
 }
 
+it('names the reason of a google.rpc.Status refusal over the 64 KiB it reads, from the start of its message, scrubbed', async () => {
+  const key = 'fwd-api-key-9e8d7c6b';
+  // A validation error listing every bad record: the message alone is over 64 KiB.
+  const reason = `log record 2 has a time in the future (sent with ${key}); ${'record 7 too; '.repeat(10_000)}`;
+  const body = encodeStatus('protobuf', 3, reason);
+  expect(body.length).toBeGreaterThan(2 * MAX_RESPONSE_BYTES);
+  const url = await listen(createServer((req, res) => {
+    req.resume();
+    req.on('end', () => res.writeHead(400, { 'content-type': 'application/x-protobuf' }).end(body));
+  }));
+  const exporter = new HttpExporter({ endpoint: url, protocol: 'http/protobuf', headers: { 'x-api-key': key }, compression: 'none', timeoutMs: 5_000 });
+  const result = await exporter.export({ signal: 'logs', encoding: 'protobuf', body: Buffer.from([0x0a, 0x00]) });
+  expect(result).toMatchObject({ kind: 'permanent', status: 400 });
+  const message = (result as { message: string }).message;
+  expect(message).toMatch(new RegExp(`^${url.replace(/\./g, '\\.')} \\(http/protobuf\\) answered 400: log record 2 has a time in the future \\(sent with <redacted>\\); record 7 too; `));
+  expect(message).not.toContain(key);
+  expect(message.length).toBeLessThan(400);
+});
+
+it('shows no part of a key that the 64 KiB read cuts through in a google.rpc.Status refusal', async () => {
+  const key = 'fwd-api-key-9e8d7c6b';
+  // Details (field 3) first, so the message starts 100 bytes before the cut, and the key runs across it.
+  const detailsLength = MAX_RESPONSE_BYTES - 2 - 4 - 3 - 100;
+  const details = Buffer.concat([Buffer.from([0x1a, 0x80 | (detailsLength & 0x7f), 0x80 | ((detailsLength >> 7) & 0x7f), detailsLength >> 14]), Buffer.alloc(detailsLength, 0x61)]);
+  const reason = `${'r'.repeat(80)} sent with ${key}, refused; ${'more '.repeat(100)}`;
+  const body = Buffer.concat([Buffer.from([0x08, 0x03]), details, Buffer.from([0x12, 0x80 | (Buffer.byteLength(reason) & 0x7f), Buffer.byteLength(reason) >> 7]), Buffer.from(reason)]);
+  const url = await listen(createServer((req, res) => {
+    req.resume();
+    req.on('end', () => res.writeHead(400, { 'content-type': 'application/x-protobuf' }).end(body));
+  }));
+  const exporter = new HttpExporter({ endpoint: url, protocol: 'http/protobuf', headers: { 'x-api-key': key }, compression: 'none', timeoutMs: 5_000 });
+  const result = await exporter.export({ signal: 'logs', encoding: 'protobuf', body: Buffer.from([0x0a, 0x00]) });
+  expect(result).toEqual({ kind: 'permanent', status: 400, message: `${url} (http/protobuf) answered 400: ${'r'.repeat(80)} sent with …` });
+});
+
+it('says a google.rpc.Status refusal\'s reason was not read when none is in the 64 KiB it reads, with the answer\'s size', async () => {
+  // Details (field 3) of 100 KiB written before the message: the part read holds no message.
+  const details = Buffer.concat([Buffer.from([0x1a, 0x80, 0xa0, 0x06]), Buffer.alloc(100 * 1024, 0x61)]);
+  const body = Buffer.concat([Buffer.from([0x08, 0x03]), details, Buffer.from([0x12, 0x04]), Buffer.from('late')]);
+  const url = await listen(createServer((req, res) => {
+    req.resume();
+    req.on('end', () => res.writeHead(400, { 'content-type': 'application/x-protobuf', 'content-length': body.length }).end(body));
+  }));
+  const exporter = new HttpExporter({ endpoint: url, protocol: 'http/protobuf', headers: {}, compression: 'none', timeoutMs: 5_000 });
+  const result = await exporter.export({ signal: 'logs', encoding: 'protobuf', body: Buffer.from([0x0a, 0x00]) });
+  expect(result).toEqual({ kind: 'permanent', status: 400, message: `${url} (http/protobuf) answered 400: reason not read: the answer is over the 64 KiB read (${body.length} bytes)` });
+});
+
 for (const [answer, contentType, body, partial] of [
   ['in OTLP/JSON, as its content type says', 'application/json; charset=utf-8', encodeExportResponse('json', 2, 'quota'), { rejected: 2, message: 'quota' }],
   ['in protobuf, as its content type says', 'application/x-protobuf', encodeExportResponse('protobuf', 2, 'quota'), { rejected: 2, message: 'quota' }],

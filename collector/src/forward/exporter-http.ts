@@ -96,6 +96,16 @@ async function readAtMost(res: Response, limit: number): Promise<Buffer> {
   return Buffer.concat(chunks).subarray(0, limit);
 }
 
+/**
+ * What a refusal says when the start read of its answer gave no reason (a google.rpc.Status whose message comes
+ * after 64 KiB of details): that the answer was too long, rather than nothing.
+ */
+function notRead(start: Buffer, contentLength: string | null): string {
+  if (start.length < MAX_RESPONSE_BYTES) return '';
+  const size = contentLength && /^\d+$/.test(contentLength) ? `${contentLength} bytes` : 'its size not given';
+  return `reason not read: the answer is over the ${MAX_RESPONSE_BYTES / 1024} KiB read (${size})`;
+}
+
 export class HttpExporter implements Exporter {
   readonly description: string;
   readonly timeoutMs: number;
@@ -179,7 +189,7 @@ export class HttpExporter implements Exporter {
     }
     // Why it was refused: worth a guess in the request's encoding when the answer names none. Scrubbed before it
     // is cut, so that a key across the cut does not leave its first half.
-    const text = this.scrub(refusalText(type, raw, item.encoding));
+    const text = this.scrub(refusalText(type, raw, item.encoding) || notRead(raw, res.headers.get('content-length')));
     const redirect = res.status >= 300 && res.status <= 399;
     const message = redirect
       ? `${this.description} answered ${res.status}, a redirect to ${redirectTarget(res.headers.get('location'), this.urls[item.signal])}; redirects are not followed (the request is not delivered): set forward.endpoint to where the destination is now`

@@ -3,7 +3,7 @@
  * google.rpc.Status for errors (opentelemetry-proto specification, "OTLP/HTTP Response").
  */
 
-import { fields, statusMessage } from './grpc-status.ts';
+import { fields, statusMessage, statusMessageStart } from './grpc-status.ts';
 import { lengthDelimited, varint } from './proto-write.ts';
 
 export type Encoding = 'protobuf' | 'json';
@@ -93,11 +93,13 @@ export function namedEncoding(contentType: string): Encoding | undefined {
 /**
  * Why a destination refused an OTLP/HTTP request, from the start of its answer: the message of the
  * google.rpc.Status the specification has it answer in protobuf, or the text as it came (OTLP/JSON, a gateway's
- * own text). An answer whose content type names no encoding is taken to be in the request's.
+ * own text). An answer whose content type names no encoding is taken to be in the request's. Only the start of a
+ * long answer is read: a Status cut there still gives the start of its message.
  */
 export function refusalText(contentType: string, body: Buffer, requestEncoding: Encoding): string {
   const answer = namedEncoding(contentType) ?? requestEncoding;
-  return answer === 'protobuf' && !contentType.startsWith('text/') ? (statusMessage(body) ?? '') : body.toString('utf8');
+  if (answer !== 'protobuf' || contentType.startsWith('text/')) return body.toString('utf8');
+  return statusMessage(body) ?? statusMessageStart(body) ?? '';
 }
 
 /** Encodes a google.rpc.Status. */

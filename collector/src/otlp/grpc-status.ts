@@ -30,8 +30,12 @@ interface Field {
   value: number | Buffer;
 }
 
-/** Reads the top-level fields of a message; undefined when it is not valid protobuf. */
-export function fields(buf: Buffer): Field[] | undefined {
+/**
+ * Reads the top-level fields of a message; undefined when it is not valid protobuf. `cut`: the buffer is the
+ * start of a longer message: the fields whole in it, and a last length-delimited one that runs past its end
+ * with the bytes there are, instead of undefined; a last field of another kind cut short is left out.
+ */
+export function fields(buf: Buffer, cut = false): Field[] | undefined {
   const out: Field[] = [];
   let pos = 0;
   const readVarint = (): number | undefined => {
@@ -47,15 +51,21 @@ export function fields(buf: Buffer): Field[] | undefined {
   };
   while (pos < buf.length) {
     const tag = readVarint();
-    if (tag === undefined) return undefined;
+    // A varint that runs past the end: cut there, or not protobuf.
+    if (tag === undefined) return cut && pos >= buf.length ? out : undefined;
     const num = Math.floor(tag / 8);
     const wire = tag & 7;
     if (wire === 0) {
       const v = readVarint();
-      if (v === undefined) return undefined;
+      if (v === undefined) return cut && pos >= buf.length ? out : undefined;
       out.push({ num, wire, value: v });
     } else if (wire === 2) {
       const len = readVarint();
+      if (cut && len === undefined && pos >= buf.length) return out;
+      if (cut && len !== undefined && pos + len > buf.length) {
+        out.push({ num, wire, value: buf.subarray(pos) });
+        return out;
+      }
       if (len === undefined || pos + len > buf.length) return undefined;
       out.push({ num, wire, value: buf.subarray(pos, pos + len) });
       pos += len;
@@ -67,13 +77,31 @@ export function fields(buf: Buffer): Field[] | undefined {
       return undefined;
     }
   }
-  return pos === buf.length ? out : undefined;
+  return pos === buf.length || cut ? out : undefined;
 }
 
 /** The message of a serialized google.rpc.Status; undefined when it has none or is not one. */
 export function statusMessage(status: Buffer): string | undefined {
   const message = (fields(status) ?? []).find((f) => f.num === 2)?.value;
   return Buffer.isBuffer(message) ? message.toString('utf8') : undefined;
+}
+
+/**
+ * The message of a google.rpc.Status of which only the start was read (an answer is read up to a bound), as far
+ * as it goes; undefined when that start holds none. A message the cut runs through ends at its last whitespace,
+ * with an ellipsis: a key it split is not shown in part (a scrubber finds only whole keys).
+ */
+export function statusMessageStart(start: Buffer): string | undefined {
+  const parts = fields(start, true) ?? [];
+  const index = parts.findIndex((f) => f.num === 2 && f.wire === 2);
+  const message = parts[index]?.value;
+  if (!Buffer.isBuffer(message)) return undefined;
+  // A character whose bytes the cut split is left out rather than shown as U+FFFD.
+  const text = new TextDecoder('utf-8').decode(message, { stream: true });
+  // Whole, and the cut came after it.
+  if (index < parts.length - 1 || message.byteOffset + message.length < start.byteOffset + start.length) return text;
+  const end = text.search(/\s\S*$/);
+  return end > 0 ? `${text.slice(0, end)} …` : undefined;
 }
 
 /** The RetryInfo delay in a serialized google.rpc.Status, in ms; undefined when there is none. */
