@@ -59,5 +59,7 @@ export interface Exporter {
  */
 export function scrubbedResult(result: ExportResult, scrub: (text: string) => string): ExportResult {
   if (result.kind !== 'success') return { ...result, message: scrub(result.message) };
-  return result.partial ? { ...result, partial: { ...result.partial, message: scrub(result.partial.message) } } : result;
+  if (!result.partial) return result;
+  const { unreadCount } = result.partial;
+  return { ...result, partial: { ...result.partial, message: scrub(result.partial.message), ...(unreadCount !== undefined ? { unreadCount: scrub(unreadCount) } : {}) } };
 }

@@ -487,6 +487,41 @@ for (const protocol of ['http/json', 'http/protobuf', 'grpc'] as const) {
   });
 }
 
+for (const [count, counted] of [['2.5', undefined], ['"1e3"', undefined], ['"abc"', undefined], ['"2.5"', undefined], ['true', undefined], ['"99999999999999999999"', undefined], ['"7"', 7], ['1e3', 1000]] as const) {
+  it(`counts a partial success's OTLP/JSON count ${count} ${counted === undefined ? 'as nothing, saying so once,' : `as ${counted}`} as int64 in JSON is written`, async () => {
+    // proto3 JSON writes an int64 as a decimal string, or a number: either way a whole one.
+    const body = Buffer.from(`{"partialSuccess":{"rejectedLogRecords":${count},"errorMessage":"quota"}}`);
+    const destination = await answeringDestination(0, { status: 200, contentType: 'application/json', body });
+    const dir = mkdtempSync(join(tmpdir(), 'hookwatch-forwarder-'));
+    const queue = new DurableQueue({ path: join(dir, 'queue.db'), maxBytes: 1e9 });
+    const lines: Record<string, unknown>[] = [];
+    const logger = createLogger({ level: 'info', write: (l) => lines.push(JSON.parse(l) as Record<string, unknown>) });
+    const exporter = new HttpExporter({ endpoint: destination.url, protocol: 'http/json', headers: {}, compression: 'none', timeoutMs: 5_000 });
+    const forwarder = new Forwarder({ queue, exporter, logger });
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }), () => queue.close(), () => destination.close(), () => exporter.close(), () => forwarder.stop());
+    forwarder.start();
+    for (let i = 0; i < 2; i++) {
+      // JSON requests travel one by one: one partial success each.
+      await queue.enqueue('logs', 'json', Buffer.from('{}'), Date.now());
+      forwarder.notify();
+      while (queue.depth > 0) await new Promise((r) => setTimeout(r, 5));
+    }
+    await forwarder.stop();
+    const ignored = lines.filter((l) => String(l['msg']).includes('not a whole number'));
+    if (counted === undefined) {
+      expect(forwarder.status()).toMatchObject({ delivered: 2, rejectedByDestination: 0 });
+      // Once, whatever the number of answers: a destination writes its counts the same way every time.
+      expect(ignored).toEqual([expect.objectContaining({ level: 'warn', msg: 'forwarding: the destination\'s partial success gave a rejected count that is not a whole number; it is not counted', destination: exporter.description, signal: 'logs', count })]);
+      // The destination's text is still a warning worth a line, as with a count below zero.
+      expect(lines.filter((l) => String(l['msg']).includes('partial success') && !String(l['msg']).includes('not a whole number'))).toEqual([]);
+      expect(lines.filter((l) => String(l['msg']).includes('accepted the records with a warning'))).not.toEqual([]);
+    } else {
+      expect(forwarder.status()).toMatchObject({ delivered: 2, rejectedByDestination: 2 * counted });
+      expect(ignored).toEqual([]);
+    }
+  });
+}
+
 for (const compression of ['none', 'gzip'] as const) {
   it(`delivers a request a gRPC destination took with an answer over the 4 MiB receive limit, not as a refusal (compression ${compression})`, async () => {
     // OK with a response message of 5 MiB (a field hookwatch does not read): grpc-js stops reading it at its 4 MiB

@@ -108,6 +108,8 @@ export class Forwarder {
   /** Requests given up past forward.retry.maxElapsedTime since the last delivery (for the log's rate). */
   private expiredDeadLetters = 0;
   private lastPartialLogMs = -Infinity;
+  /** A partial success's count that is no whole number was logged (once: a destination writes them alike). */
+  private unreadCountLogged = false;
   /** Partial successes that rejected nothing but carried a message: warnings from the destination; the line names the last. */
   private readonly destinationWarnings: ThrottledLine;
   private lastWarning: { signal: string; requests: number; message: string } | undefined;
@@ -182,10 +184,17 @@ export class Forwarder {
    * A partial success: the destination kept the request but dropped some of its records (a quota, a limit).
    * Not retried, as the specification says; counted, and logged at most once a minute, whatever the reasons.
    * One that rejects nothing but carries a message is, as the specification says, a warning: nothing is lost or
-   * counted rejected, and it is logged as such at most once a minute.
+   * counted rejected, and it is logged as such at most once a minute. An OTLP/JSON count that is no whole number
+   * (2.5, "1e3") is not counted, and said once.
    */
   private notePartial(partial: PartialSuccess, signal: string, requests: number): void {
+    if (partial.unreadCount !== undefined && !this.unreadCountLogged) {
+      this.unreadCountLogged = true;
+      this.opts.logger.warn('forwarding: the destination\'s partial success gave a rejected count that is not a whole number; it is not counted', { destination: this.opts.exporter.description, signal, requests, count: partial.unreadCount.slice(0, 100), message: partial.message.slice(0, 500) });
+    }
     if (isPartialSuccessWarning(partial)) {
+      // A count that is no whole number, and no message: nothing more to say.
+      if (!partial.message) return;
       this.lastWarning = { signal, requests, message: partial.message };
       this.destinationWarnings.note();
       return;

@@ -372,8 +372,11 @@ export class OtlpAlertEmitter implements AlertEventSink {
       this.stats.byReason.rejected += rejected;
       if (partial && isPartialSuccessWarning(partial)) {
         // The specification's warning: a partial success that rejects nothing, only a message. Nothing is lost.
-        this.lastWarning = partial.message;
-        this.endpointWarnings.note();
+        // (One with neither, its count no whole number, says nothing.)
+        if (partial.message) {
+          this.lastWarning = partial.message;
+          this.endpointWarnings.note();
+        }
       } else if (partial) {
         this.lastPartial = partial;
         this.partials.note();

@@ -39,6 +39,11 @@ export function encodeExportResponse(encoding: Encoding, rejected: number, messa
 export interface PartialSuccess {
   rejected: number;
   message: string;
+  /**
+   * The count as the answer wrote it (in JSON) when it was no whole number, as an int64 in OTLP/JSON must be
+   * (2.5, "1e3", "abc"): not counted.
+   */
+  unreadCount?: string;
 }
 
 /**
@@ -53,10 +58,20 @@ export function isPartialSuccessWarning(partial: PartialSuccess): boolean {
 const INT64_LIMIT = 2 ** 63;
 
 /**
+ * An int64 as proto3 JSON writes it: a decimal string of digits, or a number (which may be written with an
+ * exponent, 1e3) whose value is whole; undefined for anything else (2.5, "1e3", "abc", true) or one out of range.
+ */
+function jsonInt64(value: unknown): number | undefined {
+  const n = typeof value === 'string' && /^-?\d+$/.test(value) ? Number(value) : typeof value === 'number' && Number.isInteger(value) ? value : undefined;
+  return n !== undefined && n < INT64_LIMIT && n >= -INT64_LIMIT ? n : undefined;
+}
+
+/**
  * The partial success in an Export*ServiceResponse a destination answered (any signal: the rejected count is
  * field 1 of partial_success in each, rejectedLogRecords / rejectedDataPoints / rejectedSpans in JSON);
  * undefined when it reports none or the body is not a response. A count below zero, which counts nothing, is
- * taken as none in either encoding (its message, if any, is still a warning).
+ * taken as none in either encoding (its message, if any, is still a warning), and so is a JSON count that is no
+ * whole number, which is said in `unreadCount`.
  */
 export function decodePartialSuccess(encoding: Encoding, body: Buffer): PartialSuccess | undefined {
   if (body.length === 0) return undefined;
@@ -69,9 +84,11 @@ export function decodePartialSuccess(encoding: Encoding, body: Buffer): PartialS
     }
     const partial = (doc as { partialSuccess?: Record<string, unknown> } | null)?.partialSuccess;
     if (!partial || typeof partial !== 'object') return undefined;
-    const count = Number(partial['rejectedLogRecords'] ?? partial['rejectedDataPoints'] ?? partial['rejectedSpans'] ?? 0);
-    const rejected = Number.isFinite(count) && count > 0 ? count : 0;
+    const written = partial['rejectedLogRecords'] ?? partial['rejectedDataPoints'] ?? partial['rejectedSpans'] ?? 0;
+    const count = jsonInt64(written);
+    const rejected = count !== undefined && count > 0 ? count : 0;
     const message = typeof partial['errorMessage'] === 'string' ? partial['errorMessage'] : '';
+    if (count === undefined) return { rejected, message, unreadCount: JSON.stringify(written) };
     return rejected > 0 || message ? { rejected, message } : undefined;
   }
   const partial = fields(body)?.find((f) => f.num === 1 && Buffer.isBuffer(f.value))?.value;
