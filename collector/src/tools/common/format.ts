@@ -1,25 +1,13 @@
 /** Formatting shared by the tools' human-readable reports. */
+import { printable } from '../../../../shared/src/printable.ts';
+
+export { printable };
 
 const numberFormat = new Intl.NumberFormat('en-US');
 
 /** 12000 -> "12,000"; negative numbers keep their sign. */
 export function formatCount(n: number): string {
   return numberFormat.format(n);
-}
-
-const ESCAPES: Record<string, string> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' };
-
-/** Control characters (C0, DEL and C1); the second leaves out the line feed and tab. */
-const CONTROL = /\p{Cc}/gu;
-const CONTROL_BUT_LINES = /(?![\n\t])\p{Cc}/gu;
-
-/**
- * Text read from files (a file name, a hook command, a transcript's fields) as a report may print it: control
- * characters written as escapes (`\n`, `\u001b`), so a line break cannot forge a line of the report (a verdict
- * such as "OK:") and a terminal escape cannot reach the terminal. With `keepLines`, line breaks and tabs stay.
- */
-export function printable(text: string, options: { keepLines?: boolean } = {}): string {
-  return text.replace(options.keepLines === true ? CONTROL_BUT_LINES : CONTROL, (c) => ESCAPES[c] ?? `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
 /** Renders rows as a left-aligned text table with a header row; every cell is already a string, printed as printable() gives it. */

@@ -1,5 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { once } from 'node:events';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { cp, mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server } from 'node:http';
@@ -320,6 +321,26 @@ describe('scan: counting delivered and persisted hook outputs', () => {
     expect(out.split('\n').filter((line) => /^(OK|FAIL|INCOMPLETE|UNKNOWN):/.test(line))).toEqual([expect.stringMatching(/^FAIL: 1 hook output in 1 session /)]);
     expect([...out].filter((c) => c !== '\n' && (c < ' ' || (c >= '\u007f' && c <= '\u009f')))).toEqual([]);
     expect(out).toContain('./stop.sh\\nOK: every hook output reached the model whole\\n\\u001b]0;title\\u0007\\u001b[2J');
+  });
+
+  it('prints bidirectional controls and invisible format characters of a name, a command or a file name escaped, emoji whole', () => {
+    // U+202E turns the rest of its line around at a terminal: "#\u202Ehs.kcatta" shows as "#attack.sh", and a
+    // file name could make its line of the report read as another. Zero-width and tag characters hide text.
+    const emoji = '\u{1F469}\u{1F3FD}\u200D\u{1F4BB} \u{1F3F4}\u{E0067}\u{E0062}\u{E0073}\u{E0063}\u{E0074}\u{E007F} \u{1F3F3}\uFE0F\u200D\u{1F308}';
+    const folder = join(dir, 'bidi-names');
+    mkdirSync(folder, { recursive: true });
+    const persisted = hookRecord({ uuid: 'h-bidi', sessionId: 's-bidi\u2066', hookName: `Stop\u202E:KO ${emoji}`, content: persistedMarker({ savedPath: savedPath('s-bidi', 'h-bidi'), preview: 'preview\u200F\u2028x' }) });
+    (persisted.attachment as Record<string, unknown>).command = './stop.sh #\u202Ehs.kcatta\u200B\u2069\u{E0041}\uFEFF\u061C\u200E';
+    writeFileSync(join(folder, 'session\u202Elnosj.jsonl'), `${jsonl([persisted])}not json\n`);
+    const run = spawnSync(process.execPath, [BIN, 'scan', '--show-content', folder], { encoding: 'utf8', cwd: dir, timeout: 20_000 });
+    expect(run.stderr).toBe('');
+    expect(run.status).toBe(1);
+    expect([...run.stdout].filter((c) => /[\p{Bidi_Control}\u200B\uFEFF\u2028\u2029]/u.test(c))).toEqual([]);
+    expect(run.stdout).toContain('./stop.sh #\\u202ehs.kcatta\\u200b\\u2069\\u{e0041}\\ufeff\\u061c\\u200e');
+    expect(run.stdout).toContain(`Stop\\u202e:KO ${emoji}`);
+    expect(run.stdout).toContain('s-bidi\\u2066');
+    expect(run.stdout).toContain('session\\u202elnosj.jsonl: 1 unparsable line');
+    expect(run.stdout).toContain('preview\\u200f\\u2028x');
   });
 
   it("does not count another session's hook output marker quoted in a tool result", async () => {

@@ -1,0 +1,51 @@
+/**
+ * Text from outside (a file name, a hook command or name, a transcript's fields) as a line of a report or a message
+ * may show it: every character that would not read as itself written out as an escape (`\n`, `\u202e`), so the
+ * line reads as its bytes.
+ *
+ * Written out: control characters (C0, DEL, C1), so a line break cannot forge a line of the report (a verdict such
+ * as "OK:") and a terminal escape cannot reach the terminal; the line and paragraph separators; and the invisible
+ * format characters (Unicode's Cf), among them the bidirectional marks, embeddings, overrides and isolates, which
+ * turn the text after them around ("Trojan Source": `#\u202Ehs.kcatta` shows as `#attack.sh`), and the zero-width
+ * space, the byte order mark and the tag characters, which hide text.
+ *
+ * Kept: the format characters that are part of an emoji, the zero-width joiner between two pictographs
+ * (👩‍💻, 🏳️‍🌈) and the tags of a subdivision flag (🏴 + tags + cancel tag); and the zero-width joiner and
+ * non-joiner after a letter or mark of a script other than Latin, Greek and Cyrillic (Persian and the Indic scripts
+ * write with them), where they change how the letters join and nothing else.
+ */
+
+const NAMED: Record<string, string> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' };
+
+/** A subdivision flag (tags after U+1F3F4, ended by the cancel tag), or one character that does not read as itself. */
+const UNSEEN = /\u{1F3F4}[\u{E0020}-\u{E007E}]+\u{E007F}|[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu;
+const UNSEEN_BUT_LINES = /\u{1F3F4}[\u{E0020}-\u{E007E}]+\u{E007F}|(?![\n\t])[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu;
+
+const ZWNJ = '\u200C';
+const ZWJ = '\u200D';
+/** What may end the emoji before a joiner of an emoji sequence: the pictograph, a skin tone, or the emoji presentation selector. */
+const EMOJI_END = /[\p{Extended_Pictographic}\p{Emoji_Modifier}\uFE0F]$/u;
+const EMOJI_START = /^\p{Extended_Pictographic}/u;
+/** A letter or mark of a script other than Latin, Greek and Cyrillic (and other than a mark any script may take). */
+const JOINING_LETTER_END = /(?![\p{Script=Latin}\p{Script=Greek}\p{Script=Cyrillic}\p{Script=Common}\p{Script=Inherited}])[\p{L}\p{M}]$/u;
+
+function escape(c: string): string {
+  const code = c.codePointAt(0) ?? 0;
+  return NAMED[c] ?? (code > 0xffff ? `\\u{${code.toString(16)}}` : `\\u${code.toString(16).padStart(4, '0')}`);
+}
+
+/** Whether the joiner or non-joiner at `at` of `text` joins what is around it as it is meant to (see above). */
+function joins(c: string, text: string, at: number): boolean {
+  const before = text.slice(Math.max(0, at - 2), at);
+  if (c === ZWJ && EMOJI_END.test(before) && EMOJI_START.test(text.slice(at + 1, at + 3))) return true;
+  return JOINING_LETTER_END.test(before);
+}
+
+/** `text` with what would not read as itself escaped (see above); with `keepLines`, line feeds and tabs stay. */
+export function printable(text: string, options: { keepLines?: boolean } = {}): string {
+  return text.replace(options.keepLines === true ? UNSEEN_BUT_LINES : UNSEEN, (c: string, at: number) => {
+    if (c.length > 2) return c;
+    if ((c === ZWJ || c === ZWNJ) && joins(c, text, at)) return c;
+    return escape(c);
+  });
+}
