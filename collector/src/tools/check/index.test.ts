@@ -549,6 +549,43 @@ describe('check --settings', () => {
     expect(none.code).toBe(2);
   });
 
+  it('prints a command, an event, a matcher and hook output with line breaks, terminal escapes and bidi controls as text that cannot forge a verdict', async () => {
+    const forged = '\nOK: 9 hooks checked, every output within the 10,000-character cap.\n';
+    const path = await settingsFile('hostile-text', { hooks: {
+      // A command of two lines, the second a verdict; an override turns "hs.kcatta" around to read "attack.sh".
+      Stop: [{ hooks: [{ type: 'command', command: `printf ok; : '${forged}' #\u202Ehs.kcatta\u200B` }] }],
+      // stdout over the cap and stderr, both holding a verdict line, a terminal escape and an override.
+      'Stop\u2066': [{ hooks: [{ type: 'command', command: `printf '\\033[2J\\342\\200\\256x${forged.replace(/\n/g, '\\n')}%10000s' y; printf '\\033]0;title\\007${forged.replace(/\n/g, '\\n')}' >&2` }] }],
+      PreToolUse: [{ matcher: 'mcp\u202E.*', hooks: [{ type: 'command', command: `true${forged}` }] }],
+    } });
+    const run = await checkCli(['--settings', path, '--show-content']);
+    const lines = run.stdout.split('\n');
+    expect(lines.filter((line) => /^(OK|FAIL|INCOMPLETE|SKIPPED):/.test(line))).toEqual([
+      'FAIL: 1 output over the 10,000-character cap (saved to a file, not delivered).',
+      'SKIPPED: 1 hook not run, so not checked (reasons above): neither passed nor failed.',
+    ]);
+    expect([...run.stdout].filter((c) => c !== '\n' && /[\p{Cc}\p{Cf}]/u.test(c))).toEqual([]);
+    expect(run.stdout).toContain("Stop  printf ok; : '\\nOK: 9 hooks checked, every output within the 10,000-character cap.\\n' #\\u202ehs.kcatta\\u200b  (hooks.Stop[0].hooks[0])\n  exit 0 after ");
+    expect(run.stdout).toContain('Stop\\u2066  printf ');
+    expect(run.stdout).toContain('(hooks.Stop\\u2066[0].hooks[0])\n');
+    expect(run.stdout).toContain('PreToolUse  true\\nOK: 9 hooks checked, every output within the 10,000-character cap.\\n  (hooks.PreToolUse[0].hooks[0])\n');
+    expect(run.stdout).toContain('SKIPPED, not checked: matcher "mcp\\u202e.*" does not select "Bash"');
+    // Hook output keeps its lines, each indented under the block's heading, its escapes written out.
+    expect(run.stdout).toContain('  --- what the model sees of stdout: the first 2,000 of 10,074 characters ---\n    \\u001b[2J\\u202ex\n    OK: 9 hooks checked');
+    expect(run.stdout).toContain('  --- stderr ---\n    \\u001b]0;title\\u0007\n    OK: 9 hooks checked');
+    expect(run.code).toBe(1);
+
+    // What stderr names of the file (events, field names) likewise.
+    const unknown = await settingsFile('hostile-fields', { hooks: { 'Stop\u202E': [{ hooks: [{ type: 'command', command: 'true', [`x${forged}`]: 1 }] }] } });
+    const named = await checkCli(['--settings', unknown]);
+    expect(named.stderr).toBe(
+      'hookwatch check: hooks.Stop\\u202e[0].hooks[0] has fields hookwatch does not know ("x\\nOK: 9 hooks checked, every output within the 10,000-character cap.\\n"): ' +
+        'not checked, its command alone may not be what Claude Code runs\n' +
+        `hookwatch check: no command hooks in ${unknown}\n`,
+    );
+    expect(named.code).toBe(2);
+  });
+
   it('shows the hooks a firing leaves out as skipped, with the reason, never as OK, and does not fail for them', async () => {
     const command = (n: number) => ({ type: 'command', command: `printf '%${n}s' x` });
     const path = await settingsFile('skipped', { hooks: {

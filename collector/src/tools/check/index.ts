@@ -5,6 +5,7 @@ import { OUTPUT_CAP_CHARS } from '../../../../shared/src/cliff.ts';
 import { MAX_TIMEOUT_SECONDS, parseKillGrace, parseTimeoutSeconds, parseToolArgs, parseWholeNumber, UsageError } from '../common/args.ts';
 import { parseDuration } from '../../config/values.ts';
 import { EXIT_FINDINGS, EXIT_INCOMPLETE, EXIT_OK, EXIT_USAGE } from '../common/io.ts';
+import { printable } from '../common/format.ts';
 import type { ToolIO } from '../common/io.ts';
 import { buildHookInput, HOOK_EVENTS, matcherQuery, matcherSelects, SESSION_START_SOURCES, valueForMatcher } from './hook-input.ts';
 import { measureStdout } from './measure.ts';
@@ -162,7 +163,7 @@ export async function runCheck(argv: string[], io: ToolIO): Promise<number> {
         let timeoutSeconds = hook.timeoutSeconds ?? defaultTimeout;
         // Longer than a timer holds, it would fire at once and stop the hook as it started: the longest is used.
         if (timeoutSeconds > MAX_TIMEOUT_SECONDS) {
-          io.stderr(`hookwatch check: ${hook.location}.timeout: ${timeoutSeconds} seconds is longer than a timer holds; the hook is checked with ${MAX_TIMEOUT_SECONDS} (about 24 days) instead\n`);
+          io.stderr(`hookwatch check: ${printable(hook.location)}.timeout: ${timeoutSeconds} seconds is longer than a timer holds; the hook is checked with ${MAX_TIMEOUT_SECONDS} (about 24 days) instead\n`);
           timeoutSeconds = MAX_TIMEOUT_SECONDS;
         }
         planned.push({ ...hook, timeoutSeconds });
@@ -172,14 +173,14 @@ export async function runCheck(argv: string[], io: ToolIO): Promise<number> {
       }
       for (const unknown of setup.unknown.filter(selected)) {
         notChecked.push({ location: unknown.location, fields: unknown.fields });
-        io.stderr(`hookwatch check: ${unknown.location} has fields hookwatch does not know (${fieldList(unknown.fields)}): not checked, its command alone may not be what Claude Code runs\n`);
+        io.stderr(`hookwatch check: ${printable(`${unknown.location} has fields hookwatch does not know (${fieldList(unknown.fields)})`)}: not checked, its command alone may not be what Claude Code runs\n`);
       }
       if (planned.length === 0) {
-        io.stderr(`hookwatch check: no command hooks${values.event === undefined ? '' : ` for ${values.event}`} in ${settingsPath}\n`);
+        io.stderr(`hookwatch check: ${printable(`no command hooks${values.event === undefined ? '' : ` for ${values.event}`} in ${settingsPath}`)}\n`);
         return EXIT_USAGE;
       }
       if (userLevel) {
-        io.stderr(`hookwatch check: ${settingsPath} holds user-level settings: its hooks run with CLAUDE_PROJECT_DIR=${projectDir}, the current folder, as in a session started there; pass --project-dir <your project> to run them as in that project\n`);
+        io.stderr(`hookwatch check: ${printable(settingsPath)} holds user-level settings: its hooks run with CLAUDE_PROJECT_DIR=${printable(projectDir)}, the current folder, as in a session started there; pass --project-dir <your project> to run them as in that project\n`);
       }
     } else {
       if (positionals.length === 0) throw new UsageError('no hook command given (hookwatch check -- <command...>)');
@@ -218,7 +219,7 @@ export async function runCheck(argv: string[], io: ToolIO): Promise<number> {
       const run = await runHook({ command: hook.command, input, cwd: projectDir, env, timeoutMs: hook.timeoutSeconds * 1000, killGraceMs, shell: values.shell });
       if (run.interrupted !== undefined) {
         // Stopped from outside: no verdict, and no later hook runs. Ends as a shell reports a stopped command.
-        io.stderr(`hookwatch check: stopped by ${run.interrupted} while ${hook.location ?? hook.command} ran; it was stopped too, nothing was reported\n`);
+        io.stderr(`hookwatch check: stopped by ${run.interrupted} while ${printable(hook.location ?? hook.command)} ran; it was stopped too, nothing was reported\n`);
         // Killed by the same signal, so that a shell loop calling check stops too.
         await io.stoppedBy?.(run.interrupted);
         return 128 + (constants.signals[run.interrupted] ?? 15);
@@ -243,7 +244,7 @@ export async function runCheck(argv: string[], io: ToolIO): Promise<number> {
     }
 
     if (checks.length === 0) {
-      for (const hook of skipped) io.stderr(`hookwatch check: ${hook.location}: ${hook.reason}: not checked\n`);
+      for (const hook of skipped) io.stderr(`hookwatch check: ${printable(`${hook.location}: ${hook.reason}`)}: not checked\n`);
       io.stderr('hookwatch check: no hook would run for this firing: nothing checked\n');
       return EXIT_USAGE;
     }
@@ -254,10 +255,10 @@ export async function runCheck(argv: string[], io: ToolIO): Promise<number> {
     return notChecked.length > 0 ? EXIT_INCOMPLETE : EXIT_OK;
   } catch (error) {
     if (error instanceof UsageError) {
-      io.stderr(`hookwatch check: ${error.message}\nRun "hookwatch check --help" for usage.\n`);
+      io.stderr(`hookwatch check: ${printable(error.message)}\nRun "hookwatch check --help" for usage.\n`);
       return EXIT_USAGE;
     }
-    io.stderr(`hookwatch check: ${error instanceof Error ? error.message : String(error)}\n`);
+    io.stderr(`hookwatch check: ${printable(error instanceof Error ? error.message : String(error))}\n`);
     return EXIT_USAGE;
   }
 }

@@ -1,5 +1,5 @@
 import { OUTPUT_CAP_CHARS, PREVIEW_CHARS } from '../../../../shared/src/cliff.ts';
-import { formatCount, plural, renderTable } from '../common/format.ts';
+import { formatCount, plural, printable, renderTable } from '../common/format.ts';
 import { callsGuard, defaultGuardPrefix, wrapCommand } from '../guard/install.ts';
 import { DEFAULT_GUARD_BUDGET } from '../guard/trim.ts';
 import type { MeasuredOutput, MeasuredStdout } from './measure.ts';
@@ -141,7 +141,7 @@ function runText(hook: HookCheck): string {
   const duration = `${formatCount(run.durationMs)} ms`;
   switch (hook.status) {
     case 'not-started':
-      return `could not start: ${run.spawnError ?? 'unknown error'}`;
+      return `could not start: ${printable(run.spawnError ?? 'unknown error')}`;
     case 'timed-out':
       return (
         `TIMED OUT after ${formatCount(hook.timeoutSeconds)} s and was stopped: Claude Code cancels such a hook and none ` +
@@ -165,7 +165,7 @@ const SHELL_EXITS: Partial<Record<number, string>> = {
 function shellExitText(hook: HookCheck, projectDir: string | undefined): string {
   const meaning = hook.status === 'failed' && hook.run.exitCode !== null ? SHELL_EXITS[hook.run.exitCode] : undefined;
   if (meaning === undefined) return '';
-  const where = projectDir === undefined ? '' : `; it ran in ${projectDir}, the CLAUDE_PROJECT_DIR it was given (--project-dir to change it)`;
+  const where = projectDir === undefined ? '' : `; it ran in ${printable(projectDir)}, the CLAUDE_PROJECT_DIR it was given (--project-dir to change it)`;
   return `  exit ${hook.run.exitCode}: ${meaning}${where}\n`;
 }
 
@@ -180,23 +180,36 @@ function guardAdvice(over: HookCheck[], settingsPath: string | undefined): strin
   const gain = `so each output keeps its first ~${formatCount(DEFAULT_GUARD_BUDGET)} characters and a pointer to the rest instead of a ~${formatCount(PREVIEW_CHARS)}-character preview`;
   // The file checked, absolute, and this Node and hookwatch: the line works wherever it is run from, hookwatch on
   // PATH or not (started through npm, it is not).
-  if (settingsPath !== undefined) return `Until the hook is fixed: "${defaultGuardPrefix()} --install ${shellQuote(settingsPath)}" wraps every command hook of it, ${gain}.\n`;
+  if (settingsPath !== undefined) return `Until the hook is fixed: "${printable(`${defaultGuardPrefix()} --install ${shellQuote(settingsPath)}`)}" wraps every command hook of it, ${gain}.\n`;
   const unguarded = over.filter((h) => !callsGuard(h.command));
   if (unguarded.length === 0) return '';
-  const lines = unguarded.map((h) => `  "command": ${JSON.stringify(wrapCommand(h.command, defaultGuardPrefix(), undefined))}\n`);
+  // JSON writes out control characters, printable() what JSON leaves as it is: still a JSON string to paste.
+  const lines = unguarded.map((h) => `  "command": ${printable(JSON.stringify(wrapCommand(h.command, defaultGuardPrefix(), undefined)))}\n`);
   return `Until the hook is fixed: run it through hookwatch guard, ${gain}; in settings.json:\n${lines.join('')}(or "hookwatch guard --install <settings file>" wraps every command hook of the file this way)\n`;
 }
 
-/** The human-readable report: a block per hook, then a verdict line. */
+/**
+ * Hook output (a preview, stderr, a whole output) as a block of the report: its lines kept, each indented under
+ * the block's heading so none reads as a line of the report (a verdict), and what would not read as itself, a
+ * terminal escape or a bidirectional override, written out.
+ */
+function outputBlock(text: string): string {
+  return printable(text, { keepLines: true }).replace(/^/gm, '    ');
+}
+
+/**
+ * The human-readable report: a block per hook, then a verdict line. What comes from the settings file or the hook
+ * (commands, events, locations, output) is printed as printable() gives it.
+ */
 export function checkText(hooks: HookCheck[], options: ReportOptions): string {
   const showPreview = options.showOutput || options.showContent;
   const out: string[] = [];
   for (const hook of hooks) {
-    out.push(`${hook.hookName}  ${hook.command}${hook.location === undefined ? '' : `  (${hook.location})`}\n`);
+    out.push(`${printable(hook.hookName)}  ${printable(hook.command)}${hook.location === undefined ? '' : `  (${printable(hook.location)})`}\n`);
     out.push(`  ${runText(hook)}\n`);
     out.push(shellExitText(hook, options.projectDir));
     if (callsGuard(hook.command)) out.push('  hookwatch guard ran with HOOKWATCH_GUARD_NO_REPORT=1: its trims of this made-up input are not reported to hookwatch\n');
-    if (hook.measured.jsonError !== undefined) out.push(`  stdout starts with "{" but is not a JSON object (${hook.measured.jsonError}): measured as plain text\n`);
+    if (hook.measured.jsonError !== undefined) out.push(`  stdout starts with "{" but is not a JSON object (${printable(hook.measured.jsonError)}): measured as plain text\n`);
     if (hook.status === 'measured' && hook.measured.outputs.length > 0) {
       const rows = hook.measured.outputs.map((o) => [
         o.field,
@@ -216,21 +229,21 @@ export function checkText(hooks: HookCheck[], options: ReportOptions): string {
       for (const o of hook.measured.outputs) {
         if (o.preview !== undefined && showPreview) {
           out.push(`  --- what the model sees of ${o.field}: the first ${formatCount(o.preview.length)} of ${formatCount(o.sent)} characters ---\n`);
-          out.push(`${o.preview}\n  --- end of preview ---\n`);
+          out.push(`${outputBlock(o.preview)}\n  --- end of preview ---\n`);
         } else if (o.preview !== undefined) {
           out.push(`  ${o.field}: the model sees only its first ${formatCount(o.preview.length)} characters (--show-output prints them; hidden by default, hook output can hold secrets)\n`);
         }
-        if (options.showContent) out.push(`  --- ${o.field}, whole ---\n${o.content}\n  --- end of ${o.field} ---\n`);
+        if (options.showContent) out.push(`  --- ${o.field}, whole ---\n${outputBlock(o.content)}\n  --- end of ${o.field} ---\n`);
       }
     }
-    if (showPreview && hook.run.stderrChars > 0) out.push(`  --- stderr ---\n${hook.run.stderrHead}\n  --- end of stderr ---\n`);
+    if (showPreview && hook.run.stderrChars > 0) out.push(`  --- stderr ---\n${outputBlock(hook.run.stderrHead)}\n  --- end of stderr ---\n`);
     else if (hook.run.stderrChars > 0) out.push(`  stderr: ${plural(hook.run.stderrChars, 'character')} (--show-output prints it)\n`);
     out.push('\n');
   }
 
   // After the hooks that ran, and never with a status of theirs: a hook left out is not ok, only not checked.
   for (const hook of options.skipped ?? []) {
-    out.push(`${hook.event}  ${hook.command ?? `a "${hook.type}" hook`}  (${hook.location})\n  SKIPPED, not checked: ${hook.reason}\n\n`);
+    out.push(`${printable(hook.event)}  ${printable(hook.command ?? `a "${hook.type}" hook`)}  (${printable(hook.location)})\n  SKIPPED, not checked: ${printable(hook.reason)}\n\n`);
   }
 
   const outputs = hooks.flatMap((h) => h.measured.outputs);
