@@ -1,23 +1,22 @@
 /**
  * Slack incoming webhook body: `{"text": ...}` a person reads in a channel: which hook, what was lost, since
  * when, and a link to the dashboard, and while it fires one to silence it (a superseded resolution said as such,
- * never as an all-clear). Slack's mrkdwn needs &, < and > escaped; control characters are written out (below).
+ * never as an all-clear). Slack's mrkdwn needs &, < and > escaped; characters that would not read as themselves
+ * are written out (below).
  */
+import { printable } from '../../../shared/src/printable.ts';
 import { dashboardLink, silenceLink } from './links.ts';
 import type { BodyRenderer, LinkContext, Notification } from './model.ts';
 
 /**
- * Characters a hook name (a client's string) may hold that would not read as themselves: C0 and C1 controls,
- * line and paragraph separators, and the bidirectional marks, embeddings, overrides and isolates. Raw, a line
- * break starts a line of the name's choosing (a forged "[RESOLVED]" under a firing alert) and an override turns
- * the text after it around.
+ * Slack's markup characters escaped, then what would not read as itself written out by printable() (as the
+ * command-line reports print names): control characters, line and paragraph separators, the bidirectional marks,
+ * embeddings, overrides and isolates, and the other invisible format characters but an emoji's. Raw, a line break
+ * starts a line of the name's choosing (a forged "[RESOLVED]" under a firing alert), an override turns the text
+ * after it around, and a zero-width space makes a name read as another's.
  */
-const UNSEEN = /[\p{Cc}\p{Zl}\p{Zp}\p{Bidi_Control}]/gu;
-const NAMED: Record<string, string> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' };
-
 function esc(s: string): string {
-  return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;')
-    .replace(UNSEEN, (c) => NAMED[c] ?? `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  return printable(s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;'));
 }
 
 /** The Slack message text for one notification. */

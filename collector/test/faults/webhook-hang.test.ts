@@ -99,4 +99,17 @@ describe('hostile hook names in notifications', () => {
     expect(lines.filter((l) => l.startsWith(':white_check_mark:'))).toEqual([]);
     for (const line of lines) expect(line).not.toMatch(/[\p{Cc}\p{Zl}\p{Bidi_Control}]/u);
   });
+
+  it('zero-width and tag characters in a name are written out on Slack, an emoji kept whole', async () => {
+    // Invisible: "Pre\u200BToolUse" reads as another hook's name, and tag characters carry text nobody sees.
+    const emoji = '\u{1F469}\u{1F3FD}\u200D\u{1F4BB}';
+    const name = `Pre\u200BToolUse:hidden\u{E0069}\u{E0067}\u{E006E}\uFEFF ${emoji}`;
+    const before = sink.requests.length;
+    const res = await postOtlp(service.otlpHttpUrl, '/v1/logs', otlpHookBody([{ hookName: name, timeMs: Date.now(), outputsPersisted: 1, additionalContextChars: 12_000, sessionId: 'invisible' }]), JSON_CT);
+    expect(res.status).toBe(200);
+    const slack = await eventually('the Slack notification of the invisible name', () => Promise.resolve(sink.requests.slice(before).find((r) => r.path === '/slack' && r.body.includes('hidden'))?.body), 10_000);
+    const text = (JSON.parse(slack) as { text: string }).text;
+    expect(text.split('\n')[0]).toContain(`Pre\\u200bToolUse:hidden\\u{e0069}\\u{e0067}\\u{e006e}\\ufeff ${emoji}`);
+    expect(text.replaceAll(emoji, '')).not.toMatch(/\p{Cf}/u);
+  });
 });
