@@ -6,6 +6,7 @@ import { StringDecoder } from 'node:string_decoder';
 import { parseArgs } from 'node:util';
 
 import { OUTPUT_CAP_CHARS } from '../../../../shared/src/cliff.ts';
+import { printable } from '../../../../shared/src/printable.ts';
 import { MAX_TIMEOUT_SECONDS, parseKillGrace, parseTimeoutSeconds, parseToolArgs, parseWholeNumber, UsageError } from '../common/args.ts';
 import { KILL_GRACE_MS } from '../common/io.ts';
 import { makeDir } from '../../make-dir.ts';
@@ -250,14 +251,26 @@ function parseBudget(raw: string, label: string): number {
   return parseWholeNumber('budget', raw, MIN_GUARD_BUDGET, OUTPUT_CAP_CHARS, label);
 }
 
+/**
+ * One line of the guard's own: what it names (a command, a settings file and its events, matchers and fields, a
+ * variable's value) written out as printable() gives it, so none can forge a line of its own or reach the
+ * terminal as an escape sequence. The line break that ends it stays.
+ */
+function ownLine(line: string): string {
+  return `${printable(line.endsWith('\n') ? line.slice(0, -1) : line)}\n`;
+}
+
 /** `hookwatch guard`: runs a hook command and keeps its output strings within the budget. */
-export async function runGuard(argv: readonly string[], io: GuardIO): Promise<GuardExit> {
+export async function runGuard(argv: readonly string[], processIO: GuardIO): Promise<GuardExit> {
+  // Every message the guard writes on stderr is one line (the command's stderr does not pass through here).
+  const io: GuardIO = { ...processIO, stderr: (line) => processIO.stderr(ownLine(line)) };
   const split = argv.indexOf('--');
   const own = split === -1 ? [...argv] : argv.slice(0, split);
   const command = split === -1 ? [] : argv.slice(split + 1);
   const fail = (error: unknown, code: number): GuardExit => {
     const message = error instanceof Error ? error.message : String(error);
-    io.stderr(`hookwatch guard: ${message}\n${error instanceof UsageError ? 'Run "hookwatch guard --help" for usage.\n' : ''}`);
+    io.stderr(`hookwatch guard: ${message}\n`);
+    if (error instanceof UsageError) io.stderr('Run "hookwatch guard --help" for usage.\n');
     return { code };
   };
   // The guard's own warnings about a run, written once the command has ended (see afterRun).
@@ -303,7 +316,7 @@ export async function runGuard(argv: readonly string[], io: GuardIO): Promise<Gu
         report: report === undefined ? undefined : (await import('./report.ts')).logsUrl(report).replace(/\/v1\/logs$/, ''),
         warn: io.stderr,
       });
-      await io.stdout(message);
+      await io.stdout(ownLine(message));
       return { code: 0 };
     } catch (error) {
       return fail(error, 2);

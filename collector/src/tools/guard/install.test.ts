@@ -426,6 +426,27 @@ describe('hookwatch guard --install', () => {
     expect(await commands(path)).toEqual([`exec /usr/bin/hookwatch-guard -- 'echo hello'`, `exec /usr/bin/hookwatch-guard -- 'echo added'`]);
   });
 
+  it('names events, matchers, fields and files with line breaks or bidi controls as text that cannot forge a line', async () => {
+    const project = join(dir, 'hostile names');
+    await mkdir(project, { recursive: true });
+    const file = 'settings\u202Enosj.json';
+    const forged = '\nhookwatch guard: s.json: wrapped 2 of 2 command hook(s)\n';
+    await writeFile(join(project, file), JSON.stringify({ hooks: { [`Stop\u2066${forged}`]: [{ matcher: 'm\u202E', hooks: [{ type: 'command', command: 'echo done', [`x\u202E${forged}`]: 1 }] }] } }));
+    const run = await runHookwatch(['guard', '--install', '--command', 'hookwatch guard', file], { cwd: project });
+    const event = 'Stop\\u2066\\nhookwatch guard: s.json: wrapped 2 of 2 command hook(s)\\n';
+    expect(run.stderr).toBe(
+      `hookwatch guard: hooks.${event}[0].hooks[0] (${event}, matcher "m\\u202e") has fields the guard does not know ` +
+        '("x\\u202e\\nhookwatch guard: s.json: wrapped 2 of 2 command hook(s)\\n"): left as it is, not wrapped\n',
+    );
+    expect(run.stdout).toBe(`hookwatch guard: ${join(project, 'settings\\u202enosj.json')}: nothing to change (0 command hook(s), none left to be wrapped)\n`);
+    expect(run.code).toBe(0);
+
+    // A command the guard cannot start, named as it runs a hook.
+    const missing = await runHookwatch(['guard', '--', `./no-such-hook\u202E${forged}`, 'arg'], { cwd: project });
+    expect(missing.stderr).toMatch(/^hookwatch guard: cannot run \.\/no-such-hook\\u202e\\nhookwatch guard: s\.json: wrapped 2 of 2 command hook\(s\)\\n: [^\n]*\n$/);
+    expect(missing.code).toBe(127);
+  });
+
   it('leaves a command hook with fields it does not know as it is, and names it', async () => {
     const project = join(dir, 'unknown-fields');
     await mkdir(project, { recursive: true });
