@@ -283,6 +283,15 @@ describe('scan: counting delivered and persisted hook outputs', () => {
     expect((JSON.parse(run.stdout) as { totals: { outputsPersisted: number } }).totals.outputsPersisted).toBe(8);
   });
 
+  it('names a $CLAUDE_CONFIG_DIR it cannot read with its line breaks and bidi controls written out', () => {
+    const config = join(dir, 'config\u202E\nOK: every hook output reached the model whole');
+    const env = { PATH: process.env['PATH'] ?? '', HOME: join(dir, 'home-without-claude'), CLAUDE_CONFIG_DIR: config };
+    const run = spawnSync(process.execPath, [BIN, 'scan'], { env, encoding: 'utf8', cwd: dir, timeout: 20_000 });
+    expect(run.stderr).toBe(`hookwatch scan: no such file or directory: ${dir}/config\\u202e\\nOK: every hook output reached the model whole/projects\nRun "hookwatch scan --help" for usage.\n`);
+    expect(run.stdout).toBe('');
+    expect(run.status).toBe(2);
+  });
+
   it('attributes a hook output marker outside a hook record, and counts records without an id by line', async () => {
     const file = await transcript('odd.jsonl', [
       messageRecord({ uuid: 'm1', sessionId: 's-odd', role: 'user', text: persistedMarker({ savedPath: savedPath('s-odd', 'orphan'), preview: 'x' }) }),

@@ -6,6 +6,7 @@ import { parseToolArgs, parseWholeNumber, UsageError } from '../common/args.ts';
 import { EXIT_FINDINGS, EXIT_INCOMPLETE, EXIT_OK, EXIT_SEND_FAILED, EXIT_USAGE } from '../common/io.ts';
 import type { ToolIO } from '../common/io.ts';
 import { MAX_LINE_BYTES } from '../common/limits.ts';
+import { printable } from '../common/format.ts';
 import { HOOKWATCH_VERSION } from '../../version.ts';
 import { incomplete, lostOutputs, scanJson, scanText } from './report.ts';
 import type { HookEventSender, SendOutcome } from './send.ts';
@@ -127,10 +128,10 @@ export async function runScan(argv: string[], io: ToolIO): Promise<number> {
   } catch (error) {
     if (sender) await sender.finish();
     if (error instanceof UsageError) {
-      io.stderr(`hookwatch scan: ${error.message}\nRun "hookwatch scan --help" for usage.\n`);
+      io.stderr(`hookwatch scan: ${printable(error.message)}\nRun "hookwatch scan --help" for usage.\n`);
       return EXIT_USAGE;
     }
-    io.stderr(`hookwatch scan: ${error instanceof Error ? error.message : String(error)}\n`);
+    io.stderr(`hookwatch scan: ${printable(error instanceof Error ? error.message : String(error))}\n`);
     return EXIT_USAGE;
   }
 }
