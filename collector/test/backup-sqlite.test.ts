@@ -177,6 +177,18 @@ describe('hookwatch backup on SQLite', () => {
     expect(readdirSync(full)).toEqual([]);
   }, 60_000);
 
+  it('names a path holding a line break or a bidi control with them written out, in its report and its errors', async () => {
+    const { dir, path } = await scratchStore('hostile\u202E\nOK');
+    const shown = dir.replace('\u202E\n', '\\u202e\\n');
+    const copied = await hookwatchBackup(['--to', join(dir, 'copy.db')], { HOOKWATCH_DB: path });
+    expect(copied.status, copied.stderr).toBe(0);
+    expect(copied.stdout.startsWith(`backed up ${join(shown, 'hookwatch.db')} to ${join(shown, 'copy.db')}: `), copied.stdout).toBe(true);
+    expect(copied.stdout.split('\n')).toHaveLength(2);
+    const missing = await hookwatchBackup(['--to', join(dir, 'copy2.db')], { HOOKWATCH_DB: join(dir, 'nothing-here.db') });
+    expect(missing.stderr).toBe(`hookwatch: no database at ${join(shown, 'nothing-here.db')}: give the path hookwatch serve uses (--db, HOOKWATCH_DB or db in the config file)\n`);
+    expect(missing.status).toBe(1);
+  });
+
   it('says the cause once when the check of the copy cannot run, and leaves no file', async () => {
     const { dir, path, copies } = await scratchStore('check-fails');
     // A preload (NODE_OPTIONS, as operators set it) that fails in a worker thread: the check's thread cannot start.

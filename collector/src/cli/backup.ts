@@ -8,7 +8,7 @@ import { loadConfig, toConfig } from '../config/index.ts';
 import { isPostgresUrl } from '../store/settings.ts';
 import { BackupAbortedError, backupSqlite } from '../store/sqlite/backup.ts';
 import { UsageError } from '../tools/common/args.ts';
-import { formatBytes } from '../tools/common/format.ts';
+import { formatBytes, printable } from '../tools/common/format.ts';
 import { exitBySignal } from '../tools/common/io.ts';
 import type { ToolIO } from '../tools/common/io.ts';
 import type { ParsedArgs } from './args.ts';
@@ -39,7 +39,7 @@ export async function runBackup(parsed: ParsedArgs, io: ToolIO): Promise<number>
     result = await backupSqlite({ db, to: resolve(io.cwd, to), force: parsed.booleans.has('force'), signal: controller.signal });
   } catch (err) {
     if (!(err instanceof BackupAbortedError)) throw err;
-    io.stderr(`hookwatch: ${err.message}\n`);
+    io.stderr(`hookwatch: ${printable(err.message)}\n`);
     // Killed by the same signal once the partial copy is removed, so that a shell loop calling backup stops too.
     const signal = controller.signal.reason as keyof typeof SIGNAL_EXIT;
     await io.stoppedBy?.(signal);
@@ -48,8 +48,8 @@ export async function runBackup(parsed: ParsedArgs, io: ToolIO): Promise<number>
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
   }
-  if (result.removedPartials.length > 0) io.stdout(`removed ${result.removedPartials.join(', ')} beside ${result.path}: left by backups that were killed\n`);
+  if (result.removedPartials.length > 0) io.stdout(`removed ${printable(result.removedPartials.join(', '))} beside ${printable(result.path)}: left by backups that were killed\n`);
   const seconds = (result.durationMs / 1000).toFixed(result.durationMs < 10_000 ? 2 : 1);
-  io.stdout(`backed up ${db} to ${result.path}: ${formatBytes(result.bytes)} (${result.pages} pages, schema version ${result.schemaVersion}) in ${seconds}s\n`);
+  io.stdout(`backed up ${printable(db)} to ${printable(result.path)}: ${formatBytes(result.bytes)} (${result.pages} pages, schema version ${result.schemaVersion}) in ${seconds}s\n`);
   return 0;
 }

@@ -201,6 +201,12 @@ describe('hookwatch config', () => {
     expect(r.status).toBe(2);
   });
 
+  it('names a value from the environment with its bidi controls written out: the error reads as its bytes', () => {
+    const r = hookwatchProcess(['config'], { HOOKWATCH_LOG_LEVEL: 'warn\u202E\nofni' });
+    expect(r.stderr).toBe('hookwatch: configuration error: environment HOOKWATCH_LOG_LEVEL: invalid value "warn\\u202e\\nofni" for log.level: expected one of debug, info, warn, error\n');
+    expect(r.status).toBe(2);
+  });
+
   it('prints a PostgreSQL URL to a Unix socket (no host, the socket folder in ?host=) with only its password redacted', async () => {
     const r = await hookwatch(['config'], { HOOKWATCH_DB: 'postgres://hw:Sock3t-secret@/hookwatch?host=/var/run/postgresql' });
     expect(r.status, r.stderr).toBe(0);

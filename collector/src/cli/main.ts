@@ -25,6 +25,7 @@ import { isPostgresUrl } from '../store/settings.ts';
 import { ClientTlsCredentials, TlsCredentials } from '../net/tls.ts';
 import { openAlertEventTls } from '../notify/otlp.ts';
 import { ReloadStoppingError, type ConfigSource } from '../config-reload.ts';
+import { printable } from '../../../shared/src/printable.ts';
 
 /** How a listener speaks: plain text, TLS, or TLS with client certificates. */
 function tlsMode(tls: { clientCaFile: string } | undefined): 'off' | 'tls' | 'mutual' {
@@ -294,7 +295,7 @@ export async function runCommand(argv: readonly string[], io: ToolIO = processIO
       if (config.forward.endpoint && config.forward.tls) ClientTlsCredentials.open(config.forward.tls, silentLogger);
       for (const r of config.alerting.receivers) if (r.tls) ClientTlsCredentials.open(r.tls, silentLogger);
       openAlertEventTls(config.alerting.otlp, silentLogger);
-      for (const warning of loaded.warnings) io.stderr(`hookwatch: warning: ${warning}\n`);
+      for (const warning of loaded.warnings) io.stderr(`hookwatch: warning: ${printable(warning)}\n`);
       const derived = [
         { key: 'otlp.maxInflightBytes', value: config.otlp.maxInflightBytes, why: 'raised to twice otlp.maxRequestBytes' },
         { key: 'retention.minuteRollups', value: config.retention.minuteRollupsMs, why: 'cut to retention.events' },
@@ -304,26 +305,28 @@ export async function runCommand(argv: readonly string[], io: ToolIO = processIO
     }
     return await serve(parsed.flags, io.env);
   } catch (err) {
+    // What a message names (a path, a value from the file or the environment) is written out as printable() gives
+    // it: no line of its own, no text turned around.
     const hint = `Run "${helpFor === 'hookwatch' ? 'hookwatch' : `hookwatch ${helpFor}`} --help" for the flags.`;
     if (err instanceof UsageError) {
-      io.stderr(`hookwatch: ${err.message}\n${hint}\n`);
+      io.stderr(`hookwatch: ${printable(err.message)}\n${hint}\n`);
       return 2;
     }
     if (err instanceof ConfigError) {
-      io.stderr(`hookwatch: configuration error: ${err.message}\n`);
+      io.stderr(`hookwatch: configuration error: ${printable(err.message)}\n`);
       return 2;
     }
     if (err instanceof ListenError) {
-      io.stderr(`hookwatch: ${listenErrorMessage(err)}\n`);
+      io.stderr(`hookwatch: ${printable(listenErrorMessage(err))}\n`);
       return 1;
     }
     if (err instanceof SettingPathError) {
-      io.stderr(`hookwatch: ${err.setting} ${err.path}${settingSources(err.setting)}: ${err.detail}\n`);
+      io.stderr(`hookwatch: ${printable(`${err.setting} ${err.path}${settingSources(err.setting)}: ${err.detail}`)}\n`);
       return 1;
     }
     const e = err as NodeJS.ErrnoException;
     // A library's message may quote a URL it was given, credentials and all.
-    io.stderr(`hookwatch: ${redactUrlCredentials(e.message ?? String(err))}\n`);
+    io.stderr(`hookwatch: ${printable(redactUrlCredentials(e.message ?? String(err)))}\n`);
     return 1;
   }
 }
