@@ -6,7 +6,7 @@
  */
 import { ConfigError, SETTINGS, configSecrets, flagName, loadConfig, settingForFlag, toConfig } from '../config/index.ts';
 import { SettingPathError } from '../config/setting.ts';
-import { coerce } from '../config/load.ts';
+import { coerceText } from '../config/load.ts';
 import { commandIndex, parseFlags } from './args.ts';
 import { BACKUP_FLAGS, runBackup } from './backup.ts';
 import { renderConfig } from './config-output.ts';
@@ -187,7 +187,7 @@ function checkFlagValues(flags: Record<string, string | undefined>): void {
     const setting = settingForFlag(name);
     if (!setting || value === undefined) continue;
     try {
-      coerce(setting, value, `flag --${name}`);
+      coerceText(setting, value, `flag --${name}`);
     } catch (err) {
       throw err instanceof ConfigError ? new UsageError(err.message, { cause: err }) : err;
     }

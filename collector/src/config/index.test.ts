@@ -4,7 +4,7 @@ import { basename, dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it, vi } from 'vitest';
-import { ConfigError, SETTINGS, effectiveDocument, loadConfig, parseDuration, toConfig } from './index.ts';
+import { ConfigError, SETTINGS, effectiveDocument, flagName, loadConfig, parseDuration, toConfig } from './index.ts';
 import { MAX_CONFIG_FILE_BYTES } from './load.ts';
 import { renderConfig } from '../cli/config-output.ts';
 import { tempDir } from '../../test/helpers.ts';
@@ -131,6 +131,48 @@ describe('${env:NAME} in the config file', () => {
     const db = effectiveDocument(loadConfig({ env: { HOOKWATCH_DB: 'postgres://hw@db/hookwatch?sslmode=require&password=s3cret' } })) as { db: string };
     expect(db.db).toBe('postgres://hw@db/hookwatch?sslmode=require&password=<redacted>');
     expect(() => load({}, `db: "${db.db}"\n`)).toThrow(/config file hookwatch\.yaml: db holds <redacted>/);
+  });
+});
+
+describe('the <redacted> that `hookwatch config` prints, given back through a variable or a flag', () => {
+  // A real secret for each setting that holds one, as its variable takes it.
+  const SAMPLES: Record<string, string> = {
+    db: 'postgres://hw:Pw9-url-secret@db/hookwatch',
+    'forward.endpoint': 'https://ops:Pw9-url-secret@fwd.example.com/v1',
+    'alerting.externalUrl': 'https://ops:Pw9-url-secret@hw.example.com/',
+    'alerting.otlp.endpoint': 'https://ops:Pw9-url-secret@otel.example.com/',
+    'forward.headers': 'x-api-key=Pw9-header-secret',
+  };
+  const secretSettings = SETTINGS.filter((s) => (s.secret || s.redactValue) && s.env);
+  const printed = (key: string, env: string): string => {
+    const doc = effectiveDocument(loadConfig({ env: { [env]: SAMPLES[key] ?? 'S3cret-value-0123456789abcdef' } }));
+    const value = key.split('.').reduce<unknown>((node, part) => (node as Record<string, unknown>)[part], doc);
+    expect(value, key).toContain('<redacted>');
+    return value as string;
+  };
+
+  it('is refused from the environment and from a flag for every secret setting, naming the setting, as from the file', () => {
+    expect(secretSettings.map((s) => s.key).sort()).toEqual(['alerting.externalUrl', 'alerting.otlp.endpoint', 'db', 'forward.endpoint', 'forward.headers', 'http.auth.password', 'http.auth.token', 'otlp.ingestToken', 'privacy.hashKey']);
+    for (const s of secretSettings) {
+      const env = s.env as string;
+      const value = printed(s.key, env);
+      expect(() => loadConfig({ env: { [env]: value } }), s.key).toThrow(`environment ${env}: ${s.key} holds <redacted>, which \`hookwatch config\` prints in place of a secret; put the secret back`);
+      if (s.type === 'object') continue;
+      const flag = flagName(s.key).slice(2);
+      expect(() => loadConfig({ env: {}, flags: { [flag]: value } }), s.key).toThrow(`flag --${flag}: ${s.key} holds <redacted>, which \`hookwatch config\` prints in place of a secret; put the secret back`);
+    }
+  });
+
+  it('stops `hookwatch config` and `serve` with exit 2 instead of taking <redacted> as the dashboard password', async () => {
+    const main = fileURLToPath(new URL('../main.ts', import.meta.url));
+    const run = (env: Record<string, string>, ...args: string[]) =>
+      promisify(execFile)(process.execPath, [main, ...args], { env: { ...process.env, ...env }, timeout: 20_000 }).then(() => ({ code: 0, stderr: '' }), (e: { code: number; stderr: string }) => e);
+    const fromEnv = await run({ HOOKWATCH_HTTP_AUTH_MODE: 'basic', HOOKWATCH_HTTP_AUTH_USERNAME: 'admin', HOOKWATCH_HTTP_AUTH_PASSWORD: '<redacted>' }, 'config');
+    expect(fromEnv.code).toBe(2);
+    expect(fromEnv.stderr).toContain('environment HOOKWATCH_HTTP_AUTH_PASSWORD: http.auth.password holds <redacted>');
+    const fromFlag = await run({}, 'serve', '--db', ':memory:', '--http-addr', '127.0.0.1:0', '--otlp-http-addr', '127.0.0.1:0', '--otlp-grpc-addr', '127.0.0.1:0', '--http-auth-mode', 'basic', '--http-auth-username', 'admin', '--http-auth-password', '<redacted>');
+    expect(fromFlag.code).toBe(2);
+    expect(fromFlag.stderr).toContain('flag --http-auth-password: http.auth.password holds <redacted>');
   });
 });
 

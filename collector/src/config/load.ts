@@ -147,6 +147,12 @@ export function coerce(setting: Setting, raw: unknown, origin: string): unknown 
   }
 }
 
+/** coerce for a value given as text by a variable or a flag, where the file's <redacted> is refused as well. */
+export function coerceText(setting: Setting, text: string, origin: string): unknown {
+  refuseRedacted(text, setting.key, origin);
+  return coerce(setting, text, origin);
+}
+
 /** The prefix of the tags YAML itself defines (`!!int` is `tag:yaml.org,2002:int`). */
 const CORE_TAG = 'tag:yaml.org,2002:';
 
@@ -189,9 +195,7 @@ const ENV_REFERENCE = /\$\$\{|\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}|\$\{[^}]*\}?/g;
  */
 function expandEnv(doc: unknown, env: NodeJS.ProcessEnv, path: string, origin: string): unknown {
   if (typeof doc === 'string') {
-    // `hookwatch config` prints secrets as <redacted>: its output read back would send alerts to ".../<redacted>"
-    // or accept "<redacted>" as the ingest token.
-    if (doc.includes(REDACTED)) throw new ConfigError(`${origin}: ${path || 'the document'} holds ${REDACTED}, which \`hookwatch config\` prints in place of a secret; put the secret back, or \${env:NAME} to take it from a variable`);
+    refuseRedacted(doc, path || 'the document', origin, ', or ${env:NAME} to take it from a variable');
     if (!doc.includes('${')) return doc;
     return doc.replace(ENV_REFERENCE, (match, name: string | undefined) => {
       if (match === '$${') return '${';
@@ -208,6 +212,15 @@ function expandEnv(doc: unknown, env: NodeJS.ProcessEnv, path: string, origin: s
     return Object.fromEntries(Object.entries(doc).map(([k, v]) => [k, expandEnv(v, env, path ? `${path}.${k}` : k, origin)]));
   }
   return doc;
+}
+
+/**
+ * `hookwatch config` prints secrets as <redacted>: its output given back, from the file, a variable or a flag,
+ * would send alerts to ".../<redacted>" or take "<redacted>" as the ingest token or the dashboard's password.
+ * Refused naming the key, never the value.
+ */
+function refuseRedacted(value: string, key: string, origin: string, hint = ''): void {
+  if (value.includes(REDACTED)) throw new ConfigError(`${origin}: ${key} holds ${REDACTED}, which \`hookwatch config\` prints in place of a secret; put the secret back${hint}`);
 }
 
 /** Flattens a parsed YAML/JSON document into dotted keys; object-typed settings stay whole. */
@@ -283,7 +296,7 @@ export function loadConfig(input: LoadInput = {}): LoadedConfig {
       warnings.push(`environment: unknown variable ${name} is ignored${near ? `; did you mean ${near}?` : ''}`);
       continue;
     }
-    values.set(setting.key, coerce(setting, v, `environment ${name}`));
+    values.set(setting.key, coerceText(setting, v, `environment ${name}`));
     sources.set(setting.key, 'env');
   }
 
@@ -294,7 +307,7 @@ export function loadConfig(input: LoadInput = {}): LoadedConfig {
       const near = nearestName(`--${name}`, SETTINGS.filter((s) => s.type !== 'object').map((s) => flagName(s.key)));
       throw new ConfigError(`unknown flag --${name}${near ? `; did you mean ${near}?` : ''}`);
     }
-    values.set(setting.key, coerce(setting, v, `flag --${name}`));
+    values.set(setting.key, coerceText(setting, v, `flag --${name}`));
     sources.set(setting.key, 'flag');
   }
   return { values, sources, warnings, ...(file ? { file } : {}) };
