@@ -523,6 +523,27 @@ describe('durations', () => {
     expect(parseDuration('soon')).toBeUndefined();
     expect(parseDuration('5x')).toBeUndefined();
   });
+
+  // As Prometheus reads durations (and people who write its configuration expect): 1h1h was 2h, 30m1h 90m.
+  it('takes units from the largest to the smallest, each at most once, as Prometheus does', () => {
+    expect(parseDuration('1w2d3h4m5s6ms')).toBe(((((7 + 2) * 24 + 3) * 60 + 4) * 60 + 5) * 1000 + 6);
+    expect(parseDuration('1s500ms')).toBe(1500);
+    expect(parseDuration('1.5h')).toBe(5_400_000);
+    for (const text of ['1h1h', '30m1h', '500ms1s', '1m1h30m', '5s5s', '1d1w']) expect(parseDuration(text), text).toBeUndefined();
+  });
+
+  it('refuses a unit given twice or out of order, naming the setting and the value, from every source and in a rule', async () => {
+    expect(() => loadConfig({ env: { HOOKWATCH_RETENTION_EVENTS: '1h1h' } })).toThrow('environment HOOKWATCH_RETENTION_EVENTS: invalid value "1h1h" for retention.events: 1h1h gives a unit twice or out of order: write the units from the largest to the smallest, each at most once (1h30m)');
+    expect(() => loadConfig({ env: {}, flags: { 'alerting-repeat-interval': '30m1h' } })).toThrow('flag --alerting-repeat-interval: invalid value "30m1h" for alerting.repeatInterval: 30m1h gives a unit twice or out of order');
+    expect(() => loadConfig({ env: {}, flags: { config: 'x.yaml' }, readFile: () => 'shutdown: { timeout: 10s10s }\n' })).toThrow('config file x.yaml: invalid value "10s10s" for shutdown.timeout: 10s10s gives a unit twice or out of order');
+    const rule = (window: string) => toConfig(loadConfig({ env: {}, flags: { config: 'x.yaml' }, readFile: () => `alerting:\n  rules:\n    - { kind: persisted_ratio, threshold: 0.25, window: ${window} }\n` }));
+    expect(rule('1h30m').alerting.rules[0]?.windowMs).toBe(5_400_000);
+    expect(() => rule('30m1h')).toThrow('config file x.yaml: alerting.rules[0].window: 30m1h gives a unit twice or out of order: write the units from the largest to the smallest, each at most once (1h30m)');
+    const main = fileURLToPath(new URL('../main.ts', import.meta.url));
+    const err = await promisify(execFile)(process.execPath, [main, 'config'], { env: { ...process.env, HOOKWATCH_RETENTION_EVENTS: '1h1h' } }).then(() => ({ code: 0, stderr: '' }), (e: { code: number; stderr: string }) => e);
+    expect(err.code).toBe(2);
+    expect(err.stderr).toContain('invalid value "1h1h" for retention.events: 1h1h gives a unit twice or out of order');
+  });
 });
 
 describe('typed settings are read with a check, not a cast', () => {

@@ -20,20 +20,47 @@ export function formatDuration(ms: number): string {
   return `${ms}ms`;
 }
 
-/** Parses `30s`, `5m`, `1h30m`, `30d`, or a number of milliseconds (settings refuse those: unitlessDuration). */
+/** The units of a duration, from the largest to the smallest: the order they are written in. */
+const DURATION_UNIT_ORDER = ['w', 'd', 'h', 'm', 's', 'ms'];
+
+/** The number and unit of each part of `30s`, `1h30m`, `1.5h`, in the order written; undefined for other text. */
+function durationParts(text: string): [number, string][] | undefined {
+  const re = /(\d+(?:\.\d+)?)(ms|s|m|h|d|w)/gy;
+  const parts: [number, string][] = [];
+  let matched = 0;
+  for (let m = re.exec(text); m; m = re.exec(text)) {
+    parts.push([Number(m[1]), m[2] as string]);
+    matched = re.lastIndex;
+  }
+  return matched === text.length && matched > 0 ? parts : undefined;
+}
+
+/** True when each unit comes after every larger one, and once (`1h30m`, not `30m1h` or `1h1h`). */
+function inUnitOrder(parts: [number, string][]): boolean {
+  return parts.every(([, unit], i) => i === 0 || DURATION_UNIT_ORDER.indexOf(unit) > DURATION_UNIT_ORDER.indexOf((parts[i - 1] as [number, string])[1]));
+}
+
+/**
+ * Parses `30s`, `5m`, `1h30m`, `1.5h`, `30d`, or a number of milliseconds (settings refuse those:
+ * unitlessDuration). Units go from the largest to the smallest, each at most once, as Prometheus reads them:
+ * `1h1h` and `30m1h` are no durations (durationOrderProblem says why).
+ */
 export function parseDuration(raw: unknown): number | undefined {
   if (typeof raw === 'number') return Number.isFinite(raw) && raw >= 0 ? raw : undefined;
   if (typeof raw !== 'string') return undefined;
   const text = raw.trim();
   if (/^\d+$/.test(text)) return Number(text);
-  const re = /(\d+(?:\.\d+)?)(ms|s|m|h|d|w)/gy;
-  let total = 0;
-  let matched = 0;
-  for (let m = re.exec(text); m; m = re.exec(text)) {
-    total += Number(m[1]) * (DURATION_UNITS[m[2] as string] as number);
-    matched = re.lastIndex;
-  }
-  return matched === text.length && matched > 0 ? Math.round(total) : undefined;
+  const parts = durationParts(text);
+  if (parts === undefined || !inUnitOrder(parts)) return undefined;
+  return Math.round(parts.reduce((total, [n, unit]) => total + n * (DURATION_UNITS[unit] as number), 0));
+}
+
+/** The message for a duration that gives a unit twice or out of order (`1h1h`, `30m1h`), or undefined. */
+export function durationOrderProblem(raw: unknown): string | undefined {
+  const text = typeof raw === 'string' ? raw.trim() : '';
+  const parts = durationParts(text);
+  if (parts === undefined || inUnitOrder(parts)) return undefined;
+  return `${text} gives a unit twice or out of order: write the units from the largest to the smallest, each at most once (1h30m)`;
 }
 
 /**
