@@ -193,6 +193,37 @@ alerting:
   });
 });
 
+describe('alerting.externalUrl with credentials in it', () => {
+  it('links every notification without them: webhook, Slack, Alertmanager and OTLP alert events never carry the password', async () => {
+    const r = await start({
+      yaml: (url) => `
+alerting:
+  externalUrl: https://hw-user:Hw-link-pass-5150@hookwatch.example.com/hw/
+  otlp: { endpoint: "${url}/otlp" }
+  receivers:
+    - { name: ops, url: "${url}/hooks/${TOKEN}" }
+    - { name: chat, type: slack, url: "${url}/services/T0/B0/${TOKEN}" }
+    - { name: am, type: alertmanager, url: "${url}/am" }
+`,
+    });
+    r.sink.reply = (req) => (req.path.startsWith('/otlp/') ? otlpAccepted(req) : { status: 200 });
+    expect(await post(r, otlpHookBody([{ hookName: 'PostToolUse:Bash', timeMs: Date.now(), outputsPersisted: 1, additionalContextChars: 10_500 }]))).toBe(200);
+    await r.sink.waitFor(4, 10_000);
+    const body = (prefix: string): string => r.sink.requests.find((q) => q.path.startsWith(prefix))?.body ?? '';
+    const paths = ['/hooks/', '/services/', '/am/api/v2/alerts', '/otlp/v1/logs'];
+    for (const path of paths) {
+      expect(body(path), path).toContain('https://hookwatch.example.com/hw/');
+      expect(body(path), path).not.toMatch(/Hw-link-pass|hw-user|%40|@hookwatch/);
+    }
+    const webhook = JSON.parse(body('/hooks/')) as AlertmanagerWebhookBody;
+    expect(webhook.externalURL).toBe('https://hookwatch.example.com/hw/');
+    expect(webhook.alerts[0]?.generatorURL).toMatch(/^https:\/\/hookwatch\.example\.com\/hw\/hooks\/[0-9a-f]{16}\?range=custom&/);
+    expect(webhook.alerts[0]?.annotations['silence_url']).toMatch(/^https:\/\/hookwatch\.example\.com\/hw\/alerts\?/);
+    // Nothing else any receiver got holds it either.
+    expect(r.sink.requests.map((q) => q.body).join('\n')).not.toContain('Hw-link-pass');
+  });
+});
+
 describe('Slack and OTLP out', () => {
   it('sends readable Slack text and exports the transition as an OTLP log record', async () => {
     const r = await start({

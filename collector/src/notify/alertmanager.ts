@@ -2,7 +2,7 @@
  * The Alertmanager webhook body, version "4", so existing Alertmanager webhook consumers work unchanged.
  * hookwatch sends one alert per notification (no group_wait): the point is minutes, not batching.
  */
-import { dashboardLink, silenceLink } from './links.ts';
+import { dashboardLink, externalUrlOf, silenceLink } from './links.ts';
 import type { BodyRenderer, LinkContext, Notification } from './model.ts';
 
 /** Alertmanager's "no end yet" time for firing alerts. */
@@ -80,7 +80,7 @@ export function alertmanagerBody(n: Notification, ctx: LinkContext): Alertmanage
     groupLabels,
     commonLabels: a.labels,
     commonAnnotations: annotations,
-    externalURL: ctx.externalUrl,
+    externalURL: externalUrlOf(ctx),
     alerts: [{
       status: n.status,
       labels: a.labels,

@@ -3,9 +3,29 @@ import { alertPagePath, alertRange, type AlertTimes } from '../../../shared/src/
 import { silenceQuery } from '../../../shared/src/silence-link.ts';
 import type { LinkContext, Notification } from './model.ts';
 
-/** externalUrl without its trailing slashes; '' when there is no dashboard to link to. */
+/**
+ * externalUrl as notifications give it: without the user name and password the URL may hold
+ * (`https://user:pass@hookwatch.example`, for a proxy in front of the dashboard), which would otherwise reach every
+ * chat channel and receiver a notification goes to; a browser asks for them when the link is opened. '' when
+ * there is no dashboard to link to, or the URL does not read (the configuration refuses such a one).
+ */
+export function externalUrlOf(ctx: LinkContext): string {
+  if (ctx.externalUrl === '') return '';
+  let url: URL;
+  try {
+    url = new URL(ctx.externalUrl);
+  } catch {
+    return '';
+  }
+  if (url.username === '' && url.password === '') return ctx.externalUrl;
+  url.username = '';
+  url.password = '';
+  return url.toString();
+}
+
+/** externalUrlOf without its trailing slashes; '' when there is no dashboard to link to. */
 function baseUrl(ctx: LinkContext): string {
-  return ctx.externalUrl.replace(/\/+$/, '');
+  return externalUrlOf(ctx).replace(/\/+$/, '');
 }
 
 /**
