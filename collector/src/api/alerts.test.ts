@@ -224,6 +224,28 @@ alerting:
   });
 });
 
+describe('alerting.externalUrl with a query', () => {
+  // `hookwatch config` redacts a ?token= there as a secret; under it a link was `...?token=...#top/hooks/<id>?...`.
+  it('links under its path, without the query or fragment: no token in the notification, and links that read', async () => {
+    const r = await start({
+      yaml: (url) => `
+alerting:
+  externalUrl: "https://hookwatch.example.com/hw?token=Tk9-query-secret-77#top"
+  receivers:
+    - { name: ops, url: "${url}/hooks/${TOKEN}" }
+`,
+    });
+    expect(await post(r, otlpHookBody([{ hookName: 'PostToolUse:Bash', timeMs: Date.now(), outputsPersisted: 1, additionalContextChars: 10_500 }]))).toBe(200);
+    await r.sink.waitFor(1, 10_000);
+    const raw = r.sink.requests[0]?.body ?? '';
+    expect(raw).not.toMatch(/Tk9-query|token=|#top/);
+    const webhook = JSON.parse(raw) as AlertmanagerWebhookBody;
+    expect(webhook.externalURL).toBe('https://hookwatch.example.com/hw');
+    expect(webhook.alerts[0]?.generatorURL).toMatch(/^https:\/\/hookwatch\.example\.com\/hw\/hooks\/[0-9a-f]{16}\?range=custom&from=[^&]+&to=[^&]+$/);
+    expect(webhook.alerts[0]?.annotations['silence_url']).toMatch(/^https:\/\/hookwatch\.example\.com\/hw\/alerts\?silence\.alertname=persisted&/);
+  });
+});
+
 describe('Slack and OTLP out', () => {
   it('sends readable Slack text and exports the transition as an OTLP log record', async () => {
     const r = await start({

@@ -6,8 +6,9 @@ import type { LinkContext, Notification } from './model.ts';
 /**
  * externalUrl as notifications give it: without the user name and password the URL may hold
  * (`https://user:pass@hookwatch.example`, for a proxy in front of the dashboard), which would otherwise reach every
- * chat channel and receiver a notification goes to; a browser asks for them when the link is opened. '' when
- * there is no dashboard to link to, or the URL does not read (the configuration refuses such a one).
+ * chat channel and receiver a notification goes to (a browser asks for them when the link is opened), and without
+ * a query or fragment (`?token=`, as secret), which the paths of links cannot follow. '' when there is no
+ * dashboard to link to, or the URL does not read (the configuration refuses such a one).
  */
 export function externalUrlOf(ctx: LinkContext): string {
   if (ctx.externalUrl === '') return '';
@@ -17,9 +18,11 @@ export function externalUrlOf(ctx: LinkContext): string {
   } catch {
     return '';
   }
-  if (url.username === '' && url.password === '') return ctx.externalUrl;
+  if (url.username === '' && url.password === '' && url.search === '' && url.hash === '' && !/[?#]/.test(ctx.externalUrl)) return ctx.externalUrl;
   url.username = '';
   url.password = '';
+  url.search = '';
+  url.hash = '';
   return url.toString();
 }
 
