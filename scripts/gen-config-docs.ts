@@ -80,6 +80,8 @@ export function renderConfigReference(settings: readonly Setting[] = SETTINGS): 
     'Kubernetes service-link names (`HOOKWATCH_PORT`, `HOOKWATCH_SERVICE_HOST`, `HOOKWATCH_SERVICE_PORT*`,',
     '`HOOKWATCH_PORT_<n>_<PROTO>*`, also for Services named `hookwatch-*`) are ignored silently. Sources, lowest to highest: built-in defaults < the config file',
     '(`--config FILE` or `HOOKWATCH_CONFIG`, YAML or JSON, keys nested by their dots, at most 4 MiB) < environment variables < flags.',
+    'Anchors, aliases and merge keys (`- <<: *ops` with `name:` and `url:` beside it, for a receiver or rule like another)',
+    'are read as Prometheus and Alertmanager read them: a key beside `<<` takes precedence over the one merged.',
     '`hookwatch config` prints the effective configuration with secrets redacted, as `<redacted>`: a value holding that',
     'text, in the file, a variable or a flag, is refused naming the setting, so its output given back never makes',
     '`<redacted>` a password or token. A config file that is empty (nothing',

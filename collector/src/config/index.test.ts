@@ -176,6 +176,57 @@ describe('the <redacted> that `hookwatch config` prints, given back through a va
   });
 });
 
+describe('YAML merge keys', () => {
+  // As Prometheus and Alertmanager read them (Go's YAML library merges `<<`): one receiver or rule as the base of
+  // the others, a key given beside `<<` taking precedence over the merged one.
+  const text = [
+    'alerting:',
+    '  receivers:',
+    '    - &ops { name: ops, url: "https://hooks.example.com/ops", sendResolved: false, timeout: 5s }',
+    '    - <<: *ops',
+    '      name: ops-eu',
+    '      url: "https://hooks.example.com/ops-eu"',
+    '  rules:',
+    '    - &ratio { kind: persisted_ratio, threshold: 0.25, minExecutions: 12, window: 1h }',
+    '    - { <<: *ratio, name: persisted_ratio_day, window: 24h }',
+    '',
+  ].join('\n');
+  const load = (t: string) => loadConfig({ env: {}, flags: { config: 'hookwatch.yaml' }, readFile: () => t });
+
+  it('merges a mapping into receivers, rules and sections, the keys beside `<<` taking precedence', () => {
+    const config = toConfig(load(text));
+    expect(config.alerting.receivers.map((r) => [r.name, r.url, r.sendResolved, r.timeoutMs])).toEqual([
+      ['ops', 'https://hooks.example.com/ops', false, 5000],
+      ['ops-eu', 'https://hooks.example.com/ops-eu', false, 5000],
+    ]);
+    expect(config.alerting.rules.map((r) => [r.name, r.threshold, r.minExecutions, r.windowMs])).toEqual([
+      ['persisted_ratio', 0.25, 12, 3_600_000],
+      ['persisted_ratio_day', 0.25, 12, 86_400_000],
+    ]);
+    const sections = load('otlp:\n  http: &keep { keepAliveTimeout: 70s }\nhttp: { <<: *keep, requestTimeout: 45s }\n');
+    expect([sections.values.get('otlp.http.keepAliveTimeout'), sections.values.get('http.keepAliveTimeout'), sections.values.get('http.requestTimeout')]).toEqual([70_000, 70_000, 45_000]);
+  });
+
+  it('`hookwatch config` prints the merged values', async () => {
+    const { dir, cleanup } = tempDir('hookwatch-merge-');
+    try {
+      const file = join(dir, 'hookwatch.yaml');
+      writeFileSync(file, 'otlp:\n  http: &keep { keepAliveTimeout: 70s }\nhttp:\n  <<: *keep\n');
+      const main = fileURLToPath(new URL('../main.ts', import.meta.url));
+      const { stdout } = await promisify(execFile)(process.execPath, [main, 'config', '--json', '--config', file]);
+      expect((JSON.parse(stdout) as { http: { keepAliveTimeout: string } }).http.keepAliveTimeout).toBe('70s');
+    } finally {
+      cleanup();
+    }
+  });
+
+  it('refuses `<<` given something other than a mapping, naming the problem and not the value', () => {
+    expect(() => load('http: { <<: secret-value-42, addr: "127.0.0.1:9318" }\n')).toThrow(/^config file hookwatch\.yaml is not valid YAML or JSON: Merge sources must be maps or map aliases$/);
+    // Quoted, `<<` is a key as any other, and no setting's.
+    expect(() => load('http: { "<<": { addr: "127.0.0.1:9318" } }\n')).toThrow('config file hookwatch.yaml: unknown key "http.<<"');
+  });
+});
+
 describe('bad configuration fails at start with a message naming the key', () => {
   const cases: [string, () => unknown, RegExp][] = [
     ['unknown key in a file', () => loadConfig({ env: {}, flags: { config: `${configs}unknown-key.yaml` }, readFile }), /unknown key "otlp\.http\.adr"; did you mean "otlp\.http\.addr"\?/],

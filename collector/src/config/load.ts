@@ -165,7 +165,9 @@ const firstLine = (message: string): string => (message.split('\n')[0] as string
  * text after it, and a YAML version it does not know by its own rules.
  */
 function parseConfigText(text: string, file: string): unknown {
-  const parsed = parseDocument(text);
+  // Merge keys (`<<: *base`) as Prometheus and Alertmanager read them: YAML 1.2 dropped them, Go's YAML library
+  // kept them, and a `<<` read as a key was refused as unknown.
+  const parsed = parseDocument(text, { merge: true });
   const problem = parsed.errors[0] ?? parsed.warnings[0];
   const start = problem?.linePos?.[0];
   const where = start ? ` at line ${start.line}, column ${start.col}` : '';
