@@ -537,6 +537,17 @@ describe('hookwatch serve', () => {
       await stopped(child);
     }
   });
+
+  // As the links in notifications: the URL a person opens, not `https://user:<redacted>@host/?token=<redacted>/`.
+  it('says where the dashboard is without the credentials or query of alerting.externalUrl', async () => {
+    const { child, line } = await serving({ ...base(), HOOKWATCH_EXTERNAL_URL: 'https://hw-user:Hw-pass-5150@hookwatch.example.com/hw?token=Tok-secret-9' });
+    try {
+      expect(line.dashboard).toBe('https://hookwatch.example.com/hw/');
+      expect(line.msg).toMatch(/^dashboard at https:\/\/hookwatch\.example\.com\/hw\/; send OTLP to /);
+    } finally {
+      await stopped(child);
+    }
+  });
 });
 
 describe('exposure warnings', () => {
