@@ -209,6 +209,29 @@ describe('wording', () => {
     expect(await p.textContent('#chart-curve-summary')).toMatch(/: delivered whole, at most [\d,]+ chars of headroom\. 17 of 33 executions sent no size data: not measured, so not known to have arrived whole\.$/);
   });
 
+  it('gives the key figures of a partly measured hook as bounds, and of an unmeasured one as unknown', async () => {
+    const id = await hookId(PARTIAL);
+    const { page: p } = await page();
+    const kpi = async (k: string): Promise<[string | null, string | null]> => [await p.textContent(`[data-kpi="${k}"] .kpi-value`), await p.textContent(`[data-kpi="${k}"] .kpi-note`)];
+    await p.goto(`${fx.svc().httpUrl}/hooks/${id}`);
+    await waitLoaded(p);
+    // 16 executions measured at 400 chars at most, 17 not: the largest output is at least 400, the headroom at most 9,600.
+    expect(await kpi('largest')).toEqual(['at least 400 chars', 'from the 16 measured executions of 33; an upper bound of each: Claude Code reports sums over the hook commands of one execution']);
+    expect(await kpi('headroom')).toEqual(['at most 9,600 chars below the cap', 'from the 16 measured executions of 33']);
+    // The old client alone: nothing measured, nothing known; not 0 chars, not 10,000 of headroom.
+    await p.goto(`${fx.svc().httpUrl}/hooks/${id}?f.service.version=2.1.250`);
+    await waitLoaded(p);
+    expect(await p.textContent('[data-kpi="size-unknown"] .kpi-value')).toBe('17 of 17');
+    expect(await kpi('largest')).toEqual(['unknown', 'no execution in this range sent size data']);
+    expect(await kpi('headroom')).toEqual(['unknown', 'no execution in this range sent size data']);
+    // The client that sends sizes alone: exact.
+    await p.goto(`${fx.svc().httpUrl}/hooks/${id}?f.service.version=2.1.332`);
+    await waitLoaded(p);
+    expect(await p.textContent('[data-kpi="size-unknown"] .kpi-value')).toBe('0');
+    expect(await p.textContent('[data-kpi="largest"] .kpi-value')).toBe('400 chars');
+    expect(await p.textContent('[data-kpi="headroom"] .kpi-value')).toBe('9,600 chars below the cap');
+  });
+
   it('says "none known" of the persisted outputs of a hook partly without size data, in its row, figures and breakdowns, never a bare 0', async () => {
     const id = await hookId(PARTIAL);
     const { page: p } = await page();

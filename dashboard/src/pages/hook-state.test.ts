@@ -7,6 +7,7 @@ import { BLIND, NEAR, NOW, OK, OVER, PARTIAL, alert, bucket, counters } from '..
 import {
   alertBands, alertRows, backUrl, breakdownBy, breakdownCut, breakdownRows, breakdownUrl, cliffView, drillUrl, curveRows, curveSummary, deliveryView, persistedKnown,
   commandRows, dayTicks, dimensionOptions, facts, filterEmpty, followQueries, growthCovers, growthRows, guardTrimsView, hookIdOf, kindsIn, noSuchHook, observedSizes, subtitle, unfilteredPanelNote, zoomUrl,
+  type Fact,
 } from './hook-state.ts';
 
 const at = (url: string) => {
@@ -99,7 +100,13 @@ describe('key figures', () => {
     expect(partial.find((x) => x.id === 'size-unknown')).toEqual({ id: 'size-unknown', label: 'Without size data', value: '17 of 33', note: 'executions from clients older than 2.1.280: not measured' });
     // Partly measured: short of days for a forecast, not without data; the headroom says what it comes from.
     expect(partial.find((x) => x.id === 'forecast')).toMatchObject({ value: 'not enough data', note: '1 day with size data; needs 3' });
-    expect(partial.find((x) => x.id === 'headroom')?.note).toBe('from the 16 measured executions of 33');
+    expect(partial.find((x) => x.id === 'headroom')).toMatchObject({ value: 'at most 9,600 chars below the cap', note: 'from the 16 measured executions of 33' });
+    // The measured figures are bounds of the hook's: the largest at least, the headroom at most (past the cap, at least over).
+    expect(partial.find((x) => x.id === 'largest')).toMatchObject({ value: 'at least 400 chars', note: 'from the 16 measured executions of 33; an upper bound of each: Claude Code reports sums over the hook commands of one execution' });
+    const over = (h: number): Fact | undefined => facts({ ...OVER, headroom: h, sizeUnknownExecutions: 2 }, forecastReading(null, { status: 'unknown' })).find((x) => x.id === 'headroom');
+    expect(over(-500)?.value).toBe('at least 500 chars over the cap');
+    expect(over(0)?.value).toBe('at the cap or over it');
+    expect(blind.find((x) => x.id === 'headroom')?.note).toBe('no execution in this range sent size data');
     expect(facts(OVER, forecastReading(null, { status: 'over' })).find((x) => x.id === 'headroom')?.note).toBeNull();
   });
 });

@@ -82,6 +82,12 @@ export interface Fact {
 
 /** The key figures: unknown sizes say unknown, a partly unmeasured hook says how much was not measured. */
 export function facts(hk: HookSummary, reading: ForecastReading): Fact[] {
+  // Executions without size data are not measured: the largest output is then at least, the headroom at most.
+  const largest = largestOutput(hk);
+  const h = hk.headroom;
+  const unmeasured = hk.sizeUnknownExecutions > 0;
+  const measured = `from the ${plural(hk.executions - hk.sizeUnknownExecutions, 'measured execution')} of ${num(hk.executions)}`;
+  const unsized = hk.executions > 0 ? 'no execution in this range sent size data' : null;
   return [
     {
       id: 'executions', label: 'Executions', value: num(hk.executions),
@@ -90,12 +96,14 @@ export function facts(hk: HookSummary, reading: ForecastReading): Fact[] {
     },
     { id: 'persisted', label: 'Outputs persisted', value: persistedKnown(hk).text, note: persistedKnown(hk).why },
     {
-      id: 'largest', label: 'Largest output', value: chars(largestOutput(hk)),
-      note: largestOutput(hk) === null ? (hk.executions > 0 ? 'no execution in this range sent size data' : null) : 'upper bound: Claude Code reports sums over the hook commands of one execution',
+      id: 'largest', label: 'Largest output', value: largest === null ? 'unknown' : unmeasured ? `at least ${chars(largest)}` : chars(largest),
+      note: largest === null ? unsized : unmeasured ? `${measured}; an upper bound of each: ${SUMMED}` : `upper bound: ${SUMMED}`,
     },
     {
-      id: 'headroom', label: 'Headroom', value: hk.headroom === null ? 'unknown' : headroomText(hk.headroom),
-      note: hk.headroom !== null && hk.sizeUnknownExecutions > 0 ? `from the ${plural(hk.executions - hk.sizeUnknownExecutions, 'measured execution')} of ${num(hk.executions)}` : null,
+      // Of the measured executions only: the unmeasured may have come nearer the cap, or past it.
+      id: 'headroom', label: 'Headroom',
+      value: h === null ? 'unknown' : !unmeasured ? headroomText(h) : h === 0 ? 'at the cap or over it' : `${h < 0 ? 'at least' : 'at most'} ${headroomText(h)}`,
+      note: h === null ? unsized : unmeasured ? measured : null,
     },
     { id: 'forecast', label: 'Crosses the cap', value: reading.value, note: reading.note },
     {
@@ -104,6 +112,9 @@ export function facts(hk: HookSummary, reading: ForecastReading): Fact[] {
     },
   ];
 }
+
+/** Why a reported size is an upper bound of one string. */
+const SUMMED = 'Claude Code reports sums over the hook commands of one execution';
 
 /** The kinds with any output in the range: a kind never used draws nothing, not a row of dots on 0. */
 export function kindsIn(buckets: readonly SeriesBucket[]): OutputKind[] {
