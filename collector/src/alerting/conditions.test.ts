@@ -85,6 +85,13 @@ describe('conditions', () => {
     expect(Number(a?.['days_to_cap'])).toBeLessThanOrEqual(14);
     expect(a?.['description']).toMatch(/ Shorten it before it crosses: `hookwatch check -- <hook command>`.*`--budget 9500`/);
     expect(growthCondition({ horizonDays: 1 }, rising, 'h', T0)).toBeNull();
+    // Every day measured: nothing said of size data. One execution without it, on a day after the trend's last: said.
+    const ran = rising.map((p) => ({ bucketMs: p.t, executions: 2, sizeUnknownExecutions: 0 }));
+    expect(growthCondition({ horizonDays: 14 }, rising, 'h', T0, ran)).toEqual(a);
+    const later = growthCondition({ horizonDays: 14 }, rising.slice(0, -1), 'h', T0, [...ran.slice(0, -1), { bucketMs: T0, executions: 1, sizeUnknownExecutions: 1 }]);
+    expect(later?.['summary']).toMatch(/; 12 of 13 executions measured, on 6 of the 7 days the hook ran, none on the latest day\.$/);
+    expect(later?.['description']).toMatch(/\. 1 of 13 executions carried no size data \(a client before 2\.1\.280\), including every execution of the day since 2026-11-29: its output may have been larger, and is not in the trend\. Past the cap/);
+    expect(later?.['executions_without_sizes']).toBe('1');
     expect(growthCondition({ horizonDays: 14 }, rising.map((p) => ({ ...p, value: 5000 })), 'h', T0)).toBeNull();
   });
 

@@ -7,7 +7,7 @@ import type { ClientVersion, HookCounters } from '../../../shared/src/api.ts';
 import { FIRST_VERSION_WITH_SIZES, OUTPUT_CAP_CHARS, PREVIEW_CHARS, largestOutput, measuredOnly, persistedAtLeast } from '../../../shared/src/cliff.ts';
 import { forecastCrossing, type Point } from '../../../shared/src/forecast.ts';
 import type { GuardTrimStats } from '../store/guard-trims.ts';
-import type { Arrival, ArrivalCounters } from '../store/store.ts';
+import type { Arrival, ArrivalCounters, FleetBucket } from '../store/store.ts';
 import { DEFAULT_GUARD_BUDGET } from '../tools/guard/trim.ts';
 import type { RuleConfig } from './settings.ts';
 import { formatRfc3339 } from '../rfc3339.ts';
@@ -216,18 +216,50 @@ export function neverCompletedCondition(rule: Pick<RuleConfig, 'windowMs' | 'aft
   };
 }
 
-/** growth: the daily largest output (sorted points) is on course to reach the cap within `horizonDays`. */
-export function growthCondition(rule: Pick<RuleConfig, 'horizonDays'>, points: readonly Point[], hookName: string, now: number): Annotations | null {
+/** A day of a hook's series as the growth rule reads it: its executions, and how many of them sent no size data. */
+export type GrowthDay = Pick<FleetBucket, 'bucketMs' | 'executions' | 'sizeUnknownExecutions'>;
+
+/**
+ * growth: the daily largest output (sorted points) is on course to reach the cap within `horizonDays`. `days`, the
+ * hook's days in the window, tell how much of it was measured: executions without size data are not in the trend
+ * (their outputs may have been larger), and the notification says how many there were and whether the latest days
+ * were unmeasured.
+ */
+export function growthCondition(rule: Pick<RuleConfig, 'horizonDays'>, points: readonly Point[], hookName: string, now: number, days: readonly GrowthDay[] = []): Annotations | null {
   const f = forecastCrossing([...points], now);
   // A stale trend (no size data for over four days) has no crossing: a quiet hook is not growing.
   if (!f || f.daysToCap === null || f.crossesAtMs === null || f.daysToCap > rule.horizonDays) return null;
   const at = Math.max(f.crossesAtMs, now);
   const when = f.daysToCap < 1 ? 'within a day' : `in about ${f.daysToCap.toFixed(1)} days (${formatRfc3339(at).slice(0, 10)})`;
+  const lastDay = formatRfc3339(f.lastMs).slice(0, 10);
+  const u = unmeasuredDays(days, f.lastMs);
+  const measured = u.unknown <= 0 ? '' : `; ${fmt(u.executions - u.unknown)} of ${plural(u.executions, 'execution')} measured`
+    + (f.points < u.ran ? `, on ${fmt(f.points)} of the ${fmt(u.ran)} days the hook ran` : '')
+    + (u.latest > 0 ? `, none on the latest${u.latest === 1 ? ' day' : ` ${fmt(u.latest)}`}` : '');
+  const one = u.unknown === 1;
+  const unmeasured = u.unknown <= 0 ? '' : ` ${fmt(u.unknown)} of ${plural(u.executions, 'execution')} carried no size data (${one ? 'a client' : 'clients'} before ${FIRST_VERSION_WITH_SIZES})`
+    + (u.latest > 0 ? `, including every execution of the ${u.latest === 1 ? 'day' : `${fmt(u.latest)} days`} since ${lastDay}` : '')
+    + `: ${one ? 'its output may have been larger, and is' : 'their outputs may have been larger, and are'} not in the trend.`;
   return {
-    summary: `${hookName}: the daily largest output grows ${fmt(f.slopePerDay)} characters a day and reaches the ${fmt(OUTPUT_CAP_CHARS)}-character cap ${when}.`,
-    description: `Trend over ${f.points} days with data, at about ${fmt(f.current)} characters on ${formatRfc3339(f.lastMs).slice(0, 10)}. Past the cap the model gets a ~${fmt(PREVIEW_CHARS)}-character preview. ${NEAR_ACTION}`,
+    summary: `${hookName}: the daily largest output grows ${fmt(f.slopePerDay)} characters a day and reaches the ${fmt(OUTPUT_CAP_CHARS)}-character cap ${when}${measured}.`,
+    description: `Trend over ${f.points} days with data, at about ${fmt(f.current)} characters on ${lastDay}.${unmeasured} Past the cap the model gets a ~${fmt(PREVIEW_CHARS)}-character preview. ${NEAR_ACTION}`,
     days_to_cap: f.daysToCap.toFixed(1),
     crosses_at: formatRfc3339(at),
+    ...(u.unknown > 0 ? { executions_without_sizes: String(u.unknown) } : {}),
+  };
+}
+
+/**
+ * Of a hook's days: its executions, those without size data, the days it ran, and how many of those came after the
+ * trend's last day (`lastMs`), every execution of them unmeasured.
+ */
+function unmeasuredDays(days: readonly GrowthDay[], lastMs: number): { executions: number; unknown: number; ran: number; latest: number } {
+  const ran = days.filter((d) => d.executions > 0);
+  return {
+    executions: ran.reduce((n, d) => n + d.executions, 0),
+    unknown: ran.reduce((n, d) => n + d.sizeUnknownExecutions, 0),
+    ran: ran.length,
+    latest: ran.filter((d) => d.bucketMs > lastMs).length,
   };
 }
 

@@ -1106,6 +1106,36 @@ describe('other rule kinds', () => {
       expect(a).toMatchObject({ largest_output: '8550', headroom: '1450', executions_without_sizes: '1' });
     });
 
+    it('growth: says how many executions and days of its trend were measured', async () => {
+      // Four days up to today, 1,000 more a day; on the second, two more executions from a client without sizes.
+      const start = T0 - 3 * DAY;
+      const h = await harness([{ kind: 'growth', horizonDays: 14 }], { start: T0 });
+      await h.pushAt([
+        ...[5000, 6000, 7000, 8000].map((v, i) => ({ hookName: 'Stop', additionalContextChars: v, stdoutChars: v, outputsPersisted: 0, timeMs: start + i * DAY })),
+        ...[1, 2].map((s) => ({ hookName: 'Stop', ...blind, timeMs: start + DAY + s * MIN })),
+      ]);
+      await h.run(TICK);
+      const a = annotationsOf(h, 'growth');
+      expect(a['summary']).toBe('Stop: the daily largest output grows 1,000 characters a day and reaches the 10,000-character cap in about 1.6 days (2026-12-02); 4 of 6 executions measured.');
+      expect(a['description']).toBe('Trend over 4 days with data, at about 8,000 characters on 2026-11-30. 2 of 6 executions carried no size data (clients before 2.1.280): their outputs may have been larger, and are not in the trend. Past the cap the model gets a ~2,000-character preview. Shorten it before it crosses: `hookwatch check -- <hook command>` measures each output string of the hook against the cap (with `--budget 9500` it fails above that, for CI).');
+      expect(a['executions_without_sizes']).toBe('2');
+    });
+
+    it('growth: says that the latest days carried no size data, the trend ending before them', async () => {
+      // 5,000 to 7,000 on three days, then yesterday and today from a client without sizes only.
+      const start = T0 - 4 * DAY;
+      const h = await harness([{ kind: 'growth', horizonDays: 14 }], { start: T0 });
+      await h.pushAt([
+        ...[5000, 6000, 7000].map((v, i) => ({ hookName: 'Stop', additionalContextChars: v, stdoutChars: v, outputsPersisted: 0, timeMs: start + i * DAY })),
+        ...[3, 4].flatMap((d) => [1, 2].map((s) => ({ hookName: 'Stop', ...blind, timeMs: start + d * DAY + s * MIN }))),
+      ]);
+      await h.run(TICK);
+      const a = annotationsOf(h, 'growth');
+      expect(a['summary']).toBe('Stop: the daily largest output grows 1,000 characters a day and reaches the 10,000-character cap within a day; 3 of 7 executions measured, on 3 of the 5 days the hook ran, none on the latest 2.');
+      expect(a['description']).toMatch(/^Trend over 3 days with data, at about 7,000 characters on 2026-11-28\. 4 of 7 executions carried no size data \(clients before 2\.1\.280\), including every execution of the 2 days since 2026-11-28: their outputs may have been larger, and are not in the trend\. Past the cap/);
+      expect(a['executions_without_sizes']).toBe('4');
+    });
+
     /** Each notification sent so far, as "status alertname". */
     const trail = (h: Harness): string[] => h.notes().map((n) => `${n.status} ${n.alertname}`);
 

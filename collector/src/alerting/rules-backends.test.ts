@@ -19,7 +19,7 @@ import { useTestServer } from '../../test/support/postgres/fixture.ts';
 import { seededRandom } from '../../test/support/random.ts';
 import { foldBy } from '../../test/support/store-model.ts';
 import { alignRange } from '../store/segments.ts';
-import { growthCondition, ratioCondition } from './conditions.ts';
+import { growthCondition, ratioCondition, type GrowthDay } from './conditions.ts';
 import { evaluateRule, FUTURE_SKEW_MS, type Candidate } from './rules.ts';
 import { dimensionLabel, parseRules } from './settings.ts';
 
@@ -92,7 +92,12 @@ function expectedGrowth(rule: Parameters<typeof growthCondition>[0] & { name: st
     if (evs.some((e) => (e.outputsPersisted ?? 0) > 0 || e.status === 'over')) continue;
     forecast++;
     const daily = new Map<number, number>();
+    // Per day, its executions and those without size data, which the notification counts.
+    const ran = new Map<number, GrowthDay>();
     for (const e of evs) {
+      const d = Math.floor(e.timeMs / DAY) * DAY;
+      const seen = ran.get(d) ?? { bucketMs: d, executions: 0, sizeUnknownExecutions: 0 };
+      ran.set(d, { ...seen, executions: seen.executions + 1, sizeUnknownExecutions: seen.sizeUnknownExecutions + (e.sizesKnown ? 0 : 1) });
       const largest = largestKnown([e.stdoutChars, e.additionalContextChars, e.systemMessageChars, e.initialUserMessageChars]);
       if (largest === null) continue;
       const day = Math.floor(e.timeMs / DAY) * DAY;
@@ -100,7 +105,7 @@ function expectedGrowth(rule: Parameters<typeof growthCondition>[0] & { name: st
     }
     const points: Point[] = [...daily].map(([t, value]) => ({ t, value })).sort((a, b) => a.t - b.t);
     const e = evs[0] as HookEvent;
-    const annotations = growthCondition(rule, points, e.hookName, now);
+    const annotations = growthCondition(rule, points, e.hookName, now, [...ran.values()]);
     if (annotations) {
       out.push({ labels: { alertname: rule.name, severity: rule.severity, hook_event: e.hookEvent, hook_name: e.hookName }, annotations, hookId, evidenceFromMs: points[0]?.t ?? null });
     }

@@ -337,7 +337,7 @@ async function growth(rule: RuleConfig, ctx: RuleContext): Promise<Candidate[]> 
         .map((b) => ({ t: b.bucketMs, value: b.largest }))
         .filter((p): p is Point => p.value !== null)
         .sort((a, b) => a.t - b.t);
-      const annotations = growthCondition(rule, points, c.info.hookName, ctx.now);
+      const annotations = growthCondition(rule, points, c.info.hookName, ctx.now, series);
       // The trend's first day: read with it.
       if (annotations) out.push({ labels: hookLabels(rule, c.info), annotations, hookId: c.info.id, evidenceFromMs: points[0]?.t ?? null });
     }
