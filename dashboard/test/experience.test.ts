@@ -218,6 +218,11 @@ describe('wording', () => {
     // 16 executions measured at 400 chars at most, 17 not: the largest output is at least 400, the headroom at most 9,600.
     expect(await kpi('largest')).toEqual(['at least 400 chars', 'from the 16 measured executions of 33; an upper bound of each: Claude Code reports sums over the hook commands of one execution']);
     expect(await kpi('headroom')).toEqual(['at most 9,600 chars below the cap', 'from the 16 measured executions of 33']);
+    // So do the cliff chart's summary and the breakdowns: a row of both clients at least, the old client's unknown.
+    expect(await p.textContent('#chart-cliff-summary')).toMatch(/^Largest output at least 400 chars against the 10,000 cap; /);
+    const largestCells = (table: string): Promise<string[][]> => p.$$eval(`#${table} tbody tr`, (rs) => rs.map((r) => [r.querySelector('th')?.textContent ?? '', r.querySelectorAll('td')[4]?.textContent ?? '']));
+    expect(await largestCells('by-version')).toEqual([['2.1.250', 'unknown'], ['2.1.332', '400 chars']]);
+    expect(await largestCells('by-dimension')).toEqual([['user-a', 'at least 400 chars']]);
     // The old client alone: nothing measured, nothing known; not 0 chars, not 10,000 of headroom.
     await p.goto(`${fx.svc().httpUrl}/hooks/${id}?f.service.version=2.1.250`);
     await waitLoaded(p);

@@ -118,11 +118,11 @@ describe('charts\' numbers', () => {
     expect(v.persisted).toEqual([null, null, 10_500, 10_000]);
     expect(v.peak).toBe(10_500);
     // A bucket of executions without size data may have lost output unseen: the count is a lower bound, said so.
-    expect(v.summary).toBe('Largest output 10,500 chars against the 10,000 cap; at least 2 of 4 buckets had persisted outputs (1 bucket holds executions that sent no size data).');
+    expect(v.summary).toBe('Largest output at least 10,500 chars against the 10,000 cap; at least 2 of 4 buckets had persisted outputs (1 bucket holds executions that sent no size data).');
     const measured = { ...series, buckets: series.buckets.slice(0, 3) };
     expect(cliffView(measured).summary).toBe('Largest output 10,500 chars against the 10,000 cap; 1 of 3 buckets had persisted outputs.');
     const quiet = { ...series, buckets: series.buckets.slice(1, 2).map((b) => ({ ...b, executions: 14, sizeUnknownExecutions: 2 })) };
-    expect(cliffView(quiet).summary).toBe('Largest output 4,000 chars against the 10,000 cap; no bucket is known to have had persisted outputs (1 bucket holds executions that sent no size data).');
+    expect(cliffView(quiet).summary).toBe('Largest output at least 4,000 chars against the 10,000 cap; no bucket is known to have had persisted outputs (1 bucket holds executions that sent no size data).');
     expect(v.headers).toEqual(['Bucket start', 'stdout', 'Outputs persisted']);
     // A bucket's persisted outputs read as the delivery chart's table gives them: "at least" where a lower bound.
     expect(v.rows).toEqual([['30/11/2026, 05:00', '4,000', '0'], ['30/11/2026, 06:00', '10,500', '2'], ['30/11/2026, 07:00', 'unknown', 'at least 1']]);
@@ -275,15 +275,18 @@ describe('alerts and breakdowns', () => {
       rows: [
         { ...counters({ executions: 17, sizeUnknownExecutions: 17, maxChars: { additionalContext: null, stdout: null, systemMessage: null, initialUserMessage: null } }), value: '', status: 'unknown' },
         { ...counters({ executions: 16 }), value: 'alice', status: 'ok' },
+        { ...counters({ executions: 5, sizeUnknownExecutions: 2 }), value: 'bob', status: 'unknown' },
       ],
-      total: 2, nextCursor: null,
+      total: 3, nextCursor: null,
     };
     const rows = breakdownRows(r);
+    // Partly measured: the largest output is at least the measured one.
+    expect(rows[2]?.cells).toEqual(['5', '12', 'none known', 'at least 4,200 chars', '2']);
     expect(rows[0]).toEqual({ value: '(not set)', url: null, status: 'unknown', counts: r.rows[0], cells: ['17', '12', 'none known', 'unknown', '17'] });
     expect(rows[1]?.cells).toEqual(['16', '12', '0', '4,200 chars', '0']);
     expect(breakdownCut(r)).toBeNull();
     // A breakdown by session or user past one page: the table says it shows the first rows only.
-    expect(breakdownCut({ ...r, total: 2500, nextCursor: '2' })).toBe('The 2 values with the most executions, of 2,500.');
+    expect(breakdownCut({ ...r, total: 2500, nextCursor: '2' })).toBe('The 3 values with the most executions, of 2,500.');
   });
 });
 

@@ -96,7 +96,7 @@ export function facts(hk: HookSummary, reading: ForecastReading): Fact[] {
     },
     { id: 'persisted', label: 'Outputs persisted', value: persistedKnown(hk).text, note: persistedKnown(hk).why },
     {
-      id: 'largest', label: 'Largest output', value: largest === null ? 'unknown' : unmeasured ? `at least ${chars(largest)}` : chars(largest),
+      id: 'largest', label: 'Largest output', value: largestKnownText(hk),
       note: largest === null ? unsized : unmeasured ? `${measured}; an upper bound of each: ${SUMMED}` : `upper bound: ${SUMMED}`,
     },
     {
@@ -111,6 +111,12 @@ export function facts(hk: HookSummary, reading: ForecastReading): Fact[] {
       note: hk.sizeUnknownExecutions > 0 ? 'executions from clients older than 2.1.280: not measured' : null,
     },
   ];
+}
+
+/** A largest output as far as it is known: unknown with none measured, "at least" beside executions that sent no size data. */
+export function largestKnownText(c: Pick<SeriesBucket, 'maxChars' | 'sizeUnknownExecutions'>): string {
+  const largest = largestOutput(c);
+  return largest !== null && c.sizeUnknownExecutions > 0 ? `at least ${chars(largest)}` : chars(largest);
 }
 
 /** Why a reported size is an upper bound of one string. */
@@ -151,7 +157,7 @@ export function cliffView(series: SeriesResponse): { kinds: OutputKind[]; persis
     peak,
     summary: withData.length === 0
       ? series.buckets.some((b) => b.executions > 0 || b.starts > 0) ? 'No size data in this range.' : 'No executions in this range.'
-      : `Largest output ${chars(peak)} against the 10,000 cap; ${persistedBuckets}.`,
+      : `Largest output ${blind === 0 ? '' : 'at least '}${chars(peak)} against the 10,000 cap; ${persistedBuckets}.`,
     headers: [bucketStartHeader(series.step), ...kinds, 'Outputs persisted'],
     rows: bucketRows(series, (b) => [...kinds.map((k) => num(b.maxChars[k])), persistedKnown(b).text]),
   };
@@ -377,7 +383,7 @@ export function breakdownRows(r: BreakdownResponse, drill: { state: ViewState; f
     url: drill && drillUrl(drill.state, r.hookId, r.dimension, row.value, drill.filterable),
     status: row.status,
     counts: row,
-    cells: [num(row.executions), num(row.success), persistedKnown(row).text, chars(largestOutput(row)), num(row.sizeUnknownExecutions)],
+    cells: [num(row.executions), num(row.success), persistedKnown(row).text, largestKnownText(row), num(row.sizeUnknownExecutions)],
   }));
 }
 
