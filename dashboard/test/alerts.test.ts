@@ -264,6 +264,28 @@ describe('alerts page', () => {
     expect(await p.getAttribute('#chart-cliff', 'data-bands')).toContain('headroom superseded');
   });
 
+  it('gives the figures of an alert on a partly measured hook as bounds, as its summary does: never the measured ones bare', async () => {
+    const hookName = 'PostToolUse:half-measured';
+    // One execution measured at 8,550 characters, one from a client that sends no sizes.
+    const body = hookRequest([
+      { hookEvent: 'PostToolUse', hookName, sessionId: 'new-client', timeMs: NOW - 60_000, sizes: { stdout: 8_550, additionalContext: 0, persisted: 0 } },
+      { hookEvent: 'PostToolUse', hookName, sessionId: 'old-client', timeMs: NOW - 60_000, version: '2.1.250' },
+    ]);
+    expect((await postOtlp(svc.otlpHttpUrl, '/v1/logs', body, { 'content-type': 'application/json' })).status).toBe(200);
+    const alert = await eventually('a firing headroom alert', async () => (await getJson<AlertsResponse>(svc.httpUrl, '/api/v1/alerts')).body.alerts.find((a) => a.rule === 'headroom' && a.state === 'firing' && a.labels['hook_name'] === hookName));
+    expect(alert.annotations['summary']).toMatch(/is at least 8,550 characters, at most 1,450 below the 10,000-character cap/);
+    const { page: p } = await page();
+    await p.goto(`${svc.httpUrl}/alerts`);
+    await waitLoaded(p);
+    const annotation = async (name: string): Promise<[string | null, string | null]> => {
+      const dd = p.locator(`article[data-alert-id="${alert.id}"] dl.labels dt:text-is("${name}") + dd`);
+      return [await dd.textContent(), await dd.getAttribute('title')];
+    };
+    expect(await annotation('largest_output')).toEqual(['at least 8,550 chars', '8550']);
+    expect(await annotation('headroom')).toEqual(['at most 1,450 chars', '1450']);
+    expect(await annotation('executions_without_sizes')).toEqual(['1', null]);
+  });
+
   it('tells superseded from resolved, says when nobody is notified, names what a blind alert is about, counts the resolved alerts left out, follows the range, and links a hook over all its alert counted', async () => {
     const now = Date.parse('2026-11-30T08:30:00Z');
     const iso = (ms: number): string => new Date(ms).toISOString();

@@ -186,6 +186,14 @@ describe('one alert', () => {
       // Not what hookwatch writes there: shown as it is rather than as "NaN" or "Invalid Date".
       guard_trims: shown('n/a'), crosses_at: shown('soon'),
     });
+    // Some executions sent no size data: the measured figures are bounds, as the summary says; a count of 0 stays 0.
+    const blind = cardView({ ...a, annotations: { ...a.annotations, outputs_persisted: '0', executions_without_sizes: '3' } }, [], []).labels;
+    expect(Object.fromEntries(blind.filter((l) => l.raw !== null && !l.name.endsWith('_time') && l.name !== 'last_seen').map((l) => [l.name, l.text]))).toEqual({
+      largest_output: 'at least 14,000 chars', guard_largest_output: '1,234,567 chars', headroom: 'at most -600 chars', ratio: 'at least 12.3%',
+    });
+    expect(blind.find((l) => l.name === 'outputs_persisted')).toEqual({ name: 'outputs_persisted', text: '0', raw: null });
+    expect(blind.find((l) => l.name === 'executions_without_sizes')).toEqual({ name: 'executions_without_sizes', text: '3', raw: null });
+    expect(cardView({ ...a, annotations: { outputs_persisted: '2', executions_without_sizes: '3' } }, [], []).labels.find((l) => l.name === 'outputs_persisted')?.text).toBe('at least 2');
     setTimeZone('local');
     expect(cardView(a, [], []).labels.find((l) => l.name === 'event_time')?.text).toBe(new Date('2026-11-30T08:00:00Z').toLocaleString('en-GB', { year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', hourCycle: 'h23' }));
   });

@@ -167,13 +167,25 @@ export interface CardLabel {
   raw: string | null;
 }
 
-/** An annotation's value as the rest of the dashboard writes it; a value not of its kind as it is. */
-function annotationLabel(name: string, raw: string): CardLabel {
+/**
+ * The figures of the measured executions that are bounds of the hook's when some sent no size data (the alert's
+ * `executions_without_sizes`): its summary says "at least" of these, "at most" of the headroom. A count of 0 is
+ * left as it is.
+ */
+const BOUND_WHEN_UNMEASURED = new Map<string, string>([['largest_output', 'at least'], ['outputs_persisted', 'at least'], ['ratio', 'at least'], ['headroom', 'at most']]);
+
+/**
+ * An annotation's value as the rest of the dashboard writes it, a bound saying so (`unmeasured`: the alert counted
+ * executions without size data); a value not of its kind as it is.
+ */
+function annotationLabel(name: string, raw: string, unmeasured: boolean): CardLabel {
   const kind = ANNOTATION_KINDS.get(name);
   const n = raw.trim() === '' ? NaN : Number(raw);
-  const text = kind === undefined ? null
+  const shown = kind === undefined ? null
     : kind === 'time' ? (RFC3339.test(raw) && Number.isFinite(Date.parse(raw)) ? dateTime(raw) : null)
       : (Number.isFinite(n) ? NUMBER_FORMATS[kind](n) : null);
+  const bound = unmeasured && shown !== null && n !== 0 ? BOUND_WHEN_UNMEASURED.get(name) : undefined;
+  const text = bound === undefined ? shown : `${bound} ${shown}`;
   return text === null || text === raw ? { name, text: raw, raw: null } : { name, text, raw };
 }
 
@@ -205,7 +217,7 @@ export function cardView(a: AlertSummary, all: readonly AlertSummary[], receiver
     state: by ? 'superseded' : a.state,
     subject: alertSubject(a),
     silencedBy: silencedByText(a, silences),
-    labels: [...Object.entries(a.labels).map(([name, text]) => ({ name, text, raw: null })), ...Object.entries(a.annotations).map(([k, v]) => annotationLabel(k, v))],
+    labels: [...Object.entries(a.labels).map(([name, text]) => ({ name, text, raw: null })), ...Object.entries(a.annotations).map(([k, v]) => annotationLabel(k, v, Number(a.annotations['executions_without_sizes'] ?? 0) > 0))],
     times: [`active since ${dateTime(a.activeAt)}`, a.startsAt ? ` · firing since ${dateTime(a.startsAt)}` : '',
       a.endsAt ? ` · ${by ? 'superseded' : 'resolved'} ${dateTime(a.endsAt)}` : '',
       notifiedText(a, receivers)],
