@@ -223,6 +223,9 @@ describe('wording', () => {
     const largestCells = (table: string): Promise<string[][]> => p.$$eval(`#${table} tbody tr`, (rs) => rs.map((r) => [r.querySelector('th')?.textContent ?? '', r.querySelectorAll('td')[4]?.textContent ?? '']));
     expect(await largestCells('by-version')).toEqual([['2.1.250', 'unknown'], ['2.1.332', '400 chars']]);
     expect(await largestCells('by-dimension')).toEqual([['user-a', 'at least 400 chars']]);
+    // The growth chart's day too, and its summary says the unmeasured executions are not in the trend.
+    expect(await p.locator('[data-chart="growth"] table tbody tr').evaluateAll((rs) => rs.map((r) => [...r.children].map((c) => c.textContent)))).toEqual([['30/11/2026 00:00–08:30 (UTC, partial)', 'at least 400']]);
+    expect(await p.textContent('#chart-growth-summary')).toMatch(/^Not enough days with size data for a forecast \(1 of the 3 needed in the last 30 days\)\. 17 of 33 executions in these 30 days sent no size data: not measured, so not in the trend\. Partial bucket/);
     // The old client alone: nothing measured, nothing known; not 0 chars, not 10,000 of headroom.
     await p.goto(`${fx.svc().httpUrl}/hooks/${id}?f.service.version=2.1.250`);
     await waitLoaded(p);

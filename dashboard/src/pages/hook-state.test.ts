@@ -1,12 +1,12 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { BreakdownResponse, SeriesResponse } from '../../../shared/src/api.ts';
-import { forecastReading } from '../forecast.ts';
+import type { BreakdownResponse, SeriesBucket, SeriesResponse } from '../../../shared/src/api.ts';
+import { forecastFrom, forecastReading } from '../forecast.ts';
 import { bucketLabel, setTimeZone, statusTitle } from '../format.ts';
 import { readState } from '../state.ts';
-import { BLIND, NEAR, NOW, OK, OVER, PARTIAL, alert, bucket, counters } from '../testdata/api-responses.ts';
+import { BLIND, NEAR, NOW, OK, OVER, PARTIAL, alert, bucket, counters, dailySeriesOf } from '../testdata/api-responses.ts';
 import {
   alertBands, alertRows, backUrl, breakdownBy, breakdownCut, breakdownRows, breakdownUrl, cliffView, drillUrl, curveRows, curveSummary, deliveryView, persistedKnown,
-  commandRows, dayTicks, dimensionOptions, facts, filterEmpty, followQueries, growthCovers, growthRows, guardTrimsView, hookIdOf, kindsIn, noSuchHook, observedSizes, subtitle, unfilteredPanelNote, zoomUrl,
+  commandRows, dayTicks, dimensionOptions, facts, filterEmpty, followQueries, growthCovers, growthRows, growthUnmeasured, guardTrimsView, hookIdOf, kindsIn, noSuchHook, observedSizes, subtitle, unfilteredPanelNote, zoomUrl,
   type Fact,
 } from './hook-state.ts';
 
@@ -212,6 +212,14 @@ describe('charts\' numbers', () => {
     expect(curveSummary({ ...summed, sizeUnknownExecutions: 2 })).toBe('Largest output 12,000 chars, past the 10,000 cap, but no measured output was persisted: the size is an upper bound (summed over the hook\'s commands, stdout with the JSON around it), and every measured string arrived whole. 2 of 12 executions sent no size data: not measured, so not known to have arrived whole.');
     expect(curveSummary({ ...OVER, sizeUnknownExecutions: 1 })).toMatch(/losing 8,500 chars \(81\.0%\)\. 1 of \d+ executions sent no size data: not measured, so not known to have arrived whole\.$/);
     expect(growthRows([{ t: Date.parse('2026-11-28T00:00:00Z'), value: 9_000 }])).toEqual([['28/11/2026', '9,000']]);
+    // Days without size data are not in the trend: the summary says how many executions, and of the latest days.
+    const daily = dailySeriesOf(OK, [{ day: '2026-11-26', largest: 5_000 }, { day: '2026-11-27', largest: 6_000 }, { day: '2026-11-28', largest: 7_000 }, { day: '2026-11-29', largest: null }, { day: '2026-11-30', largest: null, executions: 2 }]);
+    daily.buckets[1] = { ...daily.buckets[1] as SeriesBucket, sizeUnknownExecutions: 1 };
+    const pts = forecastFrom(daily).points;
+    expect(growthUnmeasured(daily, pts)).toEqual({ sentence: '6 of 20 executions in these 30 days sent no size data: not measured, so not in the trend. None was measured on the latest 2 days the hook ran.', partly: [false, true, false] });
+    expect(growthRows(pts, [], growthUnmeasured(daily, pts).partly).map((r) => r[1])).toEqual(['5,000', 'at least 6,000', '7,000']);
+    const measured = dailySeriesOf(OK, [{ day: '2026-11-29', largest: 5_000 }, { day: '2026-11-30', largest: 6_000 }]);
+    expect(growthUnmeasured(measured, forecastFrom(measured).points)).toEqual({ sentence: '', partly: [false, false] });
     // West of UTC a day bucket starts the evening before: still labelled with its own (UTC) date.
     const tz = process.env['TZ'];
     process.env['TZ'] = 'America/New_York';

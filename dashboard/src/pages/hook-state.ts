@@ -11,7 +11,7 @@ import type { TranscriptCommandsResponse } from '../../../shared/src/transcript-
 import type { Query } from '../api.ts';
 import { anyPositive, type Band } from '../charts.ts';
 import { supersededBy } from './alerts-state.ts';
-import type { ForecastReading } from '../forecast.ts';
+import { FORECAST_DAYS, type ForecastReading } from '../forecast.ts';
 import { bucketCell, bucketCovers, bucketStartHeader, chars, dateTime, headroomText, num, pct, plural, type BucketCover } from '../format.ts';
 import { apiQuery, buildUrl, bucketsRange, chartStep, filterList, keptParams, rangeLabel, shownValue, type ViewState } from '../state.ts';
 
@@ -303,9 +303,33 @@ export function growthCovers(daily: SeriesResponse, points: readonly Point[]): B
   return points.map((p) => byStart.get(p.t) ?? { fromMs: p.t, toMs: p.t + DAY_MS, partial: false });
 }
 
-/** The growth chart's data table: a day as bucketCell writes it (the hours a partial one covers), its largest output. */
-export function growthRows(points: readonly Point[], covers: readonly BucketCover[] = []): string[][] {
-  return points.map((p, i) => [bucketCell(new Date(p.t).toISOString(), covers[i], DAY_MS / 1000), num(p.value)]);
+/**
+ * The growth chart's data table: a day as bucketCell writes it (the hours a partial one covers), its largest output,
+ * "at least" on a day some of whose executions sent no size data (`partly`, per point).
+ */
+export function growthRows(points: readonly Point[], covers: readonly BucketCover[] = [], partly: readonly boolean[] = []): string[][] {
+  return points.map((p, i) => [bucketCell(new Date(p.t).toISOString(), covers[i], DAY_MS / 1000), `${partly[i] ? 'at least ' : ''}${num(p.value)}`]);
+}
+
+/**
+ * What the growth chart leaves out of `daily`: the executions without size data, not in the trend (a sentence
+ * saying how many, and whether none was measured on the latest days the hook ran; '' when every one was), and per
+ * point whether its day held any (its largest output then at least).
+ */
+export function growthUnmeasured(daily: SeriesResponse, points: readonly Point[]): { sentence: string; partly: boolean[] } {
+  const ran = daily.buckets.filter((b) => b.executions > 0);
+  const unknown = ran.reduce((n, b) => n + b.sizeUnknownExecutions, 0);
+  const byStart = new Map(ran.map((b) => [Date.parse(b.start), b.sizeUnknownExecutions > 0]));
+  const partly = points.map((p) => byStart.get(p.t) ?? false);
+  if (unknown === 0) return { sentence: '', partly };
+  const last = points.at(-1)?.t ?? -Infinity;
+  const latest = ran.filter((b) => Date.parse(b.start) > last).length;
+  const executions = ran.reduce((n, b) => n + b.executions, 0);
+  return {
+    sentence: `${num(unknown)} of ${plural(executions, 'execution')} in these ${FORECAST_DAYS} days sent no size data: not measured, so not in the trend.`
+      + (latest > 0 ? ` None was measured on the latest ${latest === 1 ? 'day' : `${num(latest)} days`} the hook ran.` : ''),
+    partly,
+  };
 }
 
 /** The id of the hook page's alert timeline, where a link to the hook's alerts (`#alert-timeline`) scrolls to. */

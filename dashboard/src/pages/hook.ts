@@ -20,7 +20,7 @@ import { apiQuery, buildUrl } from '../state.ts';
 import { cssColor } from '../theme.ts';
 import {
   ALERT_TIMELINE, alertBands, alertRows, backUrl, breakdownBy, breakdownCut, breakdownRows, breakdownUrl, cliffDescription, cliffView, curveRows, curveSummary, deliveryView, dimensionOptions,
-  DAY_MS, dayTicks, facts, filterEmpty, followQueries, growthCovers, growthRows, hookIdOf, noSuchHook, observedSizes, persistedKnown, seriesCovers, subtitle, timelineDescription, unfilteredPanelNote, zoomUrl, type Fact,
+  DAY_MS, dayTicks, facts, filterEmpty, followQueries, growthCovers, growthRows, growthUnmeasured, hookIdOf, noSuchHook, observedSizes, persistedKnown, seriesCovers, subtitle, timelineDescription, unfilteredPanelNote, zoomUrl, type Fact,
 } from './hook-state.ts';
 
 const KIND_LABEL: Record<OutputKind, string> = {
@@ -172,7 +172,7 @@ export function cliffCurveChart(hook: HookSummary, series: SeriesResponse): { co
 }
 
 /** The growth trend: daily largest output, the fitted line carried to the cap, and the forecast date. */
-export function growthChart(points: Point[], forecast: Forecast | null, reading: ForecastReading, covers: readonly BucketCover[] = []): { config: ChartConfiguration; summary: string; table: HTMLTableElement; partial: (string | null)[] } {
+export function growthChart(points: Point[], forecast: Forecast | null, reading: ForecastReading, covers: readonly BucketCover[] = [], unmeasured: { sentence: string; partly: boolean[] } = { sentence: '', partly: [] }): { config: ChartConfiguration; summary: string; table: HTMLTableElement; partial: (string | null)[] } {
   const first = points[0]?.t ?? Date.now();
   const last = points[points.length - 1]?.t ?? first;
   const end = reading.kind === 'soon' && forecast?.crossesAtMs ? Math.max(last, forecast.crossesAtMs) : last;
@@ -219,7 +219,7 @@ export function growthChart(points: Point[], forecast: Forecast | null, reading:
       },
     },
   };
-  return { config, summary: reading.sentence, table: table('Daily largest output', ['Day (UTC)', 'Largest output'], growthRows(points, covers)), partial };
+  return { config, summary: [reading.sentence, unmeasured.sentence].filter((x) => x !== '').join(' '), table: table('Daily largest output', ['Day (UTC)', 'Largest output'], growthRows(points, covers, unmeasured.partly)), partial };
 }
 
 /**
@@ -382,7 +382,7 @@ export function hookPage(root: HTMLElement, ctx: PageContext): Page {
       delivery.render(c2.config, c2.summary, c2.table);
       const c3 = cliffCurveChart(hk, series);
       curve.render(c3.config, c3.summary, c3.table);
-      const c4 = growthChart(points, forecast, reading, growthCovers(daily, points));
+      const c4 = growthChart(points, forecast, reading, growthCovers(daily, points), growthUnmeasured(daily, points));
       growth.setPartial(c4.partial);
       growth.render(c4.config, c4.summary, c4.table);
       const hint = timelineDescription(alertsKnown);
