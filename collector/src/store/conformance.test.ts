@@ -781,6 +781,21 @@ describe.each([sqliteBackend(), postgresBackend()])('Store conformance: $name', 
     expect(await store.ingest([events[0]!])).toMatchObject({ inserted: [], expired: 1 });
   });
 
+  it('stores and counts events stamped before 1970 beside later ones, and retention removes them with their days', async () => {
+    const store = await open();
+    // 1969-12-29T01:00Z, the last millisecond of 1969, and one of 2026, in one batch.
+    const events = [ev({ timeMs: -3 * DAY + HOUR }), ev({ timeMs: -1 }), ev({ timeMs: T0 })];
+    expect((await store.ingest(events)).inserted).toHaveLength(3);
+    const range = { fromMs: -4 * DAY, toMs: T0 + DAY };
+    expect(strip(await store.hookCounters(range))).toEqual(model(events, range.fromMs, range.toMs));
+    expect((await store.hookCounters({ fromMs: -4 * DAY, toMs: 0 })).get(events[0]!.hookId)?.executions).toBe(2);
+    const r = await store.prune(T0 - DAY, T0 - DAY);
+    expect(r.events).toBe(2);
+    // PostgreSQL drops both days before 1970 with their partitions.
+    expect(r.partitions).toBe(store.kind === 'postgres' ? 2 : undefined);
+    expect(strip(await store.hookCounters(range))).toEqual(model(events.slice(2), range.fromMs, range.toMs));
+  });
+
   it('serves ping until closed, and closes twice safely', async () => {
     const store = await open();
     await expect(store.ping()).resolves.toBeUndefined();

@@ -49,4 +49,18 @@ describe('store size on PostgreSQL', () => {
     }
     expect(await store.diskUsage()).toEqual(before);
   });
+
+  it('counts the partition of a day before 1970 among the events', async () => {
+    const url = await t.server().createDatabase();
+    const store = t.track(await PostgresStore.open({ url }));
+    await store.ingest([hookEvent({ timeMs: Date.now() - 60_000 })]);
+    const before = await store.diskUsage();
+    await store.ingest([hookEvent({ timeMs: -1 })]);
+    const admin = await session(url);
+    const size = await admin.query<{ bytes: string }>(`SELECT pg_total_relation_size('"events_d-1"')::text AS bytes`);
+    const partition = Number(size.rows[0]?.bytes);
+    expect(partition).toBeGreaterThan(0);
+    const after = await store.diskUsage();
+    expect((after.events ?? 0) - (before.events ?? 0)).toBe(partition);
+  });
 });

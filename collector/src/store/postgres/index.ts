@@ -102,8 +102,13 @@ const PARTITION_LOCK_KEY = 0x686f6f6b78;
 
 const DAY_MS = 86_400_000;
 const HOUR_MS = 3_600_000;
-/** Event partitions are named by their day number since the epoch (events_d20514 holds 2026-03-02 UTC). */
+/**
+ * Event partitions are named by their day number since the epoch (events_d20514 holds 2026-03-02 UTC; a day
+ * before 1970 has a negative number, events_d-1 holding 1969-12-31).
+ */
 const PARTITION_PREFIX = 'events_d';
+/** The partition of day `d` in SQL: quoted, as a negative day's name is no plain identifier. */
+const partitionTable = (d: number): string => quoteIdent(`${PARTITION_PREFIX}${d}`);
 /** Days of partitions created ahead at open (and whenever an ingest meets a day without one). */
 const DAYS_AHEAD = 2;
 /** SQLSTATE of an insert that found no partition for its row (dropped by retention on another replica). */
@@ -338,7 +343,7 @@ export const OWN_TABLES: readonly string[] = [
   'alert_instances', 'alert_silences', 'alert_notifications', 'alert_attempts', 'transcript_findings', 'guard_trims',
 ];
 /** The name of an events partition (PARTITION_PREFIX and a day number), as a regular expression. */
-const PARTITION_NAME = `^${PARTITION_PREFIX}[0-9]+$`;
+const PARTITION_NAME = `^${PARTITION_PREFIX}-?[0-9]+$`;
 
 /** PostgreSQL type of each event column, for the unnest() batch insert. */
 const EVENT_TYPES: Record<(typeof EVENT_COLUMNS)[number], string> = {
@@ -644,7 +649,7 @@ export class PostgresStore implements Store {
       await client.query('SELECT pg_advisory_xact_lock($1)', [PARTITION_LOCK_KEY]);
       const attached = new Set(await this.partitionDays(client));
       for (const d of missing.filter((x) => !attached.has(x))) {
-        const name = `${PARTITION_PREFIX}${d}`;
+        const name = partitionTable(d);
         await client.query(`CREATE TABLE IF NOT EXISTS ${name} (LIKE events INCLUDING DEFAULTS INCLUDING CONSTRAINTS INCLUDING STORAGE)`);
         await client.query(`ALTER TABLE events ATTACH PARTITION ${name} FOR VALUES FROM (${d * DAY_MS}) TO (${(d + 1) * DAY_MS})`);
       }
@@ -1640,7 +1645,7 @@ export class PostgresStore implements Store {
     for (const [i, d] of days.entries()) {
       // Stopping (Store.prune): the days dropped so far are counted, the caller ends the run.
       if (opts.signal?.aborted) break;
-      const name = `${PARTITION_PREFIX}${d}`;
+      const name = partitionTable(d);
       // The days ahead made ready for ingest hold nothing yet: dropped, each would be made again at once, and each
       // DETACH and CREATE takes a lock on events that ingest waits behind.
       if (opts.keepEmpty && !(await this.pool.query(`SELECT 1 FROM ${name} LIMIT 1`).catch(() => ({ rowCount: 1 }))).rowCount) continue;
