@@ -345,6 +345,15 @@ export const OWN_TABLES: readonly string[] = [
 /** The name of an events partition (PARTITION_PREFIX and a day number), as a regular expression. */
 const PARTITION_NAME = `^${PARTITION_PREFIX}-?[0-9]+$`;
 
+/**
+ * A string literal that reads the same whatever the server's standard_conforming_strings: with it off (a legacy
+ * setting), a backslash in a plain literal escapes the next character, so a string holding one is written as an
+ * escape string (E'...'), its backslashes doubled. Others stay plain literals (attr_sets' index names hash them).
+ */
+function pgString(s: string): string {
+  return s.includes('\\') ? `E${sqlString(s.replace(/\\/g, '\\\\'))}` : sqlString(s);
+}
+
 /** PostgreSQL type of each event column, for the unnest() batch insert. */
 const EVENT_TYPES: Record<(typeof EVENT_COLUMNS)[number], string> = {
   key: 'int8', kind: 'int2', hook: 'int8', time_ms: 'int8', num_hooks: 'int4', num_success: 'int4', num_blocking: 'int4',
@@ -1052,7 +1061,7 @@ export class PostgresStore implements Store {
   /** A dimension as an expression over attr_sets' columns. */
   private attrExpr(dim: string): string {
     // dimensionExpr only lets configured names through; the key is still quoted as a literal, never spliced raw.
-    return dimensionExpr(dim, this.dims, (key) => `(extra ->> ${sqlString(key)})`);
+    return dimensionExpr(dim, this.dims, (key) => `(extra ->> ${pgString(key)})`);
   }
 
   hookCounters(q: RangeQuery): Promise<Map<string, HookCounters & { info: HookInfo }>> {
