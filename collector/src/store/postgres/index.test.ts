@@ -321,4 +321,27 @@ describe('the hook_limit alert late-arrival query', () => {
     const m = await store.lateFolded({ receivedFromMs: now - HOUR, receivedToMs: now, eventBeforeMs: now - HOUR });
     expect([...m.values()].map((a) => a.executions)).toEqual([late.length]);
   });
+
+  it('works in a schema of its own whose name needs quoting (capitals, a dash), named by the URL\'s search_path', async () => {
+    const url = await server.createDatabase();
+    const admin = new pg.Client({ connectionString: url });
+    await admin.connect();
+    try {
+      await admin.query('CREATE SCHEMA "Hook-Watch"');
+      const inSchema = new URL(url);
+      inSchema.searchParams.set('options', '-c search_path="Hook-Watch"');
+      const store = await open(inSchema.toString());
+      const now = Date.now();
+      const day = 86_400_000;
+      expect((await store.ingest([hookEvent({ timeMs: now - 3 * day }), hookEvent({ timeMs: now - 60_000 })])).inserted).toHaveLength(2);
+      expect((await store.diskUsage()).events).toBeGreaterThan(0);
+      const r = await store.prune(now - 2 * day, now - 400 * day, now + 6 * 60_000);
+      expect(r.events).toBe(1);
+      expect(r.partitions).toBe(1);
+      const tables = await admin.query<{ schema: string }>(`SELECT DISTINCT schemaname AS schema FROM pg_tables WHERE tablename IN ('events', 'hooks', 'store_meta')`);
+      expect(tables.rows.map((x) => x.schema)).toEqual(['Hook-Watch']);
+    } finally {
+      await admin.end();
+    }
+  });
 });

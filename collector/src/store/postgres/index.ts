@@ -311,7 +311,7 @@ export const MIGRATIONS: readonly Migration[] = [
     build: {
       index: { name: 'events_time', def: `USING brin (time_ms) WITH (pages_per_range = ${BRIN_PAGES_PER_RANGE}, autosummarize = on)` },
       before: `DO $$ BEGIN
-        IF EXISTS (SELECT 1 FROM pg_class WHERE relname = 'events_time' AND relnamespace = current_schema()::regnamespace AND reloptions @> ARRAY['pages_per_range=32']) THEN
+        IF EXISTS (SELECT 1 FROM pg_class WHERE relname = 'events_time' AND relnamespace = quote_ident(current_schema())::regnamespace AND reloptions @> ARRAY['pages_per_range=32']) THEN
           ALTER INDEX events_time RENAME TO events_time_32;
         END IF;
       END $$;`,
@@ -1553,7 +1553,7 @@ export class PostgresStore implements Store {
    * update that does not fit its page adds an entry, so their pages fill to about half.
    */
   private async repackRollupIndexes(): Promise<void> {
-    const rows = await this.indexSizes(`ct.relname = ANY($2::text[]) AND ct.relnamespace = current_schema()::regnamespace AND x.indisvalid`, [ROLLUP_TABLE_NAMES]);
+    const rows = await this.indexSizes(`ct.relname = ANY($2::text[]) AND ct.relnamespace = quote_ident(current_schema())::regnamespace AND x.indisvalid`, [ROLLUP_TABLE_NAMES]);
     for (const p of rows) {
       const reason = p.share === undefined ? (p.indexBytes >= REPACK_MIN_BYTES ? 'never rebuilt' : undefined) : grownPastPacked(p, p.share) ? 'grown past its packed size' : undefined;
       if (reason === undefined) continue;
@@ -1620,7 +1620,7 @@ export class PostgresStore implements Store {
   private async dropInterruptedRebuilds(): Promise<void> {
     const left = await this.write(
       `SELECT ci.relname AS idx FROM pg_index x JOIN pg_class ci ON ci.oid = x.indexrelid JOIN pg_class ct ON ct.oid = x.indrelid
-       WHERE NOT x.indisvalid AND ci.relname ~ '_cc(new|old)[0-9]*$' AND ct.relnamespace = current_schema()::regnamespace
+       WHERE NOT x.indisvalid AND ci.relname ~ '_cc(new|old)[0-9]*$' AND ct.relnamespace = quote_ident(current_schema())::regnamespace
          AND (ct.oid IN (SELECT inhrelid FROM pg_inherits WHERE inhparent = 'events'::regclass) OR ct.relname = ANY($1::text[]))`,
       [ROLLUP_TABLE_NAMES],
     );
@@ -1728,7 +1728,7 @@ export class PostgresStore implements Store {
     const rows = await this.query(
       `SELECT CASE WHEN c.relname ~ $3 THEN 'events' WHEN c.relname = ANY($1::text[]) THEN 'rollups' ELSE 'other' END AS part,
               sum(pg_total_relation_size(c.oid))::text AS bytes
-       FROM pg_class c WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind = 'r' AND (c.relname = ANY($2::text[]) OR c.relname ~ $3)
+       FROM pg_class c WHERE c.relnamespace = quote_ident(current_schema())::regnamespace AND c.relkind = 'r' AND (c.relname = ANY($2::text[]) OR c.relname ~ $3)
        GROUP BY 1`,
       [ROLLUP_TABLE_NAMES, OWN_TABLES, PARTITION_NAME],
     );

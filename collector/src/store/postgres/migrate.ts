@@ -188,7 +188,7 @@ export async function buildEventsIndex(client: pg.PoolClient, build: EventsIndex
 async function buildPart(client: pg.PoolClient, part: string, ix: EventIndex, logger: Logger | undefined): Promise<void> {
   const child = partIndexName(part, ix.name);
   const found = await client.query<{ valid: boolean }>(
-    `SELECT x.indisvalid AS valid FROM pg_class c JOIN pg_index x ON x.indexrelid = c.oid WHERE c.relname = $1 AND c.relnamespace = current_schema()::regnamespace`,
+    `SELECT x.indisvalid AS valid FROM pg_class c JOIN pg_index x ON x.indexrelid = c.oid WHERE c.relname = $1 AND c.relnamespace = quote_ident(current_schema())::regnamespace`,
     [child],
   );
   if (found.rows[0] && !found.rows[0].valid) {
