@@ -667,6 +667,32 @@ describe('Kubernetes manifests', () => {
     }
   });
 
+  it.skipIf(!hasKubectl)('each overlay\'s Service names the OTLP/gRPC port as cleartext HTTP/2 in the value Gateway API implementations and meshes read, and no HTTP/1.1 port as HTTP/2', () => {
+    // kubernetes.io/h2c is the Kubernetes standard value (KEP-3726) that Gateway API implementations and Istio read
+    // as HTTP/2 prior knowledge; `grpc` is a name Istio reads, which some of the others (NGINX Gateway Fabric, the
+    // AWS Load Balancer Controller) ignore, and then proxy gRPC over HTTP/1.1.
+    const grpcPort = DEFAULT_PORTS.get('HOOKWATCH_OTLP_GRPC_ADDR') as number;
+    for (const overlay of ['sqlite', 'postgres']) {
+      const rendered = kustomize(`deploy/kubernetes/${overlay}`);
+      const dep = rendered.find((d) => d['kind'] === 'Deployment') as Doc;
+      const svc = rendered.find((d) => d['kind'] === 'Service') as Doc;
+      const containerPorts = new Map(arr((containersOf(dep)[0] as Doc)['ports']).map(obj).map((p) => [String(p['name']), Number(p['containerPort'])]));
+      const ports = arr(obj(svc['spec'])['ports']).map(obj);
+      const byContainerPort = new Map(ports.map((p) => [containerPorts.get(String(p['targetPort'])), p]));
+      expect(obj(byContainerPort.get(grpcPort))['appProtocol'], `${overlay}: the Service port of ${grpcPort}`).toBe('kubernetes.io/h2c');
+      for (const port of [OTLP_HTTP_PORT, HTTP_PORT]) expect(obj(byContainerPort.get(port))['appProtocol'] ?? 'http', `${overlay}: the Service port of ${port}`).toBe('http');
+    }
+    // With otlp.tls the port speaks TLS: the patch docs/deploy.md ("TLS") gives takes the mark off that port alone.
+    const patch = [...read('docs/deploy.md').matchAll(/```yaml\n([\s\S]*?)\n *```/g)].map((m) => m[1] as string).find((b) => b.includes('/appProtocol'));
+    expect(patch, 'the Service patch in docs/deploy.md, "TLS"').toBeDefined();
+    onCopy((dir) => {
+      writeFileSync(join(dir, 'kustomization.yaml'), `resources:\n  - sqlite\n${(patch as string).replace(/^ {2}/gm, '')}\n`);
+      const svc = kustomize(dir).find((d) => d['kind'] === 'Service') as Doc;
+      const ports = arr(obj(svc['spec'])['ports']).map(obj);
+      expect(ports.map((p) => [p['port'], p['appProtocol']])).toEqual([[grpcPort, undefined], [OTLP_HTTP_PORT, undefined], [HTTP_PORT, undefined]]);
+    });
+  });
+
   it.skipIf(!hasKubectl)('the image docs/deploy.md builds and pushes is the one the overlays run once newName names the registry, and its tag is the release', () => {
     const section = kubernetesDocs();
     const pushed = /^docker push (\S+)$/m.exec(section)?.[1];
