@@ -1,7 +1,9 @@
 # syntax=docker/dockerfile:1
 # hookwatch: Node 24 runs the TypeScript sources directly (type stripping), so there is no compile stage;
 # the stages keep the npm cache, the lockfile work and the tests out of the final image.
-ARG NODE_IMAGE=node:24-slim
+# The Node release the tests run on (package.json's pinned `node` devDependency): the image is built on that one,
+# not on whatever node:24-slim names on the day of the build (or in a builder's cache). Change both together.
+ARG NODE_IMAGE=node:24.21.0-slim
 
 # Production dependencies only. --ignore-scripts: no runtime dependency needs an install script, and the
 # `node` package's script would download a second Node.js (the base image's Node runs hookwatch).

@@ -141,6 +141,12 @@ describe('Dockerfile', () => {
     expect(final).toBeGreaterThanOrEqual(1);
     const arg = ins.find((i) => i.op === 'ARG' && i.args.startsWith('NODE_IMAGE='));
     expect(arg?.args).toMatch(/^NODE_IMAGE=node:24(\.\d+)*-slim/);
+    // The Node the tests run on (the pinned `node` devDependency), not whatever node:24-slim names at build time:
+    // a floating tag builds a different Node each month, or an old one from a builder's cache.
+    const tested = (JSON.parse(read('package.json')) as { devDependencies: Record<string, string> }).devDependencies['node'];
+    expect(tested).toMatch(/^24\.\d+\.\d+$/);
+    expect(arg?.args).toBe(`NODE_IMAGE=node:${tested as string}-slim`);
+    expect(read('docs/deploy.md')).toContain(`(\`node:${tested as string}-slim\``);
     for (const from of ins.filter((i) => i.op === 'FROM')) expect(from.args).toMatch(/^\$\{NODE_IMAGE\}/);
     expect(ins.some((i) => i.op === 'RUN' && /npm ci\b.*--omit=dev/.test(i.args))).toBe(true);
     const user = finalIns.filter((i) => i.op === 'USER').pop()?.args ?? '';
