@@ -184,6 +184,18 @@ describe('Dockerfile', () => {
     expect(ins.some((i) => i.op === 'COPY' && i.args.includes(script as string))).toBe(true);
   });
 
+  it('the pages start the server with a stop timeout above shutdown.timeout (docker stop kills after 10 s by default)', () => {
+    // The image cannot set it: Docker gives a container 10 s after SIGTERM unless `docker run --stop-timeout` says
+    // otherwise, and kills hookwatch mid-drain (the default shutdown.timeout is 25 s).
+    const pages = ['README.md', 'docs/deploy.md'];
+    const runs = pages.flatMap((f) => read(f).split('\n').filter((l) => /^docker run .*hookwatch:\S+$/.test(l)));
+    expect(runs.length).toBeGreaterThan(0);
+    for (const run of runs) {
+      const timeout = /--stop-timeout[ =](\d+)\b/.exec(run)?.[1];
+      expect(Number(timeout ?? 10) * 1000, run).toBeGreaterThan(SHUTDOWN_MS);
+    }
+  });
+
   it('copies sources that exist and that .dockerignore lets through; nothing else (no .git, data or node_modules)', () => {
     const sources = ins.filter((i) => i.op === 'COPY' && !i.args.startsWith('--from')).flatMap((i) => i.args.replace(/--\S+/g, '').trim().split(/\s+/).slice(0, -1));
     expect(sources.length).toBeGreaterThan(3);
