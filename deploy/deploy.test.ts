@@ -1049,4 +1049,36 @@ describe('container helpers', () => {
     expect(lines.map((l) => l.signature)).toEqual(['valid', 'valid', 'invalid']);
     expect(lines[0]?.alerts).toEqual([{ status: 'firing', alertname: 'HookOutputPersisted', hook: 'SessionStart:startup' }]);
   });
+
+  /** webhook-echo run with WEBHOOK_SECRET `secrets`, sent one signed request per [secret, timestamp]: what it said of each signature. */
+  async function echoVerdicts(secrets: string, sends: [string, string][]): Promise<string[]> {
+    const body = JSON.stringify({ version: '4', status: 'firing', alerts: [] });
+    // Signed as hookwatch signs, with the secret and timestamp given.
+    const sign = (secret: string, ts: string): string => `v1,${createHmac('sha256', Buffer.from(secret.slice(6), 'base64')).update(`msg_1.${ts}.${body}`).digest('base64')}`;
+    const result = await runNode('deploy/webhook-echo/server.mjs', { PORT: '0', HOST: '127.0.0.1', WEBHOOK_SECRET: secrets }, {
+      port: 'PORT',
+      send: async (port) => {
+        for (const [secret, ts] of sends) {
+          const res = await fetch(`http://127.0.0.1:${port}/alerts`, { method: 'POST', headers: { 'content-type': 'application/json', 'webhook-id': 'msg_1', 'webhook-timestamp': ts, 'webhook-signature': sign(secret, ts) }, body });
+          await res.arrayBuffer();
+        }
+      },
+    });
+    expect(result.code).toBe(0);
+    return result.stdout.trim().split('\n').map((l) => (JSON.parse(l) as { signature: string }).signature);
+  }
+  const whsec = (text: string): string => `whsec_${Buffer.from(text).toString('base64')}`;
+
+  it('webhook-echo calls a signature over a timestamp more than 5 minutes off invalid: a replayed request', async () => {
+    const secret = whsec('0123456789abcdef0123456789abcdef');
+    const now = Math.floor(Date.now() / 1000);
+    const stamps = [String(now), String(now - 240), String(now + 240), String(now - 600), String(now + 600), String(now - 86_400), `${now}.5`, 'soon'];
+    expect(await echoVerdicts(secret, stamps.map((ts) => [secret, ts]))).toEqual(['valid', 'valid', 'valid', 'invalid', 'invalid', 'invalid', 'invalid', 'invalid']);
+  });
+
+  it('webhook-echo takes several secrets, space-separated, while one is rotated', async () => {
+    const [older, newer, other] = [whsec('0123456789abcdef0123456789abcdef'), whsec('fedcba9876543210fedcba9876543210'), whsec('ffffffffffffffffffffffffffffffff')];
+    const now = String(Math.floor(Date.now() / 1000));
+    expect(await echoVerdicts(`${newer} ${older}`, [[older, now], [newer, now], [other, now]])).toEqual(['valid', 'valid', 'invalid']);
+  });
 });
