@@ -5,6 +5,8 @@
  * on, counts it failed by reason and says so at warn, never showing the endpoint's key or headers; a full export
  * queue counts the events it drops. The export's keep-alive connection is closed when hookwatch stops.
  */
+import { createServer as createHttpServer } from 'node:http';
+import { createServer as createTcpServer, type Server as TcpServer, type Socket } from 'node:net';
 import { diag } from '@opentelemetry/api';
 import { afterEach, describe, expect, it } from 'vitest';
 import { OtlpAlertEmitter } from '../src/notify/otlp.ts';
@@ -283,6 +285,84 @@ describe('alert event export outcomes', () => {
       expect(l.msg).not.toContain(KEY);
       expect(l.msg).not.toContain('s3cret');
     }
+  });
+
+  /** Writes `text` to `socket` every 200 ms until it closes: an answer that goes on, never idle for long. */
+  function drip(socket: Socket, text: string): void {
+    const timer = setInterval(() => socket.write(text), 200);
+    socket.on('close', () => clearInterval(timer));
+  }
+
+  /** `server` listening on 127.0.0.1: its URL, and how many connections it has open. */
+  async function listening(server: TcpServer): Promise<{ url: string; open: () => Promise<number> }> {
+    server.on('connection', (socket: Socket) => socket.on('error', () => {}));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    cleanups.push(() => new Promise<void>((resolve) => server.close(() => resolve())));
+    return {
+      url: `http://127.0.0.1:${(server.address() as { port: number }).port}`,
+      open: () => new Promise<number>((resolve) => server.getConnections((_err, n) => resolve(n))),
+    };
+  }
+
+  it('ends an export whose accepted answer never ends at the export timeout: counted exported, its connection closed', async () => {
+    // 200 at once, then a body that trickles on (a megabyte declared): the endpoint took the records, and never
+    // says more.
+    const server = createHttpServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(1 << 20) });
+        res.write('{');
+        drip(res.socket!, ' ');
+      });
+    });
+    const endpoint = await listening(server);
+    const { service, lines } = await start(endpoint.url);
+    await raiseAlert(service, 'PostToolUse:dripping-body-1');
+    await expect.poll(() => events(service, 'exported'), { timeout: 15_000, interval: 100 }).toBe(1);
+    await expect.poll(() => endpoint.open(), { timeout: 5000, interval: 50 }).toBe(0);
+    // The next export is not held behind it.
+    await raiseAlert(service, 'PostToolUse:dripping-body-2');
+    await expect.poll(() => events(service, 'exported'), { timeout: 15_000, interval: 100 }).toBe(2);
+    await expect.poll(() => endpoint.open(), { timeout: 5000, interval: 50 }).toBe(0);
+    expect(await events(service, 'failed')).toBe(0);
+    expect(lines.filter((l) => l.level === 'warn' || l.level === 'error')).toEqual([]);
+  });
+
+  it('ends an export whose refusal never ends at the export timeout: counted failed by its status (refused_4xx), its connection closed', async () => {
+    const server = createHttpServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        res.writeHead(401, { 'content-type': 'text/plain', 'content-length': String(1 << 20) });
+        res.write('invalid key');
+        drip(res.socket!, ' ');
+      });
+    });
+    const endpoint = await listening(server);
+    const { service, lines } = await start(endpoint.url);
+    await raiseAlert(service, 'PostToolUse:dripping-refusal');
+    await expect.poll(() => failures(service, 'refused_4xx'), { timeout: 15_000, interval: 100 }).toBe(1);
+    await expect.poll(() => endpoint.open(), { timeout: 5000, interval: 50 }).toBe(0);
+    expect(await events(service, 'failed')).toBe(1);
+    await service.stop();
+    expect(warnings(lines)).toEqual([expect.objectContaining({ msg: expect.stringContaining('"reason":"refused_4xx","status":401,"message":"answered 401: invalid key') as string })]);
+  });
+
+  it('ends an export whose answer never ends its headers at the export timeout: counted failed (timeout), its connection closed', async () => {
+    // A status line, then a header line every 200 ms for ever: never an answer, never idle.
+    const server = createTcpServer((socket) => {
+      socket.once('data', () => {
+        socket.write('HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n');
+        drip(socket, 'x-wait: 1\r\n');
+      });
+    });
+    const endpoint = await listening(server);
+    const { service, lines } = await start(endpoint.url);
+    await raiseAlert(service, 'PostToolUse:dripping-headers');
+    await expect.poll(() => failures(service, 'timeout'), { timeout: 15_000, interval: 100 }).toBe(1);
+    await expect.poll(() => endpoint.open(), { timeout: 5000, interval: 50 }).toBe(0);
+    expect(await events(service, 'exported')).toBe(0);
+    await service.stop();
+    expect(warnings(lines)).toEqual([expect.objectContaining({ msg: expect.stringContaining('"reason":"timeout"') as string })]);
   });
 
   it('counts and logs the events a full export queue drops, and exports the ones it kept', async () => {

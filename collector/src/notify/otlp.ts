@@ -117,7 +117,9 @@ const SEVERITY: Record<string, SeverityNumber> = { critical: SeverityNumber.ERRO
 
 /**
  * How long the exporter allows one export, its retries of 429/502/503/504 included: past it the export has failed
- * (`timeout`). The flush at stop is given time for one such export (service.ts, alertEventFlushTimeoutMs).
+ * (`timeout`). The flush at stop is given time for one such export (service.ts, alertEventFlushTimeoutMs). A request
+ * of it still going then is ended, whatever it is waiting for: the SDK's own timeout is one of an idle connection,
+ * which an endpoint sending its headers or body a byte at a time never lets come.
  */
 export const ALERT_EVENT_EXPORT_TIMEOUT_MS = 5000;
 
@@ -182,6 +184,13 @@ class CountingExporter implements LogRecordExporter {
   lastAnswer: { type: string; chunks: Buffer[]; bytes: number } | undefined;
   /** Records of the export in progress, its result not yet in. */
   inFlight = 0;
+  /**
+   * When the export in progress is over, its retries included (performance.now()): a request of it still going then
+   * is ended (see OtlpAlertEmitter.onRequest).
+   */
+  deadline = 0;
+  /** Set when the export's last answer was cut at the deadline (endOverdue): its status is the export's result. */
+  private answerCut = false;
   /** Cut off: nothing more is sent, and the result of the export in progress is no longer counted. */
   private cutOff = false;
 
@@ -196,13 +205,17 @@ class CountingExporter implements LogRecordExporter {
     if (this.cutOff) return resultCallback({ code: 1 });
     this.onStart(records.length);
     this.inFlight = records.length;
+    this.deadline = performance.now() + ALERT_EVENT_EXPORT_TIMEOUT_MS;
+    this.answerCut = false;
     this.lastStatus = undefined;
     this.lastAnswer = undefined;
     this.inner.export(records, (result) => {
       this.inFlight = 0;
       // ExportResultCode.SUCCESS
       const ok = result.code === 0;
-      if (!this.cutOff) this.onResult(records.length, ok ? undefined : alertEventFailure(result.error, this.lastStatus, this.refusal()), ok ? this.partialSuccess() : undefined);
+      // A refusal whose body was cut is the refusal, not the connection closed under it.
+      const failure = ok ? undefined : this.answerCut && this.lastStatus !== undefined && this.lastStatus >= 300 ? refused(this.lastStatus, this.refusal()) : alertEventFailure(result.error, this.lastStatus, this.refusal());
+      if (!this.cutOff) this.onResult(records.length, failure, ok ? this.partialSuccess() : undefined);
       resultCallback(result);
     });
   }
@@ -215,6 +228,20 @@ class CountingExporter implements LogRecordExporter {
     const records = this.cutOff ? 0 : this.inFlight;
     this.cutOff = true;
     return records;
+  }
+
+  /**
+   * Ends a request of this export still going at its deadline. Before its answer: a timeout, reported as such.
+   * During it (a body that goes on): the connection is closed and the answer's status counts, as the SDK's exporter
+   * takes an answer broken off: a 2xx accepted the records.
+   */
+  endOverdue(request: ClientRequest, response: IncomingMessage | undefined): void {
+    if (response?.socket) {
+      this.answerCut = true;
+      response.socket.destroy();
+      return;
+    }
+    request.destroy(Object.assign(new Error(`no answer within ${ALERT_EVENT_EXPORT_TIMEOUT_MS} ms`), { code: 'ETIMEDOUT' }));
   }
 
   /** Notes the answer to one of this export's requests (a retried one's included: the last one counts). */
@@ -298,6 +325,10 @@ export class OtlpAlertEmitter implements AlertEventSink {
   private readonly endpointWarnings: ThrottledLine;
   private lastWarning = '';
   private readonly onResponse: (message: unknown) => void;
+  /** Bounds each request of the export by the export's deadline (CountingExporter.endOverdue). */
+  private readonly onRequest: (message: unknown) => void;
+  /** The answer of each request of the export whose headers have come, for CountingExporter.endOverdue. */
+  private readonly answers = new WeakMap<ClientRequest, IncomingMessage>();
   /** The OpenTelemetry SDK's warnings and errors (a partial success, an answer that is not OTLP), logged as failures are. */
   private readonly sdkLines: Record<'warn' | 'error', { line: ThrottledLine; last: string }>;
   private readonly unrouteSdk: () => void;
@@ -351,9 +382,19 @@ export class OtlpAlertEmitter implements AlertEventSink {
     // The status of each answer to this export's requests (the exporter reports a retried 503 without it).
     this.onResponse = (message) => {
       const { request, response } = message as { request: ClientRequest & { agent?: unknown }; response: IncomingMessage };
-      if (request.agent === agent) this.exporter.answered(response);
+      if (request.agent !== agent) return;
+      this.answers.set(request, response);
+      this.exporter.answered(response);
     };
     subscribe('http.client.response.finish', this.onResponse);
+    this.onRequest = (message) => {
+      const { request } = message as { request: ClientRequest & { agent?: unknown } };
+      if (request.agent !== agent) return;
+      const timer = setTimeout(() => this.exporter.endOverdue(request, this.answers.get(request)), Math.max(0, this.exporter.deadline - performance.now()));
+      timer.unref();
+      request.once('close', () => clearTimeout(timer));
+    };
+    subscribe('http.client.request.start', this.onRequest);
     this.provider = new LoggerProvider({
       resource: resourceFromAttributes({ 'service.name': 'hookwatch', 'service.version': opts.serviceVersion }),
       processors: [new BatchLogRecordProcessor({ exporter: this.exporter, scheduledDelayMillis: opts.scheduledDelayMs ?? 200, maxQueueSize: this.maxQueue, maxExportBatchSize: Math.min(512, this.maxQueue), exportTimeoutMillis: 10_000 })],
@@ -444,6 +485,7 @@ export class OtlpAlertEmitter implements AlertEventSink {
     } finally {
       this.agent.destroy();
       unsubscribe('http.client.response.finish', this.onResponse);
+      unsubscribe('http.client.request.start', this.onRequest);
       this.unrouteSdk();
       this.failures.flush();
       this.drops.flush();
