@@ -44,6 +44,11 @@ const NEWS_MIN_MS = 60_000;
  * answers again after a failure (a restart, often a new version).
  */
 const BUILD_CHECK_MS = 10 * 60_000;
+/**
+ * How often a page whose refreshes hookwatch keeps answering with a failure (a route not found, an answer in a shape
+ * it cannot read: a new version deployed) asks which dashboard hookwatch serves; it asks at the first such failure.
+ */
+const BUILD_RECHECK_MS = 60_000;
 
 /**
  * What a person using the page does: any of these puts off a reload to a new version. Not `scroll`, which the page
@@ -629,6 +634,8 @@ export function start(root: HTMLElement): Dashboard {
   /** Refreshes that failed in a row (the wait between tries grows with them), and the last failure shown. */
   let failures = 0;
   let failure: { msg: string; gen: number; part: boolean } | undefined;
+  /** The last refresh failed though hookwatch answered (showError): which dashboard it serves was asked then. */
+  let answeredFailure = false;
   let signedOut = false;
   /** The generation of the page that was signed out. */
   let signedOutGen = -1;
@@ -662,8 +669,24 @@ export function start(root: HTMLElement): Dashboard {
       return;
     }
     failures++;
-    failure = { msg: err instanceof ApiFailure || err instanceof Error ? err.message : String(err), gen, part };
+    failure = { msg: failureMessage(err), gen, part };
     drawFailure();
+    // hookwatch answered, and not what this page asks for: a new version deployed answers so until the page runs its
+    // dashboard. Asked at once, then once a minute at most while it lasts, so the page offers the reload (checkBuild)
+    // rather than failing on for good; a refresh that fails never asks otherwise.
+    const answered = !(err instanceof ApiFailure && err.status === 0);
+    if (answered && (!answeredFailure || Date.now() - buildAskedAt >= BUILD_RECHECK_MS)) checkBuild();
+    answeredFailure = answered;
+  }
+
+  /**
+   * What a failure says: the API's message, or, for an answer the page's code could not read (a TypeError: a field
+   * missing or of another type, as from a newer hookwatch), that, with the error.
+   */
+  function failureMessage(err: unknown): string {
+    if (err instanceof ApiFailure) return err.message;
+    if (err instanceof TypeError) return `this page could not read hookwatch's answer (${err.message})`;
+    return err instanceof Error ? err.message : String(err);
   }
 
   /** The next refresh: none while paused or while the tab is hidden (it refreshes when shown again). */
@@ -735,6 +758,7 @@ export function start(root: HTMLElement): Dashboard {
       hideBanner();
       failures = 0;
       failure = undefined;
+      answeredFailure = false;
       signedOut = false;
       lastUpdated = Date.now();
       const firstShown = shownGeneration !== gen;
@@ -786,6 +810,7 @@ export function start(root: HTMLElement): Dashboard {
         hideBanner();
         failures = 0;
         failure = undefined;
+        answeredFailure = false;
       }
       // The page changed at the user's request, not by a refresh: nothing to tell.
       shownText = pageText();

@@ -212,6 +212,82 @@ describe('a new version deployed while the page is open', () => {
   });
 });
 
+describe('a new version deployed whose API the page cannot use', () => {
+  it('says hookwatch was updated and offers the reload when the API refuses what the page asks, keeping the data shown', { timeout: 60_000 }, async () => {
+    // The next version serves the overview's figures under another path, and its dashboard asks for them there: the
+    // path this page asks for is not found.
+    const { dir, svc, next } = await beforeDeploy();
+    const moved = (file: string, from: string, to: string): void => {
+      const source = readFileSync(join(next, file), 'utf8');
+      expect(source).toContain(from);
+      writeFileSync(join(next, file), source.replace(from, to));
+    };
+    moved('collector/src/api/index.ts', "router.get('/api/v1/overview',", "router.get('/api/v2/overview',");
+    moved('dashboard/src/api.ts', "'/api/v1/overview'", "'/api/v2/overview'");
+    const { page: p } = await page(/Failed to load resource|ERR_CONNECTION_REFUSED|status of 404/);
+    await p.goto(`${svc.httpUrl}/?range=7d&refresh=1s`);
+    await waitLoaded(p);
+    const rows = await p.locator('#hook-rows tr').count();
+    expect(rows).toBeGreaterThan(0);
+    await svc.stop();
+    await p.waitForSelector('#error-banner:not([hidden])', { timeout: 20_000 });
+    await deploy(dir, svc, next);
+
+    // hookwatch answers again, but not what the page asks: it says why, and that a newer dashboard is served.
+    await p.waitForSelector('#update-banner:not([hidden])', { timeout: 20_000 });
+    expect(await p.textContent('#update-banner')).toBe(`${UPDATE_NOTICE} Reload now`);
+    expect(await p.textContent('#error-alert')).toBe('Could not refresh: no such API route; see README "API reference"');
+    expect(await p.textContent('#error-age')).toMatch(new RegExp(`^ \\(showing data from ${await shownAt(p)}, \\d+ s ago; retrying`));
+    expect([await p.textContent('#kpi-title'), await p.locator('#hook-rows tr').count()]).toEqual(['Fleet', rows]);
+    await Promise.all([p.waitForEvent('load'), p.click('#update-banner button.reload')]);
+    await waitLoaded(p);
+    expect([await p.textContent('#kpi-title'), await p.isVisible('#update-banner'), await p.isVisible('#error-banner')]).toEqual(['Fleet (new)', false, false]);
+  });
+
+  it('says so when an answer comes in a shape the page cannot read, asking which dashboard is served at most once a minute meanwhile', { timeout: 60_000 }, async () => {
+    const svc = await fedService();
+    const { page: p } = await page(/status of 503/);
+    const asked = { overview: 0, build: 0 };
+    p.on('requestfinished', (r) => {
+      const path = new URL(r.url()).pathname;
+      if (path === '/api/v1/overview') asked.overview++;
+      if (path === '/dashboard/build') asked.build++;
+    });
+    await p.clock.install();
+    await p.goto(`${svc.httpUrl}/?range=7d&refresh=15s`);
+    await waitLoaded(p);
+    const rows = await p.locator('#hook-rows tr').count();
+    expect(rows).toBeGreaterThan(0);
+    /** Runs the clock `ms` on, to the refresh that asks for the overview the `n`th time, and waits for it to end. */
+    const tries = async (ms: number, n: number): Promise<void> => {
+      await p.clock.runFor(ms);
+      await expect.poll(() => asked.overview).toBe(n);
+      await p.waitForSelector('body:not([aria-busy])', { state: 'attached' });
+    };
+    // hookwatch answers, but not with the overview: the dashboard served is the one the page runs, asked once, not
+    // at every try (after 15 s, 30 s, then 60 s).
+    const overview = (u: URL): boolean => u.pathname === '/api/v1/overview';
+    await p.route(overview, (r) => r.fulfill({ status: 503, contentType: 'application/json', body: JSON.stringify({ error: { code: 'unavailable', message: 'the store is not ready' } }) }));
+    await tries(15_000, 2);
+    expect(await p.textContent('#error-alert')).toBe('Could not refresh: the store is not ready');
+    await expect.poll(() => asked.build).toBe(1);
+    await tries(15_000, 3);
+    await tries(30_000, 4);
+    expect([asked.build, await p.isVisible('#update-banner')]).toEqual([1, false]);
+
+    // A new version answers the overview in another shape, and serves another dashboard: the next try, a minute after
+    // the page last asked which one, says so.
+    await p.unroute(overview);
+    await p.route(overview, (r) => r.fulfill({ status: 200, contentType: 'application/json', body: JSON.stringify({ v2: { fleet: {} } }) }));
+    await p.route((u) => u.pathname === '/dashboard/build', (r) => r.fulfill({ status: 200, contentType: 'application/json', body: JSON.stringify({ build: 'next0123456789ab' }) }));
+    await tries(60_000, 5);
+    await p.waitForSelector('#update-banner:not([hidden])');
+    expect(await p.textContent('#update-banner')).toBe(`${UPDATE_NOTICE} Reload now`);
+    expect(await p.textContent('#error-alert')).toMatch(/^Could not refresh: this page could not read hookwatch's answer \(.+\)$/);
+    expect(await p.locator('#hook-rows tr').count()).toBe(rows);
+  });
+});
+
 describe('a new version deployed while a wall screen shows the page, nobody using it', () => {
   /**
    * A page at `path` (refreshing every 5 minutes, by the page's clock) when the next version is deployed, once it
