@@ -4,8 +4,9 @@
  * would otherwise have about every other attempt of a backlog refused again. Below the refused size, attempts
  * probe halfway between the largest size taken and the refused one, until the two are within a quarter of each
  * other; after that they stay at the size taken (at least three quarters of what gets through). A ceiling is
- * kept for CEILING_MS after its last refusal; then one attempt goes at the refused size, and the ceiling is gone
- * only if that is taken (a proxy's limit raised), or kept for as long again if not.
+ * kept for CEILING_MS after its last refusal; then attempts may reach the refused size again: the first one taken at
+ * that size or above lifts it (a proxy's limit raised), one refused keeps it for as long again. (Held to the
+ * refused size, an attempt of whole requests would seldom add up to exactly it, and the ceiling would stay.)
  */
 
 /** How long a refused size is kept from the last refusal at it: a limit is configuration, which seldom changes. */
@@ -27,8 +28,8 @@ export class SizeCeiling {
   allowance(maxBytes: number): number {
     const refused = this.refusedBytes;
     if (refused === undefined) return maxBytes;
-    // Kept long enough: one attempt at the refused size finds out whether the limit is still there.
-    if (this.now() - this.refusedAtMs >= CEILING_MS) return Math.min(maxBytes, refused);
+    // Kept long enough: the next attempts, merged as they come, find out whether the limit is still there.
+    if (this.now() - this.refusedAtMs >= CEILING_MS) return maxBytes;
     const gap = refused - this.takenBytes;
     return Math.min(maxBytes, gap * 4 <= refused ? this.takenBytes : this.takenBytes + Math.floor(gap / 2));
   }
