@@ -10,6 +10,13 @@ describe('printable', () => {
     expect(printable('r\u200Bm \uFEFF\u00AD\u2060x\u{E0041}\u{E0001}')).toBe('r\\u200bm \\ufeff\\u00ad\\u2060x\\u{e0041}\\u{e0001}');
   });
 
+  it('with json, keeps a JSON string one: a character beyond U+FFFF written as the escapes of its UTF-16 pair', () => {
+    const text = JSON.stringify('x\u202E\u{E0041}\u{1F4BB}\u200D');
+    const shown = printable(text, { json: true });
+    expect(shown).toBe('"x\\u202e\\udb40\\udc41\u{1F4BB}\\u200d"');
+    expect(JSON.parse(shown)).toBe('x\u202E\u{E0041}\u{1F4BB}\u200D');
+  });
+
   it('keeps line feeds and tabs with keepLines, and writes out the rest', () => {
     expect(printable('a\n\tb\r\u202E', { keepLines: true })).toBe('a\n\tb\\r\\u202e');
   });

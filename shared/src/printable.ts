@@ -29,9 +29,15 @@ const EMOJI_START = /^\p{Extended_Pictographic}/u;
 /** A letter or mark of a script other than Latin, Greek and Cyrillic (and other than a mark any script may take). */
 const JOINING_LETTER_END = /(?![\p{Script=Latin}\p{Script=Greek}\p{Script=Cyrillic}\p{Script=Common}\p{Script=Inherited}])[\p{L}\p{M}]$/u;
 
-function escape(c: string): string {
+/** `\uXXXX` of one UTF-16 code unit. */
+const unit = (u: number): string => `\\u${u.toString(16).padStart(4, '0')}`;
+
+/** The escape of `c`; with `json`, one beyond U+FFFF as the two `\uXXXX` of its UTF-16 pair, which JSON reads. */
+function escape(c: string, json: boolean): string {
   const code = c.codePointAt(0) ?? 0;
-  return NAMED[c] ?? (code > 0xffff ? `\\u{${code.toString(16)}}` : `\\u${code.toString(16).padStart(4, '0')}`);
+  if (NAMED[c] !== undefined) return NAMED[c];
+  if (code <= 0xffff) return unit(code);
+  return json ? unit(c.charCodeAt(0)) + unit(c.charCodeAt(1)) : `\\u{${code.toString(16)}}`;
 }
 
 /** Whether the joiner or non-joiner at `at` of `text` joins what is around it as it is meant to (see above). */
@@ -41,11 +47,16 @@ function joins(c: string, text: string, at: number): boolean {
   return JOINING_LETTER_END.test(before);
 }
 
-/** `text` with what would not read as itself escaped (see above); with `keepLines`, line feeds and tabs stay. */
-export function printable(text: string, options: { keepLines?: boolean } = {}): string {
+/**
+ * `text` with what would not read as itself escaped (see above); with `keepLines`, line feeds and tabs stay. With
+ * `json`, `text` is a JSON string (JSON.stringify's) and stays one: an escape beyond U+FFFF is written as a JSON
+ * string takes it, the two `\uXXXX` of its UTF-16 pair, not `\u{...}`.
+ */
+export function printable(text: string, options: { keepLines?: boolean; json?: boolean } = {}): string {
+  const json = options.json === true;
   return text.replace(options.keepLines === true ? UNSEEN_BUT_LINES : UNSEEN, (c: string, at: number) => {
     if (c.length > 2) return c;
     if ((c === ZWJ || c === ZWNJ) && joins(c, text, at)) return c;
-    return escape(c);
+    return escape(c, json);
   });
 }

@@ -549,6 +549,17 @@ describe('check --settings', () => {
     expect(none.code).toBe(2);
   });
 
+  it('prints the guarded command of a hook with invisible characters as a JSON string settings.json can take, tag characters included', async () => {
+    // An override and tag characters (beyond U+FFFF) in a comment of the command: written out, and still JSON.
+    const command = `printf '%12000s' x # \u202Eok\u{E0041}\u{E0042} \u{1F469}\u200D\u{1F4BB}`;
+    const run = captureIO(dir);
+    expect(await runCheck(['--', command], run.io)).toBe(1);
+    const printed = /^ {2}"command": (".*")$/m.exec(run.stdout())?.[1];
+    expect(printed).toBeDefined();
+    expect([...(printed as string)].filter((c) => /[\p{Cc}\p{Cf}]/u.test(c) && c !== '\u200D')).toEqual([]);
+    expect(JSON.parse(printed as string)).toBe(wrapCommand(command, defaultGuardPrefix(), undefined));
+  });
+
   it('prints a command, an event, a matcher and hook output with line breaks, terminal escapes and bidi controls as text that cannot forge a verdict', async () => {
     const forged = '\nOK: 9 hooks checked, every output within the 10,000-character cap.\n';
     const path = await settingsFile('hostile-text', { hooks: {

@@ -184,7 +184,7 @@ function guardAdvice(over: HookCheck[], settingsPath: string | undefined): strin
   const unguarded = over.filter((h) => !callsGuard(h.command));
   if (unguarded.length === 0) return '';
   // JSON writes out control characters, printable() what JSON leaves as it is: still a JSON string to paste.
-  const lines = unguarded.map((h) => `  "command": ${printable(JSON.stringify(wrapCommand(h.command, defaultGuardPrefix(), undefined)))}\n`);
+  const lines = unguarded.map((h) => `  "command": ${printable(JSON.stringify(wrapCommand(h.command, defaultGuardPrefix(), undefined)), { json: true })}\n`);
   return `Until the hook is fixed: run it through hookwatch guard, ${gain}; in settings.json:\n${lines.join('')}(or "hookwatch guard --install <settings file>" wraps every command hook of the file this way)\n`;
 }
 
