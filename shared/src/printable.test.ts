@@ -28,10 +28,15 @@ describe('printable', () => {
     expect(printable('a\u200Db \u200D\u{1F4BB} \u{1F4BB}\u200D \u200C')).toBe('a\\u200db \\u200d\u{1F4BB} \u{1F4BB}\\u200d \\u200c');
     // Tags that end no flag hide text: written out, the flag they follow kept.
     expect(printable('\u{1F3F4}\u{E0067}\u{E0062}')).toBe('\u{1F3F4}\\u{e0067}\\u{e0062}');
+    // A flag of tags no subdivision code is made of (capitals, spaces, punctuation: hidden words) is written out.
+    expect(printable('\u{1F3F4}\u{E0052}\u{E004D}\u{E0020}\u{E002D}\u{E0072}\u{E007F}')).toBe('\u{1F3F4}\\u{e0052}\\u{e004d}\\u{e0020}\\u{e002d}\\u{e0072}\\u{e007f}');
+    expect(printable(`\u{1F3F4}${'\u{E0061}'.repeat(12)}\u{E007F}`)).toBe(`\u{1F3F4}${'\\u{e0061}'.repeat(12)}\\u{e007f}`);
   });
 
   it('keeps the joiner and non-joiner after a letter of a script that writes with them, not after a Latin, Greek or Cyrillic one', () => {
     for (const text of ['\u0645\u06CC\u200C\u062E\u0648\u0627\u0647\u0645', '\u0915\u094D\u200D\u0937', '\u0D28\u0D4D\u200D']) expect(printable(text)).toBe(text);
     expect(printable('e\u0301\u200D \u0436\u200C \u03B1\u200D')).toBe('e\u0301\\u200d \u0436\\u200c \u03B1\\u200d');
+    // Han, Kana, Hangul and Hebrew do not write with them: there a joiner only hides, and is written out.
+    expect(printable('\u540D\u524D\u200D \u30AB\u200C \uD55C\u200D \u05D0\u200C')).toBe('\u540D\u524D\\u200d \u30AB\\u200c \uD55C\\u200d \u05D0\\u200c');
   });
 });

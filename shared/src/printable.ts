@@ -11,23 +11,31 @@
  *
  * Kept: the format characters that are part of an emoji, the zero-width joiner between two pictographs
  * (👩‍💻, 🏳️‍🌈) and the tags of a subdivision flag (🏴 + tags + cancel tag); and the zero-width joiner and
- * non-joiner after a letter or mark of a script other than Latin, Greek and Cyrillic (Persian and the Indic scripts
- * write with them), where they change how the letters join and nothing else.
+ * non-joiner after a letter or mark of a script that writes with them (Arabic and Persian, Syriac, Mongolian, the
+ * Indic scripts; JOINING_LETTER_END), where they change how the letters join and nothing else.
  */
 
 const NAMED: Record<string, string> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' };
 
-/** A subdivision flag (tags after U+1F3F4, ended by the cancel tag), or one character that does not read as itself. */
-const UNSEEN = /\u{1F3F4}[\u{E0020}-\u{E007E}]+\u{E007F}|[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu;
-const UNSEEN_BUT_LINES = /\u{1F3F4}[\u{E0020}-\u{E007E}]+\u{E007F}|(?![\n\t])[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu;
+/**
+ * A subdivision flag (after U+1F3F4, the tags of a subdivision code, 3 to 7 lower-case letters and digits such as
+ * `gbsct`, ended by the cancel tag), or one character that does not read as itself. Tags of anything else (capitals,
+ * spaces, punctuation) would carry hidden words inside a flag.
+ */
+const UNSEEN = /\u{1F3F4}[\u{E0030}-\u{E0039}\u{E0061}-\u{E007A}]{3,7}\u{E007F}|[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu;
+const UNSEEN_BUT_LINES = /\u{1F3F4}[\u{E0030}-\u{E0039}\u{E0061}-\u{E007A}]{3,7}\u{E007F}|(?![\n\t])[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu;
 
 const ZWNJ = '\u200C';
 const ZWJ = '\u200D';
 /** What may end the emoji before a joiner of an emoji sequence: the pictograph, a skin tone, or the emoji presentation selector. */
 const EMOJI_END = /[\p{Extended_Pictographic}\p{Emoji_Modifier}\uFE0F]$/u;
 const EMOJI_START = /^\p{Extended_Pictographic}/u;
-/** A letter or mark of a script other than Latin, Greek and Cyrillic (and other than a mark any script may take). */
-const JOINING_LETTER_END = /(?![\p{Script=Latin}\p{Script=Greek}\p{Script=Cyrillic}\p{Script=Common}\p{Script=Inherited}])[\p{L}\p{M}]$/u;
+/**
+ * A letter or mark of a script that writes with the joiner and non-joiner: the cursive scripts (Arabic, Syriac,
+ * N'Ko, Mongolian) and those of India and South-East Asia whose conjuncts they shape. Elsewhere (Latin, Han, Kana,
+ * Hangul, Hebrew, ...) a joiner changes nothing that shows, and would only hide that two names differ.
+ */
+const JOINING_LETTER_END = /[\p{Script=Arabic}\p{Script=Syriac}\p{Script=Nko}\p{Script=Mongolian}\p{Script=Devanagari}\p{Script=Bengali}\p{Script=Gurmukhi}\p{Script=Gujarati}\p{Script=Oriya}\p{Script=Tamil}\p{Script=Telugu}\p{Script=Kannada}\p{Script=Malayalam}\p{Script=Sinhala}\p{Script=Myanmar}\p{Script=Khmer}\p{Script=Tibetan}]$/u;
 
 /** `\uXXXX` of one UTF-16 code unit. */
 const unit = (u: number): string => `\\u${u.toString(16).padStart(4, '0')}`;
