@@ -87,12 +87,14 @@ describe.skipIf(!hasAlertmanager)('alertmanager receiver against a real Alertman
 
   beforeAll(async () => {
     await sink.start();
-    // Alertmanager's own routing: critical alerts to one webhook, the rest to another, grouped by alertname.
+    // Alertmanager's own routing: critical alerts to one webhook, the rest to another, grouped by alertname. A
+    // group's first notification waits 3 s for the rest of it (group_wait), so alerts firing together are grouped
+    // on a loaded machine too, where hookwatch's posts of one evaluation can arrive more than 1 s apart.
     am = await startAlertmanager(dir, [
       'route:',
       '  receiver: team',
       '  group_by: [alertname]',
-      '  group_wait: 1s',
+      '  group_wait: 3s',
       '  group_interval: 1s',
       '  repeat_interval: 1h',
       '  routes:',
@@ -140,9 +142,9 @@ describe.skipIf(!hasAlertmanager)('alertmanager receiver against a real Alertman
     const res = await fetch(`${s.httpUrl}/api/v1/receivers/am/test`, { method: 'POST' });
     expect(res.status).toBe(200);
     expect(await res.json()).toMatchObject({ receiver: 'am', delivered: true, httpStatus: 200 });
-    // Past group_wait and group_interval (1 s each): a route would have been notified by now, and a firing
-    // test alert (4 resend intervals of lifetime) would still be listed.
-    await new Promise((r) => setTimeout(r, 2500));
+    // Past group_wait (3 s) and group_interval (1 s): a route would have been notified by now, and a firing test
+    // alert (4 resend intervals of lifetime) would still be listed.
+    await new Promise((r) => setTimeout(r, 4500));
     expect((await amAlerts()).map((a) => a.labels['alertname'])).not.toContain('hookwatch_test');
     expect([...notifications('/team'), ...notifications('/oncall')].flatMap((n) => n.alerts.map((a) => a.labels['alertname']))).not.toContain('hookwatch_test');
   }, 30_000);
