@@ -166,11 +166,11 @@ export function headroomCondition(rule: Pick<RuleConfig, 'windowMs' | 'threshold
 }
 
 /**
- * Whether the condition of `persisted` or `headroom` may hold among the executions without size data, which it
+ * Whether the condition of `persisted`, `headroom` or `growth` may hold among the executions without size data, which it
  * cannot see: any of them may have gone over the cap, or near it. Such an alert stays as it is rather than
  * resolve (unknown is not the all-clear).
  */
-export function mayHoldUnmeasured(c: HookCounters): boolean {
+export function mayHoldUnmeasured(c: Pick<HookCounters, 'sizeUnknownExecutions'>): boolean {
   return c.sizeUnknownExecutions > 0;
 }
 

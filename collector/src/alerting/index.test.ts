@@ -1171,6 +1171,56 @@ describe('other rule kinds', () => {
       expect(trail(h)).toEqual(['firing persisted', 'resolved persisted']);
     });
 
+    it('growth: an alert does not resolve while the hook runs without sizes and its trend goes stale, only once the window is measured', async () => {
+      // 5,000 to 8,000 on four days up to today: on course to cross the cap. Notifications are not repeated here.
+      const start = T0 - 3 * DAY;
+      const h = await harness([{ kind: 'growth', horizonDays: 14, window: '7d' }], { start: T0, repeatIntervalMs: 60 * DAY });
+      await h.pushAt([5000, 6000, 7000, 8000].map((v, i) => ({ hookName: 'Stop', additionalContextChars: v, stdoutChars: v, outputsPersisted: 0, timeMs: start + i * DAY })));
+      await h.run(TICK);
+      expect(trail(h)).toEqual(['firing growth']);
+      // Then six days of executions without sizes only: the measured trend goes stale after four, never the all-clear.
+      for (let d = 1; d <= 6; d++) {
+        h.clock.advance(DAY);
+        await h.push({ hookName: 'Stop', ...blind });
+        await h.run(TICK);
+      }
+      expect(trail(h)).toEqual(['firing growth']);
+      // Its annotations are those of the last evaluation whose trend was not stale, four days after its last day.
+      expect(h.alerting.engine.alerts().map((a) => [a.state, a.annotations['summary']])).toEqual([['firing', expect.stringMatching(/; 4 of 8 executions measured, on 4 of the 8 days the hook ran, none on the latest 4\.$/)]]);
+      // A week of flat measured outputs: once the last execution without sizes has left the window, it resolves.
+      for (let d = 1; d <= 7; d++) {
+        h.clock.advance(DAY);
+        await h.push({ hookName: 'Stop', additionalContextChars: 3000, stdoutChars: 3000, outputsPersisted: 0 });
+        await h.run(TICK);
+        expect(trail(h)).toEqual(['firing growth']);
+      }
+      h.clock.advance(DAY);
+      await h.push({ hookName: 'Stop', additionalContextChars: 3000, stdoutChars: 3000, outputsPersisted: 0 });
+      await h.run(TICK);
+      expect(trail(h)).toEqual(['firing growth', 'resolved growth']);
+    });
+
+    it('growth: a pending alert waits while only executions without sizes run, and they never raise one', async () => {
+      const start = T0 - 3 * DAY;
+      const h = await harness([{ kind: 'growth', horizonDays: 14, for: '7d' }], { start: T0, repeatIntervalMs: 60 * DAY });
+      await h.pushAt([
+        ...[5000, 6000, 7000, 8000].map((v, i) => ({ hookName: 'Stop', additionalContextChars: v, stdoutChars: v, outputsPersisted: 0, timeMs: start + i * DAY })),
+        // Another hook run by clients without sizes only, every day.
+        ...[0, 1, 2, 3].map((i) => ({ hookName: 'PreToolUse:Bash', ...blind, timeMs: start + i * DAY })),
+      ]);
+      await h.run(TICK);
+      const pending = h.alerting.engine.alerts().map((a) => [a.labels['hook_name'], a.state]);
+      expect(pending).toEqual([['Stop', 'pending']]);
+      // Past `for` with the trend stale since day 5: held, it neither fires nor is dropped.
+      for (let d = 1; d <= 9; d++) {
+        h.clock.advance(DAY);
+        await h.push({ hookName: 'Stop', ...blind }, { hookName: 'PreToolUse:Bash', ...blind });
+        await h.run(TICK);
+        expect(h.alerting.engine.alerts().map((a) => [a.labels['hook_name'], a.state])).toEqual(pending);
+      }
+      expect(trail(h)).toEqual([]);
+    });
+
     it('persisted_ratio: executions without sizes keep an alert firing while they could keep the share over the threshold, and never raise one', async () => {
       const h = await harness([{ kind: 'persisted_ratio', threshold: 0.4, minExecutions: 2, window: '1m' }]);
       // Executions without sizes alone never fire it.

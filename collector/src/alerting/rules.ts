@@ -320,6 +320,7 @@ async function growth(rule: RuleConfig, ctx: RuleContext): Promise<Candidate[]> 
   const counters = await ctx.store.hookCounters({ fromMs, toMs });
   const hooks = [...counters.values()].filter((c) => !persistedEvidence(c));
   const out: Candidate[] = [];
+  const held: Candidate[] = [];
   for await (const [some, buckets] of inSlices(hooks, (hookIds) => ctx.store.fleetSeries({ fromMs, toMs, stepMs: DAY, hookIds }))) {
     const daily = new Map<string, FleetBucket[]>();
     for (const b of buckets) {
@@ -340,9 +341,12 @@ async function growth(rule: RuleConfig, ctx: RuleContext): Promise<Candidate[]> 
       const annotations = growthCondition(rule, points, c.info.hookName, ctx.now, series);
       // The trend's first day: read with it.
       if (annotations) out.push({ labels: hookLabels(rule, c.info), annotations, hookId: c.info.id, evidenceFromMs: points[0]?.t ?? null });
+      // Executions without size data are not in the trend, and their outputs may have been larger: with any in the
+      // window (its latest days unmeasured, the trend gone stale), a trend that does not reach the cap is unknown.
+      else if (series.some(mayHoldUnmeasured)) held.push({ labels: hookLabels(rule, c.info), annotations: {}, hookId: c.info.id, held: true });
     }
   }
-  return guarded(rule, ctx, fromMs, toMs, out);
+  return guarded(rule, ctx, fromMs, toMs, [...out, ...held]);
 }
 
 async function blind(rule: RuleConfig, ctx: RuleContext): Promise<Candidate[]> {
