@@ -286,6 +286,26 @@ describe('alerts page', () => {
     expect(await annotation('executions_without_sizes')).toEqual(['1', null]);
   });
 
+  it('gives no count of persisted outputs a client did not report, on the card or in the notification, never 0', async () => {
+    const hookName = 'Stop:unreported-count';
+    // Sizes, but no num_outputs_persisted: the output is known over the cap by its measured size only.
+    const body = hookRequest([{ hookEvent: 'Stop', hookName, timeMs: NOW - 60_000, sizes: { stdout: 11_060, additionalContext: 11_000 } }]);
+    expect((await postOtlp(svc.otlpHttpUrl, '/v1/logs', body, { 'content-type': 'application/json' })).status).toBe(200);
+    const alert = await eventually('a firing persisted alert', async () => (await getJson<AlertsResponse>(svc.httpUrl, '/api/v1/alerts')).body.alerts.find((a) => a.rule === 'persisted' && a.state === 'firing' && a.labels['hook_name'] === hookName));
+    expect(alert.annotations['summary']).toMatch(/^Stop:unreported-count: 1 execution in the last 1h with an output over the 10,000-character cap, .*\(measured size: this client does not report num_outputs_persisted\)\.$/);
+    expect(alert.annotations['outputs_persisted']).toBeUndefined();
+    type Webhook = { alerts: { labels: Record<string, string>; annotations: Record<string, string> }[] };
+    const sent = await eventually('its notification', async () => (received as Webhook[]).flatMap((b) => b.alerts).find((a) => a.labels['hook_name'] === hookName));
+    expect(sent.annotations['outputs_persisted']).toBeUndefined();
+    expect(sent.annotations['executions']).toBe('1');
+    const { page: p } = await page();
+    await p.goto(`${svc.httpUrl}/alerts`);
+    await waitLoaded(p);
+    const card = p.locator(`article[data-alert-id="${alert.id}"]`);
+    expect(await card.locator('dl.labels dt:text-is("executions") + dd').textContent()).toBe('1');
+    expect(await card.locator('dl.labels dt:text-is("outputs_persisted")').count()).toBe(0);
+  });
+
   it('tells superseded from resolved, says when nobody is notified, names what a blind alert is about, counts the resolved alerts left out, follows the range, and links a hook over all its alert counted', async () => {
     const now = Date.parse('2026-11-30T08:30:00Z');
     const iso = (ms: number): string => new Date(ms).toISOString();

@@ -50,6 +50,12 @@ describe('conditions', () => {
     const m = persistedCondition(measured, 'h', HOUR, lateMeasured);
     expect(m?.['summary']).toContain('3 executions in the last 1h with an output over the 10,000-character cap');
     expect(m?.['description']).toContain(' 2 of them arrived late: stamped 2026-11-30T08:00:00.000Z to 2026-11-30T09:00:00.000Z');
+    // How many outputs such a client persisted is not reported: no count is given, never 0.
+    expect(m).toMatchObject({ executions: '5', event_time: '2026-11-30T09:00:00.000Z' });
+    expect([m?.['outputs_persisted'], m?.['late_outputs_persisted']]).toEqual([undefined, undefined]);
+    // Reported on time, measured only among the late ones: the on-time count stands, the late one is not given.
+    expect(persistedCondition(c, 'h', HOUR, lateMeasured)).toMatchObject({ outputs_persisted: '2' });
+    expect(persistedCondition(c, 'h', HOUR, lateMeasured)?.['late_outputs_persisted']).toBeUndefined();
     // On-time events that report persistence, late ones only measured: the late ones still count.
     expect(persistedCondition(c, 'h', HOUR, lateMeasured)?.['description']).toContain(' 2 of them arrived late');
   });

@@ -117,11 +117,12 @@ export function persistedCondition(c: HookCounters, scope: string, windowMs: num
       ? `${scope}: ${b.atLeast}${plural(inferred, 'execution')} in the last ${w} with an output over the ${fmt(OUTPUT_CAP_CHARS)}-character cap, which Claude Code saves to a file; the model saw only a ~${fmt(PREVIEW_CHARS)}-character preview while the hook reported success (measured size: this client does not report num_outputs_persisted).`
       : `${scope}: ${b.atLeast}${plural(c.outputsPersisted, 'output')} over the ${fmt(OUTPUT_CAP_CHARS)}-character cap saved to a file in the last ${w}; the model saw only a ~${fmt(PREVIEW_CHARS)}-character preview while the hook reported success.`,
     description: `${capitalized(`${b.atLeast}${fmt(c.executionsWithPersisted)}`)} of ${plural(c.executions, 'execution')} lost output${max !== null ? `; largest reported output ${b.atLeast}${fmt(max)} characters` : ''}.${b.sentence}${lateText} ${PERSISTED_ACTION} It clears once ${w} passes with no output persisted${late ? ' (late ones counted from their arrival)' : ''}.`,
-    outputs_persisted: String(c.outputsPersisted),
+    // A count the clients did not report (executions over the cap without it) is not given, never as 0.
+    ...(measuredOnly(c) > 0 ? {} : { outputs_persisted: String(c.outputsPersisted) }),
     executions: String(c.executions),
     ...(max !== null ? { largest_output: String(max) } : {}),
     ...b.annotations,
-    ...(late ? { ...lateTimes(late), late_outputs_persisted: String(late.outputsPersisted) } : {}),
+    ...(late ? { ...lateTimes(late), ...(measuredOnly(late) > 0 ? {} : { late_outputs_persisted: String(late.outputsPersisted) }) } : {}),
   };
 }
 

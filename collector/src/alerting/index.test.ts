@@ -1068,6 +1068,11 @@ describe('other rule kinds', () => {
     await h.alerting.engine.evaluate('notify');
     await h.alerting.dispatcher.idle();
     expect(h.notes().map((n) => `${n.status} ${n.alertname} ${n.hook}`)).toEqual(['firing persisted Stop:old-client']);
+    // The client did not say how many outputs it persisted: the notification gives no count, never "0".
+    const a = h.sink.bodies<AlertmanagerWebhookBody>()[0]?.alerts[0]?.annotations ?? {};
+    expect(a).toMatchObject({ executions: '1', largest_output: '11060' });
+    expect(a['outputs_persisted']).toBeUndefined();
+    expect(a['summary']).toMatch(/^Stop:old-client: 1 execution in the last 1h with an output over the 10,000-character cap, .*\(measured size: this client does not report num_outputs_persisted\)\.$/);
   });
 
   describe('a hook some of whose executions came from a client without sizes', () => {

@@ -187,11 +187,14 @@ describe('one alert', () => {
       guard_trims: shown('n/a'), crosses_at: shown('soon'),
     });
     // Some executions sent no size data: the measured figures are bounds, as the summary says; a count of 0 stays 0.
-    const blind = cardView({ ...a, annotations: { ...a.annotations, outputs_persisted: '0', executions_without_sizes: '3' } }, [], []).labels;
+    const blind = cardView({ ...a, annotations: { ...a.annotations, missing: '0', executions_without_sizes: '3' } }, [], []).labels;
     expect(Object.fromEntries(blind.filter((l) => l.raw !== null && !l.name.endsWith('_time') && l.name !== 'last_seen').map((l) => [l.name, l.text]))).toEqual({
-      largest_output: 'at least 14,000 chars', guard_largest_output: '1,234,567 chars', headroom: 'at most -600 chars', ratio: 'at least 12.3%',
+      largest_output: 'at least 14,000 chars', guard_largest_output: '1,234,567 chars', headroom: 'at most -600 chars', outputs_persisted: 'at least 12,345', ratio: 'at least 12.3%',
     });
-    expect(blind.find((l) => l.name === 'outputs_persisted')).toEqual({ name: 'outputs_persisted', text: '0', raw: null });
+    expect(blind.find((l) => l.name === 'missing')).toEqual({ name: 'missing', text: '0', raw: null });
+    // An alert raised before hookwatch left out a count its client did not report gives it as 0: not reported.
+    const unreported = cardView({ ...a, annotations: { outputs_persisted: '0', late_outputs_persisted: '0', executions: '2' } }, [], []).labels;
+    expect(unreported.map((l) => [l.name, l.text, l.raw])).toEqual([['hook_name', 'Stop', null], ['service_version', '2.1.250', null], ['executions', '12345', null], ['outputs_persisted', 'not reported', '0'], ['late_outputs_persisted', 'not reported', '0'], ['executions', '2', null]]);
     expect(blind.find((l) => l.name === 'executions_without_sizes')).toEqual({ name: 'executions_without_sizes', text: '3', raw: null });
     expect(cardView({ ...a, annotations: { outputs_persisted: '2', executions_without_sizes: '3' } }, [], []).labels.find((l) => l.name === 'outputs_persisted')?.text).toBe('at least 2');
     setTimeZone('local');

@@ -175,6 +175,12 @@ export interface CardLabel {
 const BOUND_WHEN_UNMEASURED = new Map<string, string>([['largest_output', 'at least'], ['outputs_persisted', 'at least'], ['ratio', 'at least'], ['headroom', 'at most']]);
 
 /**
+ * Counts of persisted outputs a persisted alert gave as 0 when its client did not report num_outputs_persisted
+ * (the output known over the cap by its measured size): hookwatch now leaves them out, those alerts still list them.
+ */
+const UNREPORTED_WHEN_ZERO = new Set(['outputs_persisted', 'late_outputs_persisted']);
+
+/**
  * An annotation's value as the rest of the dashboard writes it, a bound saying so (`unmeasured`: the alert counted
  * executions without size data); a value not of its kind as it is.
  */
@@ -183,7 +189,9 @@ function annotationLabel(name: string, raw: string, unmeasured: boolean): CardLa
   const n = raw.trim() === '' ? NaN : Number(raw);
   const shown = kind === undefined ? null
     : kind === 'time' ? (RFC3339.test(raw) && Number.isFinite(Date.parse(raw)) ? dateTime(raw) : null)
-      : (Number.isFinite(n) ? NUMBER_FORMATS[kind](n) : null);
+      : !Number.isFinite(n) ? null
+        : n === 0 && UNREPORTED_WHEN_ZERO.has(name) ? 'not reported'
+          : NUMBER_FORMATS[kind](n);
   const bound = unmeasured && shown !== null && n !== 0 ? BOUND_WHEN_UNMEASURED.get(name) : undefined;
   const text = bound === undefined ? shown : `${bound} ${shown}`;
   return text === null || text === raw ? { name, text: raw, raw: null } : { name, text, raw };
