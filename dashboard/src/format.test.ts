@@ -32,6 +32,8 @@ describe('format', () => {
     expect(headroomText(1_200)).toBe('1,200 chars below the cap');
     expect(headroomText(0)).toBe('at the cap');
     expect(headroomText(null)).toBe('unknown');
+    // Of the measured executions only: bounds, never a bare figure.
+    expect([headroomText(-600, true), headroomText(1_450, true), headroomText(0, true), headroomText(null, true)]).toEqual(['at least 600 chars over the cap', 'at most 1,450 chars below the cap', 'at the cap or over it', 'unknown']);
   });
 
   it('shows DD/MM/YYYY 24-hour times in the chosen zone', () => {

@@ -140,12 +140,15 @@ export function pct(share: number | null | undefined): string {
 
 /**
  * Distance from the cap in words: "69 chars below the cap", "69 chars over the cap", "at the cap"; never a
- * negative number "below" it.
+ * negative number "below" it. `unmeasured`: the figure is of the measured executions only (others sent no size
+ * data and may have come nearer the cap, or past it): "at most 69 chars below the cap", "at least 69 chars over
+ * the cap", "at the cap or over it".
  */
-export function headroomText(headroom: number | null): string {
+export function headroomText(headroom: number | null, unmeasured = false): string {
   if (headroom === null) return 'unknown';
-  if (headroom === 0) return 'at the cap';
-  return headroom > 0 ? `${chars(headroom)} below the cap` : `${chars(-headroom)} over the cap`;
+  if (headroom === 0) return unmeasured ? 'at the cap or over it' : 'at the cap';
+  const bound = !unmeasured ? '' : headroom > 0 ? 'at most ' : 'at least ';
+  return headroom > 0 ? `${bound}${chars(headroom)} below the cap` : `${bound}${chars(-headroom)} over the cap`;
 }
 
 /** A full date and time in the chosen zone. */

@@ -282,7 +282,7 @@ describe('alerts page', () => {
       return [await dd.textContent(), await dd.getAttribute('title')];
     };
     expect(await annotation('largest_output')).toEqual(['at least 8,550 chars', '8550']);
-    expect(await annotation('headroom')).toEqual(['at most 1,450 chars', '1450']);
+    expect(await annotation('headroom')).toEqual(['at most 1,450 chars below the cap', '1450']);
     expect(await annotation('executions_without_sizes')).toEqual(['1', null]);
   });
 
@@ -304,6 +304,24 @@ describe('alerts page', () => {
     const card = p.locator(`article[data-alert-id="${alert.id}"]`);
     expect(await card.locator('dl.labels dt:text-is("executions") + dd').textContent()).toBe('1');
     expect(await card.locator('dl.labels dt:text-is("outputs_persisted")').count()).toBe(0);
+  });
+
+  it('gives a partly measured hook\'s headroom past the cap as the hook page does: "at least 600 chars over the cap"', async () => {
+    const hookName = 'PreToolUse:summed-over';
+    // Two hooks' outputs summed to 10,600 with nothing persisted, beside an execution from a client that sends no sizes.
+    const body = hookRequest([
+      { hookEvent: 'PreToolUse', hookName, sessionId: 'new-client', timeMs: NOW - 60_000, numHooks: 2, sizes: { stdout: 10_600, additionalContext: 0, persisted: 0 } },
+      { hookEvent: 'PreToolUse', hookName, sessionId: 'old-client', timeMs: NOW - 60_000, version: '2.1.250' },
+    ]);
+    expect((await postOtlp(svc.otlpHttpUrl, '/v1/logs', body, { 'content-type': 'application/json' })).status).toBe(200);
+    const alert = await eventually('a firing headroom alert', async () => (await getJson<AlertsResponse>(svc.httpUrl, '/api/v1/alerts')).body.alerts.find((a) => a.rule === 'headroom' && a.state === 'firing' && a.labels['hook_name'] === hookName));
+    expect(alert.annotations).toMatchObject({ headroom: '-600', executions_without_sizes: '1' });
+    expect(alert.annotations['summary']).toContain('at least 600 over the 10,000-character cap');
+    const { page: p } = await page();
+    await p.goto(`${svc.httpUrl}/alerts`);
+    await waitLoaded(p);
+    const dd = p.locator(`article[data-alert-id="${alert.id}"] dl.labels dt:text-is("headroom") + dd`);
+    expect([await dd.textContent(), await dd.getAttribute('title')]).toEqual(['at least 600 chars over the cap', '-600']);
   });
 
   it('tells superseded from resolved, says when nobody is notified, names what a blind alert is about, counts the resolved alerts left out, follows the range, and links a hook over all its alert counted', async () => {

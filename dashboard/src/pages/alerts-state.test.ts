@@ -179,18 +179,22 @@ describe('one alert', () => {
       hook_name: shown('Stop'), service_version: shown('2.1.250'), executions: shown('12345'),
       // Free text with times in it stays as written.
       summary: shown('stamped 2026-11-30T08:00:00Z'),
-      largest_output: shown('14,000 chars', '14000'), guard_largest_output: shown('1,234,567 chars', '1234567'), headroom: shown('-600 chars', '-600'),
+      largest_output: shown('14,000 chars', '14000'), guard_largest_output: shown('1,234,567 chars', '1234567'), headroom: shown('600 chars over the cap', '-600'),
       outputs_persisted: shown('12,345', '12345'),
       event_time: shown('30/11/2026, 08:00', '2026-11-30T08:00:00.000Z'), last_seen: shown('30/11/2026, 08:05', '2026-11-30T08:05:00Z'),
       ratio: shown('12.3%', '0.1234'), days_to_cap: shown('3.5'),
       // Not what hookwatch writes there: shown as it is rather than as "NaN" or "Invalid Date".
       guard_trims: shown('n/a'), crosses_at: shown('soon'),
     });
-    // Some executions sent no size data: the measured figures are bounds, as the summary says; a count of 0 stays 0.
+    // Some executions sent no size data: the measured figures are bounds, as the summary says; the headroom as the
+    // hook page words it, never "at most -600 chars".
     const blind = cardView({ ...a, annotations: { ...a.annotations, missing: '0', executions_without_sizes: '3' } }, [], []).labels;
     expect(Object.fromEntries(blind.filter((l) => l.raw !== null && !l.name.endsWith('_time') && l.name !== 'last_seen').map((l) => [l.name, l.text]))).toEqual({
-      largest_output: 'at least 14,000 chars', guard_largest_output: '1,234,567 chars', headroom: 'at most -600 chars', outputs_persisted: 'at least 12,345', ratio: 'at least 12.3%',
+      largest_output: 'at least 14,000 chars', guard_largest_output: '1,234,567 chars', headroom: 'at least 600 chars over the cap', outputs_persisted: 'at least 12,345', ratio: 'at least 12.3%',
     });
+    const headroom = (raw: string, unmeasured: boolean): string | undefined => cardView({ ...a, annotations: { headroom: raw, ...(unmeasured ? { executions_without_sizes: '1' } : {}) } }, [], []).labels.find((l) => l.name === 'headroom')?.text;
+    expect([headroom('1450', true), headroom('0', true), headroom('1450', false), headroom('0', false)]).toEqual(['at most 1,450 chars below the cap', 'at the cap or over it', '1,450 chars below the cap', 'at the cap']);
+    // A count of 0 stays 0.
     expect(blind.find((l) => l.name === 'missing')).toEqual({ name: 'missing', text: '0', raw: null });
     // An alert raised before hookwatch left out a count its client did not report gives it as 0: not reported.
     const unreported = cardView({ ...a, annotations: { outputs_persisted: '0', late_outputs_persisted: '0', executions: '2' } }, [], []).labels;

@@ -5,7 +5,7 @@
  */
 import type { AlertDetailResponse, AlertState, AlertSummary, AlertsResponse, Silence, SilenceMatcher } from '../../../shared/src/api.ts';
 import { SILENCE_PARAM, silenceLabels } from '../../../shared/src/silence-link.ts';
-import { chars, dateTime, isolated, num, pct, plural } from '../format.ts';
+import { chars, dateTime, headroomText, isolated, num, pct, plural } from '../format.ts';
 import { HOOK_PARAM, buildUrl, rangeLabel, samePageParams, type Range, type ViewState } from '../state.ts';
 
 export const STATES: AlertState[] = ['firing', 'pending', 'resolved'];
@@ -168,11 +168,11 @@ export interface CardLabel {
 }
 
 /**
- * The figures of the measured executions that are bounds of the hook's when some sent no size data (the alert's
- * `executions_without_sizes`): its summary says "at least" of these, "at most" of the headroom. A count of 0 is
- * left as it is.
+ * The figures of the measured executions that are lower bounds of the hook's when some sent no size data (the
+ * alert's `executions_without_sizes`): its summary says "at least" of these (and "at most" of the headroom, which
+ * headroomText words). A count of 0 is left as it is.
  */
-const BOUND_WHEN_UNMEASURED = new Map<string, string>([['largest_output', 'at least'], ['outputs_persisted', 'at least'], ['ratio', 'at least'], ['headroom', 'at most']]);
+const AT_LEAST_WHEN_UNMEASURED = new Set(['largest_output', 'outputs_persisted', 'ratio']);
 
 /**
  * Counts of persisted outputs a persisted alert gave as 0 when its client did not report num_outputs_persisted
@@ -190,10 +190,11 @@ function annotationLabel(name: string, raw: string, unmeasured: boolean): CardLa
   const shown = kind === undefined ? null
     : kind === 'time' ? (RFC3339.test(raw) && Number.isFinite(Date.parse(raw)) ? dateTime(raw) : null)
       : !Number.isFinite(n) ? null
-        : n === 0 && UNREPORTED_WHEN_ZERO.has(name) ? 'not reported'
-          : NUMBER_FORMATS[kind](n);
-  const bound = unmeasured && shown !== null && n !== 0 ? BOUND_WHEN_UNMEASURED.get(name) : undefined;
-  const text = bound === undefined ? shown : `${bound} ${shown}`;
+        // The distance from the cap as the hook page words it: "at least 600 chars over the cap", never "-600 chars".
+        : name === 'headroom' ? headroomText(n, unmeasured)
+          : n === 0 && UNREPORTED_WHEN_ZERO.has(name) ? 'not reported'
+            : NUMBER_FORMATS[kind](n);
+  const text = unmeasured && shown !== null && n !== 0 && AT_LEAST_WHEN_UNMEASURED.has(name) ? `at least ${shown}` : shown;
   return text === null || text === raw ? { name, text: raw, raw: null } : { name, text, raw };
 }
 

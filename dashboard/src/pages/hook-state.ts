@@ -102,7 +102,7 @@ export function facts(hk: HookSummary, reading: ForecastReading): Fact[] {
     {
       // Of the measured executions only: the unmeasured may have come nearer the cap, or past it.
       id: 'headroom', label: 'Headroom',
-      value: h === null ? 'unknown' : !unmeasured ? headroomText(h) : h === 0 ? 'at the cap or over it' : `${h < 0 ? 'at least' : 'at most'} ${headroomText(h)}`,
+      value: headroomText(h, unmeasured),
       note: h === null ? unsized : unmeasured ? measured : null,
     },
     { id: 'forecast', label: 'Crosses the cap', value: reading.value, note: reading.note },
