@@ -429,6 +429,19 @@ describe('fleet figures', () => {
     expect(sparkLabel(OVER.hookName, fleetHook(OVER, [2_000, 10_500], [0, 1]))).toBe('Stop:lint-report: largest output per bucket, peak 10,500 chars; 1 bucket with persisted outputs');
   });
 
+  it('says in a sparkline\'s text "at least" of the peak and the buckets with persisted outputs, or that none is known, while executions sent no size data', () => {
+    const partly = (largest: (number | null)[], persisted: number[], unknown: number[]) => ({ ...fleetHook(OVER, largest, persisted, unknown.map((u) => u + 1)), sizeUnknownExecutions: unknown });
+    expect(sparkLabel(OVER.hookName, partly([400, 300, null], [0, 0, 0], [2, 0, 1])))
+      .toBe('Stop:lint-report: largest output per bucket, peak at least 400 chars; no bucket is known to have persisted outputs (3 executions in 2 buckets sent no size data)');
+    expect(sparkLabel(OVER.hookName, partly([10_500, 300, 200], [1, 0, 0], [0, 1, 0])))
+      .toBe('Stop:lint-report: largest output per bucket, peak at least 10,500 chars; at least 1 bucket with persisted outputs (1 execution in 1 bucket sent no size data)');
+    // Executions without size data in a bucket with persisted outputs only: that bucket is counted, the rest known.
+    expect(sparkLabel(OVER.hookName, partly([10_500, 300], [1, 0], [2, 0])))
+      .toBe('Stop:lint-report: largest output per bucket, peak at least 10,500 chars; 1 bucket with persisted outputs (2 executions in 1 bucket sent no size data)');
+    expect(sparkLabel(OVER.hookName, partly([null, null], [0, 0], [1, 1])))
+      .toBe('Stop:lint-report: largest output per bucket, peak unknown; no bucket is known to have persisted outputs (2 executions in 2 buckets sent no size data)');
+  });
+
   it('says "at least" of the outputs persisted, or that none is known, while executions in range sent no size data', () => {
     const blind = { ...fleetHook(BLIND, [null, null, null, null], [0, 0, 0, 0], [3, 0, 0, 0]), sizeUnknownExecutions: [3, 0, 0, 0] };
     expect(fleetView(fleet([blind])).summary)

@@ -414,13 +414,22 @@ export function sparkQuery(fleet: Pick<FleetSeriesResponse, 'from' | 'to' | 'ste
 
 /**
  * The sparkline's text alternative; `partial` (fleetPartial) names the buckets the range cuts, the last one still
- * filling in a range ending now, so a lower value there is not read as a dip.
+ * filling in a range ending now, so a lower value there is not read as a dip. Where executions sent no size data
+ * the peak is at least the one measured, and a bucket of theirs with no persisted output known may have had one:
+ * the count of buckets with persisted outputs is then at least, or none is known, never "0 buckets".
  */
 export function sparkLabel(hookName: string, f: FleetSeriesHook, partial: readonly (string | null)[] = [], persisted: readonly number[] = persistedSeries(f)): string {
   const peak = f.largest.reduce<number | null>((m, v) => (v === null ? m : Math.max(m ?? 0, v)), null);
   const persistedBuckets = persisted.filter((v) => v > 0).length;
+  const unknown = f.sizeUnknownExecutions.reduce((n, v) => n + v, 0);
+  const unknownBuckets = f.sizeUnknownExecutions.filter((v) => v > 0).length;
+  // A bucket of executions without size data that shows no persisted output may have had one.
+  const atLeast = f.sizeUnknownExecutions.some((v, i) => v > 0 && !((persisted[i] ?? 0) > 0));
+  const buckets = !atLeast ? `${plural(persistedBuckets, 'bucket')} with persisted outputs`
+    : persistedBuckets > 0 ? `at least ${plural(persistedBuckets, 'bucket')} with persisted outputs` : 'no bucket is known to have persisted outputs';
+  const unmeasured = unknown > 0 ? ` (${plural(unknown, 'execution')} in ${plural(unknownBuckets, 'bucket')} sent no size data)` : '';
   const note = partialNote(partial);
-  return `${hookName}: largest output per bucket, peak ${chars(peak)}; ${plural(persistedBuckets, 'bucket')} with persisted outputs${note === undefined ? '' : `; ${note}`}`;
+  return `${hookName}: largest output per bucket, peak ${unknown > 0 && peak !== null ? 'at least ' : ''}${chars(peak)}; ${buckets}${unmeasured}${note === undefined ? '' : `; ${note}`}`;
 }
 
 /** What a hook's sparkline draws from a fleet answer besides its largest outputs. */
