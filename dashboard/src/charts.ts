@@ -80,9 +80,12 @@ export function bucketTitle(stepSeconds: number, partial: readonly (string | nul
   return { title: (items) => (items[0] ? partial[items[0].dataIndex] ?? bucketTooltipTitle(items[0].label, stepSeconds) : '') };
 }
 
-/** A size as a tooltip line reads it: "largest stdout: 12,578 chars (2,578 chars over the cap)". */
-export function sizeLine(label: string, n: number | null): string {
-  return n === null ? `${label}: unknown` : `${label}: ${chars(n)} (${headroomText(OUTPUT_CAP_CHARS - n)})`;
+/**
+ * A size as a tooltip line reads it: "largest stdout: 12,578 chars (2,578 chars over the cap)"; of the measured
+ * executions only (`unmeasured`: others sent no size data), "at least 400 chars (at most 9,600 chars below the cap)".
+ */
+export function sizeLine(label: string, n: number | null, unmeasured = false): string {
+  return n === null ? `${label}: unknown` : `${label}: ${unmeasured ? 'at least ' : ''}${chars(n)} (${headroomText(OUTPUT_CAP_CHARS - n, unmeasured)})`;
 }
 
 /** A y axis for counts: whole numbers only. */

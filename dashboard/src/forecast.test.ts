@@ -106,6 +106,15 @@ describe('forecast from the daily series', () => {
     // under the cap now, never "sizes past it, nothing persisted", which the range does not show.
     expect(forecastReading(f({ crossesAtMs: null, daysToCap: null, current: 17_500, slopePerDay: 800 }), { status: 'near', latest: 9_721 }))
       .toMatchObject({ kind: 'flat', value: 'under the cap now', note: 'the 30-day trend is past it', days: null });
+    // With executions in the range that sent no size data, under the cap is only as far as measured.
+    const pastTrend = f({ crossesAtMs: null, daysToCap: null, current: 17_500, slopePerDay: 800 });
+    const partly = forecastReading(pastTrend, { status: 'near', latest: 9_721, unmeasured: 1 });
+    expect(partly).toMatchObject({ kind: 'flat', value: 'measured under the cap now', note: '1 execution not measured; the 30-day trend is past it', days: null });
+    expect(partly.sentence).toBe('Under the 10,000 cap in this range as far as measured (largest at least 9,721 chars; 1 execution sent no size data), but the trend fitted to the last 30 days\' daily largest outputs is past it, at about 17,500 chars: it does not say when the cap is crossed again.');
+    expect(forecastReading(pastTrend, { status: 'near', latest: 9_721, unmeasured: 2, pastRange: true }).value).toBe('measured under the cap');
+    // Past the cap with nothing persisted: every string measured arrived whole, the others are not known to have.
+    expect(forecastReading(shrinking.forecast, { status: 'near', latest: 12_000, unmeasured: 3 }).sentence)
+      .toBe('At the 10,000 cap: its sizes pass it (sums over the commands of one execution, stdout with the JSON around it), but Claude Code persisted nothing of the measured executions, so each of their strings still arrived whole; 3 executions sent no size data and are not known to have.');
     expect(forecastReading(null, { status: 'over', latest: 9_000 }).value).toBe('over the cap now');
     // A custom range that has ended says what happened in it, not "now".
     expect(forecastReading(null, { status: 'over', pastRange: true })).toMatchObject({ value: 'over the cap', note: 'outputs were persisted in this range' });

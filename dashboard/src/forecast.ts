@@ -66,8 +66,10 @@ function slopeText(slope: number): string {
  * bounds (summed over the commands of one execution, stdout with the JSON around it), so a size past the cap
  * with nothing persisted is at the cap, not over it.
  */
-export function forecastReading(f: Forecast | null, opts: { status?: DeliveryStatus | null; latest?: number | null; days?: number; pastRange?: boolean; quietSince?: string | null } = {}): ForecastReading {
+export function forecastReading(f: Forecast | null, opts: { status?: DeliveryStatus | null; latest?: number | null; days?: number; pastRange?: boolean; quietSince?: string | null; unmeasured?: number } = {}): ForecastReading {
   const latest = opts.latest ?? null;
+  // Executions of the range that sent no size data: `latest` is of the others, at least the range's largest.
+  const unmeasured = opts.unmeasured ?? 0;
   if (opts.status === 'over') {
     // A range that has ended (a custom one) tells what happened in it, not what happens now.
     return opts.pastRange
@@ -78,17 +80,22 @@ export function forecastReading(f: Forecast | null, opts: { status?: DeliverySta
   if (trendPast && latest !== null && latest <= OUTPUT_CAP_CHARS) {
     // The range's own sizes are under the cap (a hook cut down, or wrapped with hookwatch guard) while the line
     // fitted to the 30 days before is past it: neither "at the cap" nor "nothing persisted" is known of those days.
+    // With executions that sent no size data, under the cap only as far as measured: theirs may have passed it.
+    const measured = unmeasured > 0 ? 'measured ' : '';
     return {
       // A range that has ended (a custom one) tells what was true in it, not what is true now.
-      kind: 'flat', value: opts.pastRange ? 'under the cap' : 'under the cap now', note: 'the 30-day trend is past it',
-      sentence: `Under the 10,000 cap in this range (largest ${num(latest)} chars), but the trend fitted to the last ${FORECAST_DAYS} days' daily largest outputs is past it, at about ${num(f.current)} chars: it does not say when the cap is crossed again.`,
+      kind: 'flat', value: `${measured}${opts.pastRange ? 'under the cap' : 'under the cap now'}`,
+      note: `${unmeasured > 0 ? `${plural(unmeasured, 'execution')} not measured; ` : ''}the 30-day trend is past it`,
+      sentence: `Under the 10,000 cap in this range${unmeasured > 0 ? ` as far as measured (largest at least ${num(latest)} chars; ${plural(unmeasured, 'execution')} sent no size data)` : ` (largest ${num(latest)} chars)`}, but the trend fitted to the last ${FORECAST_DAYS} days' daily largest outputs is past it, at about ${num(f.current)} chars: it does not say when the cap is crossed again.`,
       days: null,
     };
   }
   if ((latest !== null && latest > OUTPUT_CAP_CHARS) || trendPast) {
     return {
       kind: 'crossing', value: 'at the cap', note: 'sizes past it, nothing persisted',
-      sentence: 'At the 10,000 cap: its sizes pass it (sums over the commands of one execution, stdout with the JSON around it), but Claude Code persisted nothing, so every string still arrived whole.',
+      sentence: `At the 10,000 cap: its sizes pass it (sums over the commands of one execution, stdout with the JSON around it), but Claude Code persisted nothing${unmeasured > 0
+        ? ` of the measured executions, so each of their strings still arrived whole; ${plural(unmeasured, 'execution')} sent no size data and ${unmeasured === 1 ? 'is' : 'are'} not known to have.`
+        : ', so every string still arrived whole.'}`,
       days: 0,
     };
   }

@@ -135,6 +135,21 @@ describe('after the hook is wrapped with hookwatch guard', () => {
     expect(growth).toMatch(/^Under the 10,000 cap in this range \(largest 9,721 chars\), but the trend fitted to the last 30 days' daily largest outputs is past it, at about [\d,]+ chars/);
     expect(growth).not.toContain('persisted nothing');
   });
+
+  it('says the outputs are under the cap only as far as measured while a client that sends no sizes runs the hook too', async () => {
+    const old = hookRequest([{ hookEvent: 'SessionStart', hookName: 'SessionStart:startup', timeMs: NOW - 30_000, sessionId: 's-old-client', version: '2.1.250' }], { n: 1100 });
+    expect((await postOtlp(svc.otlpHttpUrl, '/v1/logs', old, { 'content-type': 'application/json' })).status).toBe(200);
+    const webhook = await eventually('the webhook notification', async () => notification<AlertmanagerWebhookBody>('/hook'));
+    const w = await watchedPage(browser);
+    open.push(w);
+    await w.page.goto(`${svc.httpUrl}${new URL(webhook.alerts[0]?.generatorURL ?? '').pathname}?range=1h`);
+    await waitLoaded(w.page);
+    await w.page.locator('#chart-growth-summary').waitFor({ state: 'attached' });
+    expect(await w.page.textContent('[data-kpi="size-unknown"] .kpi-value')).toBe('1 of 2');
+    expect(await w.page.textContent('[data-kpi="forecast"] .kpi-value')).toBe('measured under the cap now');
+    expect(await w.page.textContent('[data-kpi="forecast"] .kpi-note')).toBe('1 execution not measured; the 30-day trend is past it');
+    expect(await w.page.textContent('#chart-growth-summary')).toMatch(/^Under the 10,000 cap in this range as far as measured \(largest at least 9,721 chars; 1 execution sent no size data\), but the trend fitted to the last 30 days' daily largest outputs is past it/);
+  });
 });
 
 describe('a preset range', () => {
@@ -180,7 +195,8 @@ describe('a preset range', () => {
       await waitLoaded(w.page);
       await w.page.locator('#chart-fleet-summary').waitFor({ state: 'attached' });
       const fleetPersisted = await w.page.textContent('[data-kpi="persisted"] .kpi-value');
-      expect(await w.page.textContent('#chart-fleet-summary')).toMatch(new RegExp(`^${fleetPersisted} outputs? persisted across`));
+      // As a sentence begins it ("At least 5 outputs" while some executions sent no size data).
+      expect(await w.page.textContent('#chart-fleet-summary')).toMatch(new RegExp(`^${fleetPersisted} outputs? persisted across`, 'i'));
     }, 300_000);
   }
 });

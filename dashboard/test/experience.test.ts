@@ -9,7 +9,7 @@ import type { Page } from 'playwright-core';
 import type { FleetSeriesResponse } from '../../shared/src/api.ts';
 import { startTestService } from '../../collector/test/helpers.ts';
 import { PARTIAL, PORTS, useFixture } from './experience-fixture.ts';
-import { chartData, waitLoaded } from './harness.ts';
+import { chartData, hoverTooltips, waitLoaded } from './harness.ts';
 
 const fx = useFixture();
 const page = fx.page;
@@ -223,6 +223,11 @@ describe('wording', () => {
     const largestCells = (table: string): Promise<string[][]> => p.$$eval(`#${table} tbody tr`, (rs) => rs.map((r) => [r.querySelector('th')?.textContent ?? '', r.querySelectorAll('td')[4]?.textContent ?? '']));
     expect(await largestCells('by-version')).toEqual([['2.1.250', 'unknown'], ['2.1.332', '400 chars']]);
     expect(await largestCells('by-dimension')).toEqual([['user-a', 'at least 400 chars']]);
+    // The cliff chart's table and tooltips give its bucket's sizes at least, the headroom at most.
+    expect(await p.locator('[data-chart="cliff"] table tbody tr').evaluateAll((rs) => rs.map((r) => [...r.children].slice(1).map((c) => c.textContent)))).toEqual([['at least 300', 'at least 400', 'none known']]);
+    const tips = await hoverTooltips(p, 'chart-cliff');
+    expect(tips.some((t) => t.includes(' | largest additionalContext: at least 300 chars (at most 9,700 chars below the cap) | largest stdout: at least 400 chars (at most 9,600 chars below the cap)'))).toBe(true);
+    expect(tips.join('\n')).not.toMatch(/: \d[\d,]* chars/);
     // The growth chart's day too, and its summary says the unmeasured executions are not in the trend.
     expect(await p.locator('[data-chart="growth"] table tbody tr').evaluateAll((rs) => rs.map((r) => [...r.children].map((c) => c.textContent)))).toEqual([['30/11/2026 00:00–08:30 (UTC, partial)', 'at least 400']]);
     expect(await p.textContent('#chart-growth-summary')).toMatch(/^Not enough days with size data for a forecast \(1 of the 3 needed in the last 30 days\)\. 17 of 33 executions in these 30 days sent no size data: not measured, so not in the trend\. Partial bucket/);

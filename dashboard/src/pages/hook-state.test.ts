@@ -123,6 +123,8 @@ describe('charts\' numbers', () => {
     expect(cliffView(measured).summary).toBe('Largest output 10,500 chars against the 10,000 cap; 1 of 3 buckets had persisted outputs.');
     const quiet = { ...series, buckets: series.buckets.slice(1, 2).map((b) => ({ ...b, executions: 14, sizeUnknownExecutions: 2 })) };
     expect(cliffView(quiet).summary).toBe('Largest output at least 4,000 chars against the 10,000 cap; no bucket is known to have had persisted outputs (1 bucket holds executions that sent no size data).');
+    // Its size cells as the summary gives the largest: at least what was measured in a bucket of unmeasured executions.
+    expect(cliffView(quiet).rows).toEqual([['30/11/2026, 05:00', 'at least 4,000', 'none known']]);
     expect(v.headers).toEqual(['Bucket start', 'stdout', 'Outputs persisted']);
     // A bucket's persisted outputs read as the delivery chart's table gives them: "at least" where a lower bound.
     expect(v.rows).toEqual([['30/11/2026, 05:00', '4,000', '0'], ['30/11/2026, 06:00', '10,500', '2'], ['30/11/2026, 07:00', 'unknown', 'at least 1']]);

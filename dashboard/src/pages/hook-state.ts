@@ -159,7 +159,8 @@ export function cliffView(series: SeriesResponse): { kinds: OutputKind[]; persis
       ? series.buckets.some((b) => b.executions > 0 || b.starts > 0) ? 'No size data in this range.' : 'No executions in this range.'
       : `Largest output ${blind === 0 ? '' : 'at least '}${chars(peak)} against the 10,000 cap; ${persistedBuckets}.`,
     headers: [bucketStartHeader(series.step), ...kinds, 'Outputs persisted'],
-    rows: bucketRows(series, (b) => [...kinds.map((k) => num(b.maxChars[k])), persistedKnown(b).text]),
+    // A bucket's sizes are of its measured executions: at least, where some sent no size data (unknown stays unknown).
+    rows: bucketRows(series, (b) => [...kinds.map((k) => (b.sizeUnknownExecutions > 0 && b.maxChars[k] !== null ? `at least ${num(b.maxChars[k])}` : num(b.maxChars[k]))), persistedKnown(b).text]),
   };
 }
 

@@ -47,7 +47,8 @@ export function cliffChart(series: SeriesResponse): { config: ChartConfiguration
   // Every line is a size against the cap, but the marker's: its height is the bucket's size, its news the count.
   const line = (item: TooltipItem<'line'>): string => {
     const b = series.buckets[item.dataIndex];
-    if (item.dataset.label !== marker || !b) return sizeLine(item.dataset.label ?? '', item.raw as number | null);
+    // A bucket's sizes are of its measured executions: at least, where some sent no size data.
+    if (item.dataset.label !== marker || !b) return sizeLine(item.dataset.label ?? '', item.raw as number | null, (b?.sizeUnknownExecutions ?? 0) > 0);
     const known = persistedKnown(b);
     return `${marker}: ${known.why === null ? '' : 'at least '}${plural(known.count, 'output')} persisted`;
   };
@@ -364,7 +365,7 @@ export function hookPage(root: HTMLElement, ctx: PageContext): Page {
       }
       const { forecast, points } = forecastFrom(daily);
       const reading = forecastReading(forecast, {
-        status: shownStatus(hk), latest: largestOutput(hk), days: points.length, pastRange: state.range.kind === 'custom',
+        status: shownStatus(hk), latest: largestOutput(hk), unmeasured: hk.sizeUnknownExecutions, days: points.length, pastRange: state.range.kind === 'custom',
         quietSince: hk.executions === 0 && hk.starts === 0 ? hk.lastSeen : null,
       });
       const empty = filterEmpty(hk, state);

@@ -94,7 +94,7 @@ export function forecastOf(hk: HookSummary, forecasts: ReadonlyMap<string, Forec
   if (status === 'over') return forecastReading(null, { status, pastRange });
   const f = forecasts.get(hk.id);
   if (!f) return status === 'unknown' && largestOutput(hk) === null ? forecastReading(null, { status }) : undefined;
-  return forecastReading(f.forecast, { status, latest: largestOutput(hk), days: f.days, pastRange });
+  return forecastReading(f.forecast, { status, latest: largestOutput(hk), unmeasured: hk.sizeUnknownExecutions, days: f.days, pastRange });
 }
 
 /** The hooks in the order the table shows them; ties keep the API's order. */
