@@ -4,6 +4,7 @@
  * closed (GOAWAY). The next stage is an in-memory recorder.
  */
 import { readFileSync } from 'node:fs';
+import { gzipSync } from 'node:zlib';
 import { connect as http2Connect, constants as http2Constants, type ClientHttp2Session } from 'node:http2';
 import { connect as netConnect, type Socket } from 'node:net';
 import { Client, Metadata, credentials, status as GrpcStatus, type ClientUnaryCall, type ServiceError } from '@grpc/grpc-js';
@@ -236,6 +237,23 @@ describe('OTLP/gRPC receiver status codes', () => {
     expect(next.logs).toHaveLength(0);
     await vi.waitFor(() => expect(receiver?.stats.requests).toEqual({ 'logs:8': 2, 'logs:12': 1, 'logs:13': 1 }));
     expect(receiver?.stats.rejected).toEqual({ too_large: 2, unsupported_media_type: 1, bad_request: 1 });
+  });
+
+  it('refuses a message flagged compressed without a grpc-encoding to undo it as INTERNAL, as the gRPC protocol requires, never reading it as plain bytes', async () => {
+    const { url, next } = await start();
+    // A real export, gzipped and flagged compressed: the grpc-encoding that says how is missing, or identity.
+    const gzipped = grpcFrame(gzipSync(readFileSync(new URL('0001-http-logs.body.bin', FIXTURE))), true);
+    const missing = await rawGrpcCall(url, LOGS_PATH, gzipped);
+    const identity = await rawGrpcCall(url, LOGS_PATH, gzipped, { headers: { 'grpc-encoding': 'identity' } });
+    for (const answer of [missing, identity]) {
+      expect([answer.code, answer.message]).toEqual([GrpcStatus.INTERNAL, 'the message is flagged compressed (Compressed-Flag 1) but the call names no grpc-encoding to undo it, or identity']);
+    }
+    expect(next.arrived).toBe(0);
+    await vi.waitFor(() => expect(receiver?.stats.requests).toEqual({ [`logs:${GrpcStatus.INTERNAL}`]: 2 }));
+    expect(receiver?.stats.rejected).toEqual({ bad_request: 2 });
+    // The same message flagged uncompressed, or named gzip, is taken.
+    expect((await rawGrpcCall(url, LOGS_PATH, gzipped, { headers: { 'grpc-encoding': 'gzip' } })).code).toBe(GrpcStatus.OK);
+    expect(next.logs).toHaveLength(1);
   });
 
   it('refuses an Export call with more or fewer than one message as INVALID_ARGUMENT, counted as a bad request', async () => {

@@ -99,10 +99,34 @@ function resetStream(call: ServerInterceptingCallInterface): void {
   if (stream && typeof stream.close === 'function' && !stream.closed) stream.close(http2Constants.NGHTTP2_NO_ERROR);
 }
 
+/** The answer to a message flagged compressed in a call that names no compression (gRPC compression.md, test case 6). */
+const COMPRESSED_IDENTITY_DETAILS = 'the message is flagged compressed (Compressed-Flag 1) but the call names no grpc-encoding to undo it, or identity';
+
+/**
+ * Makes grpc-js refuse a message flagged compressed in a call without a grpc-encoding, or with identity, as INTERNAL,
+ * as the gRPC protocol requires (PROTOCOL-HTTP2.md: without Message-Encoding the Compressed-Flag must be 0;
+ * compression.md: such a message MUST fail with INTERNAL). grpc-js reads it as it stands, so compressed bytes reached
+ * the decoder and were answered INVALID_ARGUMENT, and ones that happened to decode would have been stored as sent.
+ * grpc-js inflates a message in its call's decompressMessage (the message with its 5-byte prefix, and the encoding
+ * it applies: identity for a message not flagged compressed or a call without grpc-encoding). That method is not
+ * part of its typed interface: without it the message is read as before.
+ */
+function refuseCompressedIdentity(call: ServerInterceptingCallInterface): void {
+  const target = call as unknown as { decompressMessage?: (message: Buffer, encoding: string) => Buffer | Promise<Buffer> };
+  const inflate = target.decompressMessage;
+  if (typeof inflate !== 'function') return;
+  target.decompressMessage = (message, encoding) => {
+    // grpc-js answers a rejection of { code, details } as the call's status, as it does its own inflate errors.
+    if (encoding === 'identity' && message[0] === 1) return Promise.reject({ code: GrpcStatus.INTERNAL, details: COMPRESSED_IDENTITY_DETAILS });
+    return inflate.call(call, message, encoding);
+  };
+}
+
 /**
  * The refusals grpc-js answers itself while it reads a message, before hookwatch sees it (its status then bypasses
  * the interceptor), by the rejection reason hookwatch counts for them: a message over otlp.maxRequestBytes (as
- * declared, or once inflated), a compression it does not speak, a compressed message that does not inflate.
+ * declared, or once inflated), a compression it does not speak, a compressed message that does not inflate or that
+ * names no compression (refuseCompressedIdentity).
  */
 const GRPC_JS_REFUSALS: Partial<Record<number, RejectReason>> = {
   [GrpcStatus.RESOURCE_EXHAUSTED]: 'too_large',
@@ -387,6 +411,7 @@ export class OtlpGrpcReceiver {
       if (inUse) void inUse.then(give);
       else give();
     };
+    refuseCompressedIdentity(next);
     const call: ServerInterceptingCall = new ServerInterceptingCall(next, {
       start: (startNext) => {
         startNext({
