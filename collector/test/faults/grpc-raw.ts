@@ -14,6 +14,11 @@ export interface RawGrpcResult {
   answeredMs?: number;
   /** True when the status carried google.rpc.Status details (RetryInfo on UNAVAILABLE). */
   details: boolean;
+  /** The response's HTTP :status and Allow header (a gRPC answer is 200 and has none). */
+  httpStatus: number | undefined;
+  allow: string | undefined;
+  /** The RST_STREAM code the stream closed with (0 also for a stream that ended without one). */
+  rstCode: number;
 }
 
 /** What an HTTP/2 client sends first: the connection preface and an empty SETTINGS frame. */
@@ -66,13 +71,14 @@ export async function rawGrpcCall(url: string, path: string, body: Buffer, opts:
   const started = Date.now();
   try {
     return await new Promise<RawGrpcResult>((resolve, reject) => {
+      // Left open for the body whatever the method: node:http2 would end a GET's stream at its headers.
       const req = session.request({
         ':method': 'POST',
         ':path': path,
         'content-type': 'application/grpc',
         te: 'trailers',
         ...opts.headers,
-      });
+      }, { endStream: false });
       let code: number | undefined;
       let message = '';
       const take = (h: Record<string, unknown>): void => {
@@ -89,13 +95,19 @@ export async function rawGrpcCall(url: string, path: string, body: Buffer, opts:
         req.close();
         reject(new Error(`no answer within ${opts.giveUpMs} ms`));
       }, opts.giveUpMs ?? 60_000);
-      req.on('response', take);
+      let httpStatus: number | undefined;
+      let allow: string | undefined;
+      req.on('response', (h) => {
+        httpStatus = Number(h[':status']);
+        allow = typeof h.allow === 'string' ? h.allow : undefined;
+        take(h);
+      });
       req.on('trailers', take);
       req.on('data', () => {});
       req.on('error', () => {});
       req.on('close', () => {
         clearTimeout(timer);
-        resolve({ code, message, details, elapsedMs: Date.now() - started, ...(answeredMs !== undefined ? { answeredMs } : {}) });
+        resolve({ code, message, details, httpStatus, allow, rstCode: req.rstCode ?? 0, elapsedMs: Date.now() - started, ...(answeredMs !== undefined ? { answeredMs } : {}) });
       });
       req.write(body);
       if (opts.end !== false) req.end();

@@ -256,6 +256,49 @@ describe('OTLP/gRPC receiver status codes', () => {
     expect(next.logs).toHaveLength(1);
   });
 
+  it('counts a call to a method it does not serve as not_found, as the OTLP/HTTP port counts a path it does not serve', async () => {
+    const { url, next } = await start();
+    client = new Client(url.replace('http://', ''), credentials.createInsecure());
+    const id = (b: Buffer): Buffer => b;
+    const call = (path: string): Promise<ServiceError | null> => new Promise((resolve) => {
+      client!.makeUnaryRequest(path, id, id, Buffer.alloc(0), new Metadata(), { deadline: Date.now() + 5000 }, (e: ServiceError | null) => resolve(e));
+    });
+    // A method the service does not have, and a service hookwatch does not offer (a gRPC health check).
+    const errors = [await call('/opentelemetry.proto.collector.logs.v1.LogsService/Exports'), await call('/grpc.health.v1.Health/Check')];
+    expect(errors.map((e) => [e?.code, e?.details])).toEqual([
+      [GrpcStatus.UNIMPLEMENTED, 'The server does not implement the method /opentelemetry.proto.collector.logs.v1.LogsService/Exports'],
+      [GrpcStatus.UNIMPLEMENTED, 'The server does not implement the method /grpc.health.v1.Health/Check'],
+    ]);
+    expect(receiver?.stats.rejected).toEqual({ not_found: 2 });
+    // No signal to count them under.
+    expect(receiver?.stats.requests).toEqual({});
+    expect(next.arrived).toBe(0);
+    expect(await call(LOGS_PATH)).toBeNull();
+    expect(receiver?.stats.rejected).toEqual({ not_found: 2 });
+  });
+
+  it('refuses an Export call sent with another method than POST as HTTP 405 and INTERNAL, as gRPC requires POST, counted as method_not_allowed', async () => {
+    const { url, next } = await start();
+    const message = grpcFrame(Buffer.alloc(0), false);
+    // A whole call sent as GET, one sent as PUT whose stream the client leaves open, and one to a path no service has.
+    const get = await rawGrpcCall(url, LOGS_PATH, message, { headers: { ':method': 'GET' } });
+    const put = await rawGrpcCall(url, LOGS_PATH, message, { headers: { ':method': 'PUT' }, end: false, giveUpMs: 5000 });
+    const unknown = await rawGrpcCall(url, '/grpc.health.v1.Health/Check', message, { headers: { ':method': 'GET' } });
+    expect([get, put, unknown].map((r) => [r.httpStatus, r.allow, r.code, r.message])).toEqual([
+      [405, 'POST', GrpcStatus.INTERNAL, 'method "GET" is not allowed: a gRPC call is a POST'],
+      [405, 'POST', GrpcStatus.INTERNAL, 'method "PUT" is not allowed: a gRPC call is a POST'],
+      [405, 'POST', GrpcStatus.INTERNAL, 'method "GET" is not allowed: a gRPC call is a POST'],
+    ]);
+    // The stream the client left open is reset once answered (NO_ERROR), as grpc-go does.
+    expect([get.rstCode, put.rstCode]).toEqual([http2Constants.NGHTTP2_NO_ERROR, http2Constants.NGHTTP2_NO_ERROR]);
+    expect(next.arrived).toBe(0);
+    expect(receiver?.stats.rejected).toEqual({ method_not_allowed: 3 });
+    expect(receiver?.stats.requests).toEqual({});
+    // POST is served on the same port.
+    expect((await rawGrpcCall(url, LOGS_PATH, message)).code).toBe(GrpcStatus.OK);
+    expect(next.logs).toHaveLength(1);
+  });
+
   it('refuses an Export call with more or fewer than one message as INVALID_ARGUMENT, counted as a bad request', async () => {
     const { url, next } = await start();
     const empty = grpcFrame(Buffer.alloc(0), false);

@@ -22,7 +22,7 @@ import {
   Metadata, Server, ServerCredentials, ServerInterceptingCall, status as GrpcStatus,
   type ServerInterceptingCallInterface, type ServerInterceptor, type ServerUnaryCall, type ServiceDefinition, type StatusObject, type sendUnaryData,
 } from '@grpc/grpc-js';
-import { constants as http2Constants, type Http2Session, type ServerHttp2Session, type ServerHttp2Stream } from 'node:http2';
+import { constants as http2Constants, type Http2Session, type IncomingHttpHeaders, type ServerHttp2Session, type ServerHttp2Stream } from 'node:http2';
 import { Server as NetServer, type Socket } from 'node:net';
 import { NEW_CONNECTION_GRACE_MS } from '../../net/close-server.ts';
 import { ThrottledLine } from '../../telemetry/throttled-line.ts';
@@ -30,6 +30,7 @@ import { slowClientLimits } from '../../net/slow-clients.ts';
 import type { Server as TlsServer, TLSSocket } from 'node:tls';
 import { splitAddr } from '../../net/addr.ts';
 import type { TlsCredentials } from '../../net/tls.ts';
+import { echoed } from '../../request-error.ts';
 import { validatePassThroughSteps } from '../../otlp/validate.ts';
 import { encodeExportResponse } from '../../otlp/encode.ts';
 import { STATUS_DETAILS_KEY, encodeRetryStatus } from '../../otlp/grpc-status.ts';
@@ -51,6 +52,9 @@ const SERVICES: Record<Signal, string> = {
   metrics: '/opentelemetry.proto.collector.metrics.v1.MetricsService/Export',
   traces: '/opentelemetry.proto.collector.trace.v1.TraceService/Export',
 };
+
+/** The paths grpc-js serves: a call to any other is answered UNIMPLEMENTED. */
+const SERVED_PATHS: ReadonlySet<string> = new Set(Object.values(SERVICES));
 
 const identity = (b: Buffer): Buffer => b;
 
@@ -249,6 +253,7 @@ export class OtlpGrpcReceiver {
     this.started = true;
     this.port = bound;
     for (const server of this.listeningServers()) {
+      this.screenCalls(server);
       this.trackFresh(server);
       this.countNotHttp2(server);
     }
@@ -268,6 +273,50 @@ export class OtlpGrpcReceiver {
   private listeningServers(): NetServer[] {
     const servers = (this.server as unknown as { http2Servers?: unknown }).http2Servers;
     return servers instanceof Map ? [...(servers as Map<unknown, unknown>).keys()].filter((s): s is NetServer => s instanceof NetServer) : [];
+  }
+
+  /**
+   * Sees each call before grpc-js does (its handler of the server's streams is moved behind this one). grpc-js serves
+   * any method, where gRPC has a call be a POST (PROTOCOL-HTTP2.md): a GET carrying a message was exported. Such a
+   * call is answered here, as grpc-go answers it: HTTP 405 with `Allow: POST` and INTERNAL naming the method, the
+   * stream reset (NO_ERROR) if the client has not ended it, counted as method_not_allowed. A call to a path no
+   * service has is answered UNIMPLEMENTED by grpc-js with no hookwatch code running: it is counted here as
+   * not_found, as the OTLP/HTTP port counts a path it does not serve. A request that is no gRPC call (another
+   * content-type) is left to grpc-js, which answers 415 before it looks at the method or the path. A grpc-js that
+   * handles streams otherwise is left to answer every call.
+   */
+  private screenCalls(server: NetServer): void {
+    const grpcJs = server.listeners('stream') as ((...args: unknown[]) => void)[];
+    if (grpcJs.length === 0) return;
+    server.removeAllListeners('stream');
+    server.on('stream', (stream: ServerHttp2Stream, headers: IncomingHttpHeaders, ...rest: unknown[]) => {
+      const contentType = headers['content-type'];
+      if (typeof contentType === 'string' && contentType.startsWith('application/grpc')) {
+        const method = headers[':method'] ?? '';
+        if (method !== 'POST') {
+          this.refuseMethod(stream, method);
+          return;
+        }
+        if (!SERVED_PATHS.has(headers[':path'] ?? '')) this.count(this.stats.rejected, 'not_found');
+      }
+      for (const listener of grpcJs) listener.call(server, stream, headers, ...rest);
+    });
+  }
+
+  /** Answers a call that is not a POST: 405 with INTERNAL, as grpc-go does (see screenCalls). */
+  private refuseMethod(stream: ServerHttp2Stream, method: string): void {
+    this.count(this.stats.rejected, 'method_not_allowed');
+    stream.on('error', () => {});
+    stream.respond({
+      ':status': 405,
+      allow: 'POST',
+      'content-type': 'application/grpc',
+      'grpc-status': String(GrpcStatus.INTERNAL),
+      // Percent-encoded, as grpc-message is (the method is cut to ECHO_CHARS characters, then ends in an ellipsis).
+      'grpc-message': encodeURI(`method ${echoed(method)} is not allowed: a gRPC call is a POST`),
+    }, { endStream: true });
+    // A client still sending is asked to stop, as resetStream does after a refusal (RFC 9113 section 8.1).
+    if (!stream.closed) stream.close(http2Constants.NGHTTP2_NO_ERROR);
   }
 
   /**
