@@ -898,7 +898,7 @@ describe('Prometheus files', () => {
       bad_request: 'HookwatchRejectingRequests', too_large: 'HookwatchRejectingRequests', unsupported_media_type: 'HookwatchRejectingRequests',
       unauthenticated: 'HookwatchRejectingRequests', not_found: 'HookwatchRejectingRequests', method_not_allowed: 'HookwatchRejectingRequests',
       host_not_allowed: 'HookwatchRejectingRequests', expectation_failed: 'HookwatchRejectingRequests',
-      // Refused by Node's HTTP parser (431, 413, 400): not retried either.
+      // Refused by Node's HTTP parser (431, 413, 400), or over gRPC a header node:http2 cannot decode: not retried either.
       header_overflow: 'HookwatchRejectingRequests', chunk_extensions_overflow: 'HookwatchRejectingRequests', malformed: 'HookwatchRejectingRequests',
       overloaded: 'HookwatchOverloaded', store_unavailable: 'HookwatchStoreUnavailable', internal: 'HookwatchInternalErrors',
       request_timeout: 'HookwatchRequestTimeouts',

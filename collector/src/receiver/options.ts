@@ -55,7 +55,7 @@ export interface OtlpReceiverOptions {
  */
 export const REJECT_REASONS = {
   http: [...MAPPED_REJECT_REASONS, 'request_timeout', 'header_overflow', 'chunk_extensions_overflow', 'malformed', 'not_found', 'host_not_allowed', 'method_not_allowed', 'expectation_failed', 'client_aborted'],
-  grpc: [...MAPPED_REJECT_REASONS, 'request_timeout', 'malformed', 'not_found', 'method_not_allowed', 'client_aborted'],
+  grpc: [...MAPPED_REJECT_REASONS, 'request_timeout', 'header_overflow', 'malformed', 'not_found', 'method_not_allowed', 'client_aborted'],
 } as const;
 export type RejectReason = (typeof REJECT_REASONS)[keyof typeof REJECT_REASONS][number];
 

@@ -143,6 +143,33 @@ describe('OTLP/gRPC receiver with the real OpenTelemetry exporters', () => {
     expect(next.logs).toHaveLength(0);
   });
 
+  it('counts a call whose metadata holds an entry past the 64 KiB node:http2 reads of one header as header_overflow and logs it as such, not as a client that does not speak gRPC', async () => {
+    const warnings: { msg: string; fields: Record<string, unknown> | undefined }[] = [];
+    const { url, next } = await start({ logger: { ...silentLogger, warn: (msg, fields) => warnings.push({ msg, fields }) } });
+    const id = (b: Buffer): Buffer => b;
+    /** A call on `c` whose metadata holds one entry of `bytes` characters (a proxy's header, a huge token). */
+    const call = (c: Client, bytes: number): Promise<ServiceError | null> => new Promise((resolve) => {
+      const metadata = new Metadata();
+      if (bytes > 0) metadata.set('x-forwarded-for', Array.from({ length: bytes }, (_, i) => String.fromCharCode(33 + ((i * 7919) % 90))).join(''));
+      c.makeUnaryRequest(LOGS_PATH, id, id, Buffer.alloc(0), metadata, { deadline: Date.now() + 5000 }, (e: ServiceError | null) => resolve(e));
+    });
+    const first = new Client(url.replace('http://', ''), credentials.createInsecure(), { 'grpc.use_local_subchannel_pool': 1 });
+    const later = new Client(url.replace('http://', ''), credentials.createInsecure(), { 'grpc.use_local_subchannel_pool': 1 });
+    ownClients.push(first, later);
+    // Metadata of the size HTTP/2 carries is served.
+    expect(await call(later, 0)).toBeNull();
+    expect(await call(later, 8 * 1024)).toBeNull();
+    // Past what node:http2 decodes of one header: the connection ends, the first call on it or a later one.
+    expect((await call(first, 96 * 1024))?.code).toBe(GrpcStatus.INTERNAL);
+    expect((await call(later, 96 * 1024))?.code).toBe(GrpcStatus.INTERNAL);
+    await vi.waitFor(() => expect(receiver?.stats.rejected).toEqual({ header_overflow: 2 }));
+    expect(warnings).toEqual([{
+      msg: 'otlp grpc: a client sent a header over 64 KiB (a gRPC metadata entry, as HPACK encodes it), more than node:http2 reads of one; its connection was closed, failing its calls (INTERNAL, RST_STREAM code 9 at a grpc-js client). Send smaller metadata: an OTEL_EXPORTER_OTLP_HEADERS value, or a header a proxy adds',
+      fields: { port: Number(new URL(url).port), connections: 1 },
+    }]);
+    expect(next.logs).toHaveLength(2);
+  });
+
   for (const gzip of [false, true]) {
     it(`takes logs from exporter-logs-otlp-grpc (gzip ${gzip}) and decodes hook records`, async () => {
       const { url, next } = await start();

@@ -64,6 +64,15 @@ const identity = (b: Buffer): Buffer => b;
  */
 const GOAWAY_GRACE_MS = 1000;
 
+/**
+ * The most of one header field node:http2 decodes: nghttp2's HPACK decoder refuses a name or value whose encoded
+ * length passes 64 KiB (NGHTTP2_HD_MAX_NV) as a COMPRESSION_ERROR, which ends the whole connection.
+ */
+const HPACK_FIELD_LIMIT = 64 * 1024;
+
+/** The errno node:http2 gives a connection that did not start with HTTP/2's client preface (NGHTTP2_ERR_BAD_CLIENT_MAGIC). */
+const NGHTTP2_ERR_BAD_CLIENT_MAGIC = -903;
+
 /** A TCP connection that has not started a call: when it opened, its HTTP/2 session once it has one, and when that was told GOAWAY. */
 interface FreshConnection {
   socket: Socket;
@@ -188,6 +197,11 @@ export class OtlpGrpcReceiver {
   private freshSweep: NodeJS.Timeout | undefined;
   /** The HTTP/2 sessions that have started a call: they speak HTTP/2, whatever goes wrong with them later. */
   private readonly calling = new WeakSet<Http2Session>();
+  /**
+   * Each HTTP/2 session's TCP socket (node:http2 unbinds it from a session that failed) and the bytes read on it
+   * when its last call started (0 before any).
+   */
+  private readonly sessionReads = new WeakMap<Http2Session, { socket: Socket; atLastCall: number }>();
   /** What the calls of each HTTP/2 session hold of the in-flight budget (their accounts' bytes). */
   private readonly sessionBytes = new WeakMap<Http2Session, number>();
   /**
@@ -200,6 +214,8 @@ export class OtlpGrpcReceiver {
    * on /metrics is found only by whoever looks for it.
    */
   private readonly notGrpc: ThrottledLine;
+  /** The clients whose headers node:http2 could not read, logged: their calls fail with a bare protocol error. */
+  private readonly headerOverflows: ThrottledLine;
   private port = 0;
 
   /** `holdBackoff`: how long a held export waits between its tries when nothing wakes it sooner (STORE_HOLD's unless given). */
@@ -209,6 +225,9 @@ export class OtlpGrpcReceiver {
     this.stats = { requests: {}, rejected: {}, held: this.holds.stats };
     this.notGrpc = new ThrottledLine(WRONG_PROTOCOL_LOG_INTERVAL_MS, () => performance.now(), (connections) => {
       opts.logger.warn('otlp grpc: a client that does not speak gRPC connected; an OTLP/HTTP exporter (OTEL_EXPORTER_OTLP_PROTOCOL http/protobuf or http/json) goes to the OTLP/HTTP port (otlp.http.addr, 4318 by default), a gRPC one to this port needs OTEL_EXPORTER_OTLP_PROTOCOL=grpc', { port: this.port, connections });
+    });
+    this.headerOverflows = new ThrottledLine(WRONG_PROTOCOL_LOG_INTERVAL_MS, () => performance.now(), (connections) => {
+      opts.logger.warn('otlp grpc: a client sent a header over 64 KiB (a gRPC metadata entry, as HPACK encodes it), more than node:http2 reads of one; its connection was closed, failing its calls (INTERNAL, RST_STREAM code 9 at a grpc-js client). Send smaller metadata: an OTEL_EXPORTER_OTLP_HEADERS value, or a header a proxy adds', { port: this.port, connections });
     });
     this.tokenDigest = opts.ingestToken ? secretDigest(opts.ingestToken) : undefined;
     this.server = new Server({
@@ -335,11 +354,15 @@ export class OtlpGrpcReceiver {
     // Its HTTP/2 session: made at once in plain text, after the handshake with TLS.
     server.on('session', (session: ServerHttp2Session) => {
       const connection = this.fresh.get(peer(session.socket));
-      if (connection) connection.session = session;
+      if (!connection) return;
+      connection.session = session;
+      this.sessionReads.set(session, { socket: connection.socket, atLastCall: 0 });
     });
     server.on('stream', (stream: ServerHttp2Stream) => {
       const { session } = stream;
       if (session) this.calling.add(session);
+      const reads = session && this.sessionReads.get(session);
+      if (reads) reads.atLastCall = reads.socket.bytesRead;
       const socket = session?.socket;
       if (socket) this.fresh.delete(peer(socket));
     });
@@ -351,10 +374,24 @@ export class OtlpGrpcReceiver {
    * bad client preface); with otlp.tls, one whose handshake agreed on no protocol (no ALPN), which node:http2
    * closes without a session. A client that offers only HTTP/1.1 fails the handshake itself, counted with the
    * failed handshakes (hookwatch_tls_handshake_failures_total), as is a plain-text client on the TLS port.
+   *
+   * A gRPC client whose call carries a metadata entry past HPACK_FIELD_LIMIT does speak HTTP/2: node:http2 cannot
+   * decode that header, and HTTP/2 has the whole connection end then (COMPRESSION_ERROR), with no stream left to
+   * answer on. It is counted as header_overflow, as the OTLP/HTTP port counts headers over its limit (431), and
+   * logged as such. node:http2 reports every protocol error past the preface alike (NGHTTP2_ERR_PROTO), so one is
+   * taken for such a header when at least HPACK_FIELD_LIMIT bytes arrived since the connection's last call started:
+   * fewer cannot have carried it. Any other, on a connection that never started a call, counts as malformed.
    */
   private countNotHttp2(server: NetServer): void {
     server.on('sessionError', (err: NodeJS.ErrnoException, session: ServerHttp2Session) => {
-      if (err.code === 'ERR_HTTP2_ERROR' && !this.calling.has(session)) this.notGrpcClient();
+      if (err.code !== 'ERR_HTTP2_ERROR') return;
+      const reads = this.sessionReads.get(session);
+      if (err.errno !== NGHTTP2_ERR_BAD_CLIENT_MAGIC && reads && reads.socket.bytesRead - reads.atLastCall >= HPACK_FIELD_LIMIT) {
+        this.count(this.stats.rejected, 'header_overflow');
+        this.headerOverflows.note();
+      } else if (!this.calling.has(session)) {
+        this.notGrpcClient();
+      }
     });
     if (this.opts.tls) {
       server.on('secureConnection', (socket: TLSSocket) => {
@@ -402,6 +439,7 @@ export class OtlpGrpcReceiver {
     this.holds.stop();
     clearInterval(this.freshSweep);
     this.notGrpc.flush();
+    this.headerOverflows.flush();
     this.stopped ??= new Promise<void>((resolve) => {
       const closeFresh = (): void => this.closeFresh(NEW_CONNECTION_GRACE_MS);
       const sweep = setInterval(closeFresh, 50);
