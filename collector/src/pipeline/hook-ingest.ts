@@ -45,7 +45,7 @@ export interface IngestStats {
   transcriptFindingDuplicates: number;
   /** Events counted under an overflow hook (store.maxHooks reached). */
   folded: number;
-  /** Hook events older than what retention already deleted, not stored (IngestResult.expired). */
+  /** Hook events older than retention.events keeps, not stored (IngestResult.expired). */
   expired: number;
   /** Events stamped too far ahead, stored at their receive time. */
   clampedFuture: number;
@@ -170,7 +170,7 @@ export class HookIngest implements LogsConsumer {
       }
       if (r.expired) {
         this.stats.expired += r.expired;
-        expired = { count: r.expired, problem: `older than what retention.events already deleted (before ${new Date(r.expiredBeforeMs ?? 0).toISOString()}), so a retry could not be told from a first delivery` };
+        expired = { count: r.expired, problem: `older than retention.events keeps (stamped before ${new Date(r.expiredBeforeMs ?? 0).toISOString()})` };
       }
     }
     // The records rejected one by one list a few of their problems; the expired ones share one line.

@@ -32,7 +32,7 @@ export function registerIngestMetrics(metrics: MetricsRegistry, source: IngestMe
   counter('hookwatch_hook_events_stored_total', 'Hook events committed to the store.', () => s.stored);
   counter('hookwatch_hook_events_duplicate_total', 'Hook events already stored (a retried batch), not counted again.', () => s.duplicates);
   counter('hookwatch_hook_events_folded_total', 'Hook events of new hook names counted under an overflow hook because the store holds store.maxHooks hooks.', () => s.folded);
-  counter('hookwatch_hook_events_expired_total', 'Hook events older than what retention.events already deleted, not stored (a retry could not be told from a first delivery); the client is told in the partial success.', () => s.expired);
+  counter('hookwatch_hook_events_expired_total', 'Hook events older than retention.events keeps, not stored (retention would delete them, and a retry of one it deleted could not be told from a first delivery); the client is told in the partial success.', () => s.expired);
   counter('hookwatch_hook_events_clamped_total', 'Hook events stamped more than otlp.maxFutureSkew ahead, stored at their receive time.', () => s.clampedFuture);
   counter('hookwatch_ingest_store_errors_total', 'Store commits of a batch that failed (the client told to retry, or an OTLP/gRPC export held tried again).', () => s.storeErrors);
   counter('hookwatch_ingest_store_seconds_total', 'Time spent waiting for store commits, in seconds.', () => s.storeSeconds);

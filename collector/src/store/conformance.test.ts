@@ -131,6 +131,7 @@ function byHookValue(breakdowns: Map<string, { value: string }[]>): Map<string, 
 interface OpenOptions {
   maxHooks?: number;
   dimensions?: string[];
+  retention?: { eventsMs: number; minuteRollupsMs: number };
 }
 
 /**
@@ -962,6 +963,24 @@ describe.each([sqliteBackend(), postgresBackend()])('Store conformance: $name', 
     const again = await store.ingest([...old, kept]);
     expect(again).toMatchObject({ inserted: [], duplicates: 1, expired: 2, expiredBeforeMs: T0 + 2 * DAY });
     expect(await count()).toBe(3);
+  });
+
+  it('refuses events older than retention.events before any retention run, as expired: no old day is stored', async () => {
+    const store = await open({ retention: { eventsMs: 30 * DAY, minuteRollupsMs: 2 * DAY } });
+    const before = Date.now();
+    const hookName = 'SessionStart:resume';
+    // Within retention: a day and 29 days back. Past it: 31 days, 40 years, and before 1970.
+    const kept = [ev({ hookName, timeMs: before - DAY }), ev({ hookName, timeMs: before - 29 * DAY })];
+    const old = [ev({ hookName, timeMs: before - 31 * DAY }), ev({ hookName, timeMs: before - 40 * 365 * DAY }), ev({ hookName, timeMs: -5 * DAY })];
+    const r = await store.ingest([...old, ...kept]);
+    const after = Date.now();
+    expect({ inserted: r.inserted.length, duplicates: r.duplicates, expired: r.expired }).toEqual({ inserted: 2, duplicates: 0, expired: 3 });
+    // The bound is the hour holding now - retention.events, where retention would delete from.
+    expect([Math.floor((before - 30 * DAY) / HOUR) * HOUR, Math.floor((after - 30 * DAY) / HOUR) * HOUR]).toContain(r.expiredBeforeMs);
+    const counters = await store.hookCounters({ fromMs: -10 * DAY, toMs: after + HOUR });
+    expect(counters.get(kept[0]!.hookId)?.executions).toBe(2);
+    // Sent again: the kept ones are duplicates, the old ones expired again.
+    expect(await store.ingest([...old, ...kept])).toMatchObject({ inserted: [], duplicates: 2, expired: 3 });
   });
 
   it('retention removes hooks with nothing left, which frees room under store.maxHooks', async () => {

@@ -56,7 +56,8 @@ const all = [...ancient, ...old, ...recent];
 interface Backend {
   name: string;
   setup(): Promise<void>;
-  open(): Promise<Store>;
+  /** A new database's store, under RETENTION unless told. */
+  open(retention?: typeof RETENTION): Promise<Store>;
   /** Minute rollup buckets left before `beforeMs`. */
   minuteRows(store: Store, beforeMs: number): Promise<number>;
   /** The database of `store` opened again under another retention: a restart with a new setting, or another replica. */
@@ -73,9 +74,9 @@ function sqliteBackend(): Backend {
     async setup() {
       dir = mkdtempSync(join(tmpdir(), 'hookwatch-minutes-'));
     },
-    async open() {
+    async open(retention = RETENTION) {
       const path = join(dir, `m${++n}.db`);
-      const store = new SqliteStore({ path, synchronous: 'normal', dimensions: DIMENSIONS, retention: RETENTION });
+      const store = new SqliteStore({ path, synchronous: 'normal', dimensions: DIMENSIONS, retention });
       paths.set(store, path);
       return store;
     },
@@ -107,9 +108,9 @@ function postgresBackend(): Backend {
     async setup() {
       server = await startTestServer();
     },
-    async open() {
+    async open(retention = RETENTION) {
       const url = await server!.createDatabase();
-      const store = await PostgresStore.open({ url, dimensions: DIMENSIONS, poolSize: 2, retention: RETENTION });
+      const store = await PostgresStore.open({ url, dimensions: DIMENSIONS, poolSize: 2, retention });
       urls.set(store, url);
       return store;
     },
@@ -135,6 +136,17 @@ function postgresBackend(): Backend {
 }
 
 const BASH = hookId('PostToolUse', 'PostToolUse:Bash');
+
+/**
+ * A store under RETENTION holding `events`, ANCIENT's among them: stored while they were within retention (by a
+ * store under a longer one, opened again), since an ingest refuses events older than retention.events keeps.
+ */
+async function holding(backend: Backend, events: HookEvent[]): Promise<Store> {
+  const writer = await backend.open({ ...RETENTION, eventsMs: 60 * DAY });
+  expect((await writer.ingest(events)).inserted).toHaveLength(events.length);
+  await writer.close();
+  return backend.reopen(writer, RETENTION);
+}
 
 /** What the dashboard asks about a range of minutes: overview (filtered or not), breakdown, series and fleet at 1 minute. */
 async function expectExact(store: Store, events: HookEvent[], fromMs: number, toMs: number): Promise<void> {
@@ -163,8 +175,7 @@ describe.each([sqliteBackend(), postgresBackend()])('minute rollups kept for the
   afterAll(() => backend.teardown());
 
   it('answers minutes older than the minute horizon from the raw events, exact to the minute, before and after retention ran', async () => {
-    const store = await backend.open();
-    await store.ingest(all);
+    const store = await holding(backend, all);
     // Partial hours at both edges, as the overview's oldest hour or a chart of a few hours ten days ago.
     const ranges: [number, number][] = [[OLD + 13 * MINUTE, OLD + 4 * HOUR + 29 * MINUTE], [OLD + 61 * MINUTE, OLD + 118 * MINUTE], [OLD - DAY + 5 * MINUTE, OLD + 2 * HOUR + MINUTE]];
     for (const [a, b] of ranges) await expectExact(store, all, a, b);
@@ -181,8 +192,7 @@ describe.each([sqliteBackend(), postgresBackend()])('minute rollups kept for the
   }, 60_000);
 
   it('deletes minute rollups older than the minute horizon and keeps the recent ones, the hour and day rollups', async () => {
-    const store = await backend.open();
-    await store.ingest(all);
+    const store = await holding(backend, all);
     const horizon = NOW - RETENTION.minuteRollupsMs - 2 * HOUR;
     expect(await backend.minuteRows(store, horizon)).toBeGreaterThan(0);
     await store.prune(NOW - RETENTION.eventsMs, NOW - 400 * DAY);
@@ -198,8 +208,7 @@ describe.each([sqliteBackend(), postgresBackend()])('minute rollups kept for the
     // Four days ago: past the minute horizon of 2 days, within one of 7.
     const mid = spread(Math.floor((NOW - 4 * DAY) / HOUR) * HOUR);
     const events = [...all, ...mid];
-    const first = await backend.open();
-    await first.ingest(events);
+    const first = await holding(backend, events);
     await first.prune(NOW - RETENTION.eventsMs, NOW - 400 * DAY);
     await first.close();
     const store = await backend.reopen(first, { eventsMs: 60 * DAY, minuteRollupsMs: 7 * DAY });
@@ -219,8 +228,7 @@ describe.each([sqliteBackend(), postgresBackend()])('minute rollups kept for the
   }, 60_000);
 
   it('beyond the events retention, a range covers the whole hours it touches, whether or not retention already ran', async () => {
-    const store = await backend.open();
-    await store.ingest(all);
+    const store = await holding(backend, all);
     const check = async (): Promise<void> => {
       // Minutes 10 to 20 and 70 to 130 of hours that only the hour rollups keep: the hours they touch.
       expect(strip(await store.hookCounters({ fromMs: ANCIENT + 10 * MINUTE, toMs: ANCIENT + 20 * MINUTE }))).toEqual(model(all, ANCIENT, ANCIENT + HOUR));
@@ -262,8 +270,7 @@ describe('replicas of one PostgreSQL database under different retentions', () =>
   it('a replica keeping more than the one that prunes stops counting on what that prune deletes', async () => {
     const mid = spread(Math.floor((NOW - 4 * DAY) / HOUR) * HOUR);
     const events = [...all, ...mid];
-    const leader = await backend.open();
-    await leader.ingest(events);
+    const leader = await holding(backend, events);
     // Open before the prune, with the retentions raised on it first (a rolling change of the setting).
     const replica = await backend.reopen(leader, { eventsMs: 60 * DAY, minuteRollupsMs: 7 * DAY }, { boundsRefreshMs: 0 });
     try {

@@ -8,6 +8,7 @@ import type { TranscriptFinding } from '../hooks/transcript-findings.ts';
 import type { FindingsResult } from './transcript-findings.ts';
 import type { GuardTrim, GuardTrimStats } from './guard-trims.ts';
 import { toCounters, type CounterRow } from './counters.ts';
+import { eventsPruneBound } from './minute-sources.ts';
 
 export interface IngestResult {
   /** Events stored by this call. */
@@ -19,11 +20,23 @@ export interface IngestResult {
   /** Names of the overflow hooks they went to. */
   overflowHooks?: string[];
   /**
-   * Events older than what retention already deleted of the raw events (the time in `expiredBeforeMs`), not
-   * stored: with their earlier copies deleted, a retry could not be told from a first delivery.
+   * Events stamped before `expiredBeforeMs`, not stored: older than retention.events keeps (the hour holding now -
+   * retention.events, where retention deletes from), or than what retention already deleted. Retention would
+   * delete them at its next run; each past day would have cost PostgreSQL a partition until then; and a retry of
+   * one whose first copy retention deleted could not be told from a first delivery.
    */
   expired?: number;
   expiredBeforeMs?: number;
+}
+
+/**
+ * The time an ingest at `nowMs` refuses events before (IngestResult.expired): what retention.events (`eventsMs`,
+ * unset in tests of the store alone) keeps, in whole hours as retention deletes, and never less than what retention
+ * already deleted (`prunedBeforeMs`: a leader's retention shorter than this replica's, a clock behind).
+ */
+export function expiredBefore(nowMs: number, eventsMs: number | undefined, prunedBeforeMs: number): number {
+  const kept = eventsMs === undefined ? -Infinity : eventsPruneBound(nowMs - eventsMs);
+  return Math.max(kept, prunedBeforeMs);
 }
 
 /** The events of a batch retention has already passed (see IngestResult.expired), and the rest. */

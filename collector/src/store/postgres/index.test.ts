@@ -11,7 +11,7 @@ import { MIGRATIONS, PostgresStore, scrubSecret } from './index.ts';
 import { freePort } from '../../../test/support/free-port.ts';
 import { startTestServer, type TestServer } from '../../../test/support/postgres/server.ts';
 import { hookEvent } from '../../../test/support/alerting.ts';
-import { HOUR } from '../segments.ts';
+import { DAY, HOUR } from '../segments.ts';
 import { LATE_ARRIVAL_MS, lateArrivalsQuery } from '../sql.ts';
 
 let server: TestServer;
@@ -273,6 +273,23 @@ describe('PostgresStore', () => {
     } finally {
       await admin.end();
     }
+  });
+
+  it('makes no partition for the days of events older than retention.events, before any retention run', { timeout: 60_000 }, async () => {
+    const url = await server.createDatabase();
+    const store = await PostgresStore.open({ url, poolSize: 2, retention: { eventsMs: 30 * DAY, minuteRollupsMs: 2 * DAY } });
+    stores.push(store);
+    const partitions = async (): Promise<string[]> => (await store.connectionPool.query<{ t: string }>(
+      `SELECT c.relname AS t FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = 'events'::regclass ORDER BY 1`)).rows.map((r) => r.t);
+    const made = await partitions();
+    // One broken or hostile client: 2,000 events, each on a day of its own, from 31 days back to 1965.
+    const now = Date.now();
+    const old = Array.from({ length: 2000 }, (_, i) => hookEvent({ timeMs: now - (31 + i * 11) * DAY }));
+    const recent = hookEvent({ timeMs: now - 2 * DAY });
+    const r = await store.ingest([...old, recent]);
+    expect({ inserted: r.inserted.length, expired: r.expired }).toEqual({ inserted: 1, expired: 2000 });
+    // Only the recent event's day is added to the days made at open (today and the next ones).
+    expect(await partitions()).toEqual([...made, `events_d${Math.floor((now - 2 * DAY) / DAY)}`].sort());
   });
 
   it('scrubs the raw and percent-encoded password and the whole URL from messages', () => {

@@ -29,7 +29,7 @@ import { inTransaction, isAnswerTimeout, isConnectTimeout, keepAlive, liftAnswer
 import { boundPause, holdLease, leaseHeld, type LeaseFence } from './fence.ts';
 import { buildEventsIndex, fillColumn, inMigrationTransaction, MigrationLockWaitError, withMigrationLock, type Migration } from './migrate.ts';
 import { ConnectionSockets, CuttablePool } from './sockets.ts';
-import { NotLeaderError, StoreUnavailableError, fleetBreakdownFrom, hookCountersFrom, splitExpired, untilStopped, type Arrival, type ArrivalQuery, type HookInfo, type LatePersistedQuery, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store, type StoreSize, type FleetBucket } from '../store.ts';
+import { NotLeaderError, StoreUnavailableError, fleetBreakdownFrom, hookCountersFrom, splitExpired, expiredBefore, untilStopped, type Arrival, type ArrivalQuery, type HookInfo, type LatePersistedQuery, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store, type StoreSize, type FleetBucket } from '../store.ts';
 
 export interface PostgresStoreOptions {
   /** postgres:// URL; its password never appears in logs or errors. */
@@ -703,9 +703,11 @@ export class PostgresStore implements Store {
     if (events.length === 0) return { inserted: [], duplicates: 0 };
     // One row per dedup key, in key order: a batch repeating a key counts it once, and every transaction takes
     // its row locks in the same order, so overlapping batches from several replicas queue instead of deadlocking.
+    // Refused before any partition is made: a batch stamped over many past days makes none for them.
     const bounds = await this.ingestBounds(events);
-    const { kept, expired } = splitExpired(events, bounds.eventsBeforeMs);
-    const old = expired > 0 ? { expired, expiredBeforeMs: bounds.eventsBeforeMs } : {};
+    const expiredBeforeMs = expiredBefore(Date.now(), this.retention?.eventsMs, bounds.eventsBeforeMs);
+    const { kept, expired } = splitExpired(events, expiredBeforeMs);
+    const old = expired > 0 ? { expired, expiredBeforeMs } : {};
     if (kept.length === 0) return { inserted: [], duplicates: 0, ...old };
     const unique = new Map<string, HookEvent>();
     for (const e of kept) if (!unique.has(e.dedupKey)) unique.set(e.dedupKey, e);

@@ -25,7 +25,7 @@ import type { TranscriptCommandRow } from '../model.ts';
 import type { TranscriptFinding } from '../../hooks/transcript-findings.ts';
 import { FINDING_COLUMNS, FINDING_ON_CONFLICT, commandsQuery, findingValues, toCommandRow, uniqueFindings, type FindingsResult } from '../transcript-findings.ts';
 import { guardTrimSql, guardTrimStats, guardTrimValues, type GuardTrim, type GuardTrimStats } from '../guard-trims.ts';
-import { StoreUnavailableError, fleetBreakdownFrom, hookCountersFrom, untilStopped, splitExpired, type Arrival, type ArrivalQuery, type HookInfo, type LatePersistedQuery, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store, type StoreSize, type FleetBucket } from '../store.ts';
+import { StoreUnavailableError, fleetBreakdownFrom, hookCountersFrom, untilStopped, splitExpired, expiredBefore, type Arrival, type ArrivalQuery, type HookInfo, type LatePersistedQuery, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store, type StoreSize, type FleetBucket } from '../store.ts';
 
 export interface SqliteStoreOptions {
   path: string;
@@ -502,11 +502,12 @@ export class SqliteStore implements Store {
     try {
       // A lost file is reopened (or written back) first; any other fault is probed by the commit itself.
       if (this.fault !== undefined && this.fileProblem() !== undefined && !this.recover()) throw this.unavailable();
+      const expiredBeforeMs = expiredBefore(Date.now(), this.retention?.eventsMs, this.pruned.eventsBeforeMs);
       results = inTransaction(this.c.db, () => {
         const all: HookEvent[] = [];
         const allAttrs: number[] = [];
         const out = group.map((w) => {
-          const { kept, expired } = splitExpired(w.events, this.pruned.eventsBeforeMs);
+          const { kept, expired } = splitExpired(w.events, expiredBeforeMs);
           const { events, folded, overflowHooks } = this.foldBeyondLimit(kept);
           const candidates: HookEvent[] = [];
           const candidateAttrs: number[] = [];
@@ -527,7 +528,7 @@ export class SqliteStore implements Store {
           all.push(...inserted);
           // Applied per batch: the next batch's fold sees the hooks this one added.
           this.applyRollups(inserted);
-          return { inserted, duplicates: kept.length - inserted.length, ...(folded > 0 ? { folded, overflowHooks } : {}), ...(expired > 0 ? { expired, expiredBeforeMs: this.pruned.eventsBeforeMs } : {}) };
+          return { inserted, duplicates: kept.length - inserted.length, ...(folded > 0 ? { folded, overflowHooks } : {}), ...(expired > 0 ? { expired, expiredBeforeMs } : {}) };
         });
         // Once per commit: every batch's deltas folded together, one upsert per dimension rollup row.
         this.applyDimRollups(all);
