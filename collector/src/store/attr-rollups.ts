@@ -15,7 +15,7 @@
  */
 import type { HookEvent } from '../hooks/model.ts';
 import { COUNTER_COLUMNS, COUNT_SUM_COLUMNS, addEvent, emptyRow, type CounterRow } from './counters.ts';
-import { HOUR } from './segments.ts';
+import { HOUR, floorSql } from './segments.ts';
 import { ATTR_ROLLUP_HOOK_ID, ATTR_ROLLUP_TABLE, eventAggregates, hookIdOf, hookRef, rollupAggregates, upsertSetClause } from './sql.ts';
 
 export { ATTR_ROLLUP_HOOK_ID, ATTR_ROLLUP_TABLE };
@@ -49,7 +49,7 @@ export function attrRollupDdl(counterColumns: string, int: string, attrId: strin
  */
 export function attrRollupFillSql(where: string): string {
   const outer = COUNTER_COLUMNS.map((c) => (COUNT_SUM_COLUMNS.includes(c) ? `COALESCE(${c}, 0)` : c)).join(', ');
-  const b = `(time_ms / ${HOUR}) * ${HOUR}`;
+  const b = floorSql('time_ms', HOUR);
   return `INSERT INTO ${ATTR_ROLLUP_TABLE} AS t (hook, bucket, attrs, ${COUNTER_COLUMNS.join(', ')})
     SELECT hook, b, attrs, ${outer} FROM (SELECT hook, ${b} AS b, attrs, ${eventAggregates()} FROM events ${where} GROUP BY hook, ${b}, attrs) s WHERE true
     ON CONFLICT (${ATTR_ROLLUP_KEY.join(', ')}) DO UPDATE SET ${upsertSetClause()}`;

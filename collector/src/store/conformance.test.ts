@@ -797,6 +797,31 @@ describe.each([sqliteBackend(), postgresBackend()])('Store conformance: $name', 
     expect(strip(await store.hookCounters(range))).toEqual(model(events.slice(2), range.fromMs, range.toMs));
   });
 
+  it('puts events stamped before 1970 in the series buckets that hold them, from the raw events and from every rollup', async () => {
+    const store = await open({ dimensions: ['team'] });
+    // 1969-12-29T01:20Z, 1969-12-31T22:10Z and its last millisecond, then 1970's first, one of each team.
+    const events = [-3 * DAY + HOUR + 20 * MINUTE, -2 * HOUR + 10 * MINUTE, -1, 0].map((timeMs, i) => ev({ timeMs, extra: { team: i % 2 ? 'web' : 'infra', project: 'x' } }));
+    expect((await store.ingest(events)).inserted).toHaveLength(4);
+    // A dimension added later: its rollups are folded from the stored events.
+    const again = await backend.reopen(store, { dimensions: ['team', 'project'] });
+    opened.push(again);
+    const id = events[0]!.hookId;
+    const from = -4 * DAY;
+    const to = DAY;
+    for (const stepMs of [15 * MINUTE, HOUR, 3 * HOUR, DAY]) {
+      const bucket = (e: HookEvent): number => Math.floor(e.timeMs / stepMs) * stepMs;
+      // No filter (base rollups), a rolled dimension, one folded from the events, and one only the events keep.
+      const cases: [Record<string, string> | undefined, (e: HookEvent) => boolean][] = [[undefined, () => true], [{ team: 'web' }, (e) => e.extra['team'] === 'web'], [{ project: 'x' }, () => true], [{ 'user.id': 'u-1' }, () => true]];
+      for (const [filters, keep] of cases) {
+        const q = { fromMs: from, toMs: to, stepMs, ...(filters ? { filters } : {}) };
+        const want = foldBy(events, from, to, bucket, keep);
+        expect(await again.series(id, q), `${stepMs} ${JSON.stringify(filters)}`).toEqual(want);
+        const fleet = (await again.fleetSeries(q)).map((b) => [b.bucketMs, b.executions]);
+        expect(fleet, `fleet ${stepMs} ${JSON.stringify(filters)}`).toEqual([...want].map(([b, c]) => [b, c.executions]).sort((a, b) => Number(a[0]) - Number(b[0])));
+      }
+    }
+  });
+
   it('serves ping until closed, and closes twice safely', async () => {
     const store = await open();
     await expect(store.ping()).resolves.toBeUndefined();

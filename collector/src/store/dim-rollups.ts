@@ -31,7 +31,7 @@
  */
 import { BUILTIN_DIMENSIONS, type HookEvent } from '../hooks/model.ts';
 import { COUNTER_COLUMNS, COUNT_SUM_COLUMNS, addEvent, emptyRow, mergeRow, type CounterRow } from './counters.ts';
-import { DAY, HOUR, type Granularity } from './segments.ts';
+import { DAY, HOUR, floorSql, type Granularity } from './segments.ts';
 
 export const DIM_ROLLUP_TABLES = { hour: 'rollup_dim_1h', day: 'rollup_dim_1d' } as const;
 /** The client versions per dimension value, across hooks (see the header). */
@@ -355,11 +355,11 @@ export function dimRebuildSql(
   const groups: Record<string, string> = { ...exprs, hook_id: eventHook.group };
   // A SUM over events that all lack a count is NULL; the rollups' count columns are 0 then (counterColumnsDdl).
   const outer = counterColumns.map((c) => (COUNT_SUM_COLUMNS.includes(c) ? `COALESCE(${c}, 0)` : c)).join(', ');
-  const b = `(time_ms / ${HOUR}) * ${HOUR}`;
+  const b = floorSql('time_ms', HOUR);
   return DIM_FAMILIES.flatMap((f) => {
     const cols = [...f.key, ...counterColumns].join(', ');
     const inner = f.key.filter((k) => k !== 'bucket' && k !== 'dim');
-    const day = f.key.map((k) => (k === 'bucket' ? `(bucket / ${DAY}) * ${DAY}` : k)).join(', ');
+    const day = f.key.map((k) => (k === 'bucket' ? floorSql('bucket', DAY) : k)).join(', ');
     return [
       `INSERT INTO ${f.tables.hour} (${cols})
      SELECT ${f.key.map((k) => (k === 'bucket' ? 'b' : k === 'dim' ? exprs.dim : `k_${k}`)).join(', ')}, ${outer} FROM (

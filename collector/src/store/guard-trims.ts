@@ -4,6 +4,7 @@
  * any hook counter). The SQL is shared; each backend passes its own placeholder style and runner.
  */
 import type { GuardField } from '../../../shared/src/guard-trims.ts';
+import { floorSql } from './segments.ts';
 
 /** One trimmed output as ingested from a guard record. */
 export interface GuardTrim {
@@ -54,7 +55,7 @@ export function guardTrimSql(p: (n: number) => string, rows = 1): { insert: stri
   const step = `CAST(${p(4)} AS BIGINT)`;
   return {
     insert: `INSERT INTO guard_trims (${COLUMNS.join(', ')}) VALUES ${values.join(', ')} ON CONFLICT (dedup_key) DO NOTHING`,
-    buckets: `SELECT (time_ms / ${step}) * ${step} AS start_ms, COUNT(*) AS trims, MAX(sent_chars) AS max_sent, MAX(kept_chars) AS max_kept
+    buckets: `SELECT ${floorSql('time_ms', step)} AS start_ms, COUNT(*) AS trims, MAX(sent_chars) AS max_sent, MAX(kept_chars) AS max_kept
       FROM guard_trims WHERE ${range} GROUP BY start_ms ORDER BY start_ms`,
     largest: `SELECT field, sent_chars, kept_chars, time_ms FROM guard_trims WHERE ${range} ORDER BY sent_chars DESC, time_ms DESC LIMIT 1`,
   };

@@ -70,6 +70,15 @@ export function segments(fromMsRaw: number, toMsRaw: number, openFrom?: number):
   return out;
 }
 
+/**
+ * SQL of the start of the bucket of `step` (a positive whole number, or an SQL expression of one) holding the
+ * integer `expr`: Math.floor(expr / step) * step, as ingest buckets the rollups. Integer division in SQLite and
+ * PostgreSQL rounds toward zero, so `(expr / step) * step` put a time before 1970 one bucket late.
+ */
+export function floorSql(expr: string, step: number | string): string {
+  return `(${expr} - ((${expr} % ${step}) + ${step}) % ${step})`;
+}
+
 /** Refuses a series step that is not a positive whole number of ms: it is written into the SQL. */
 export function checkStep(stepMs: number): void {
   if (!Number.isSafeInteger(stepMs) || stepMs <= 0) throw new RangeError('series step must be a positive whole number of ms');

@@ -4,7 +4,7 @@ import type { DeliveryStatus } from '../../../shared/src/cliff.ts';
 import { BUILTIN_DIMENSIONS, OVERFLOW_SUFFIX, isOverflowHook, type HookEvent, type HookEventKind } from '../hooks/model.ts';
 import { COUNTER_COLUMNS, COUNT_SUM_COLUMNS, MAX_COLUMNS, SUM_COLUMNS, emptyRow, fromDbRow, mergeRow, toCounters, type CounterRow } from './counters.ts';
 import { DIM_ROLLUP_TABLES, dimRebuildSql } from './dim-rollups.ts';
-import { checkStep, granularityForStep, type Granularity } from './segments.ts';
+import { checkStep, floorSql, granularityForStep, type Granularity } from './segments.ts';
 import { UnknownDimensionError, type Arrival, type ArrivalCounters, type FleetBucket, type HookInfo, type SeriesQuery } from './store.ts';
 import type { EdgeRows } from './minute-sources.ts';
 
@@ -757,10 +757,10 @@ export function seriesQuery(q: SeriesQuery, filterWhere: string | null, p: (n: n
   const step = q.stepMs;
   checkStep(step);
   const sql = rollup?.attrs
-    ? `SELECT (bucket / ${step}) * ${step} AS b, ${rollupAggregates()} FROM ${attrRollupTable(step, granularity)} WHERE hook = ${hookRefOf(p(1))} AND bucket >= ${p(2)} AND bucket < ${p(3)} ${rollup.where} GROUP BY b`
+    ? `SELECT ${floorSql('bucket', step)} AS b, ${rollupAggregates()} FROM ${attrRollupTable(step, granularity)} WHERE hook = ${hookRefOf(p(1))} AND bucket >= ${p(2)} AND bucket < ${p(3)} ${rollup.where} GROUP BY b`
     : filterWhere === null
-    ? `SELECT (bucket / ${step}) * ${step} AS b, ${rollupAggregates()} FROM ${rollupTable(step, rollup, granularity)} WHERE hook_id = ${p(1)} AND bucket >= ${p(2)} AND bucket < ${p(3)} ${rollup?.where ?? ''} GROUP BY b`
-    : `SELECT (time_ms / ${step}) * ${step} AS b, ${eventAggregates()} FROM events WHERE hook = ${hookRefOf(p(1))} AND time_ms >= ${p(2)} AND time_ms < ${p(3)} ${filterWhere} GROUP BY b`;
+    ? `SELECT ${floorSql('bucket', step)} AS b, ${rollupAggregates()} FROM ${rollupTable(step, rollup, granularity)} WHERE hook_id = ${p(1)} AND bucket >= ${p(2)} AND bucket < ${p(3)} ${rollup?.where ?? ''} GROUP BY b`
+    : `SELECT ${floorSql('time_ms', step)} AS b, ${eventAggregates()} FROM events WHERE hook = ${hookRefOf(p(1))} AND time_ms >= ${p(2)} AND time_ms < ${p(3)} ${filterWhere} GROUP BY b`;
   return { sql, fromMs: Math.floor(q.fromMs / step) * step, toMs: Math.ceil(q.toMs / step) * step };
 }
 
@@ -796,10 +796,10 @@ export function fleetSeriesQuery(
   const step = q.stepMs;
   checkStep(step);
   const sql = rollup?.attrs
-    ? `SELECT ${ATTR_ROLLUP_HOOK_ID} AS hook_id, (bucket / ${step}) * ${step} AS b, ${pick(rollupAggregates())} FROM ${attrRollupTable(step, granularity)} WHERE bucket >= ${p(1)} AND bucket < ${p(2)} ${hooks?.byRef ?? ''} ${rollup.where} GROUP BY hook, b`
+    ? `SELECT ${ATTR_ROLLUP_HOOK_ID} AS hook_id, ${floorSql('bucket', step)} AS b, ${pick(rollupAggregates())} FROM ${attrRollupTable(step, granularity)} WHERE bucket >= ${p(1)} AND bucket < ${p(2)} ${hooks?.byRef ?? ''} ${rollup.where} GROUP BY hook, b`
     : filterWhere === null
-    ? `SELECT hook_id, (bucket / ${step}) * ${step} AS b, ${pick(rollupAggregates())} FROM ${rollupTable(step, rollup, granularity)} WHERE bucket >= ${p(1)} AND bucket < ${p(2)} ${hooks?.byId ?? ''} ${rollup?.where ?? ''} GROUP BY hook_id, b`
-    : `SELECT ${EVENT_HOOK_ID} AS hook_id, (time_ms / ${step}) * ${step} AS b, ${pick(eventAggregates())} FROM events WHERE time_ms >= ${p(1)} AND time_ms < ${p(2)} ${hooks?.byRef ?? ''} ${filterWhere} GROUP BY hook, b`;
+    ? `SELECT hook_id, ${floorSql('bucket', step)} AS b, ${pick(rollupAggregates())} FROM ${rollupTable(step, rollup, granularity)} WHERE bucket >= ${p(1)} AND bucket < ${p(2)} ${hooks?.byId ?? ''} ${rollup?.where ?? ''} GROUP BY hook_id, b`
+    : `SELECT ${EVENT_HOOK_ID} AS hook_id, ${floorSql('time_ms', step)} AS b, ${pick(eventAggregates())} FROM events WHERE time_ms >= ${p(1)} AND time_ms < ${p(2)} ${hooks?.byRef ?? ''} ${filterWhere} GROUP BY hook, b`;
   return { sql, fromMs: Math.floor(q.fromMs / step) * step, toMs: Math.ceil(q.toMs / step) * step };
 }
 
