@@ -21,7 +21,7 @@ import { COUNT_COLUMNS } from './sql.ts';
 import { DIM_TABLE_NAMES } from './dim-rollups.ts';
 import { MIGRATIONS as SQLITE_MIGRATIONS, SqliteStore } from './sqlite/index.ts';
 import type { Store } from './store.ts';
-import { model, strip } from '../../test/support/store-model.ts';
+import { foldBy, model, strip } from '../../test/support/store-model.ts';
 
 const DIMENSIONS = ['team'];
 /** 2026-03-02T00:00:00Z. */
@@ -224,6 +224,34 @@ describe('PostgreSQL: upgrade to the compact event layout, and daily event parti
     expect(await store.schemaVersion()).toBe(PG_MIGRATIONS.length);
     const days = await partitions(store.connectionPool);
     for (let d = 0; d < 3; d++) expect(days).toContain(`events_d${Math.floor(T0 / DAY) + d}`);
+    await checkUpgraded(store, events);
+  });
+
+  it('migrates a database holding events stamped before 1970, which versions before the compact layout stored as sent', async () => {
+    const url = await server.createDatabase();
+    // 1969-12-29T01:00Z, 1969-12-30T23:55Z and the last millisecond of 1969 (an event.timestamp such versions took
+    // as it was), beside the days of 2026.
+    const events = history().map((e, i) => {
+      const timeMs = [-3 * DAY + HOUR, -DAY - 5 * MINUTE, -1][i - 1];
+      return timeMs === undefined ? e : { ...e, ...keys(timeMs, i), timeMs, receivedMs: T0 };
+    });
+    await writePrevious(url, events);
+    const store = await open(url);
+    expect(await store.schemaVersion()).toBe(PG_MIGRATIONS.length);
+    // Each in the partition of its own day.
+    const days = await partitions(store.connectionPool);
+    expect(days.filter((d) => d.startsWith('events_d-'))).toEqual(['events_d-1', 'events_d-2', 'events_d-3']);
+    const old = { fromMs: -4 * DAY, toMs: 0 };
+    // The previous layout kept no rollups here: filters read the raw events, a dimension's rollups folded from them.
+    for (const filters of [{ 'hookwatch.source': 'otlp' }, { team: 'web' }, { 'user.id': 'u-1' }] as Record<string, string>[]) {
+      const keep = (e: HookEvent): boolean => ('team' in filters ? e.extra['team'] === 'web' : 'user.id' in filters ? e.userId === 'u-1' : true);
+      expect(strip(await store.hookCounters({ ...old, filters })), JSON.stringify(filters)).toEqual(model(events, old.fromMs, old.toMs, keep));
+      // Hour by hour: where each event falls.
+      for (const id of new Set(events.slice(1, 4).map((e) => e.hookId))) {
+        const got = await store.series(id, { ...old, stepMs: HOUR, filters });
+        expect(got, `${id} ${JSON.stringify(filters)}`).toEqual(foldBy(events, old.fromMs, old.toMs, (e) => Math.floor(e.timeMs / HOUR) * HOUR, (e) => e.hookId === id && keep(e)));
+      }
+    }
     await checkUpgraded(store, events);
   });
 
