@@ -122,6 +122,20 @@ describe('a record with a hook name or event over 1,024 characters', () => {
   });
 });
 
+describe("a transcript finding's previous id", () => {
+  const finding = { 'event.name': FINDING_EVENT_NAME, 'hookwatch.finding.id': 'run-1#additionalContext', 'hookwatch.finding.kind': 'output', hook_event: 'Stop', output_field: 'additionalContext', output_outcome: 'delivered' };
+  const extract = (attrs: Record<string, AnyValue>): ReturnType<typeof extractTranscriptFindings> => extractTranscriptFindings(request([record({ ...finding, ...attrs })]));
+
+  it('is kept up to 2,048 characters, absent when not sent, and refused beyond', () => {
+    expect(extract({ 'hookwatch.finding.previous_id': 'rec-2#1' }).findings.map((f) => [f.id, f.previousId])).toEqual([['run-1#additionalContext', 'rec-2#1']]);
+    expect(extract({ 'hookwatch.finding.previous_id': 'P'.repeat(2048) }).findings[0]?.previousId).toBe('P'.repeat(2048));
+    expect(extract({}).findings[0]).not.toHaveProperty('previousId');
+    expect(extract({ 'hookwatch.finding.previous_id': 'P'.repeat(2049) })).toMatchObject({
+      findings: [], rejected: 1, problems: ['resourceLogs[0].scopeLogs[0].logRecords[0]: hookwatch.finding.previous_id longer than 2048 characters'],
+    });
+  });
+});
+
 describe('a record with several bad counts', () => {
   it('is rejected for the first one read: num_hooks, then the sizes, then the execution counts', () => {
     const bad = { num_hooks: 'x', stdout_chars: '-1', num_outputs_persisted: 'y', num_success: '-1', total_duration_ms: 'z' };

@@ -14,6 +14,8 @@ export const FINDING_EVENT_NAME = 'hookwatch.transcript_finding';
 /** Attribute keys of a finding record (all values strings, numbers included, like Claude Code's). */
 export const FINDING_ATTRIBUTES = {
   id: 'hookwatch.finding.id',
+  /** The id the previous release gave the same output (scan --send of the same transcripts before an upgrade). */
+  previousId: 'hookwatch.finding.previous_id',
   kind: 'hookwatch.finding.kind',
   source: 'hookwatch.source',
   timestamp: 'event.timestamp',
@@ -33,6 +35,8 @@ export const OUTPUT_OUTCOMES = ['delivered', 'persisted', 'unconfirmed'] as cons
 /** A finding as stored. */
 export interface TranscriptFinding {
   id: string;
+  /** The id the previous release's `scan --send` gave the same output: stored under it, the finding is not stored again. */
+  previousId?: string;
   kind: (typeof FINDING_KINDS)[number];
   hookId: string;
   hookEvent: string;
@@ -95,6 +99,8 @@ function toFinding(rec: LogRecord, now: () => number): TranscriptFinding {
   };
   const id = get(FINDING_ATTRIBUTES.id, MAX_ID + 1, true);
   if (id.length > MAX_ID) throw new FindingProblem(`${FINDING_ATTRIBUTES.id} longer than ${MAX_ID} characters`);
+  const previousId = get(FINDING_ATTRIBUTES.previousId, MAX_ID + 1, false);
+  if (previousId.length > MAX_ID) throw new FindingProblem(`${FINDING_ATTRIBUTES.previousId} longer than ${MAX_ID} characters`);
   const kind = get(FINDING_ATTRIBUTES.kind, 16, true);
   if (!(FINDING_KINDS as readonly string[]).includes(kind)) throw new FindingProblem(`${FINDING_ATTRIBUTES.kind} must be one of ${FINDING_KINDS.join(', ')}`);
   const hookEvent = get(FINDING_ATTRIBUTES.hookEvent, MAX_NAME + 1, true);
@@ -118,7 +124,7 @@ function toFinding(rec: LogRecord, now: () => number): TranscriptFinding {
   }
   const timeMs = recordTime(rec, get(FINDING_ATTRIBUTES.timestamp, 64, false), now);
   return {
-    id, kind: kind as TranscriptFinding['kind'], hookId: hookId(hookEvent, hookName), hookEvent, hookName,
+    id, ...(previousId === '' ? {} : { previousId }), kind: kind as TranscriptFinding['kind'], hookId: hookId(hookEvent, hookName), hookEvent, hookName,
     command: get(FINDING_ATTRIBUTES.command, MAX_COMMAND, false), sessionId: get(FINDING_ATTRIBUTES.session, MAX_NAME, false),
     timeMs, field, outcome, chars,
   };

@@ -935,6 +935,31 @@ describe.each([sqliteBackend(), postgresBackend()])('Store conformance: $name', 
     ]);
   });
 
+  it('does not store again an output the previous release stored under its previous id', async () => {
+    const store = await open();
+    const hook = hookId('SessionStart', 'SessionStart:startup');
+    const output = (id: string, outcome: string, chars: number, previousId?: string): TranscriptFinding => ({
+      id, ...(previousId === undefined ? {} : { previousId }), kind: 'output', hookId: hook, hookEvent: 'SessionStart', hookName: 'SessionStart:startup',
+      command: 'emit ctx 12000', sessionId: 's-1', timeMs: T0 + MINUTE, field: 'additionalContext', outcome, chars,
+    });
+    // As the previous release stored them: a persisted output under its saved file, a delivered one under its
+    // delivery record's place.
+    expect(await store.recordTranscriptFindings([
+      output('saved:/p/s/tool-results/hook-a-additionalContext.txt', 'persisted', 12_000),
+      output('rec-2#1', 'delivered', 9_000),
+    ])).toEqual({ inserted: 2, duplicates: 0 });
+    // The same transcripts sent after the upgrade, and an output the previous release never saw.
+    expect(await store.recordTranscriptFindings([
+      output('run-1#additionalContext', 'persisted', 12_000, 'saved:/p/s/tool-results/hook-a-additionalContext.txt'),
+      output('run-2#additionalContext', 'delivered', 9_000, 'rec-2#1'),
+      output('run-4#additionalContext', 'delivered', 700, 'rec-4#0'),
+    ])).toEqual({ inserted: 1, duplicates: 2 });
+    expect(await store.recordTranscriptFindings([output('run-4#additionalContext', 'delivered', 700, 'rec-4#0')])).toEqual({ inserted: 0, duplicates: 1 });
+    expect(await store.transcriptCommands(hook, { fromMs: T0, toMs: T0 + HOUR })).toEqual([
+      { command: 'emit ctx 12000', runs: 0, outputs: 3, delivered: 2, persisted: 1, unconfirmed: 0, largestOutputChars: 12_000, largestDeliveredChars: 9_000, sessions: 1 },
+    ]);
+  });
+
   it('past store.maxHooks, events of new hook names are counted under one overflow hook per hook event, none dropped', async () => {
     const store = await open({ maxHooks: 3 });
     const names = Array.from({ length: 8 }, (_, i) => `PreToolUse:tool-${i}`);

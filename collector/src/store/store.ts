@@ -229,7 +229,8 @@ export interface Store {
   /**
    * Commits transcript findings (`hookwatch scan --send`) to their own table, apart from telemetry; a finding
    * whose id is already stored is not stored again, except that an output stored as unconfirmed takes the outcome
-   * sent since (FINDING_ON_CONFLICT). Resolves once they are durable.
+   * sent since (FINDING_ON_CONFLICT); nor is one whose previousId is stored (the previous release stored the same
+   * output under that id). Resolves once they are durable.
    */
   recordTranscriptFindings(findings: TranscriptFinding[]): Promise<FindingsResult>;
   /** Deletes transcript findings older than beforeMs, in bounded batches; returns how many (signal: as prune's). */

@@ -40,6 +40,15 @@ export const FINDING_ON_CONFLICT = `ON CONFLICT (finding_id) DO UPDATE SET outco
   WHERE transcript_findings.outcome = 'unconfirmed' AND excluded.outcome IN ('delivered', 'persisted')`;
 
 /**
+ * True for a finding not stored under the id the previous release's `scan --send` gave the same output
+ * (TranscriptFinding.previousId, `param` its SQL parameter or column; NULL when it has none): an output that
+ * release stored is not stored a second time under its current id when the same transcripts are sent again.
+ */
+export function notStoredUnderPreviousId(param: string): string {
+  return `NOT EXISTS (SELECT 1 FROM transcript_findings AS stored WHERE stored.finding_id = ${param})`;
+}
+
+/**
  * Each finding id of a batch once (one statement may not store a row twice): of an output named twice, the
  * finding with its outcome known.
  */
@@ -90,6 +99,9 @@ export function toCommandRow(row: Record<string, unknown>): TranscriptCommandRow
 /** What storing a batch of findings did. */
 export interface FindingsResult {
   inserted: number;
-  /** Findings already stored (the same transcripts sent again), an output's unconfirmed outcome not counted as one. */
+  /**
+   * Findings already stored (the same transcripts sent again, outputs the previous release stored under their
+   * previous id included), an output's unconfirmed outcome not counted as one.
+   */
   duplicates: number;
 }

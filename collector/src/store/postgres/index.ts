@@ -23,7 +23,7 @@ import { AttrSetCache, LAST_MS_SLACK, attrWork, type AttrWork } from '../attr-se
 import { ATTR_FIRST_MS_SOURCE, attrFirstMsColumnDdl, ARRIVAL_INDEX, LATE_ARRIVAL_INDEX, OVER_ARRIVAL_INDEX, attrGroupedEventsQuery, hookGroupedEventsQuery, attrSetIndexChanges, ATTR_SET_INDEX_PREFIX, quoteIdent, counterColumnsDdl, type RollupFilter, ATTR_COLUMNS, KIND_CODES, attrFilter, COUNT_COLUMNS, compactEventColumnsDdl, compactEventsDdl, compactKey, hookRef, hookRefOf, keyTimeMs, EVENT_COLUMNS, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, arrivalTimeDdl, eventValues, hookScope, lateArrivalsQuery, latePersistedQuery, toArrivals, seriesQuery, fleetSeriesQuery, toFleetBucket, edgeFleetBuckets, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, dimRebuildFromEventsSql, rollupAggregates, upsertSetClause } from '../sql.ts';
 import type { TranscriptCommandRow } from '../model.ts';
 import type { TranscriptFinding } from '../../hooks/transcript-findings.ts';
-import { FINDING_COLUMNS, FINDING_ON_CONFLICT, commandsQuery, findingValues, toCommandRow, transcriptFindingsDdl, uniqueFindings, type FindingsResult } from '../transcript-findings.ts';
+import { FINDING_COLUMNS, FINDING_ON_CONFLICT, commandsQuery, findingValues, notStoredUnderPreviousId, toCommandRow, transcriptFindingsDdl, uniqueFindings, type FindingsResult } from '../transcript-findings.ts';
 import { guardTrimSql, guardTrimStats, guardTrimValues, guardTrimsDdl, type GuardTrim, type GuardTrimStats } from '../guard-trims.ts';
 import { inTransaction, isAnswerTimeout, isConnectTimeout, keepAlive, liftAnswerTimeout } from './connection.ts';
 import { boundPause, holdLease, leaseHeld, type LeaseFence } from './fence.ts';
@@ -1690,10 +1690,12 @@ export class PostgresStore implements Store {
     // One statement (atomic) per batch: unnest() of one array per column.
     const types = ['text', 'text', 'text', 'text', 'text', 'text', 'text', 'int8', 'text', 'text', 'int8'];
     const unique = uniqueFindings(findings);
-    const columns = FINDING_COLUMNS.map((_, c) => unique.map((f) => findingValues(f)[c]));
+    const columns = [...FINDING_COLUMNS.map((_, c) => unique.map((f) => findingValues(f)[c])), unique.map((f) => f.previousId ?? null)];
     const rows = await this.write(
       `INSERT INTO transcript_findings (${FINDING_COLUMNS.join(', ')})
-       SELECT * FROM unnest(${types.map((t, i) => `$${i + 1}::${t}[]`).join(', ')})
+       SELECT ${FINDING_COLUMNS.map((c) => `f.${c}`).join(', ')}
+       FROM unnest(${[...types, 'text'].map((t, i) => `$${i + 1}::${t}[]`).join(', ')}) AS f(${FINDING_COLUMNS.join(', ')}, previous_id)
+       WHERE ${notStoredUnderPreviousId('f.previous_id')}
        ${FINDING_ON_CONFLICT} RETURNING finding_id`,
       columns,
     );

@@ -23,7 +23,7 @@ import { runPaced } from '../../paced.ts';
 import { EventRowInserts } from './event-rows.ts';
 import type { TranscriptCommandRow } from '../model.ts';
 import type { TranscriptFinding } from '../../hooks/transcript-findings.ts';
-import { FINDING_COLUMNS, FINDING_ON_CONFLICT, commandsQuery, findingValues, toCommandRow, uniqueFindings, type FindingsResult } from '../transcript-findings.ts';
+import { FINDING_COLUMNS, FINDING_ON_CONFLICT, commandsQuery, findingValues, notStoredUnderPreviousId, toCommandRow, uniqueFindings, type FindingsResult } from '../transcript-findings.ts';
 import { guardTrimSql, guardTrimStats, guardTrimValues, type GuardTrim, type GuardTrimStats } from '../guard-trims.ts';
 import { StoreUnavailableError, fleetBreakdownFrom, hookCountersFrom, untilStopped, splitExpired, expiredBefore, type Arrival, type ArrivalQuery, type HookInfo, type LatePersistedQuery, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store, type StoreSize, type FleetBucket } from '../store.ts';
 
@@ -1134,9 +1134,10 @@ export class SqliteStore implements Store {
     if (findings.length === 0) return { inserted: 0, duplicates: 0 };
     const inserted = this.sideWrite(() => {
       const insert = this.c.sql.get(
-        `INSERT INTO transcript_findings (${FINDING_COLUMNS.join(', ')}) VALUES (${FINDING_COLUMNS.map(() => '?').join(', ')}) ${FINDING_ON_CONFLICT}`,
+        `INSERT INTO transcript_findings (${FINDING_COLUMNS.join(', ')}) SELECT ${FINDING_COLUMNS.map(() => '?').join(', ')}
+         WHERE ${notStoredUnderPreviousId('?')} ${FINDING_ON_CONFLICT}`,
       );
-      return uniqueFindings(findings).reduce((n, f) => n + Number(insert.run(...findingValues(f)).changes), 0);
+      return uniqueFindings(findings).reduce((n, f) => n + Number(insert.run(...findingValues(f), f.previousId ?? null).changes), 0);
     });
     return { inserted, duplicates: findings.length - inserted };
   }

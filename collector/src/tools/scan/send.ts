@@ -38,6 +38,8 @@ export function findingAttributes(finding: Finding, observedAt: Date): Record<st
     attributes[a.field] = finding.field;
     attributes[a.outcome] = finding.outcome;
     if (finding.chars !== null) attributes[a.chars] = String(finding.chars);
+    // An output the previous release may have stored under another id: the server counts it once.
+    if (finding.previousId !== undefined) attributes[a.previousId] = finding.previousId;
   }
   return attributes;
 }

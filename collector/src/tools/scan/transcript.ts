@@ -51,8 +51,17 @@ export interface HookRun {
 /** One output string and what became of it. */
 export interface HookOutput {
   kind: 'output';
-  /** Stable across scans: the saved file for a persisted output, else the record id and the string's place. */
+  /**
+   * Stable across scans: for a string of a command's JSON output, its run and field whatever its outcome; else the
+   * saved file for a persisted output, or the record id and the string's place.
+   */
   id: string;
+  /**
+   * The id the previous release gave a string of a command's JSON output that it linked to the record delivering
+   * it (that record's id and the string's place, or the saved file), so that hookwatch counts once an output it
+   * stored under that id.
+   */
+  previousId?: string;
   sessionId: string;
   hookName: string;
   hookEvent: string;
@@ -579,10 +588,12 @@ export class TranscriptScanner {
       } else if (text.length > 0) {
         const link = pending.claimDelivered(keys, text);
         if (!link) await unrecordedRun(index);
+        const ownId = `${ctx.recordId}#${index}`;
         await this.emitOutput(
           { hookName: link?.hookName ?? unlinkedName, hookEvent, command: link?.command, field: kind, outcome: 'delivered', chars: text.length, saved: undefined },
           ctx,
-          link ? commandOutputId(link) : `${ctx.recordId}#${index}`,
+          link ? commandOutputId(link) : ownId,
+          link && ownId,
         );
       }
     }
@@ -634,9 +645,9 @@ export class TranscriptScanner {
       if (this.seenSavedPaths.has(marker.savedPath)) return;
       this.seenSavedPaths.add(marker.savedPath);
     }
-    const id = commandOutput ?? (marker.savedPath !== undefined ? `saved:${marker.savedPath}` : `${ctx.recordId}#persisted${index}`);
+    const ownId = marker.savedPath !== undefined ? `saved:${marker.savedPath}` : `${ctx.recordId}#persisted${index}`;
     const chars = where.chars ?? (await savedOutputChars(marker.savedPath, ctx));
-    await this.emitOutput({ ...where, chars, outcome: 'persisted', saved: marker }, ctx, id);
+    await this.emitOutput({ ...where, chars, outcome: 'persisted', saved: marker }, ctx, commandOutput ?? ownId, commandOutput && ownId);
   }
 
   private async emitUnconfirmed(entry: PendingOutput, file: string): Promise<void> {
@@ -650,8 +661,12 @@ export class TranscriptScanner {
     what: { hookName: string; hookEvent: string; command: string | undefined; field: OutputKind; outcome: OutputOutcome; chars: number | null; saved: PersistedOutput | undefined },
     ctx: RecordContext,
     id: string,
+    previousId?: string,
   ): Promise<void> {
-    await this.emit({ kind: 'output', id, sessionId: ctx.sessionId, timestamp: ctx.timestamp, file: ctx.file, lineNumber: ctx.lineNumber, ...what });
+    await this.emit({
+      kind: 'output', id, ...(previousId === undefined ? {} : { previousId }), sessionId: ctx.sessionId, timestamp: ctx.timestamp, file: ctx.file,
+      lineNumber: ctx.lineNumber, ...what,
+    });
   }
 
   private async emit(finding: Finding): Promise<void> {
@@ -729,7 +744,8 @@ async function savedOutputChars(savedPath: string | undefined, ctx: RecordContex
 /**
  * The id of a JSON output string of a command's run, whatever its outcome: one transcript sent while Claude Code
  * was still writing the string's delivery record gives it as unconfirmed, the same sent again complete gives its
- * outcome under the same id, which hookwatch then stores in place of the unconfirmed one.
+ * outcome under the same id, which hookwatch then stores in place of the unconfirmed one. The previous release
+ * gave a linked string the delivery record's id and the string's place, or the saved file (HookOutput.previousId).
  */
 function commandOutputId(entry: PendingOutput): string {
   return `${entry.runId}#${entry.kind}`;
