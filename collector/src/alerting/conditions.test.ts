@@ -58,6 +58,10 @@ describe('conditions', () => {
     expect(persistedCondition(c, 'h', HOUR, lateMeasured)?.['late_outputs_persisted']).toBeUndefined();
     // On-time events that report persistence, late ones only measured: the late ones still count.
     expect(persistedCondition(c, 'h', HOUR, lateMeasured)?.['description']).toContain(' 2 of them arrived late');
+    // One client reported 1 output, another's 2 executions were only measured over the cap: at least 3 outputs.
+    const mixed = persistedCondition(counters({ executions: 4, success: 4, outputsPersisted: 1, executionsWithPersisted: 3, largest: 12_000 }), 'h', HOUR, undefined);
+    expect(mixed?.['summary']).toBe('h: at least 3 outputs over the 10,000-character cap saved to a file in the last 1h; the model saw only a ~2,000-character preview while the hook reported success (measured size where a client does not report num_outputs_persisted).');
+    expect(mixed?.['outputs_persisted']).toBeUndefined();
   });
 
   it('persisted_ratio: above the threshold with enough executions only', () => {

@@ -112,10 +112,14 @@ export function persistedCondition(c: HookCounters, scope: string, windowMs: num
   const b = blindness(c);
   // The late ones counted at least once per execution over the cap, reported or measured: never "0 of them".
   const lateText = late ? lateSentence(persistedAtLeast(late), late, w) : '';
+  // Some clients reported their count, others' executions are known over the cap by measured size only (one
+  // output each at least): the count is a lower bound, never the reported one given bare.
+  const partlyMeasured = inferred <= 0 && measuredOnly(c) > 0;
+  const outputs = partlyMeasured ? persistedAtLeast(c) : c.outputsPersisted;
   return {
     summary: inferred > 0
       ? `${scope}: ${b.atLeast}${plural(inferred, 'execution')} in the last ${w} with an output over the ${fmt(OUTPUT_CAP_CHARS)}-character cap, which Claude Code saves to a file; the model saw only a ~${fmt(PREVIEW_CHARS)}-character preview while the hook reported success (measured size: this client does not report num_outputs_persisted).`
-      : `${scope}: ${b.atLeast}${plural(c.outputsPersisted, 'output')} over the ${fmt(OUTPUT_CAP_CHARS)}-character cap saved to a file in the last ${w}; the model saw only a ~${fmt(PREVIEW_CHARS)}-character preview while the hook reported success.`,
+      : `${scope}: ${b.atLeast || (partlyMeasured ? 'at least ' : '')}${plural(outputs, 'output')} over the ${fmt(OUTPUT_CAP_CHARS)}-character cap saved to a file in the last ${w}; the model saw only a ~${fmt(PREVIEW_CHARS)}-character preview while the hook reported success${partlyMeasured ? ' (measured size where a client does not report num_outputs_persisted)' : ''}.`,
     description: `${capitalized(`${b.atLeast}${fmt(c.executionsWithPersisted)}`)} of ${plural(c.executions, 'execution')} lost output${max !== null ? `; largest reported output ${b.atLeast}${fmt(max)} characters` : ''}.${b.sentence}${lateText} ${PERSISTED_ACTION} It clears once ${w} passes with no output persisted${late ? ' (late ones counted from their arrival)' : ''}.`,
     // A count the clients did not report (executions over the cap without it) is not given, never as 0.
     ...(measuredOnly(c) > 0 ? {} : { outputs_persisted: String(c.outputsPersisted) }),

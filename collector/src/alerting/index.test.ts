@@ -1075,6 +1075,25 @@ describe('other rule kinds', () => {
     expect(a['summary']).toMatch(/^Stop:old-client: 1 execution in the last 1h with an output over the 10,000-character cap, .*\(measured size: this client does not report num_outputs_persisted\)\.$/);
   });
 
+  it('persisted: a count reported by some clients, with outputs others only measured over the cap, is notified as at least', async () => {
+    const h = await harness([{ kind: 'persisted', window: '1h' }]);
+    // One execution whose client reports one persisted output, one from a client that does not report the count.
+    const reported = hookEvent({ hookName: 'Stop:mixed-clients', additionalContextChars: 12_000, outputsPersisted: 1, timeMs: h.clock.now() });
+    const measured = { ...hookEvent({ hookName: 'Stop:mixed-clients', additionalContextChars: 11_000, outputsPersisted: 0, timeMs: h.clock.now() }), outputsPersisted: null, status: 'over' as const };
+    h.alerting.engine.onIngested((await h.store.ingest([reported, measured])).inserted);
+    await h.alerting.engine.evaluate('notify');
+    await h.alerting.dispatcher.idle();
+    const bodies = h.sink.bodies<AlertmanagerWebhookBody>();
+    expect(bodies.map((b) => `${b.status} ${b.alerts[0]?.labels['alertname']} ${b.alerts[0]?.labels['hook_name']}`)).toEqual(['firing persisted Stop:mixed-clients']);
+    const a = bodies[0]?.alerts[0]?.annotations ?? {};
+    expect(a['summary']).toBe(
+      'Stop:mixed-clients: at least 2 outputs over the 10,000-character cap saved to a file in the last 1h; the model saw only a ~2,000-character preview while the hook reported success (measured size where a client does not report num_outputs_persisted).',
+    );
+    expect(a['description']).toMatch(/^2 of 2 executions lost output; largest reported output 12,060 characters\. Keep each output/);
+    expect(a).toMatchObject({ executions: '2' });
+    expect(a['outputs_persisted']).toBeUndefined();
+  });
+
   describe('a hook some of whose executions came from a client without sizes', () => {
     /** The annotations of the webhook notification of `alertname`. */
     const annotationsOf = (h: Harness, alertname: string): Record<string, string> =>
