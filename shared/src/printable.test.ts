@@ -38,5 +38,7 @@ describe('printable', () => {
     expect(printable('e\u0301\u200D \u0436\u200C \u03B1\u200D')).toBe('e\u0301\\u200d \u0436\\u200c \u03B1\\u200d');
     // Han, Kana, Hangul and Hebrew do not write with them: there a joiner only hides, and is written out.
     expect(printable('\u540D\u524D\u200D \u30AB\u200C \uD55C\u200D \u05D0\u200C')).toBe('\u540D\u524D\\u200d \u30AB\\u200c \uD55C\\u200d \u05D0\\u200c');
+    // Only after a letter or mark: after a digit, a punctuation mark or a symbol of those scripts a joiner joins nothing.
+    expect(printable('\u0661\u200D \u0967\u200C \u06D4\u200D \u0F04\u200D \u1040\u200C')).toBe('\u0661\\u200d \u0967\\u200c \u06D4\\u200d \u0F04\\u200d \u1040\\u200c');
   });
 });

@@ -33,9 +33,10 @@ const EMOJI_START = /^\p{Extended_Pictographic}/u;
 /**
  * A letter or mark of a script that writes with the joiner and non-joiner: the cursive scripts (Arabic, Syriac,
  * N'Ko, Mongolian) and those of India and South-East Asia whose conjuncts they shape. Elsewhere (Latin, Han, Kana,
- * Hangul, Hebrew, ...) a joiner changes nothing that shows, and would only hide that two names differ.
+ * Hangul, Hebrew, ...) a joiner changes nothing that shows, and would only hide that two names differ, as it does
+ * after a digit, punctuation mark or symbol of those scripts.
  */
-const JOINING_LETTER_END = /[\p{Script=Arabic}\p{Script=Syriac}\p{Script=Nko}\p{Script=Mongolian}\p{Script=Devanagari}\p{Script=Bengali}\p{Script=Gurmukhi}\p{Script=Gujarati}\p{Script=Oriya}\p{Script=Tamil}\p{Script=Telugu}\p{Script=Kannada}\p{Script=Malayalam}\p{Script=Sinhala}\p{Script=Myanmar}\p{Script=Khmer}\p{Script=Tibetan}]$/u;
+const JOINING_LETTER_END = /(?=[\p{L}\p{M}])[\p{Script=Arabic}\p{Script=Syriac}\p{Script=Nko}\p{Script=Mongolian}\p{Script=Devanagari}\p{Script=Bengali}\p{Script=Gurmukhi}\p{Script=Gujarati}\p{Script=Oriya}\p{Script=Tamil}\p{Script=Telugu}\p{Script=Kannada}\p{Script=Malayalam}\p{Script=Sinhala}\p{Script=Myanmar}\p{Script=Khmer}\p{Script=Tibetan}]$/u;
 
 /** `\uXXXX` of one UTF-16 code unit. */
 const unit = (u: number): string => `\\u${u.toString(16).padStart(4, '0')}`;
