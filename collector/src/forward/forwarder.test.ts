@@ -785,78 +785,72 @@ for (const refusal of [413, 'grpc'] as const) {
   });
 }
 
-it('keeps the size refused with 413 for ten minutes, then tries it once and merges as before when it is taken', { timeout: 30_000 }, async () => {
+/**
+ * A forwarder on a clock of the test's to a destination taking 50 bytes of a request (413 past them), started, and
+ * `drain`: a backlog of `requests` ResourceSpans of `size` bytes each, enqueued at the clock's time and sent whole.
+ */
+async function ceilingScenario(): Promise<{ destination: Awaited<ReturnType<typeof sizeLimitedDestination>>; clock: { now: number }; drain: (requests: number, size: number) => Promise<void> }> {
   const dir = mkdtempSync(join(tmpdir(), 'hookwatch-forwarder-'));
   const queue = new DurableQueue({ path: join(dir, 'queue.db'), maxBytes: 1e9 });
-  // 25 merged requests (50 bytes) get through, until the proxy's limit is raised.
   const destination = await sizeLimitedDestination(50, 413);
   const exporter = new HttpExporter({ endpoint: destination.url, protocol: 'http/protobuf', headers: {}, compression: 'none', timeoutMs: 5_000 });
-  let now = Date.now();
-  const forwarder = new Forwarder({ queue, exporter, logger: silentLogger, now: () => now, backoff: { initialMs: 1, maxMs: 5 } });
+  const clock = { now: Date.now() };
+  const forwarder = new Forwarder({ queue, exporter, logger: silentLogger, now: () => clock.now, backoff: { initialMs: 1, maxMs: 5 } });
   cleanups.push(() => rmSync(dir, { recursive: true, force: true }), () => queue.close(), () => destination.close(), () => exporter.close(), () => forwarder.stop());
-  const drain = async (requests: number): Promise<void> => {
-    for (let i = 0; i < requests; i++) await queue.enqueue('traces', 'protobuf', Buffer.from([0x0a, 0x00]), now);
+  const drain = async (requests: number, size: number): Promise<void> => {
+    for (let i = 0; i < requests; i++) await queue.enqueue('traces', 'protobuf', Buffer.concat([Buffer.from([0x0a, size - 2]), Buffer.alloc(size - 2)]), clock.now);
     forwarder.notify();
     const until = Date.now() + 10_000;
     while (queue.depth > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
     expect(queue.depth).toBe(0);
   };
   forwarder.start();
-  await drain(300);
+  return { destination, clock, drain };
+}
+
+it('keeps the size refused with 413 for ten minutes, then tries it once and merges as before when it is taken', { timeout: 30_000 }, async () => {
+  // 25 merged requests (50 bytes) get through, until the proxy's limit is raised.
+  const { destination, clock, drain } = await ceilingScenario();
+  await drain(300, 2);
   const refused = destination.refused();
   expect(refused).toBeGreaterThan(0);
   // Raised, but the size refused nine minutes ago is not tried again: attempts stay below 31 requests (62 bytes).
   destination.raiseLimit(10_000);
-  now += 9 * 60_000;
+  clock.now += 9 * 60_000;
   destination.carried.length = 0;
-  await drain(300);
+  await drain(300, 2);
   expect(Math.max(...destination.carried)).toBeLessThan(31);
   expect(destination.refused()).toBe(refused);
   // Ten minutes after the last refusal, attempts may reach the refused size again, and are taken: the limit is
   // gone, and attempts merge up to 100 again.
-  now += 2 * 60_000;
+  clock.now += 2 * 60_000;
   destination.carried.length = 0;
-  await drain(300);
+  await drain(300, 2);
   expect(destination.refused()).toBe(refused);
   expect(Math.max(...destination.carried)).toBe(100);
 });
 
 it('merges as before once the limit that refused a size is raised, when no attempt adds up to exactly that size', { timeout: 30_000 }, async () => {
-  const dir = mkdtempSync(join(tmpdir(), 'hookwatch-forwarder-'));
-  const queue = new DurableQueue({ path: join(dir, 'queue.db'), maxBytes: 1e9 });
-  const destination = await sizeLimitedDestination(50, 413);
-  const exporter = new HttpExporter({ endpoint: destination.url, protocol: 'http/protobuf', headers: {}, compression: 'none', timeoutMs: 5_000 });
-  let now = Date.now();
-  const forwarder = new Forwarder({ queue, exporter, logger: silentLogger, now: () => now, backoff: { initialMs: 1, maxMs: 5 } });
-  cleanups.push(() => rmSync(dir, { recursive: true, force: true }), () => queue.close(), () => destination.close(), () => exporter.close(), () => forwarder.stop());
-  /** A backlog of `requests` ResourceSpans of `size` bytes each, sent. */
-  const drain = async (requests: number, size: number): Promise<void> => {
-    for (let i = 0; i < requests; i++) await queue.enqueue('traces', 'protobuf', Buffer.concat([Buffer.from([0x0a, size - 2]), Buffer.alloc(size - 2)]), now);
-    forwarder.notify();
-    const until = Date.now() + 10_000;
-    while (queue.depth > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 10));
-    expect(queue.depth).toBe(0);
-  };
-  forwarder.start();
+  const { destination, clock, drain } = await ceilingScenario();
   // Requests of 2 bytes: the proxy refuses 200, 100, 74 and 62 bytes merged, and 62 is the size kept.
   await drain(300, 2);
   expect(destination.refused()).toBe(4);
   // Ten minutes on, the limit still there: one attempt over it is refused (requests of 7 bytes), and a size is kept
   // for ten minutes more.
-  now += 11 * 60_000;
+  clock.now += 11 * 60_000;
   destination.carried.length = 0;
   await drain(300, 7);
   const refused = destination.refused();
   expect(refused).toBe(5);
   expect(Math.max(...destination.carried)).toBeLessThanOrEqual(25);
-  now += 9 * 60_000;
+  clock.now += 9 * 60_000;
   await drain(300, 7);
   expect(destination.refused()).toBe(refused);
   // The proxy's limit raised, and ten minutes gone: requests of 3 bytes, of which no attempt held below the size
   // refused (62 or 56 bytes) adds up to it. The backlog goes in attempts of 100 (300 bytes), as before the refusals, not 20 at a
   // time for as long as hookwatch runs.
   destination.raiseLimit(10_000);
-  now += 11 * 60_000;
+  clock.now += 11 * 60_000;
   destination.carried.length = 0;
   await drain(600, 3);
   expect(destination.refused()).toBe(refused);
