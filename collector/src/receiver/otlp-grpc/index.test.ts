@@ -798,3 +798,132 @@ describe('OTLP/gRPC receiver closing connections', () => {
     expect(next.logs).toHaveLength(1);
   });
 });
+
+describe('OTLP/gRPC receiver bounding each HTTP/2 connection', () => {
+  const sessions: ClientHttp2Session[] = [];
+  const sockets: Socket[] = [];
+  afterEach(() => {
+    for (const s of sessions.splice(0)) s.destroy();
+    for (const s of sockets.splice(0)) s.destroy();
+  });
+
+  /** A call to LogsService/Export on `c` with `metadata`; resolves with its error (null when answered OK). */
+  const exportWith = (c: Client, metadata: Metadata): Promise<ServiceError | null> => new Promise((resolve) => {
+    const id = (b: Buffer): Buffer => b;
+    c.makeUnaryRequest(LOGS_PATH, id, id, Buffer.alloc(0), metadata, { deadline: Date.now() + 5000 }, (e: ServiceError | null) => resolve(e));
+  });
+
+  it('serves a call carrying an 8 KiB bearer token, and answers one whose metadata passes 64 KiB in all RESOURCE_EXHAUSTED, counted and logged, the connection still serving', async () => {
+    const warnings: { msg: string; fields: Record<string, unknown> | undefined }[] = [];
+    // A JWT with many claims, as OTEL_EXPORTER_OTLP_HEADERS=authorization=Bearer ... carries it.
+    const token = `eyJhbGciOiJSUzI1NiJ9.${Array.from({ length: 8 * 1024 }, (_, i) => 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_'[(i * 7919) % 64]).join('')}`;
+    const { url, next } = await start({ token, logger: { ...silentLogger, warn: (msg, fields) => warnings.push({ msg, fields }) } });
+    const c = new Client(url.replace('http://', ''), credentials.createInsecure(), { 'grpc.use_local_subchannel_pool': 1 });
+    ownClients.push(c);
+    const metadata = (extraBytes: number): Metadata => {
+      const m = new Metadata();
+      m.set('authorization', `Bearer ${token}`);
+      // Headers a proxy adds, each well under the 64 KiB node:http2 decodes of one.
+      for (let i = 0; extraBytes > 0; i++, extraBytes -= 14 * 1024) m.set(`x-proxy-${i}`, 'v'.repeat(Math.min(extraBytes, 14 * 1024)));
+      return m;
+    };
+    expect(await exportWith(c, metadata(0))).toBeNull();
+    // 8 KiB of token and 70 KiB more: over 64 KiB, under the 128 KiB advertised to the client.
+    const refused = await exportWith(c, metadata(70 * 1024));
+    expect({ code: refused?.code, details: refused?.details }).toEqual({ code: GrpcStatus.RESOURCE_EXHAUSTED, details: 'request metadata over 65536 bytes (as HTTP/2 counts a header list): send less metadata' });
+    // The connection serves the next call.
+    expect(await exportWith(c, metadata(40 * 1024))).toBeNull();
+    expect(next.logs).toHaveLength(2);
+    expect(receiver?.stats.rejected).toEqual({ header_overflow: 1 });
+    expect(warnings).toEqual([{
+      msg: 'otlp grpc: a call carried more than 64 KiB of metadata (its headers, as HTTP/2 counts them), more than this port reads; it was refused (RESOURCE_EXHAUSTED). Send less metadata: an OTEL_EXPORTER_OTLP_HEADERS value, or headers a proxy adds',
+      fields: { port: Number(new URL(url).port), calls: 1 },
+    }]);
+    expect(JSON.stringify(warnings)).not.toContain(token.slice(0, 40));
+  });
+
+  it('advertises 100 streams and a 128 KiB header list in SETTINGS; node:http2 resets a stream over that once the client has acknowledged it, and the connection goes on', async () => {
+    const { url } = await start();
+    // Past node:http2's own 64 KiB default for a header block it sends.
+    const session = http2Connect(url, { maxSendHeaderBlockLength: 1024 * 1024 });
+    sessions.push(session);
+    session.on('error', () => {});
+    const settings = await new Promise<{ maxConcurrentStreams?: number; maxHeaderListSize?: number }>((resolve) => session.once('remoteSettings', resolve));
+    expect({ maxConcurrentStreams: settings.maxConcurrentStreams, maxHeaderListSize: settings.maxHeaderListSize }).toEqual({ maxConcurrentStreams: 100, maxHeaderListSize: 128 * 1024 });
+    /** A call whose headers carry `entries` entries of 15 KiB; resolves with its grpc-status and the RST_STREAM code it closed with. */
+    const call = (entries: number): Promise<{ code: number | undefined; rstCode: number | undefined }> => new Promise((resolve) => {
+      const headers: Record<string, string> = { ':method': 'POST', ':path': LOGS_PATH, 'content-type': 'application/grpc', te: 'trailers' };
+      for (let i = 0; i < entries; i++) headers[`x-proxy-${i}`] = 'a'.repeat(15 * 1024);
+      const stream = session.request(headers);
+      let code: number | undefined;
+      const take = (h: Record<string, unknown>): void => {
+        if (h['grpc-status'] !== undefined) code = Number(h['grpc-status']);
+      };
+      stream.on('response', take);
+      stream.on('trailers', take);
+      stream.on('error', () => {});
+      stream.resume();
+      stream.on('close', () => resolve({ code, rstCode: stream.rstCode }));
+      stream.end(grpcFrame(Buffer.alloc(0), false));
+    });
+    // 135 KiB of headers: refused before they are decoded whole, with no hookwatch code running.
+    expect(await call(9)).toEqual({ code: undefined, rstCode: http2Constants.NGHTTP2_ENHANCE_YOUR_CALM });
+    expect(await call(0)).toEqual({ code: GrpcStatus.OK, rstCode: http2Constants.NGHTTP2_NO_ERROR });
+    expect(receiver?.stats.rejected).toEqual({});
+  });
+
+  for (const acknowledged of [false, true]) {
+    it(`holds at most 100 calls of one connection at once, refusing the streams past them (a client that ${acknowledged ? 'acknowledged the limit loses its connection' : 'has not acknowledged the limit gets REFUSED_STREAM'})`, async () => {
+      // Each call reserves 2 KiB of the budget as its headers arrive, and then waits for its message.
+      const { url, inflight } = await start({ maxRequestBytes: 1024, inflightBytes: 64 * 1024 * 1024 });
+      const socket = netConnect({ port: Number(new URL(url).port), host: '127.0.0.1' });
+      sockets.push(socket);
+      socket.on('error', () => {});
+      const resets: number[] = [];
+      let goaway: number | undefined;
+      let pending = Buffer.alloc(0);
+      socket.on('data', (d: Buffer) => {
+        pending = Buffer.concat([pending, d]);
+        while (pending.length >= 9 && pending.length >= 9 + pending.readUIntBE(0, 3)) {
+          const payload = pending.subarray(9, 9 + pending.readUIntBE(0, 3));
+          if (pending[3] === 0x3) resets.push(payload.readUInt32BE(0));
+          if (pending[3] === 0x7) goaway = payload.readUInt32BE(4);
+          pending = pending.subarray(9 + payload.length);
+        }
+      });
+      await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+      const SETTINGS_ACK = http2Frame(0x4, 0x1, 0, Buffer.alloc(0));
+      socket.write(acknowledged ? Buffer.concat([HTTP2_PREFACE, SETTINGS_ACK]) : HTTP2_PREFACE);
+      await sleep(100);
+      // 300 calls whose headers arrive and whose message never does.
+      socket.write(Buffer.concat(Array.from({ length: 300 }, (_, i) => grpcHeadersFrame(1 + 2 * i, LOGS_PATH))));
+      const reservation = 2 * 1024;
+      if (acknowledged) {
+        // Past an acknowledged limit is a connection error (RFC 9113 section 5.1.2): the connection ends, its calls with it.
+        await vi.waitFor(() => expect(goaway).toBe(http2Constants.NGHTTP2_PROTOCOL_ERROR), { timeout: 10_000 });
+        await vi.waitFor(() => expect(inflight.inUseBytes).toBe(0), { timeout: 10_000 });
+      } else {
+        await vi.waitFor(() => expect(resets).toHaveLength(200), { timeout: 10_000 });
+        expect(new Set(resets)).toEqual(new Set([http2Constants.NGHTTP2_REFUSED_STREAM]));
+        expect(inflight.inUseBytes).toBe(100 * reservation);
+        expect(goaway).toBeUndefined();
+      }
+    });
+  }
+
+  it('answers all of 300 calls a grpc-js client makes at once on one connection: its HTTP/2 client queues those past 100', async () => {
+    const { url, next } = await start({ maxRequestBytes: 1024 });
+    const c = new Client(url.replace('http://', ''), credentials.createInsecure(), { 'grpc.use_local_subchannel_pool': 1 });
+    ownClients.push(c);
+    let release = (): void => {};
+    next.hold = new Promise<void>((resolve) => (release = resolve));
+    const answered = Promise.all(Array.from({ length: 300 }, () => exportWith(c, new Metadata())));
+    // 100 calls wait in the store at once, the rest in the client's queue.
+    await vi.waitFor(() => expect(next.arrived).toBe(100), { timeout: 10_000 });
+    await sleep(200);
+    expect(next.arrived).toBe(100);
+    release();
+    expect((await answered).filter((e) => e !== null)).toEqual([]);
+    expect(next.logs).toHaveLength(300);
+  });
+});

@@ -15,6 +15,9 @@
  * batches waiting for the store), is held and its commit tried again until a little before the client's deadline
  * (store-hold.ts): OpenTelemetry's JavaScript gRPC exporter never sends a batch again.
  *
+ * Each HTTP/2 connection has at most MAX_CONCURRENT_STREAMS calls open at once, and a call at most
+ * MAX_HEADER_LIST_BYTES of metadata, refused before the interceptor runs (screenCalls).
+ *
  * With otlp.tls the port speaks TLS (mutual TLS with a client CA): grpc-js takes a rotated certificate through
  * its server credentials' update hook, so new connections get it without a restart.
  */
@@ -22,7 +25,7 @@ import {
   Metadata, Server, ServerCredentials, ServerInterceptingCall, status as GrpcStatus,
   type ServerInterceptingCallInterface, type ServerInterceptor, type ServerUnaryCall, type ServiceDefinition, type StatusObject, type sendUnaryData,
 } from '@grpc/grpc-js';
-import { constants as http2Constants, type Http2Session, type IncomingHttpHeaders, type ServerHttp2Session, type ServerHttp2Stream } from 'node:http2';
+import { constants as http2Constants, type Http2Session, type Settings as Http2Settings, type IncomingHttpHeaders, type ServerHttp2Session, type ServerHttp2Stream } from 'node:http2';
 import { Server as NetServer, type Socket } from 'node:net';
 import { NEW_CONNECTION_GRACE_MS } from '../../net/close-server.ts';
 import { ThrottledLine } from '../../telemetry/throttled-line.ts';
@@ -69,6 +72,43 @@ const GOAWAY_GRACE_MS = 1000;
  * length passes 64 KiB (NGHTTP2_HD_MAX_NV) as a COMPRESSION_ERROR, which ends the whole connection.
  */
 const HPACK_FIELD_LIMIT = 64 * 1024;
+
+/**
+ * The most request metadata a call may carry, all its headers counted as HTTP/2 counts a header list (RFC 9113
+ * section 6.5.2: each name and value, plus 32 bytes a field). A call over it is answered RESOURCE_EXHAUSTED, counted
+ * as header_overflow and logged (screenCalls), before any hookwatch code reads it. 64 KiB is four times what the
+ * OTLP/HTTP port reads of request headers (16 KiB): room for several bearer tokens (a JWT with group claims runs to
+ * 8-12 KiB) in OTEL_EXPORTER_OTLP_HEADERS beside what a proxy adds, and as much as node:http2 decodes of a single
+ * entry anyway (HPACK_FIELD_LIMIT).
+ */
+const MAX_HEADER_LIST_BYTES = 64 * 1024;
+
+/**
+ * The header list size advertised to clients (SETTINGS_MAX_HEADER_LIST_SIZE), twice MAX_HEADER_LIST_BYTES: once a
+ * client has acknowledged it, node:http2 stops decoding a larger list and resets its stream (RST_STREAM
+ * ENHANCE_YOUR_CALM, RESOURCE_EXHAUSTED at a gRPC client) with no hookwatch code running, and a grpc-go client
+ * fails such a call itself, naming the limit. Without it node:http2 decoded 128 entries of up to 64 KiB each for
+ * every stream, and HPACK lets a client repeat one 4 KiB entry at a byte a copy: half a megabyte of strings for 120
+ * bytes sent. It is above MAX_HEADER_LIST_BYTES so that a call a little over that is answered with a status that
+ * says why, and counted.
+ */
+const ADVERTISED_HEADER_LIST_BYTES = 2 * MAX_HEADER_LIST_BYTES;
+
+/**
+ * The calls one HTTP/2 connection may have open at once (SETTINGS_MAX_CONCURRENT_STREAMS), RFC 9113's recommended
+ * minimum. An OpenTelemetry exporter runs a few exports at a time; its HTTP/2 client queues calls past the limit.
+ * A stream past it is refused (REFUSED_STREAM, which a gRPC client retries on a stream of its own, or once the client
+ * has acknowledged the limit, a connection error): without it one connection opened streams without bound, each
+ * with its headers decoded, and kept the event loop busy.
+ */
+const MAX_CONCURRENT_STREAMS = 100;
+
+/** The size of a header list as HTTP/2 counts it (RFC 9113 section 6.5.2), from node:http2's raw headers. */
+function headerListBytes(rawHeaders: readonly string[]): number {
+  let bytes = 0;
+  for (const field of rawHeaders) bytes += field.length;
+  return bytes + 16 * rawHeaders.length;
+}
 
 /** The errno node:http2 gives a connection that did not start with HTTP/2's client preface (NGHTTP2_ERR_BAD_CLIENT_MAGIC). */
 const NGHTTP2_ERR_BAD_CLIENT_MAGIC = -903;
@@ -216,6 +256,8 @@ export class OtlpGrpcReceiver {
   private readonly notGrpc: ThrottledLine;
   /** The clients whose headers node:http2 could not read, logged: their calls fail with a bare protocol error. */
   private readonly headerOverflows: ThrottledLine;
+  /** The calls refused for metadata over MAX_HEADER_LIST_BYTES, logged: their clients see only RESOURCE_EXHAUSTED. */
+  private readonly metadataOverflows: ThrottledLine;
   private port = 0;
 
   /** `holdBackoff`: how long a held export waits between its tries when nothing wakes it sooner (STORE_HOLD's unless given). */
@@ -229,13 +271,20 @@ export class OtlpGrpcReceiver {
     this.headerOverflows = new ThrottledLine(WRONG_PROTOCOL_LOG_INTERVAL_MS, () => performance.now(), (connections) => {
       opts.logger.warn('otlp grpc: a client sent a header over 64 KiB (a gRPC metadata entry, as HPACK encodes it), more than node:http2 reads of one; its connection was closed, failing its calls (INTERNAL, RST_STREAM code 9 at a grpc-js client). Send smaller metadata: an OTEL_EXPORTER_OTLP_HEADERS value, or a header a proxy adds', { port: this.port, connections });
     });
+    this.metadataOverflows = new ThrottledLine(WRONG_PROTOCOL_LOG_INTERVAL_MS, () => performance.now(), (calls) => {
+      opts.logger.warn('otlp grpc: a call carried more than 64 KiB of metadata (its headers, as HTTP/2 counts them), more than this port reads; it was refused (RESOURCE_EXHAUSTED). Send less metadata: an OTEL_EXPORTER_OTLP_HEADERS value, or headers a proxy adds', { port: this.port, calls });
+    });
     this.tokenDigest = opts.ingestToken ? secretDigest(opts.ingestToken) : undefined;
     this.server = new Server({
       'grpc.max_receive_message_length': opts.maxRequestBytes,
       // Idle clients (Claude Code keeps one channel per session) must not pin connections forever.
       'grpc.max_connection_idle_ms': 5 * 60_000,
+      'grpc.max_concurrent_streams': MAX_CONCURRENT_STREAMS,
       interceptors: [this.guard],
     });
+    // grpc-js has no option for the header list size: it passes these settings to node:http2 as it makes a server.
+    const common = (this.server as unknown as { commonServerOptions?: { settings?: Http2Settings } }).commonServerOptions;
+    if (common) common.settings = { ...common.settings, maxHeaderListSize: ADVERTISED_HEADER_LIST_BYTES };
     for (const signal of Object.keys(SERVICES) as Signal[]) {
       this.server.addService(exportService(SERVICES[signal]), {
         Export: (call: ServerUnaryCall<Buffer, Buffer>, callback: sendUnaryData<Buffer>) => {
@@ -309,6 +358,12 @@ export class OtlpGrpcReceiver {
     if (grpcJs.length === 0) return;
     server.removeAllListeners('stream');
     server.on('stream', (stream: ServerHttp2Stream, headers: IncomingHttpHeaders, ...rest: unknown[]) => {
+      // node:http2 passes the flags, then the headers as received: [name, value, name, value, ...].
+      const rawHeaders = rest[1];
+      if (Array.isArray(rawHeaders) && headerListBytes(rawHeaders as string[]) > MAX_HEADER_LIST_BYTES) {
+        this.refuseMetadata(stream);
+        return;
+      }
       const contentType = headers['content-type'];
       if (typeof contentType === 'string' && contentType.startsWith('application/grpc')) {
         const method = headers[':method'] ?? '';
@@ -320,6 +375,24 @@ export class OtlpGrpcReceiver {
       }
       for (const listener of grpcJs) listener.call(server, stream, headers, ...rest);
     });
+  }
+
+  /**
+   * Answers a call whose metadata is over MAX_HEADER_LIST_BYTES as RESOURCE_EXHAUSTED, as the OTLP/HTTP port answers
+   * headers over its limit 431, counted as header_overflow and logged; the stream is reset (NO_ERROR) if the client
+   * has not ended it.
+   */
+  private refuseMetadata(stream: ServerHttp2Stream): void {
+    this.count(this.stats.rejected, 'header_overflow');
+    this.metadataOverflows.note();
+    stream.on('error', () => {});
+    stream.respond({
+      ':status': 200,
+      'content-type': 'application/grpc',
+      'grpc-status': String(GrpcStatus.RESOURCE_EXHAUSTED),
+      'grpc-message': encodeURI(`request metadata over ${MAX_HEADER_LIST_BYTES} bytes (as HTTP/2 counts a header list): send less metadata`),
+    }, { endStream: true });
+    if (!stream.closed) stream.close(http2Constants.NGHTTP2_NO_ERROR);
   }
 
   /** Answers a call that is not a POST: 405 with INTERNAL, as grpc-go does (see screenCalls). */
@@ -440,6 +513,7 @@ export class OtlpGrpcReceiver {
     clearInterval(this.freshSweep);
     this.notGrpc.flush();
     this.headerOverflows.flush();
+    this.metadataOverflows.flush();
     this.stopped ??= new Promise<void>((resolve) => {
       const closeFresh = (): void => this.closeFresh(NEW_CONNECTION_GRACE_MS);
       const sweep = setInterval(closeFresh, 50);
