@@ -1,7 +1,7 @@
 /**
- * What one commit adds to each rollup (groupForRollups, groupForDimRollups, groupForAttrRollups), against a
- * plain fold of every event into the group of its full key. The grouping functions look groups up through the
- * previous event's group first; events here interleave hooks, clients, minutes, hours, dimension values and
+ * What one commit adds to each rollup (groupForRollups, groupForDimRollups, groupForAttrRollups) and to the hooks
+ * table (hooksSeen), against a plain fold of every event into the group of its full key. The grouping functions
+ * look groups up through the previous event's group first; events here interleave hooks, clients, minutes, hours, dimension values and
  * attribute sets so that every shortcut misses as often as it hits. The rows must come out the same and in the
  * stores' key order (every backend takes row locks in that order).
  */
@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { hookId } from '../hooks/extract.ts';
 import type { HookEvent } from '../hooks/model.ts';
 import { groupForAttrRollups } from './attr-rollups.ts';
-import { COUNTER_COLUMNS, MAX_COLUMNS, SUM_COLUMNS, addEvent, emptyRow, groupForRollups, type CounterColumn, type CounterRow } from './counters.ts';
+import { COUNTER_COLUMNS, MAX_COLUMNS, SUM_COLUMNS, addEvent, emptyRow, groupForRollups, hooksSeen, type CounterColumn, type CounterRow } from './counters.ts';
 import { dimValue, groupForDimRollups } from './dim-rollups.ts';
 import { DAY, HOUR, MINUTE } from './segments.ts';
 import { hookRef } from './sql.ts';
@@ -128,6 +128,8 @@ describe('rows of one commit', () => {
         const seen = list.filter((e) => e.hookId === id).map((e) => Math.min(e.timeMs, now));
         expect(hooks.get(id)).toEqual({ event: list.find((e) => e.hookId === id), firstMs: Math.min(...seen), lastMs: Math.max(...seen) });
       }
+      // A batch's hooks alone, as the SQLite store writes them batch by batch: the same rows in the same order.
+      expect([...hooksSeen(list, now)]).toEqual([...hooks]);
     });
 
     it(`groups the dimension rollups in key order (seed ${seed})`, () => {

@@ -237,6 +237,25 @@ function compareGroups(a: RollupGroup, b: RollupGroup): number {
 }
 
 /**
+ * What `events` add to the hooks table, by hook id in key order: each hook's names (from its first event) and its
+ * first and last event time, never later than `nowMs` (as groupForRollups' hooks).
+ */
+export function hooksSeen(events: readonly HookEvent[], nowMs: number): Map<string, HookSeen> {
+  const hooks = new Map<string, HookSeen>();
+  for (const e of events) {
+    const seen = Math.min(e.timeMs, nowMs);
+    const h = hooks.get(e.hookId);
+    if (!h) hooks.set(e.hookId, { event: e, firstMs: seen, lastMs: seen });
+    else {
+      h.firstMs = Math.min(h.firstMs, seen);
+      h.lastMs = Math.max(h.lastMs, seen);
+    }
+  }
+  // Hook ids are distinct, so the default sort (code-unit order) is the key order.
+  return new Map([...hooks.keys()].sort().map((id) => [id, hooks.get(id) as HookSeen]));
+}
+
+/**
  * What a commit adds to the hooks table and to each rollup: one group per (hook, bucket, client), in key order
  * (every backend then takes row locks in the same order). First and last seen are never later than `nowMs`:
  * a client clock running ahead must not make a hook look active in the future (HookInfo).

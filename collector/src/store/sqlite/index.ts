@@ -8,7 +8,7 @@ import type { DatabaseSync, SQLInputValue, StatementSync } from 'node:sqlite';
 import type { BreakdownRow, ClientVersion, HookCounters } from '../model.ts';
 import { isOverflowHook, type HookEvent } from '../../hooks/model.ts';
 import type { Logger } from '../../telemetry/logger.ts';
-import { COUNTER_COLUMNS, GRANULARITIES, fromDbRow, groupForRollups, mergeRow, toCounters, type CounterRow } from '../counters.ts';
+import { COUNTER_COLUMNS, GRANULARITIES, fromDbRow, groupForRollups, hooksSeen, mergeRow, toCounters, type CounterRow } from '../counters.ts';
 import { HOUR, MINUTE, granularityForStep, segments, type Granularity, type Segment } from '../segments.ts';
 import { eventsPruneBound, laterBounds, mergeFleet, mergeSeries, minuteRollupsPruneBound, minuteSources, NOTHING_PRUNED, parseBounds, PRUNED_BEFORE_META, readEdges, hookEdgeRows, resolveSegment, seriesSpans, type EdgeRows, type MinuteRetention, type SeriesEdge, type PrunedBounds } from '../minute-sources.ts';
 import { DIM_CLIENT_TABLES, DIM_FAMILY, DIM_FAMILY_NAMES, DIM_GRANULARITIES, DIM_ROLLUP_TABLES, type DimFamilyName, dimClientPruneSql, DIM_PRUNE_HOOKS, dimPruneSql, dimGranularity, eventGroupExprs, groupForDimRollups, groupsPerHook, newestFilteredEvent, planRead, rolledDimensions, rollupGroupColumns, rollupWhere, type DimGranularity, type Grouping } from '../dim-rollups.ts';
@@ -526,11 +526,13 @@ export class SqliteStore implements Store {
             allAttrs.push(candidateAttrs[i] as number);
           });
           all.push(...inserted);
-          // Applied per batch: the next batch's fold sees the hooks this one added.
-          this.applyRollups(inserted);
+          // The hooks table per batch: the next batch's fold sees the hooks this one added.
+          this.applyHooks(inserted);
           return { inserted, duplicates: kept.length - inserted.length, ...(folded > 0 ? { folded, overflowHooks } : {}), ...(expired > 0 ? { expired, expiredBeforeMs } : {}) };
         });
-        // Once per commit: every batch's deltas folded together, one upsert per dimension rollup row.
+        // Once per commit: every batch's deltas folded together, one upsert per rollup row (the batches of a live
+        // feed share their hooks and minutes: one upsert where each batch made its own).
+        this.applyRollups(all);
         this.applyDimRollups(all);
         this.applyAttrRollups(all, allAttrs);
         return out;
@@ -622,10 +624,16 @@ export class SqliteStore implements Store {
     this.cachedRows = 0;
   }
 
+  /** The hooks table's rows of one batch's inserted events: their names, first and last seen. */
+  private applyHooks(events: HookEvent[]): void {
+    if (events.length === 0) return;
+    for (const [id, h] of hooksSeen(events, Date.now())) this.c.upsertHook.run(id, h.event.hookEvent, h.event.hookName, h.firstMs, h.lastMs, hookRef(id));
+  }
+
+  /** The minute, hour and day rollups of a commit's inserted events: one upsert per (hook, bucket, client). */
   private applyRollups(events: HookEvent[]): void {
     if (events.length === 0) return;
-    const { hooks, rows } = groupForRollups(events, Date.now());
-    for (const [id, h] of hooks) this.c.upsertHook.run(id, h.event.hookEvent, h.event.hookName, h.firstMs, h.lastMs, hookRef(id));
+    const { rows } = groupForRollups(events, Date.now());
     for (const g of GRANULARITIES) {
       const stmt = this.c.upserts[g];
       for (const r of rows[g]) stmt.run(r.hookId, r.bucket, r.serviceName, r.serviceVersion, ...COUNTER_COLUMNS.map((c) => r.row[c]));
