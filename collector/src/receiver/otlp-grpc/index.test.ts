@@ -170,6 +170,62 @@ describe('OTLP/gRPC receiver with the real OpenTelemetry exporters', () => {
     expect(next.logs).toHaveLength(2);
   });
 
+  it('does not take a protocol error after an export over 64 KiB for a header node:http2 could not decode: neither counted as header_overflow nor logged as one', async () => {
+    const warnings: { msg: string; fields: Record<string, unknown> | undefined }[] = [];
+    const { url, next } = await start({ logger: { ...silentLogger, warn: (msg, fields) => warnings.push({ msg, fields }) } });
+    const socket = netConnect({ port: Number(new URL(url).port), host: '127.0.0.1' });
+    socket.on('error', () => {});
+    /** Bytes the server lets the client send on the connection and on stream 1 (RFC 9113 section 6.9), and what it sent. */
+    const window = { connection: 65_535, stream: 65_535 };
+    let answered = false;
+    let goaway: number | undefined;
+    let pending = Buffer.alloc(0);
+    let grow = (): void => {};
+    socket.on('data', (d: Buffer) => {
+      pending = Buffer.concat([pending, d]);
+      while (pending.length >= 9 && pending.length >= 9 + pending.readUIntBE(0, 3)) {
+        const payload = pending.subarray(9, 9 + pending.readUIntBE(0, 3));
+        const [type, flags, streamId] = [pending[3], pending[4]!, pending.readUInt32BE(5)];
+        if (type === 0x8) window[streamId === 0 ? 'connection' : 'stream'] += payload.readUInt32BE(0);
+        if (type === 0x4 && (flags & 0x1) === 0) {
+          for (let i = 0; i + 6 <= payload.length; i += 6) if (payload.readUInt16BE(i) === 0x4) window.stream = payload.readUInt32BE(i + 2);
+        }
+        if (streamId === 1 && (type === 0x1 || type === 0x0) && (flags & 0x1) !== 0) answered = true;
+        if (type === 0x7) goaway = payload.readUInt32BE(4);
+        pending = pending.subarray(9 + payload.length);
+        grow();
+      }
+    });
+    await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+    socket.write(Buffer.concat([HTTP2_PREFACE, http2Frame(0x4, 0x1, 0, Buffer.alloc(0)), grpcHeadersFrame(1, LOGS_PATH)]));
+    // The message follows its headers a little later, as one read.
+    await sleep(50);
+    // 80,000 bytes of ExportLogsServiceRequest: empty ResourceLogs entries, sent as the server's flow control allows.
+    let body = grpcFrame(Buffer.from('0a00'.repeat(40_000), 'hex'), false);
+    while (body.length > 0) {
+      const size = Math.min(16_384, body.length, window.connection, window.stream);
+      if (size <= 0) {
+        await new Promise<void>((resolve) => (grow = resolve));
+        continue;
+      }
+      window.connection -= size;
+      window.stream -= size;
+      socket.write(http2Frame(0x0, size === body.length ? 0x1 : 0, 1, body.subarray(0, size)));
+      body = body.subarray(size);
+    }
+    await vi.waitFor(() => expect(answered).toBe(true), { timeout: 5000 });
+    expect(receiver?.stats.requests).toEqual({ 'logs:ok': 1 });
+    // A DATA frame on stream 0: a connection error (PROTOCOL_ERROR) that has nothing to do with a header.
+    socket.write(http2Frame(0x0, 0, 0, Buffer.from('hello')));
+    await vi.waitFor(() => expect(goaway).toBe(http2Constants.NGHTTP2_PROTOCOL_ERROR), { timeout: 5000 });
+    socket.destroy();
+    await sleep(100);
+    expect(receiver?.stats.rejected).toEqual({});
+    expect(next.logs).toHaveLength(1);
+    await receiver?.shutdown();
+    expect(warnings).toEqual([]);
+  });
+
   for (const gzip of [false, true]) {
     it(`takes logs from exporter-logs-otlp-grpc (gzip ${gzip}) and decodes hook records`, async () => {
       const { url, next } = await start();

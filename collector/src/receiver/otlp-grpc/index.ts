@@ -239,7 +239,8 @@ export class OtlpGrpcReceiver {
   private readonly calling = new WeakSet<Http2Session>();
   /**
    * Each HTTP/2 session's TCP socket (node:http2 unbinds it from a session that failed) and the bytes read on it
-   * when its last call started (0 before any).
+   * when one of its calls last started, or last had its request end or its stream close (0 before any): what
+   * arrives after that has not been read as a call's headers or message.
    */
   private readonly sessionReads = new WeakMap<Http2Session, { socket: Socket; atLastCall: number }>();
   /** What the calls of each HTTP/2 session hold of the in-flight budget (their accounts' bytes). */
@@ -435,7 +436,16 @@ export class OtlpGrpcReceiver {
       const { session } = stream;
       if (session) this.calling.add(session);
       const reads = session && this.sessionReads.get(session);
-      if (reads) reads.atLastCall = reads.socket.bytesRead;
+      if (reads) {
+        // A call's message (and all else its client sent before the request ended) is no header: a protocol error
+        // after a large export must not be taken for one.
+        const mark = (): void => {
+          reads.atLastCall = Math.max(reads.atLastCall, reads.socket.bytesRead);
+        };
+        mark();
+        stream.once('end', mark);
+        stream.once('close', mark);
+      }
       const socket = session?.socket;
       if (socket) this.fresh.delete(peer(socket));
     });
@@ -452,8 +462,9 @@ export class OtlpGrpcReceiver {
    * decode that header, and HTTP/2 has the whole connection end then (COMPRESSION_ERROR), with no stream left to
    * answer on. It is counted as header_overflow, as the OTLP/HTTP port counts headers over its limit (431), and
    * logged as such. node:http2 reports every protocol error past the preface alike (NGHTTP2_ERR_PROTO), so one is
-   * taken for such a header when at least HPACK_FIELD_LIMIT bytes arrived since the connection's last call started:
-   * fewer cannot have carried it. Any other, on a connection that never started a call, counts as malformed.
+   * taken for such a header when at least HPACK_FIELD_LIMIT bytes arrived since the connection's last call started,
+   * or since the request of one ended or its stream closed (fewer cannot have carried it): the message of an export
+   * over 64 KiB is not counted toward it. Any other, on a connection that never started a call, counts as malformed.
    */
   private countNotHttp2(server: NetServer): void {
     server.on('sessionError', (err: NodeJS.ErrnoException, session: ServerHttp2Session) => {
