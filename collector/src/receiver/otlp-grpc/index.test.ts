@@ -982,4 +982,72 @@ describe('OTLP/gRPC receiver bounding each HTTP/2 connection', () => {
     expect((await answered).filter((e) => e !== null)).toEqual([]);
     expect(next.logs).toHaveLength(300);
   });
+
+  /** A raw connection that sends the HTTP/2 preface and never acknowledges the server's SETTINGS; the GOAWAY code it gets. */
+  const unacknowledging = async (url: string): Promise<{ socket: Socket; goaway: () => number | undefined; closed: () => boolean }> => {
+    const socket = netConnect({ port: Number(new URL(url).port), host: '127.0.0.1' });
+    sockets.push(socket);
+    socket.on('error', () => {});
+    let goaway: number | undefined;
+    let closed = false;
+    let pending = Buffer.alloc(0);
+    socket.on('data', (d: Buffer) => {
+      pending = Buffer.concat([pending, d]);
+      while (pending.length >= 9 && pending.length >= 9 + pending.readUIntBE(0, 3)) {
+        const payload = pending.subarray(9, 9 + pending.readUIntBE(0, 3));
+        if (pending[3] === 0x7) goaway = payload.readUInt32BE(4);
+        pending = pending.subarray(9 + payload.length);
+      }
+    });
+    socket.on('close', () => (closed = true));
+    await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+    socket.write(HTTP2_PREFACE);
+    return { socket, goaway: () => goaway, closed: () => closed };
+  };
+
+  it('closes a connection whose client starts more than 100 calls without acknowledging the server\'s SETTINGS (SETTINGS_TIMEOUT), counted as malformed', async () => {
+    const { url, inflight } = await start({ maxRequestBytes: 1024 });
+    const { socket, goaway, closed } = await unacknowledging(url);
+    // Calls started and given up at once, 100 at a time: never more than 100 open, each one's headers decoded.
+    for (let batch = 0; batch < 20 && !closed(); batch++) {
+      socket.write(Buffer.concat(Array.from({ length: 100 }, (_, i) => {
+        const id = 1 + 2 * (100 * batch + i);
+        return Buffer.concat([grpcHeadersFrame(id, LOGS_PATH), rstStreamCancel(id)]);
+      })));
+      await sleep(20);
+    }
+    await vi.waitFor(() => expect(closed()).toBe(true), { timeout: 5000 });
+    expect(goaway()).toBe(http2Constants.NGHTTP2_SETTINGS_TIMEOUT);
+    expect(receiver?.stats.rejected.malformed).toBe(1);
+    // The 100 calls it started and gave up (the 101st may have been read before the connection closed).
+    expect(receiver?.stats.rejected.client_aborted).toBeGreaterThanOrEqual(100);
+    expect(receiver?.stats.rejected.client_aborted).toBeLessThanOrEqual(101);
+    await vi.waitFor(() => expect(inflight.inUseBytes).toBe(0));
+  });
+
+  it('closes a connection whose client has not acknowledged the server\'s SETTINGS within 5 s (SETTINGS_TIMEOUT), its call with it, counted as malformed', async () => {
+    const { url, inflight, next } = await start({ maxRequestBytes: 1024 });
+    const { socket, goaway, closed } = await unacknowledging(url);
+    // A call whose message never comes: it would hold its reservation for otlp.requestTimeout (30 s).
+    socket.write(grpcHeadersFrame(1, LOGS_PATH));
+    await vi.waitFor(() => expect(inflight.inUseBytes).toBe(2 * 1024));
+    const started = performance.now();
+    await vi.waitFor(() => expect(closed()).toBe(true), { timeout: 8000 });
+    expect(performance.now() - started).toBeGreaterThan(4000);
+    expect(goaway()).toBe(http2Constants.NGHTTP2_SETTINGS_TIMEOUT);
+    expect(receiver?.stats.rejected).toEqual({ malformed: 1 });
+    await vi.waitFor(() => expect(inflight.inUseBytes).toBe(0));
+    expect(next.logs).toHaveLength(0);
+  });
+
+  it('keeps serving a grpc-js client past the 5 s a client has to acknowledge the server\'s SETTINGS, on the same connection', async () => {
+    const { url, next } = await start({ maxRequestBytes: 1024 });
+    const c = new Client(url.replace('http://', ''), credentials.createInsecure(), { 'grpc.use_local_subchannel_pool': 1 });
+    ownClients.push(c);
+    expect((await Promise.all(Array.from({ length: 150 }, () => exportWith(c, new Metadata())))).filter((e) => e !== null)).toEqual([]);
+    await sleep(5500);
+    expect(await exportWith(c, new Metadata())).toBeNull();
+    expect(next.logs).toHaveLength(151);
+    expect(receiver?.stats.rejected).toEqual({});
+  });
 });

@@ -103,6 +103,18 @@ const ADVERTISED_HEADER_LIST_BYTES = 2 * MAX_HEADER_LIST_BYTES;
  */
 const MAX_CONCURRENT_STREAMS = 100;
 
+/**
+ * How long a client has to acknowledge the server's SETTINGS (RFC 9113 section 6.5.3), and how many calls it may
+ * start before it has: until then the limits above are not in force (the header list size not at all, the open calls
+ * only as REFUSED_STREAM), and node:http2 decoded some 1,100 streams' headers, each up to 128 entries of 64 KiB,
+ * before it ended such a connection. An HTTP/2 client acknowledges SETTINGS as it reads them (grpc-js and grpc-go
+ * start no call before they have), so a client that has not after 5 s, or has started more calls than one
+ * connection may have open at once, is not going to: its connection is closed with GOAWAY SETTINGS_TIMEOUT and
+ * counted as malformed.
+ */
+const SETTINGS_ACK_TIMEOUT_MS = 5000;
+const MAX_CALLS_BEFORE_SETTINGS_ACK = MAX_CONCURRENT_STREAMS;
+
 /** The size of a header list as HTTP/2 counts it (RFC 9113 section 6.5.2), from node:http2's raw headers. */
 function headerListBytes(rawHeaders: readonly string[]): number {
   let bytes = 0;
@@ -323,6 +335,7 @@ export class OtlpGrpcReceiver {
     this.port = bound;
     for (const server of this.listeningServers()) {
       this.screenCalls(server);
+      this.awaitSettingsAck(server);
       this.trackFresh(server);
       this.countNotHttp2(server);
     }
@@ -375,6 +388,39 @@ export class OtlpGrpcReceiver {
         if (!SERVED_PATHS.has(headers[':path'] ?? '')) this.count(this.stats.rejected, 'not_found');
       }
       for (const listener of grpcJs) listener.call(server, stream, headers, ...rest);
+    });
+  }
+
+  /**
+   * Closes a connection whose client has not acknowledged the server's SETTINGS within SETTINGS_ACK_TIMEOUT_MS, or
+   * before starting more than MAX_CALLS_BEFORE_SETTINGS_ACK calls: GOAWAY SETTINGS_TIMEOUT (RFC 9113 section
+   * 6.5.3), its calls ended, counted as malformed.
+   */
+  private awaitSettingsAck(server: NetServer): void {
+    server.on('session', (session: ServerHttp2Session) => {
+      if (!session.pendingSettingsAck) return;
+      let calls = 0;
+      const close = (): void => {
+        done();
+        if (session.closed || session.destroyed) return;
+        this.count(this.stats.rejected, 'malformed');
+        // With an error, or node:http2 sends GOAWAY NO_ERROR whatever the code; the server's sessionError takes it.
+        session.destroy(new Error('the client did not acknowledge the server\'s SETTINGS'), http2Constants.NGHTTP2_SETTINGS_TIMEOUT);
+      };
+      const onStream = (): void => {
+        if (++calls > MAX_CALLS_BEFORE_SETTINGS_ACK) close();
+      };
+      const timer = setTimeout(close, SETTINGS_ACK_TIMEOUT_MS);
+      timer.unref();
+      const done = (): void => {
+        clearTimeout(timer);
+        session.off('stream', onStream);
+        session.off('localSettings', done);
+        session.off('close', done);
+      };
+      session.on('stream', onStream);
+      session.on('localSettings', done);
+      session.on('close', done);
     });
   }
 
