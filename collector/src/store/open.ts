@@ -27,14 +27,15 @@ import { StoreUnavailableError, type Store } from './store.ts';
  * (MigrationLockWaitError past it). On SQLite, whose process lock the caller holds, `onMigrationLock` is called
  * as a migration begins on its worker thread.
  */
-export async function openStore(config: HookwatchConfig, opts: { logger?: Logger; onMigrationLock?: () => void; onMigrationLockWait?: () => void; migrationLockWaitMs?: number } = {}): Promise<Store> {
+export async function openStore(config: HookwatchConfig, opts: { logger?: Logger; now?: () => number; onMigrationLock?: () => void; onMigrationLockWait?: () => void; migrationLockWaitMs?: number } = {}): Promise<Store> {
   // Which minutes the minute rollups answer and which the raw events (minute-sources.ts).
   const retention = { eventsMs: config.retention.eventsMs, minuteRollupsMs: config.retention.minuteRollupsMs };
+  const now = opts.now ? { now: opts.now } : {};
   if (isPostgresUrl(config.db)) {
-    return PostgresStore.open({ url: config.db, dimensions: config.dimensions, poolSize: config.postgres.poolSize, readers: config.store.readers, maxHooks: config.store.maxHooks, retention, ...(opts.logger ? { logger: opts.logger } : {}), ...(opts.onMigrationLock ? { onMigrationLock: opts.onMigrationLock } : {}), ...(opts.onMigrationLockWait ? { onMigrationLockWait: opts.onMigrationLockWait } : {}), ...(opts.migrationLockWaitMs === undefined ? {} : { migrationLockWaitMs: opts.migrationLockWaitMs }) });
+    return PostgresStore.open({ url: config.db, dimensions: config.dimensions, poolSize: config.postgres.poolSize, readers: config.store.readers, maxHooks: config.store.maxHooks, retention, ...now, ...(opts.logger ? { logger: opts.logger } : {}), ...(opts.onMigrationLock ? { onMigrationLock: opts.onMigrationLock } : {}), ...(opts.onMigrationLockWait ? { onMigrationLockWait: opts.onMigrationLockWait } : {}), ...(opts.migrationLockWaitMs === undefined ? {} : { migrationLockWaitMs: opts.migrationLockWaitMs }) });
   }
   // Migrated on a worker thread: the ports answer meanwhile.
-  return SqliteStore.open({ path: config.db, synchronous: config.sqlite.synchronous, cacheBytes: config.sqlite.cacheBytes, dimensions: config.dimensions, readers: config.store.readers, maxHooks: config.store.maxHooks, retention, ...(opts.logger ? { logger: opts.logger } : {}) }, opts.onMigrationLock);
+  return SqliteStore.open({ path: config.db, synchronous: config.sqlite.synchronous, cacheBytes: config.sqlite.cacheBytes, dimensions: config.dimensions, readers: config.store.readers, maxHooks: config.store.maxHooks, retention, ...now, ...(opts.logger ? { logger: opts.logger } : {}) }, opts.onMigrationLock);
 }
 
 /** The wait after the first failed attempt to reach PostgreSQL at start; it doubles after each one, up to the cap. */
@@ -160,7 +161,7 @@ export class StoreWait {
  * another replica's migration lock too (an error naming the setting). A SQLite store is opened once. `wait` given up (a stop) before an
  * attempt holds the migration lock: StoreWaitGivenUpError at once.
  */
-export async function openStoreWhenReachable(config: HookwatchConfig, opts: { logger: Logger; onWaiting?: (reason: string) => void; wait?: StoreWait }): Promise<Store> {
+export async function openStoreWhenReachable(config: HookwatchConfig, opts: { logger: Logger; now?: () => number; onWaiting?: (reason: string) => void; wait?: StoreWait }): Promise<Store> {
   const wait = opts.wait ?? new StoreWait();
   const bound = config.postgres.startTimeoutMs;
   const startedAt = performance.now();
@@ -179,7 +180,7 @@ export async function openStoreWhenReachable(config: HookwatchConfig, opts: { lo
         const onMigrationLockWait = (): void => opts.onWaiting?.(WAITING_FOR_MIGRATION);
         // Another replica's migration is waited for within the same bound as the database.
         const migrationLockWaitMs = bound > 0 ? Math.max(0, bound - (performance.now() - startedAt)) : undefined;
-        return await wait.until(openStore(config, { logger: opts.logger, onMigrationLock, onMigrationLockWait, migrationLockWaitMs }), (store) => store.close());
+        return await wait.until(openStore(config, { logger: opts.logger, ...(opts.now ? { now: opts.now } : {}), onMigrationLock, onMigrationLockWait, migrationLockWaitMs }), (store) => store.close());
       } catch (err) {
         if (err instanceof StoreWaitGivenUpError) throw err;
         if (err instanceof MigrationLockWaitError) {

@@ -45,6 +45,11 @@ export interface PostgresStoreOptions {
    * events, and beyond the events from whole hours (minute-sources.ts). Without it minute rollups serve every minute.
    */
   retention?: MinuteRetention;
+  /**
+   * The clock an ingest judges events by against retention.events (IngestResult.expired): the service's, which the
+   * receivers' time checks read too. Date.now when not given.
+   */
+  now?: () => number;
   logger?: Logger;
   /** Rows deleted per statement by prune (bounded so retention never holds long locks). */
   pruneBatch?: number;
@@ -472,6 +477,7 @@ export class PostgresStore implements Store {
   private readonly logger: Logger | undefined;
   private readonly pruneBatch: number;
   private readonly retention: MinuteRetention | undefined;
+  private readonly now: () => number;
   /**
    * How far retention has deleted (minute-sources.ts PrunedBounds): read when the store opens, moved by prune, and
    * read again before a read when older than boundsRefreshMs (currentBounds), since any replica may prune.
@@ -511,6 +517,7 @@ export class PostgresStore implements Store {
     this.pruneBatch = opts.pruneBatch ?? 5000;
     this.boundsRefreshMs = opts.boundsRefreshMs ?? BOUNDS_REFRESH_MS;
     this.retention = opts.retention;
+    this.now = opts.now ?? Date.now;
     this.maxHooks = opts.maxHooks ?? DEFAULT_MAX_HOOKS;
     this.known = new KnownHooks(this.maxHooks);
     const statementTimeoutMs = opts.statementTimeoutMs ?? STATEMENT_TIMEOUT_MS;
@@ -706,7 +713,7 @@ export class PostgresStore implements Store {
     // its row locks in the same order, so overlapping batches from several replicas queue instead of deadlocking.
     // Refused before any partition is made: a batch stamped over many past days makes none for them.
     const bounds = await this.ingestBounds(events);
-    const expiredBeforeMs = expiredBefore(Date.now(), this.retention?.eventsMs, bounds.eventsBeforeMs);
+    const expiredBeforeMs = expiredBefore(this.now(), this.retention?.eventsMs, bounds.eventsBeforeMs);
     const { kept, expired } = splitExpired(events, expiredBeforeMs);
     const old = expired > 0 ? { expired, expiredBeforeMs } : {};
     if (kept.length === 0) return { inserted: [], duplicates: 0, ...old };

@@ -47,6 +47,11 @@ export interface SqliteStoreOptions {
    * events, and beyond the events from whole hours (minute-sources.ts). Without it minute rollups serve every minute.
    */
   retention?: MinuteRetention;
+  /**
+   * The clock an ingest judges events by against retention.events (IngestResult.expired): the service's, which
+   * retention and the receivers' time checks read too. Date.now when not given.
+   */
+  now?: () => number;
 }
 
 /**
@@ -135,6 +140,7 @@ export class SqliteStore implements Store {
   /** Dimensions with rollups of their own (dim-rollups.ts). */
   private readonly rolled: readonly string[];
   private readonly retention: MinuteRetention | undefined;
+  private readonly now: () => number;
   /** How far retention has deleted (minute-sources.ts PrunedBounds): read when the store opens, moved by prune. */
   private pruned: PrunedBounds = NOTHING_PRUNED;
   private closed = false;
@@ -184,6 +190,7 @@ export class SqliteStore implements Store {
     this.dims = opts.dimensions ?? [];
     this.rolled = rolledDimensions(this.dims);
     this.retention = opts.retention;
+    this.now = opts.now ?? Date.now;
     this.maxHooks = opts.maxHooks ?? DEFAULT_MAX_HOOKS;
     this.known = new KnownHooks(this.maxHooks);
     this.c = this.connect();
@@ -502,7 +509,7 @@ export class SqliteStore implements Store {
     try {
       // A lost file is reopened (or written back) first; any other fault is probed by the commit itself.
       if (this.fault !== undefined && this.fileProblem() !== undefined && !this.recover()) throw this.unavailable();
-      const expiredBeforeMs = expiredBefore(Date.now(), this.retention?.eventsMs, this.pruned.eventsBeforeMs);
+      const expiredBeforeMs = expiredBefore(this.now(), this.retention?.eventsMs, this.pruned.eventsBeforeMs);
       results = inTransaction(this.c.db, () => {
         const all: HookEvent[] = [];
         const allAttrs: number[] = [];
