@@ -54,6 +54,13 @@ async function call<T>(method: string, path: string, query?: Query, body?: unkno
   }
 }
 
+/** A request that got no answer, or not all of one: an abort as it is, anything else as ApiFailure status 0. */
+function notAnswered(err: unknown): unknown {
+  if ((err as Error).name === 'AbortError') return err;
+  // The browser knows when it has no network at all: that is not hookwatch's doing.
+  return new ApiFailure(0, navigator.onLine ? 'hookwatch did not answer (is it running?)' : 'this browser is offline (no network connection)');
+}
+
 async function exchange<T>(method: string, path: string, query?: Query, body?: unknown, signal?: AbortSignal): Promise<T> {
   let res: Response;
   try {
@@ -69,16 +76,20 @@ async function exchange<T>(method: string, path: string, query?: Query, body?: u
       redirect: 'manual',
     });
   } catch (err) {
-    if ((err as Error).name === 'AbortError') throw err;
-    // The browser knows when it has no network at all: that is not hookwatch's doing.
-    throw new ApiFailure(0, navigator.onLine ? 'hookwatch did not answer (is it running?)' : 'this browser is offline (no network connection)');
+    throw notAnswered(err);
   }
   if (res.type === 'opaqueredirect') {
     throw new ApiFailure(res.status, 'the sign-in session has expired (the server redirected to a login page); reload the page to sign in', true);
   }
   if (res.status === 401) throw new ApiFailure(401, 'hookwatch asks for credentials again; reload the page to sign in', true);
   if (res.status === 204) return undefined as T;
-  const text = await res.text();
+  let text: string;
+  try {
+    text = await res.text();
+  } catch (err) {
+    // The connection went in the middle of the answer (a restart, a network dropped): no answer came, whole.
+    throw notAnswered(err);
+  }
   let json: unknown;
   try {
     json = text ? JSON.parse(text) : undefined;

@@ -694,6 +694,33 @@ describe('signed out', () => {
   });
 });
 
+describe('an answer cut off', () => {
+  it('says hookwatch did not answer when the connection drops in the middle of an answer, not that the answer could not be read', async () => {
+    let calls = 0;
+    const app = express();
+    // Headers and the start of the body, then the connection is gone: a restart, a proxy cut, a network dropped.
+    app.use('/api', (_req, res) => {
+      calls++;
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': '5000' });
+      res.write('{"hooks": [');
+      setTimeout(() => res.socket?.destroy(), 50);
+    });
+    app.use(createDashboardRouter());
+    const server = createServer(app);
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      const { page: p } = await page({ allow: /ERR_CONTENT_LENGTH_MISMATCH|Failed to fetch|network error/ });
+      await p.goto(`http://127.0.0.1:${(server.address() as AddressInfo).port}/?refresh=1s`);
+      await p.waitForSelector('#error-banner:not([hidden])');
+      expect(calls).toBeGreaterThan(0);
+      expect(await p.textContent('#error-alert')).toBe('Could not refresh: hookwatch did not answer (is it running?)');
+    } finally {
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    }
+  });
+});
+
 describe('more hooks than one page', () => {
   it('says the table holds the riskiest page, and lists every hook on "Show all"', async () => {
     const all = Array.from({ length: 1001 }, (_v, i) => hook(i.toString(16).padStart(16, '0'), `Stop:h${String(i).padStart(4, '0')}`));
