@@ -222,11 +222,6 @@ function rollupGroup(groups: Map<string, RollupGroup>, hookId: string, bucket: n
 }
 
 /** A hook's part of a commit: what the hooks table gets, and the minute group its last event went to. */
-interface HookFold {
-  seen: HookSeen;
-  last: RollupGroup | undefined;
-}
-
 /** Strings in code-unit order, as the stores' key order compares them. */
 function compareText(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
@@ -237,8 +232,9 @@ function compareGroups(a: RollupGroup, b: RollupGroup): number {
 }
 
 /**
- * What `events` add to the hooks table, by hook id in key order: each hook's names (from its first event) and its
- * first and last event time, never later than `nowMs` (as groupForRollups' hooks).
+ * What `events` add to the hooks table, by hook id in key order (every backend then takes row locks in the same
+ * order): each hook's names (from its first event) and its first and last event time, never later than `nowMs`: a
+ * client clock running ahead must not make a hook look active in the future (HookInfo).
  */
 export function hooksSeen(events: readonly HookEvent[], nowMs: number): Map<string, HookSeen> {
   const hooks = new Map<string, HookSeen>();
@@ -256,31 +252,25 @@ export function hooksSeen(events: readonly HookEvent[], nowMs: number): Map<stri
 }
 
 /**
- * What a commit adds to the hooks table and to each rollup: one group per (hook, bucket, client), in key order
- * (every backend then takes row locks in the same order). First and last seen are never later than `nowMs`:
- * a client clock running ahead must not make a hook look active in the future (HookInfo).
+ * What a commit adds to each rollup: one group per (hook, bucket, client), in key order (every backend then takes
+ * row locks in the same order). What it adds to the hooks table is hooksSeen's.
  */
-export function groupForRollups(events: readonly HookEvent[], nowMs: number): { hooks: Map<string, HookSeen>; rows: Record<Granularity, RollupGroup[]> } {
-  const hooks = new Map<string, HookFold>();
+export function groupForRollups(events: readonly HookEvent[]): Record<Granularity, RollupGroup[]> {
+  /** Each hook's group of its last event. */
+  const last = new Map<string, RollupGroup>();
   const groups: Record<Granularity, Map<string, RollupGroup>> = { minute: new Map(), hour: new Map(), day: new Map() };
   // Each event is folded once, into its minute group; the hour and day groups merge those few minute rows
   // (hours and days are whole minutes), instead of folding every event three times.
   const [finest, ...coarser] = GRANULARITIES as [Granularity, ...Granularity[]];
   const finestMs = granularityMs(finest);
   for (const e of events) {
-    const seen = Math.min(e.timeMs, nowMs);
-    let h = hooks.get(e.hookId);
-    if (!h) hooks.set(e.hookId, (h = { seen: { event: e, firstMs: seen, lastMs: seen }, last: undefined }));
-    else {
-      h.seen.firstMs = Math.min(h.seen.firstMs, seen);
-      h.seen.lastMs = Math.max(h.seen.lastMs, seen);
-    }
     // A hook's events of one batch nearly all come from one client within a minute: the group of its last
     // event is checked first, so the group key is built only when the minute or the client changes.
     const bucket = Math.floor(e.timeMs / finestMs) * finestMs;
-    let g = h.last;
+    let g = last.get(e.hookId);
     if (g === undefined || g.bucket !== bucket || g.serviceName !== e.serviceName || g.serviceVersion !== e.serviceVersion) {
-      g = h.last = rollupGroup(groups[finest], e.hookId, bucket, e.serviceName, e.serviceVersion);
+      g = rollupGroup(groups[finest], e.hookId, bucket, e.serviceName, e.serviceVersion);
+      last.set(e.hookId, g);
     }
     addEvent(g.row, e);
   }
@@ -288,11 +278,5 @@ export function groupForRollups(events: readonly HookEvent[], nowMs: number): { 
     const size = granularityMs(g);
     for (const m of groups[finest].values()) mergeRow(rollupGroup(groups[g], m.hookId, Math.floor(m.bucket / size) * size, m.serviceName, m.serviceVersion).row, m.row);
   }
-  // Hook ids are distinct, so the default sort (code-unit order) is the key order.
-  const seen = new Map<string, HookSeen>();
-  for (const id of [...hooks.keys()].sort()) seen.set(id, (hooks.get(id) as HookFold).seen);
-  return {
-    hooks: seen,
-    rows: { minute: [...groups.minute.values()].sort(compareGroups), hour: [...groups.hour.values()].sort(compareGroups), day: [...groups.day.values()].sort(compareGroups) },
-  };
+  return { minute: [...groups.minute.values()].sort(compareGroups), hour: [...groups.hour.values()].sort(compareGroups), day: [...groups.day.values()].sort(compareGroups) };
 }

@@ -13,7 +13,7 @@ import { isOverflowHook, type HookEvent } from '../../hooks/model.ts';
 import type { Logger } from '../../telemetry/logger.ts';
 import { MAX_COUNT } from '../../hooks/extract.ts';
 import { MIN_SECRET_CHARS, urlPasswords } from '../../config/values.ts';
-import { COUNTER_COLUMNS, COUNT_SUM_COLUMNS, GRANULARITIES, MAX_COLUMNS, fromDbRow, groupForRollups, mergeRow, toCounters, type CounterRow } from '../counters.ts';
+import { COUNTER_COLUMNS, COUNT_SUM_COLUMNS, GRANULARITIES, MAX_COLUMNS, fromDbRow, groupForRollups, hooksSeen, mergeRow, toCounters, type CounterRow } from '../counters.ts';
 import { floorSql, granularityForStep, segments, type Granularity } from '../segments.ts';
 import { eventsPruneBound, laterBounds, mergeFleet, mergeSeries, minuteRollupsPruneBound, minuteSources, NOTHING_PRUNED, parseBounds, PRUNED_BEFORE_META, readEdges, hookEdgeRows, resolveSegment, seriesSpans, type EdgeRows, type MinuteRetention, type SeriesEdge, type PrunedBounds } from '../minute-sources.ts';
 import { ATTR_ROLLUP_TABLE, attrRollupDdl, attrRollupPruneSql, attrRollupQuery, groupForAttrRollups } from '../attr-rollups.ts';
@@ -905,8 +905,8 @@ export class PostgresStore implements Store {
    * transaction in xmax (the row lock it takes), an inserted one none.
    */
   private async applyRollups(client: pg.PoolClient, events: HookEvent[], attrIds: number[], admitting: boolean): Promise<void> {
-    const { hooks, rows } = groupForRollups(events, Date.now());
-    const hookList = [...hooks.entries()];
+    const rows = groupForRollups(events);
+    const hookList = [...hooksSeen(events, this.now())];
     const upserted = await client.query<{ created: boolean }>(
       `INSERT INTO hooks AS t (hook_id, hook_event, hook_name, first_seen, last_seen, ref)
        SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::int8[], $5::int8[], $6::int8[])

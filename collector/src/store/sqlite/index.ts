@@ -509,7 +509,8 @@ export class SqliteStore implements Store {
     try {
       // A lost file is reopened (or written back) first; any other fault is probed by the commit itself.
       if (this.fault !== undefined && this.fileProblem() !== undefined && !this.recover()) throw this.unavailable();
-      const expiredBeforeMs = expiredBefore(this.now(), this.retention?.eventsMs, this.pruned.eventsBeforeMs);
+      const nowMs = this.now();
+      const expiredBeforeMs = expiredBefore(nowMs, this.retention?.eventsMs, this.pruned.eventsBeforeMs);
       results = inTransaction(this.c.db, () => {
         const all: HookEvent[] = [];
         const allAttrs: number[] = [];
@@ -534,7 +535,7 @@ export class SqliteStore implements Store {
           });
           all.push(...inserted);
           // The hooks table per batch: the next batch's fold sees the hooks this one added.
-          this.applyHooks(inserted);
+          this.applyHooks(inserted, nowMs);
           return { inserted, duplicates: kept.length - inserted.length, ...(folded > 0 ? { folded, overflowHooks } : {}), ...(expired > 0 ? { expired, expiredBeforeMs } : {}) };
         });
         // Once per commit: every batch's deltas folded together, one upsert per rollup row (the batches of a live
@@ -631,16 +632,16 @@ export class SqliteStore implements Store {
     this.cachedRows = 0;
   }
 
-  /** The hooks table's rows of one batch's inserted events: their names, first and last seen. */
-  private applyHooks(events: HookEvent[]): void {
+  /** The hooks table's rows of one batch's inserted events: their names, first and last seen (not after `nowMs`). */
+  private applyHooks(events: HookEvent[], nowMs: number): void {
     if (events.length === 0) return;
-    for (const [id, h] of hooksSeen(events, Date.now())) this.c.upsertHook.run(id, h.event.hookEvent, h.event.hookName, h.firstMs, h.lastMs, hookRef(id));
+    for (const [id, h] of hooksSeen(events, nowMs)) this.c.upsertHook.run(id, h.event.hookEvent, h.event.hookName, h.firstMs, h.lastMs, hookRef(id));
   }
 
   /** The minute, hour and day rollups of a commit's inserted events: one upsert per (hook, bucket, client). */
   private applyRollups(events: HookEvent[]): void {
     if (events.length === 0) return;
-    const { rows } = groupForRollups(events, Date.now());
+    const rows = groupForRollups(events);
     for (const g of GRANULARITIES) {
       const stmt = this.c.upserts[g];
       for (const r of rows[g]) stmt.run(r.hookId, r.bucket, r.serviceName, r.serviceVersion, ...COUNTER_COLUMNS.map((c) => r.row[c]));
