@@ -431,7 +431,7 @@ async function start(config: HookwatchConfig, opts: ServiceOptions, opened: (() 
     httpTls?.stop();
   });
   // A PostgreSQL server out of reach is waited for (postgres.startTimeout), the ports answering meanwhile.
-  const rawStore = opts.store ?? (await openStoreWhenReachable(config, { logger, ...(opts.now ? { now: opts.now } : {}), onWaiting: (reason) => (openingReason = reason), wait: storeWait }));
+  const rawStore = opts.store ?? (await openStoreWhenReachable(config, { logger, now, onWaiting: (reason) => (openingReason = reason), wait: storeWait }));
   const instrumented = instrumentStore(metrics, rawStore);
   const store = instrumented.store;
   opened.push(() => store.close());

@@ -14,7 +14,7 @@ import type { Logger } from '../../telemetry/logger.ts';
 import { MAX_COUNT } from '../../hooks/extract.ts';
 import { MIN_SECRET_CHARS, urlPasswords } from '../../config/values.ts';
 import { COUNTER_COLUMNS, COUNT_SUM_COLUMNS, GRANULARITIES, MAX_COLUMNS, fromDbRow, groupForRollups, hooksSeen, mergeRow, toCounters, type CounterRow } from '../counters.ts';
-import { floorSql, granularityForStep, segments, type Granularity } from '../segments.ts';
+import { DAY as DAY_MS, HOUR as HOUR_MS, floorSql, granularityForStep, segments, type Granularity } from '../segments.ts';
 import { eventsPruneBound, laterBounds, mergeFleet, mergeSeries, minuteRollupsPruneBound, minuteSources, NOTHING_PRUNED, parseBounds, PRUNED_BEFORE_META, readEdges, hookEdgeRows, resolveSegment, seriesSpans, type EdgeRows, type MinuteRetention, type SeriesEdge, type PrunedBounds } from '../minute-sources.ts';
 import { ATTR_ROLLUP_TABLE, attrRollupDdl, attrRollupPruneSql, attrRollupQuery, groupForAttrRollups } from '../attr-rollups.ts';
 import { type DimFamily, type DimGranularity, type DimRollupGroup, DIM_CLIENT_FAMILY, DIM_CLIENT_TABLES, DIM_GRANULARITIES, DIM_HOOK_FAMILY, DIM_ROLLUP_TABLES, DIM_TABLE_NAMES, dimClientPruneSql, dimRollupRekeyDdl, DIM_PRUNE_HOOKS, ROLLED_DIMENSIONS_META, dimChanges, dimPruneSql, dimGranularity, dimRemoveSql, dimRollupDdl, eventGroupExprs, groupForDimRollups, groupsPerHook, newestFilteredEvent, planRead, rolledDimensions, rollupGroupColumns, rollupWhere, type Grouping } from '../dim-rollups.ts';
@@ -27,7 +27,7 @@ import { FINDING_COLUMNS, FINDING_ON_CONFLICT, commandsQuery, findingValues, not
 import { guardTrimSql, guardTrimStats, guardTrimValues, guardTrimsDdl, type GuardTrim, type GuardTrimStats } from '../guard-trims.ts';
 import { inTransaction, isAnswerTimeout, isConnectTimeout, keepAlive, liftAnswerTimeout } from './connection.ts';
 import { boundPause, holdLease, leaseHeld, type LeaseFence } from './fence.ts';
-import { buildEventsIndex, fillColumn, inMigrationTransaction, MigrationLockWaitError, withMigrationLock, type Migration } from './migrate.ts';
+import { buildEventsIndex, fillColumn, inMigrationTransaction, MigrationLockWaitError, OWN_NAMESPACE, withMigrationLock, type Migration } from './migrate.ts';
 import { ConnectionSockets, CuttablePool } from './sockets.ts';
 import { NotLeaderError, StoreUnavailableError, fleetBreakdownFrom, hookCountersFrom, splitExpired, expiredBefore, untilStopped, type Arrival, type ArrivalQuery, type HookInfo, type LatePersistedQuery, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store, type StoreSize, type FleetBucket } from '../store.ts';
 
@@ -105,15 +105,15 @@ export const MIGRATION_LOCK_KEY = 0x686f6f6b77;
 /** Advisory lock key that serialises creating event partitions across replicas. */
 const PARTITION_LOCK_KEY = 0x686f6f6b78;
 
-const DAY_MS = 86_400_000;
-const HOUR_MS = 3_600_000;
 /**
  * Event partitions are named by their day number since the epoch (events_d20514 holds 2026-03-02 UTC; a day
  * before 1970 has a negative number, events_d-1 holding 1969-12-31).
  */
 const PARTITION_PREFIX = 'events_d';
+/** The name of day `d`'s partition. */
+const partitionName = (d: number): string => `${PARTITION_PREFIX}${d}`;
 /** The partition of day `d` in SQL: quoted, as a negative day's name is no plain identifier. */
-const partitionTable = (d: number): string => quoteIdent(`${PARTITION_PREFIX}${d}`);
+const partitionTable = (d: number): string => quoteIdent(partitionName(d));
 /** Days of partitions created ahead at open (and whenever an ingest meets a day without one). */
 const DAYS_AHEAD = 2;
 /** SQLSTATE of an insert that found no partition for its row (dropped by retention on another replica). */
@@ -317,7 +317,7 @@ export const MIGRATIONS: readonly Migration[] = [
     build: {
       index: { name: 'events_time', def: `USING brin (time_ms) WITH (pages_per_range = ${BRIN_PAGES_PER_RANGE}, autosummarize = on)` },
       before: `DO $$ BEGIN
-        IF EXISTS (SELECT 1 FROM pg_class WHERE relname = 'events_time' AND relnamespace = quote_ident(current_schema())::regnamespace AND reloptions @> ARRAY['pages_per_range=32']) THEN
+        IF EXISTS (SELECT 1 FROM pg_class WHERE relname = 'events_time' AND relnamespace = ${OWN_NAMESPACE} AND reloptions @> ARRAY['pages_per_range=32']) THEN
           ALTER INDEX events_time RENAME TO events_time_32;
         END IF;
       END $$;`,
@@ -1492,7 +1492,7 @@ export class PostgresStore implements Store {
     const ahead = Array.from({ length: DAYS_AHEAD + 1 }, (_, i) => today + i);
     await this.ensurePartitions(ahead).catch((err: unknown) => {
       if ((err as { code?: string }).code !== LOCK_NOT_AVAILABLE) throw this.classify(err, 'retention failed');
-      deferred.push(...ahead.filter((d) => !this.partitions.has(d)).map((d) => `${PARTITION_PREFIX}${d}`));
+      deferred.push(...ahead.filter((d) => !this.partitions.has(d)).map(partitionName));
     });
     if (deferred.length > 0) {
       result.partitionsDeferred = deferred.length;
@@ -1563,7 +1563,7 @@ export class PostgresStore implements Store {
    * update that does not fit its page adds an entry, so their pages fill to about half.
    */
   private async repackRollupIndexes(): Promise<void> {
-    const rows = await this.indexSizes(`ct.relname = ANY($2::text[]) AND ct.relnamespace = quote_ident(current_schema())::regnamespace AND x.indisvalid`, [ROLLUP_TABLE_NAMES]);
+    const rows = await this.indexSizes(`ct.relname = ANY($2::text[]) AND ct.relnamespace = ${OWN_NAMESPACE} AND x.indisvalid`, [ROLLUP_TABLE_NAMES]);
     for (const p of rows) {
       const reason = p.share === undefined ? (p.indexBytes >= REPACK_MIN_BYTES ? 'never rebuilt' : undefined) : grownPastPacked(p, p.share) ? 'grown past its packed size' : undefined;
       if (reason === undefined) continue;
@@ -1630,7 +1630,7 @@ export class PostgresStore implements Store {
   private async dropInterruptedRebuilds(): Promise<void> {
     const left = await this.write(
       `SELECT ci.relname AS idx FROM pg_index x JOIN pg_class ci ON ci.oid = x.indexrelid JOIN pg_class ct ON ct.oid = x.indrelid
-       WHERE NOT x.indisvalid AND ci.relname ~ '_cc(new|old)[0-9]*$' AND ct.relnamespace = quote_ident(current_schema())::regnamespace
+       WHERE NOT x.indisvalid AND ci.relname ~ '_cc(new|old)[0-9]*$' AND ct.relnamespace = ${OWN_NAMESPACE}
          AND (ct.oid IN (SELECT inhrelid FROM pg_inherits WHERE inhparent = 'events'::regclass) OR ct.relname = ANY($1::text[]))`,
       [ROLLUP_TABLE_NAMES],
     );
@@ -1680,7 +1680,7 @@ export class PostgresStore implements Store {
           return Number(n.rows[0]?.n ?? 0);
         }), this.onLost);
       } catch (err) {
-        if ((err as { code?: string }).code === LOCK_NOT_AVAILABLE) return { events, partitions, deferred: days.slice(i).map((x) => `${PARTITION_PREFIX}${x}`) };
+        if ((err as { code?: string }).code === LOCK_NOT_AVAILABLE) return { events, partitions, deferred: days.slice(i).map(partitionName) };
         throw await this.retentionError(err, epoch);
       }
       this.partitions.delete(d);
@@ -1740,7 +1740,7 @@ export class PostgresStore implements Store {
     const rows = await this.query(
       `SELECT CASE WHEN c.relname ~ $3 THEN 'events' WHEN c.relname = ANY($1::text[]) THEN 'rollups' ELSE 'other' END AS part,
               sum(pg_total_relation_size(c.oid))::text AS bytes
-       FROM pg_class c WHERE c.relnamespace = quote_ident(current_schema())::regnamespace AND c.relkind = 'r' AND (c.relname = ANY($2::text[]) OR c.relname ~ $3)
+       FROM pg_class c WHERE c.relnamespace = ${OWN_NAMESPACE} AND c.relkind = 'r' AND (c.relname = ANY($2::text[]) OR c.relname ~ $3)
        GROUP BY 1`,
       [ROLLUP_TABLE_NAMES, OWN_TABLES, PARTITION_NAME],
     );

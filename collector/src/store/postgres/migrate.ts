@@ -50,6 +50,12 @@ export type Migration = string | { build: EventsIndexBuild } | { fill: ColumnFil
  * it, so it never waits long; a long dashboard read or a stuck write then holds up the migration, not ingest.
  */
 export const MIGRATION_STEP_LOCK_TIMEOUT_MS = 1000;
+
+/**
+ * The namespace (schema) of hookwatch's tables in SQL: current_schema() quoted first, as a schema named in the
+ * URL's search_path may need quoting ("Hook-Watch"), which ::regnamespace would otherwise fold to lower case.
+ */
+export const OWN_NAMESPACE = 'quote_ident(current_schema())::regnamespace';
 /** Attempts of a short step, and of one partition's build (a deadlock with another index build is retried). */
 const STEP_ATTEMPTS = 60;
 /**
@@ -188,7 +194,7 @@ export async function buildEventsIndex(client: pg.PoolClient, build: EventsIndex
 async function buildPart(client: pg.PoolClient, part: string, ix: EventIndex, logger: Logger | undefined): Promise<void> {
   const child = partIndexName(part, ix.name);
   const found = await client.query<{ valid: boolean }>(
-    `SELECT x.indisvalid AS valid FROM pg_class c JOIN pg_index x ON x.indexrelid = c.oid WHERE c.relname = $1 AND c.relnamespace = quote_ident(current_schema())::regnamespace`,
+    `SELECT x.indisvalid AS valid FROM pg_class c JOIN pg_index x ON x.indexrelid = c.oid WHERE c.relname = $1 AND c.relnamespace = ${OWN_NAMESPACE}`,
     [child],
   );
   if (found.rows[0] && !found.rows[0].valid) {
