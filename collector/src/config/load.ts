@@ -6,7 +6,7 @@ import { isAbsolute, resolve } from 'node:path';
 import { parseDocument } from 'yaml';
 import { readBoundedSync } from './bounded-read.ts';
 import { humanValue } from './format.ts';
-import { FILE_CONTENTS, FILE_CONTENTS_PROBLEM, durationOrderProblem, parseBytes, parseDuration, quotedKey, readBoolean, readNumber, unitlessDuration } from './values.ts';
+import { FILE_CONTENTS, FILE_CONTENTS_PROBLEM, durationProblem, parseBytes, parseDuration, quotedKey, readBoolean, readNumber } from './values.ts';
 import { SETTINGS, findSetting, flagName, settingForFlag } from './schema.ts';
 import { isServiceLinkName, nearestName } from './env-names.ts';
 import { ConfigError, type Setting } from './setting.ts';
@@ -115,7 +115,7 @@ export function coerce(setting: Setting, raw: unknown, origin: string): unknown 
       return bounded(n as number);
     }
     case 'duration': {
-      const problem = unitlessDuration(raw) ?? durationOrderProblem(raw);
+      const problem = durationProblem(raw);
       if (problem) fail(problem);
       const n = parseDuration(raw);
       if (n === undefined) fail('expected a duration such as 30s, 5m, 24h or 30d');

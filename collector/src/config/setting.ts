@@ -3,7 +3,7 @@
  * stage's `settings.ts` imports this (and `values.ts`) and nothing else of config/, so the stages own their
  * settings without config/ knowing them and without an import cycle.
  */
-import { durationOrderProblem, formatDuration, parseDuration, unitlessDuration } from './values.ts';
+import { durationProblem, formatDuration, parseDuration } from './values.ts';
 
 /** `file`: the path of a file (a certificate, a key); text a file would hold, given in its place, is refused unechoed. */
 export type ValueType = 'string' | 'file' | 'addr' | 'int' | 'bytes' | 'duration' | 'enum' | 'list' | 'bool' | 'object';
@@ -110,7 +110,7 @@ export function isMapping(v: unknown): v is Record<string, unknown> {
 
 /** A duration inside a structured setting (`alerting.rules[0].for`), in ms, or a SettingError naming `key`. */
 export function durationWithin(v: unknown, key: string, min: number, max: number): number {
-  const problem = unitlessDuration(v) ?? durationOrderProblem(v);
+  const problem = durationProblem(v);
   if (problem) throw new SettingError(`${key}: ${problem}`);
   const ms = parseDuration(v);
   if (ms === undefined) throw new SettingError(`${key}: expected a duration such as 30s, 5m, 1h or 14d`);

@@ -20,9 +20,6 @@ export function formatDuration(ms: number): string {
   return `${ms}ms`;
 }
 
-/** The units of a duration, from the largest to the smallest: the order they are written in. */
-const DURATION_UNIT_ORDER = ['w', 'd', 'h', 'm', 's', 'ms'];
-
 /** The number and unit of each part of `30s`, `1h30m`, `1.5h`, in the order written; undefined for other text. */
 function durationParts(text: string): [number, string][] | undefined {
   const re = /(\d+(?:\.\d+)?)(ms|s|m|h|d|w)/gy;
@@ -37,7 +34,8 @@ function durationParts(text: string): [number, string][] | undefined {
 
 /** True when each unit comes after every larger one, and once (`1h30m`, not `30m1h` or `1h1h`). */
 function inUnitOrder(parts: [number, string][]): boolean {
-  return parts.every(([, unit], i) => i === 0 || DURATION_UNIT_ORDER.indexOf(unit) > DURATION_UNIT_ORDER.indexOf((parts[i - 1] as [number, string])[1]));
+  const size = (unit: string): number => DURATION_UNITS[unit] as number;
+  return parts.every(([, unit], i) => i === 0 || size(unit) < size((parts[i - 1] as [number, string])[1]));
 }
 
 /**
@@ -67,6 +65,11 @@ export function durationOrderProblem(raw: unknown): string | undefined {
  * The message for a duration setting written without a unit (other than 0), or undefined. Prometheus and the
  * OpenTelemetry Collector refuse them too: `window: 3600` meant an hour to whoever wrote it, and would be 3.6 s.
  */
+/** Why `raw` is no setting's duration though it reads as a number of units: no unit, or units twice or out of order. */
+export function durationProblem(raw: unknown): string | undefined {
+  return unitlessDuration(raw) ?? durationOrderProblem(raw);
+}
+
 export function unitlessDuration(raw: unknown): string | undefined {
   const text = typeof raw === 'number' ? String(raw) : typeof raw === 'string' ? raw.trim() : undefined;
   if (text === undefined || !/^\d+(\.\d+)?$/.test(text) || Number(text) === 0) return undefined;
