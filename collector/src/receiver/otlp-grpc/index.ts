@@ -81,7 +81,7 @@ const HPACK_FIELD_LIMIT = 64 * 1024;
  * 8-12 KiB) in OTEL_EXPORTER_OTLP_HEADERS beside what a proxy adds, and as much as node:http2 decodes of a single
  * entry anyway (HPACK_FIELD_LIMIT).
  */
-const MAX_HEADER_LIST_BYTES = 64 * 1024;
+const MAX_HEADER_LIST_BYTES = HPACK_FIELD_LIMIT;
 
 /**
  * The header list size advertised to clients (SETTINGS_MAX_HEADER_LIST_SIZE), twice MAX_HEADER_LIST_BYTES: once a
@@ -282,10 +282,10 @@ export class OtlpGrpcReceiver {
       opts.logger.warn('otlp grpc: a client that does not speak gRPC connected; an OTLP/HTTP exporter (OTEL_EXPORTER_OTLP_PROTOCOL http/protobuf or http/json) goes to the OTLP/HTTP port (otlp.http.addr, 4318 by default), a gRPC one to this port needs OTEL_EXPORTER_OTLP_PROTOCOL=grpc', { port: this.port, connections });
     });
     this.headerOverflows = new ThrottledLine(WRONG_PROTOCOL_LOG_INTERVAL_MS, () => performance.now(), (connections) => {
-      opts.logger.warn('otlp grpc: a client sent a header over 64 KiB (a gRPC metadata entry, as HPACK encodes it), more than node:http2 reads of one; its connection was closed, failing its calls (INTERNAL, RST_STREAM code 9 at a grpc-js client). Send smaller metadata: an OTEL_EXPORTER_OTLP_HEADERS value, or a header a proxy adds', { port: this.port, connections });
+      opts.logger.warn(`otlp grpc: a client sent a header over ${HPACK_FIELD_LIMIT / 1024} KiB (a gRPC metadata entry, as HPACK encodes it), more than node:http2 reads of one; its connection was closed, failing its calls (INTERNAL, RST_STREAM code 9 at a grpc-js client). Send smaller metadata: an OTEL_EXPORTER_OTLP_HEADERS value, or a header a proxy adds`, { port: this.port, connections });
     });
     this.metadataOverflows = new ThrottledLine(WRONG_PROTOCOL_LOG_INTERVAL_MS, () => performance.now(), (calls) => {
-      opts.logger.warn('otlp grpc: a call carried more than 64 KiB of metadata (its headers, as HTTP/2 counts them), more than this port reads; it was refused (RESOURCE_EXHAUSTED). Send less metadata: an OTEL_EXPORTER_OTLP_HEADERS value, or headers a proxy adds', { port: this.port, calls });
+      opts.logger.warn(`otlp grpc: a call carried more than ${MAX_HEADER_LIST_BYTES / 1024} KiB of metadata (its headers, as HTTP/2 counts them), more than this port reads; it was refused (RESOURCE_EXHAUSTED). Send less metadata: an OTEL_EXPORTER_OTLP_HEADERS value, or headers a proxy adds`, { port: this.port, calls });
     });
     this.tokenDigest = opts.ingestToken ? secretDigest(opts.ingestToken) : undefined;
     this.server = new Server({
