@@ -1,5 +1,5 @@
 import { OUTPUT_CAP_CHARS, PREVIEW_CHARS } from '../../../../shared/src/cliff.ts';
-import { formatCount, plural, printable, renderTable } from '../common/format.ts';
+import { formatCount, outputBlock, plural, printable, renderTable } from '../common/format.ts';
 import { callsGuard, defaultGuardPrefix, wrapCommand } from '../guard/install.ts';
 import { DEFAULT_GUARD_BUDGET } from '../guard/trim.ts';
 import type { MeasuredOutput, MeasuredStdout } from './measure.ts';
@@ -186,15 +186,6 @@ function guardAdvice(over: HookCheck[], settingsPath: string | undefined): strin
   // JSON writes out control characters, printable() what JSON leaves as it is: still a JSON string to paste.
   const lines = unguarded.map((h) => `  "command": ${printable(JSON.stringify(wrapCommand(h.command, defaultGuardPrefix(), undefined)), { json: true })}\n`);
   return `Until the hook is fixed: run it through hookwatch guard, ${gain}; in settings.json:\n${lines.join('')}(or "hookwatch guard --install <settings file>" wraps every command hook of the file this way)\n`;
-}
-
-/**
- * Hook output (a preview, stderr, a whole output) as a block of the report: its lines kept, each indented under
- * the block's heading so none reads as a line of the report (a verdict), and what would not read as itself, a
- * terminal escape or a bidirectional override, written out.
- */
-function outputBlock(text: string): string {
-  return printable(text, { keepLines: true }).replace(/^/gm, '    ');
 }
 
 /**

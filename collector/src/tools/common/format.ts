@@ -10,6 +10,15 @@ export function formatCount(n: number): string {
   return numberFormat.format(n);
 }
 
+/**
+ * Hook output (a preview, stderr, a whole output) as a block of a report: its lines kept, each indented under the
+ * block's heading so none reads as a line of the report (a verdict), and what would not read as itself, a terminal
+ * escape or a bidirectional override, written out.
+ */
+export function outputBlock(text: string): string {
+  return printable(text, { keepLines: true }).replace(/^/gm, '    ');
+}
+
 /** Renders rows as a left-aligned text table with a header row; every cell is already a string, printed as printable() gives it. */
 export function renderTable(header: readonly string[], rawRows: readonly (readonly string[])[], indent = ''): string {
   const rows = rawRows.map((row) => row.map((cell) => printable(cell)));

@@ -1,5 +1,5 @@
 import { OUTPUT_CAP_CHARS, PREVIEW_CHARS } from '../../../../shared/src/cliff.ts';
-import { formatBytes, formatCount, plural, printable, renderTable } from '../common/format.ts';
+import { formatBytes, formatCount, outputBlock, plural, printable, renderTable } from '../common/format.ts';
 import { UNKNOWN_COMMAND } from './transcript.ts';
 import type { DeliveryCounts, ScanResult } from './transcript.ts';
 import type { SendOutcome } from './send.ts';
@@ -136,7 +136,7 @@ export function scanText(result: ScanResult, options: ReportOptions): string {
           printable(`    ${p.chars !== null ? `${formatCount(p.chars)} characters, ` : p.sizeLabel !== undefined ? `size ${p.sizeLabel}, ` : ''}saved to ${p.savedPath ?? '(path not shown)'}`) + '\n',
       );
       // Indented, so no line of a hook's output reads as a line of the report.
-      if (options.showContent) out.push(`    --- preview ---\n${printable(p.preview, { keepLines: true }).replace(/^/gm, '    ')}\n    --- end of preview ---\n`);
+      if (options.showContent) out.push(`    --- preview ---\n${outputBlock(p.preview)}\n    --- end of preview ---\n`);
     }
     if (totals.outputsPersisted > result.persistedOutputs.length) {
       out.push(`  ... and more (${formatCount(totals.outputsPersisted)} in all; --json lists the first ${formatCount(result.persistedOutputs.length)})\n`);
