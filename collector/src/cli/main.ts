@@ -23,7 +23,7 @@ import { redactUrlCredentials } from '../net/otlp-url.ts';
 import { isLoopbackAddr } from '../net/addr.ts';
 import { isPostgresUrl } from '../store/settings.ts';
 import { ClientTlsCredentials, TlsCredentials } from '../net/tls.ts';
-import { externalUrlOf } from '../notify/links.ts';
+import { baseUrl } from '../notify/links.ts';
 import { openAlertEventTls } from '../notify/otlp.ts';
 import { ReloadStoppingError, type ConfigSource } from '../config-reload.ts';
 import { printable } from '../../../shared/src/printable.ts';
@@ -172,7 +172,7 @@ async function serve(flags: Record<string, string | undefined>, env: NodeJS.Proc
   });
   // The line a person starting hookwatch looks for: where the dashboard is and where to send telemetry.
   // As notifications link to it: without the user name, password, query or fragment alerting.externalUrl may hold.
-  const dashboard = `${externalUrlOf(service).replace(/\/+$/, '')}/`;
+  const dashboard = `${baseUrl(service)}/`;
   const [httpLabel, grpcLabel] = config.otlp.tls ? ['https', 'grpcs'] : ['http', 'grpc'];
   logger.info(`dashboard at ${dashboard}; send OTLP to ${service.otlpHttpUrl} (${httpLabel}) or ${service.otlpGrpcUrl} (${grpcLabel})`, { dashboard });
   return new Promise<number>(() => {});

@@ -27,7 +27,7 @@ export function externalUrlOf(ctx: LinkContext): string {
 }
 
 /** externalUrlOf without its trailing slashes; '' when there is no dashboard to link to. */
-function baseUrl(ctx: LinkContext): string {
+export function baseUrl(ctx: LinkContext): string {
   return externalUrlOf(ctx).replace(/\/+$/, '');
 }
 
