@@ -22,8 +22,10 @@ const NAMED: Record<string, string> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' };
  * `gbsct`, ended by the cancel tag), or one character that does not read as itself. Tags of anything else (capitals,
  * spaces, punctuation) would carry hidden words inside a flag.
  */
-const UNSEEN = /\u{1F3F4}[\u{E0030}-\u{E0039}\u{E0061}-\u{E007A}]{3,7}\u{E007F}|[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu;
-const UNSEEN_BUT_LINES = /\u{1F3F4}[\u{E0030}-\u{E0039}\u{E0061}-\u{E007A}]{3,7}\u{E007F}|(?![\n\t])[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/gu;
+const FLAG = String.raw`\u{1F3F4}[\u{E0030}-\u{E0039}\u{E0061}-\u{E007A}]{3,7}\u{E007F}`;
+const UNSEEN_CHARACTER = String.raw`[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]`;
+const UNSEEN = new RegExp(`${FLAG}|${UNSEEN_CHARACTER}`, 'gu');
+const UNSEEN_BUT_LINES = new RegExp(`${FLAG}|(?![\n\t])${UNSEEN_CHARACTER}`, 'gu');
 
 const ZWNJ = '\u200C';
 const ZWJ = '\u200D';
