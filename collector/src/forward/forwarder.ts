@@ -375,13 +375,15 @@ export class Forwarder {
       return;
     }
     this.lastError = result.message;
-    if (result.kind === 'permanent' && result.tooLarge) this.sizeCeiling.refused(body.length);
-    if (result.kind === 'permanent' && items.length > 1 && result.tooLarge) {
-      // Too large merged (a proxy's body size limit): fewer at once, as after a cut-off, not the head alone and
-      // then as many merged again.
-      this.fewerPerAttempt(items.length, body.length, 'refused as too large');
-      queue.retry(ids);
-      return;
+    if (result.kind === 'permanent' && result.tooLarge) {
+      this.sizeCeiling.refused(body.length);
+      if (items.length > 1) {
+        // Too large merged (a proxy's body size limit): fewer at once, as after a cut-off, not the head alone and
+        // then as many merged again.
+        this.fewerPerAttempt(items.length, body.length, 'refused as too large');
+        queue.retry(ids);
+        return;
+      }
     }
     if (result.kind === 'permanent' && items.length > 1) {
       // One of the merged requests may be the bad one: resend the head alone to find out.
