@@ -375,8 +375,9 @@ describe('kept open all day', () => {
       expect(await p.textContent('#last-updated')).toBe('Updated 0 s ago · paused');
       expect(await p.getAttribute('#last-updated', 'title')).toMatch(/^Last updated \d\d\/\d\d\/\d{4}, \d\d:\d\d$/);
       // No outage: the banner stays hidden, and the line itself shows the data going stale.
+      // The page's clock also runs on in real time between these steps (seconds on a loaded machine).
       await p.clock.fastForward('00:20');
-      expect(await p.textContent('#last-updated')).toMatch(/^Updated (1[5-9]|20) s ago · paused$/);
+      expect(await p.textContent('#last-updated')).toMatch(/^Updated (1[5-9]|2\d) s ago · paused$/);
       await p.clock.fastForward('02:00');
       expect(await p.textContent('#last-updated')).toBe('Updated 2 min ago · paused');
       expect(await p.isVisible('#error-banner')).toBe(false);
@@ -385,10 +386,10 @@ describe('kept open all day', () => {
       await p.goto(`${srv.url}/?refresh=1m`);
       await waitLoaded(p);
       await p.clock.fastForward('00:30');
-      expect(await p.textContent('#last-updated')).toMatch(/^Updated (2[5-9]|30) s ago$/);
+      expect(await p.textContent('#last-updated')).toMatch(/^Updated (2[5-9]|3\d) s ago$/);
       await p.clock.fastForward('00:31');
       await waitLoaded(p, 2);
-      expect(await p.textContent('#last-updated')).toMatch(/^Updated [0-5] s ago$/);
+      expect(await p.textContent('#last-updated')).toMatch(/^Updated \d s ago$/);
     } finally {
       await srv.close();
     }
@@ -498,7 +499,7 @@ describe('kept open all day', () => {
     // The next tick of the age sees the jump and refreshes, not five minutes later.
     await p.clock.runFor(5000);
     await waitLoaded(p, 2);
-    expect(await p.textContent('#last-updated')).toMatch(/^Updated [0-5] s ago$/);
+    expect(await p.textContent('#last-updated')).toMatch(/^Updated \d s ago$/);
     // Paused, it stays paused: the line shows the data's age instead.
     await p.goto(`${svc.httpUrl}/?refresh=off`);
     await waitLoaded(p);
