@@ -10,16 +10,17 @@ import { createServer as createNetServer, type AddressInfo, type Socket } from '
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
-import { Server as GrpcServer, ServerCredentials, status as GrpcStatus, type ServerUnaryCall, type sendUnaryData } from '@grpc/grpc-js';
+import { Metadata, Server as GrpcServer, ServerCredentials, status as GrpcStatus, type ServerUnaryCall, type sendUnaryData } from '@grpc/grpc-js';
 import { afterEach, expect, it } from 'vitest';
 import { grpcFrame } from '../../test/faults/grpc-raw.ts';
 import { encodeExportResponse } from '../otlp/encode.ts';
+import { STATUS_DETAILS_KEY } from '../otlp/grpc-status.ts';
 import { lengthDelimited } from '../otlp/proto-write.ts';
 import { createLogger, silentLogger } from '../telemetry/logger.ts';
 import type { ExportItem, ExportResult, Exporter } from './exporter.ts';
 import { GrpcExporter } from './exporter-grpc.ts';
 import { HttpExporter } from './exporter-http.ts';
-import { Forwarder, STOP_GRACE_MS } from './forwarder.ts';
+import { DEFAULT_BACKOFF, Forwarder, STOP_GRACE_MS } from './forwarder.ts';
 import { DurableQueue } from './queue.ts';
 
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -857,3 +858,128 @@ it('merges as before once the limit that refused a size is raised, when no attem
   // The destination counts a body's bytes in halves: 100 requests of 3 bytes are 150.
   expect(Math.max(...destination.carried)).toBe(150);
 });
+
+/** A protobuf varint field of a signed 64-bit integer: a negative one is ten bytes, its two's complement. */
+function int64Field(field: number, value: bigint): Buffer {
+  const bytes = [field << 3];
+  let v = BigInt.asUintN(64, value);
+  while (v >= 0x80n) {
+    bytes.push(Number(v & 0x7fn) | 0x80);
+    v >>= 7n;
+  }
+  bytes.push(Number(v));
+  return Buffer.from(bytes);
+}
+
+/** google.rpc.Status{code, message, details: [Any(RetryInfo{retry_delay: Duration{seconds, nanos}})]}, written field by field. */
+function retryInfoStatus(code: number, seconds: bigint, nanos: bigint): Buffer {
+  const duration = Buffer.concat([int64Field(1, seconds), int64Field(2, nanos)]);
+  const any = Buffer.concat([lengthDelimited(1, Buffer.from('type.googleapis.com/google.rpc.RetryInfo')), lengthDelimited(2, lengthDelimited(1, duration))]);
+  return Buffer.concat([int64Field(1, BigInt(code)), lengthDelimited(2, Buffer.from('slow down')), lengthDelimited(3, any)]);
+}
+
+/** An OTLP/gRPC logs destination on 127.0.0.1:0 that refuses its first call with `code` and the status `details`, then takes every call. */
+async function throttlingGrpcDestination(code: GrpcStatus, details: Buffer): Promise<{ url: string; received: () => number; close(): Promise<void> }> {
+  let received = 0;
+  const server = new GrpcServer();
+  const id = (b: Buffer): Buffer => b;
+  server.addService({ Export: { path: '/opentelemetry.proto.collector.logs.v1.LogsService/Export', requestStream: false, responseStream: false, requestSerialize: id, requestDeserialize: id, responseSerialize: id, responseDeserialize: id } }, {
+    Export: (_call: ServerUnaryCall<Buffer, Buffer>, callback: sendUnaryData<Buffer>) => {
+      if (received++ > 0) return callback(null, Buffer.alloc(0));
+      const metadata = new Metadata();
+      metadata.set(STATUS_DETAILS_KEY, details);
+      callback({ code, details: 'slow down', metadata });
+    },
+  });
+  const port = await new Promise<number>((resolve, reject) => server.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))));
+  return { url: `http://127.0.0.1:${port}`, received: () => received, close: async () => void server.forceShutdown() };
+}
+
+/** An OTLP/HTTP destination on 127.0.0.1:0 that refuses its first request with `status` and `Retry-After: retryAfter`, then takes every request. */
+async function throttlingHttpDestination(status: number, retryAfter: string): Promise<{ url: string; received: () => number; close(): Promise<void> }> {
+  let received = 0;
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      if (received++ > 0) return void res.writeHead(200, { 'content-type': 'application/x-protobuf' }).end();
+      res.writeHead(status, { 'retry-after': retryAfter, 'content-type': 'text/plain' }).end('slow down');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    received: () => received,
+    close: () => new Promise<void>((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    }),
+  };
+}
+
+/**
+ * One request through a real forwarder to a destination that refuses it once: the wait it chose (its first retry
+ * line says it) and whether the request got through afterwards. The backoff is fixed: random() is 0.5 of a 400 ms
+ * ceiling, 200 ms.
+ */
+async function throttledOnce(exporter: Exporter, received: () => number): Promise<{ retryInMs: unknown; delivered: number }> {
+  const dir = mkdtempSync(join(tmpdir(), 'hookwatch-forwarder-'));
+  const queue = new DurableQueue({ path: join(dir, 'queue.db'), maxBytes: 1e9 });
+  const lines: Record<string, unknown>[] = [];
+  const logger = createLogger({ level: 'info', write: (l) => lines.push(JSON.parse(l) as Record<string, unknown>) });
+  const forwarder = new Forwarder({ queue, exporter, logger, backoff: { initialMs: 400, maxMs: 400 }, random: () => 0.5 });
+  cleanups.push(() => rmSync(dir, { recursive: true, force: true }), () => queue.close(), () => exporter.close(), () => forwarder.stop());
+  await queue.enqueue('logs', 'protobuf', Buffer.alloc(0), Date.now());
+  forwarder.start();
+  const until = Date.now() + 5_000;
+  // Until delivered, or until the forwarder says it waits longer than this test does.
+  const waitsLong = (): boolean => lines.some((l) => l['msg'] === 'forwarding failed; will retry' && Number(l['retryInMs']) > 5_000);
+  while (queue.counters().delivered === 0 && !waitsLong() && Date.now() < until) await new Promise((r) => setTimeout(r, 5));
+  await forwarder.stop();
+  expect(received()).toBe(queue.counters().delivered === 1 ? 2 : 1);
+  const retry = lines.filter((l) => l['msg'] === 'forwarding failed; will retry');
+  expect(retry).toHaveLength(1);
+  return { retryInMs: retry[0]?.['retryInMs'], delivered: queue.counters().delivered };
+}
+
+const MAX_INT64 = 2n ** 63n - 1n;
+for (const [what, code, seconds, nanos] of [
+  ['a negative RetryInfo delay', GrpcStatus.UNAVAILABLE, -30n, 0n],
+  ['a RetryInfo delay of -1 ns', GrpcStatus.UNAVAILABLE, 0n, -1n],
+  ['a RetryInfo delay of -1 s and 500 ms (signs that disagree)', GrpcStatus.UNAVAILABLE, -1n, 500_000_000n],
+  ['a RetryInfo delay of the most negative int64 seconds', GrpcStatus.UNAVAILABLE, -(2n ** 63n), 0n],
+  ['a negative RetryInfo delay on RESOURCE_EXHAUSTED (still retried: RetryInfo says the destination will recover)', GrpcStatus.RESOURCE_EXHAUSTED, -30n, 0n],
+  ['a zero RetryInfo delay', GrpcStatus.UNAVAILABLE, 0n, 0n],
+] as const) {
+  it(`waits the usual backoff, not minutes, after a gRPC refusal with ${what}`, { timeout: 15_000 }, async () => {
+    const destination = await throttlingGrpcDestination(code, retryInfoStatus(code, seconds, nanos));
+    cleanups.push(() => destination.close());
+    const exporter = new GrpcExporter({ endpoint: destination.url, headers: {}, compression: 'none', timeoutMs: 5_000 });
+    expect(await throttledOnce(exporter, destination.received)).toEqual({ retryInMs: 200, delivered: 1 });
+  });
+}
+
+it('waits the longest Retry-After honoured (5 minutes) after a gRPC refusal with a RetryInfo delay of the largest int64 seconds', async () => {
+  const destination = await throttlingGrpcDestination(GrpcStatus.UNAVAILABLE, retryInfoStatus(GrpcStatus.UNAVAILABLE, MAX_INT64, 999_999_999n));
+  cleanups.push(() => destination.close());
+  const exporter = new GrpcExporter({ endpoint: destination.url, headers: {}, compression: 'none', timeoutMs: 5_000 });
+  expect(await throttledOnce(exporter, destination.received)).toEqual({ retryInMs: DEFAULT_BACKOFF.maxRetryAfterMs, delivered: 0 });
+  expect(DEFAULT_BACKOFF.maxRetryAfterMs).toBe(300_000);
+});
+
+for (const [status, retryAfter] of [[503, '-30'], [429, '-1'], [503, '0'], [429, 'NaN'], [503, '1.5'], [429, 'soon, by 2031'], [503, 'Infinity'], [429, '2030-01-01T00:00:00Z']] as const) {
+  it(`waits the usual backoff after an HTTP ${status} with Retry-After: ${retryAfter}`, { timeout: 15_000 }, async () => {
+    const destination = await throttlingHttpDestination(status, retryAfter);
+    cleanups.push(() => destination.close());
+    const exporter = new HttpExporter({ endpoint: destination.url, protocol: 'http/protobuf', headers: {}, compression: 'none', timeoutMs: 5_000 });
+    expect(await throttledOnce(exporter, destination.received)).toEqual({ retryInMs: 200, delivered: 1 });
+  });
+}
+
+for (const retryAfter of ['99999999999999999999999', new Date(Date.now() + 86_400_000).toUTCString()]) {
+  it(`waits the longest Retry-After honoured (5 minutes) after an HTTP 503 with Retry-After: ${retryAfter.includes('GMT') ? 'a day from now' : retryAfter}`, async () => {
+    const destination = await throttlingHttpDestination(503, retryAfter);
+    cleanups.push(() => destination.close());
+    const exporter = new HttpExporter({ endpoint: destination.url, protocol: 'http/protobuf', headers: {}, compression: 'none', timeoutMs: 5_000 });
+    expect(await throttledOnce(exporter, destination.received)).toEqual({ retryInMs: DEFAULT_BACKOFF.maxRetryAfterMs, delivered: 0 });
+  });
+}

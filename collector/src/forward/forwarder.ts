@@ -433,7 +433,8 @@ export class Forwarder {
     }
     this.failures++;
     let delay = backoffDelay(this.failures, this.backoff, this.opts.random ?? Math.random);
-    if (result.retryAfterMs !== undefined) delay = Math.max(delay, Math.min(result.retryAfterMs, this.backoff.maxRetryAfterMs));
+    // Only a positive delay is a floor under the backoff (NaN is not); past maxRetryAfterMs it is waited as that.
+    if (result.retryAfterMs !== undefined && result.retryAfterMs > 0) delay = Math.max(delay, Math.min(result.retryAfterMs, this.backoff.maxRetryAfterMs));
     this.nextAttemptAtMs = this.now() + delay;
     // A TLS failure has its own line (noteTlsFailure).
     if (!result.tls && (this.failures === 1 || this.failures % 20 === 0)) {

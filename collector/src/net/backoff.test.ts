@@ -28,4 +28,12 @@ describe('parseRetryAfter', () => {
     expect(parseRetryAfter('soon', 0)).toBeUndefined();
     expect(parseRetryAfter(null, 0)).toBeUndefined();
   });
+
+  it('reads the three HTTP-date forms (asctime as GMT) and nothing else that Date.parse would take', () => {
+    const at = Date.UTC(1994, 10, 6, 8, 49, 37);
+    for (const date of ['Sun, 06 Nov 1994 08:49:37 GMT', 'Sunday, 06-Nov-94 08:49:37 GMT', 'Sun Nov  6 08:49:37 1994']) expect(parseRetryAfter(date, at - 5000)).toBe(5000);
+    for (const value of ['-30', '-0', '+30', '1.5', '1e3', 'NaN', 'Infinity', 'soon, by 2031', '2031', '2030-01-01T00:00:00Z', 'Sun, 06 Nov 1994 08:49:37 +0100']) {
+      expect(parseRetryAfter(value, 0), value).toBe(value === '2031' ? 2_031_000 : undefined);
+    }
+  });
 });

@@ -104,7 +104,50 @@ export function statusMessageStart(start: Buffer): string | undefined {
   return end > 0 ? `${text.slice(0, end)} …` : undefined;
 }
 
-/** The RetryInfo delay in a serialized google.rpc.Status, in ms; undefined when there is none. */
+/**
+ * The varint fields of a message as signed 64-bit integers (int64, and int32, which is sign-extended), exactly:
+ * read as a number, the largest int64 and -1 would both round near 2^63 and 2^64. Undefined when it is not protobuf.
+ */
+function int64Fields(buf: Buffer): Map<number, bigint> | undefined {
+  const out = new Map<number, bigint>();
+  let pos = 0;
+  const readVarint = (): bigint | undefined => {
+    let result = 0n;
+    for (let shift = 0n; shift < 70n && pos < buf.length; shift += 7n) {
+      const b = buf[pos++] as number;
+      result |= BigInt(b & 0x7f) << shift;
+      if ((b & 0x80) === 0) return BigInt.asIntN(64, result);
+    }
+    return undefined;
+  };
+  while (pos < buf.length) {
+    const tag = readVarint();
+    if (tag === undefined || tag < 0n) return undefined;
+    const wire = Number(tag & 7n);
+    if (wire === 0) {
+      const v = readVarint();
+      if (v === undefined) return undefined;
+      out.set(Number(tag >> 3n), v);
+    } else if (wire === 2) {
+      const len = readVarint();
+      if (len === undefined || len < 0n || pos + Number(len) > buf.length) return undefined;
+      pos += Number(len);
+    } else if (wire === 1 || wire === 5) {
+      pos += wire === 1 ? 8 : 4;
+    } else {
+      return undefined;
+    }
+  }
+  return pos === buf.length ? out : undefined;
+}
+
+/**
+ * The RetryInfo delay in a serialized google.rpc.Status, in ms; undefined when there is no RetryInfo. 0 when the
+ * RetryInfo holds no delay to wait: none, zero, negative (a negative int64 is a ten-byte varint, which read as
+ * unsigned would be some 10^19 seconds), or not a valid google.protobuf.Duration (nanos past a second, seconds
+ * and nanos of opposite signs). The OpenTelemetry Collector does the same: only a positive delay is a floor
+ * under the sender's own backoff. A large delay is returned as it is; the caller caps it.
+ */
 export function retryDelayFromStatus(status: Buffer): number | undefined {
   for (const detail of fields(status) ?? []) {
     if (detail.num !== 3 || !Buffer.isBuffer(detail.value)) continue;
@@ -114,10 +157,11 @@ export function retryDelayFromStatus(status: Buffer): number | undefined {
     if (!type || !Buffer.isBuffer(type.value) || type.value.toString() !== RETRY_INFO_TYPE || !value || !Buffer.isBuffer(value.value)) continue;
     const delay = (fields(value.value) ?? []).find((f) => f.num === 1);
     if (!delay || !Buffer.isBuffer(delay.value)) return 0;
-    const parts = fields(delay.value) ?? [];
-    const seconds = parts.find((f) => f.num === 1)?.value;
-    const nanos = parts.find((f) => f.num === 2)?.value;
-    return (typeof seconds === 'number' ? seconds * 1000 : 0) + (typeof nanos === 'number' ? nanos / 1e6 : 0);
+    const parts = int64Fields(delay.value);
+    const seconds = parts?.get(1) ?? 0n;
+    const nanos = parts?.get(2) ?? 0n;
+    if (seconds < 0n || nanos < 0n || nanos > 999_999_999n) return 0;
+    return Number(seconds) * 1000 + Number(nanos) / 1e6;
   }
   return undefined;
 }
