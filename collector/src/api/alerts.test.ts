@@ -10,6 +10,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { AlertDetailResponse, AlertsResponse, HookSummary, Silence } from '../../../shared/src/api.ts';
 import { effectiveDocument, loadConfig, toConfig } from '../config/index.ts';
+import { MAX_TEST_SENDS } from '../notify/dispatcher.ts';
 import { alertingSecrets } from '../notify/settings.ts';
 import { FakeClock, otlpAccepted, otlpHookBody, WebhookSink } from '../../test/support/alerting.ts';
 import type { AlertmanagerWebhookBody } from '../notify/alertmanager.ts';
@@ -583,6 +584,81 @@ alerting:
     // A test is one attempt, not a retry loop the caller waits on.
     expect(r.sink.requests).toHaveLength(2);
     expect((await fetch(`${r.service.httpUrl}/api/v1/receivers/nope/test`, { method: 'POST' })).status).toBe(404);
+  });
+
+  it('runs one test per receiver at a time: a second while it runs gets 429 with Retry-After, nothing more sent', async () => {
+    const r = await start({ yaml: (url) => `
+alerting:
+  receivers:
+    - { name: ops, url: "${url}/ops", timeout: 20s }
+    - { name: team, url: "${url}/team" }
+` });
+    // A receiver slow to answer: it holds each request until released.
+    let release = (): void => {};
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const arrived: string[] = [];
+    r.sink.reply = ({ path }) => {
+      arrived.push(path);
+      return { status: 200, hold: held };
+    };
+    const test = (name: string): Promise<Response> => fetch(`${r.service.httpUrl}/api/v1/receivers/${name}/test`, { method: 'POST' });
+    const first = test('ops');
+    while (arrived.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    // An impatient user or a script: 30 more at once, while the first is held.
+    const again = await Promise.all(Array.from({ length: 30 }, () => test('ops')));
+    for (const res of again) {
+      expect(res.status).toBe(429);
+      const retryAfter = Number(res.headers.get('retry-after'));
+      expect(retryAfter).toBeGreaterThanOrEqual(1);
+      expect(retryAfter).toBeLessThanOrEqual(20);
+      expect(await res.json()).toEqual({ error: { code: 'test_running', message: expect.stringMatching(/^a test notification to receiver "ops" is already running; it ends within \d+ s/) as unknown, receiver: 'ops' } });
+    }
+    // Another receiver is tested meanwhile.
+    const other = test('team');
+    while (arrived.length < 2) await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(arrived).toEqual(['/ops', '/team']);
+    release();
+    expect(await (await first).json()).toMatchObject({ receiver: 'ops', delivered: true, httpStatus: 200 });
+    expect((await other).status).toBe(200);
+    // Once it ended, the receiver is tested again.
+    expect((await test('ops')).status).toBe(200);
+    expect(arrived).toEqual(['/ops', '/team', '/ops']);
+  });
+
+  it(`runs at most ${MAX_TEST_SENDS} tests at once across receivers; the others get 429 naming their receiver`, async () => {
+    const names = Array.from({ length: MAX_TEST_SENDS + 3 }, (_, i) => `r${i}`);
+    const r = await start({ yaml: (url) => `
+alerting:
+  receivers:
+${names.map((n) => `    - { name: ${n}, url: "${url}/${n}", timeout: 30s }`).join('\n')}
+` });
+    let release = (): void => {};
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const arrived: string[] = [];
+    r.sink.reply = ({ path }) => {
+      arrived.push(path);
+      return { status: 200, hold: held };
+    };
+    const answers = new Map<string, Response>();
+    const sends = names.map(async (n) => answers.set(n, await fetch(`${r.service.httpUrl}/api/v1/receivers/${n}/test`, { method: 'POST' })));
+    const until = Date.now() + 10_000;
+    while ((arrived.length < MAX_TEST_SENDS || answers.size < names.length - MAX_TEST_SENDS) && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 5));
+    const refused = [...answers];
+    expect(refused).toHaveLength(names.length - MAX_TEST_SENDS);
+    for (const [n, res] of refused) {
+      expect(res.status).toBe(429);
+      expect(Number(res.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+      expect(Number(res.headers.get('retry-after'))).toBeLessThanOrEqual(30);
+      expect(await res.json()).toEqual({ error: { code: 'too_many_tests', message: expect.stringContaining(`${MAX_TEST_SENDS} test notifications are already running, the most at once; receiver "${n}" can be tested once one ends`) as unknown, receiver: n } });
+      expect(arrived).not.toContain(`/${n}`);
+    }
+    expect(arrived).toHaveLength(MAX_TEST_SENDS);
+    release();
+    await Promise.all(sends);
+    expect([...answers.values()].filter((res) => res.status === 200)).toHaveLength(MAX_TEST_SENDS);
+    // Those refused are tested once the others ended.
+    for (const [n] of refused) expect((await fetch(`${r.service.httpUrl}/api/v1/receivers/${n}/test`, { method: 'POST' })).status).toBe(200);
+    expect(arrived).toHaveLength(names.length);
   });
 
   it('never shows a webhook URL token, header value or signing secret: API, logs, errors, config dump', async () => {

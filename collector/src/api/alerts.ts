@@ -9,7 +9,7 @@ import { SILENCE_STATES, type AlertDetailResponse, type AlertsResponse, type Ale
 import type { AlertReadModel } from '../alerting/read-model.ts';
 import { parseSilence } from '../alerting/silences.ts';
 import { MAX_SILENCES, SilenceLimitError, type SilencePosition, type Silences } from '../alerting/silencing.ts';
-import type { Dispatcher } from '../notify/dispatcher.ts';
+import { MAX_TEST_SENDS, type Dispatcher } from '../notify/dispatcher.ts';
 import { BadBodyError, echoed } from '../request-error.ts';
 import { isBodyRefusal } from './index.ts';
 import { badCursor, HOOK_ID, onlyParams, ParamError, parseLimit, single } from './params.ts';
@@ -190,7 +190,7 @@ export function createAlertsRouter(opts: AlertsApiOptions): Router {
     }
     const t = now();
     const webhookId = `msg_test_${randomUUID()}`;
-    const result = await dispatcher.sendOnce({
+    const result = await dispatcher.sendTest({
       webhookId,
       receiver: name,
       status: 'firing',
@@ -207,6 +207,16 @@ export function createAlertsRouter(opts: AlertsApiOptions): Router {
         hookId: null,
       },
     });
+    if (result.outcome === 'busy') {
+      // Refused rather than joined to the running one: that one's answer is about a notification this request did
+      // not send (another webhook-id), and waiting callers would hold connections open without bound.
+      const seconds = Math.max(1, Math.ceil(result.retryAfterMs / 1000));
+      const message = result.scope === 'receiver'
+        ? `a test notification to receiver ${echoed(name)} is already running; it ends within ${seconds} s (the receiver's timeout)`
+        : `${MAX_TEST_SENDS} test notifications are already running, the most at once; receiver ${echoed(name)} can be tested once one ends, within ${seconds} s`;
+      res.status(429).set('retry-after', String(seconds)).json({ error: { code: result.scope === 'receiver' ? 'test_running' : 'too_many_tests', message, receiver: name } });
+      return;
+    }
     const delivered = result.outcome === 'delivered';
     res.status(delivered ? 200 : 502).json({ receiver: name, webhookId, delivered, httpStatus: result.httpStatus, error: result.error });
   });

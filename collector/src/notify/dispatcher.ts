@@ -94,6 +94,20 @@ export function rendererFor(receiver: ReceiverConfig, links: LinkContext, now: (
   return receiver.type === 'slack' ? slackRenderer(links) : alertmanagerRenderer(links);
 }
 
+/**
+ * Test notifications (POST /api/v1/receivers/:name/test) in flight at once on a replica, whatever the receivers:
+ * each holds an outgoing connection for up to its receiver's timeout (at most 5 minutes).
+ */
+export const MAX_TEST_SENDS = 4;
+
+/** A test notification not sent: one to the receiver (`receiver`) or MAX_TEST_SENDS in all (`all`) are running. */
+export interface TestBusy {
+  outcome: 'busy';
+  scope: 'receiver' | 'all';
+  /** When the running test (the first of them to end, for `all`) has ended at the latest: its receiver's timeout. */
+  retryAfterMs: number;
+}
+
 /** Why a notification whose wait to go out (DispatcherOptions.ready) outlasted its delivery deadline was not sent. */
 const DEADLINE_PASSED_WAITING = 'gave up: the delivery deadline passed while the attempt waited to go out';
 
@@ -118,6 +132,8 @@ export class Dispatcher {
   private readonly discardedFor = new Set<string>();
   private idleWaiters: (() => void)[] = [];
   private stopped = false;
+  /** Test notifications in flight, by receiver name: when each must have ended (started + the receiver's timeout). */
+  private readonly tests = new Map<string, number>();
 
   constructor(opts: DispatcherOptions) {
     this.opts = opts;
@@ -325,11 +341,25 @@ export class Dispatcher {
   }
 
   /** Sends one notification now, once, outside the queue (POST /api/v1/receivers/:name/test). */
-  async sendOnce(n: Notification): Promise<SendResult> {
+  /**
+   * One attempt of a test notification, outside the queue and the outbox. At most one per receiver at a time and
+   * MAX_TEST_SENDS in all: past that, `busy` at once, nothing sent (a script or repeated clicks cannot pile up
+   * connections to a receiver that is slow to answer, each held for its timeout).
+   */
+  async sendTest(n: Notification): Promise<SendResult | TestBusy> {
     const lane = this.lanes.get(n.receiver);
     if (!lane) return { outcome: 'failed', attempts: 0, httpStatus: null, error: 'unknown receiver' };
     const now = this.opts.now ?? Date.now;
-    return sendWithRetry(buildRequest(lane.receiver, lane.renderer, n), { url: lane.receiver.url, timeoutMs: lane.receiver.timeoutMs, deadlineMs: now() + lane.receiver.timeoutMs, maxAttempts: 1, signal: this.abort.signal, now, tls: this.opts.tls?.get(lane.receiver.name) ?? null });
+    const t = now();
+    const running = this.tests.get(n.receiver);
+    if (running !== undefined) return { outcome: 'busy', scope: 'receiver', retryAfterMs: Math.max(0, running - t) };
+    if (this.tests.size >= MAX_TEST_SENDS) return { outcome: 'busy', scope: 'all', retryAfterMs: Math.max(0, Math.min(...this.tests.values()) - t) };
+    this.tests.set(n.receiver, t + lane.receiver.timeoutMs);
+    try {
+      return await sendWithRetry(buildRequest(lane.receiver, lane.renderer, n), { url: lane.receiver.url, timeoutMs: lane.receiver.timeoutMs, deadlineMs: t + lane.receiver.timeoutMs, maxAttempts: 1, signal: this.abort.signal, now, tls: this.opts.tls?.get(lane.receiver.name) ?? null });
+    } finally {
+      this.tests.delete(n.receiver);
+    }
   }
 
   private checkIdle(): void {
