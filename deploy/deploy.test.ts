@@ -270,6 +270,12 @@ describe('docker-compose.yml', () => {
     expect(String(obj(services['postgres'])['image'])).toMatch(/^postgres:\d+/);
   });
 
+  it('runs webhook-echo on the Node image the hookwatch image is built on, pinned, not a tag that moves every month', () => {
+    const nodeImage = /^NODE_IMAGE=(\S+)$/.exec(dockerfile().find((i) => i.op === 'ARG' && i.args.startsWith('NODE_IMAGE='))?.args ?? '')?.[1];
+    expect(nodeImage).toMatch(/^node:\d+\.\d+\.\d+-slim$/);
+    expect(obj(services['webhook-echo'])['image']).toBe(nodeImage);
+  });
+
   it('sets only known HOOKWATCH_* variables in every service, with the default ports on 0.0.0.0', () => {
     for (const name of Object.keys(services)) expect(envProblems(`service ${name}`, envOfService(name))).toEqual([]);
   });
