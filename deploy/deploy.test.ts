@@ -653,6 +653,20 @@ describe('Kubernetes manifests', () => {
       expect(obj(obj(dep['spec'])['template'])['spec']).toMatchObject({ automountServiceAccountToken: false });
     }
   });
+  it.skipIf(!hasKubectl)('postgres: every topology spread constraint counts the pods of one rollout only (matchLabelKeys: pod-template-hash), so a rolling update does not skew the spread', () => {
+    // Counted with the old ReplicaSet's pods, the new replicas go where the old ones were not, and once the old
+    // ones are gone they can all be on one node. pod-template-hash is the label the Deployment gives each
+    // ReplicaSet's pods; the scheduler adds it to labelSelector (beta and on by default since Kubernetes 1.27).
+    const dep = kustomize('deploy/kubernetes/postgres').find((d) => d['kind'] === 'Deployment') as Doc;
+    const spread = arr(obj(obj(obj(dep['spec'])['template'])['spec'])['topologySpreadConstraints']).map(obj);
+    expect(spread.length).toBeGreaterThan(0);
+    for (const c of spread) {
+      expect(arr(c['matchLabelKeys']), String(c['topologyKey'])).toEqual(['pod-template-hash']);
+      expect(Object.keys(obj(obj(c['labelSelector'])['matchLabels'])), String(c['topologyKey'])).not.toContain('pod-template-hash');
+    }
+    expect(kubernetesDocs()).toContain('matchLabelKeys: [pod-template-hash]');
+  });
+
   it.skipIf(!hasKubectl)('each overlay\'s pod is restricted (non-root, no privilege escalation, no capabilities, RuntimeDefault seccomp, read-only root with writable /data and /tmp) and has requests and a memory limit above the ingest budget', () => {
     const bytes = (q: unknown): number => {
       const m = /^(\d+)(Mi|Gi)$/.exec(String(q));
