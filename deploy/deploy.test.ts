@@ -6,7 +6,7 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { createHmac } from 'node:crypto';
-import { cpSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, posix } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -461,6 +461,19 @@ describe('Kubernetes manifests', () => {
       rmSync(dir, { recursive: true, force: true });
     }
   };
+  /** Bytes of a Kubernetes quantity in Mi or Gi, the units the manifests use. */
+  const quantity = (q: unknown): number => {
+    const m = /^(\d+)(Mi|Gi)$/.exec(String(q));
+    expect(m, `quantity ${String(q)}`).not.toBeNull();
+    return Number(m?.[1]) * (m?.[2] === 'Gi' ? 1024 ** 3 : 1024 ** 2);
+  };
+  /** The pod spec and its one container of an overlay's rendered Deployment. */
+  const renderedPod = (overlay: string): { pod: Doc; c: Doc; env: Record<string, string> } => {
+    const dep = kustomize(`deploy/kubernetes/${overlay}`).find((d) => d['kind'] === 'Deployment') as Doc;
+    const c = containersOf(dep)[0] as Doc;
+    const env = Object.fromEntries(arr(c['env']).map(obj).filter((e) => typeof e['value'] === 'string').map((e) => [String(e['name']), String(e['value'])]));
+    return { pod: obj(obj(obj(dep['spec'])['template'])['spec']), c, env };
+  };
   /** The "Kubernetes" section of docs/deploy.md. */
   const kubernetesDocs = (): string => read('docs/deploy.md').split('\n## Kubernetes\n')[1]?.split('\n## ')[0] ?? '';
   /** What `kubectl apply -k <dir>` would apply. */
@@ -667,12 +680,93 @@ describe('Kubernetes manifests', () => {
     expect(kubernetesDocs()).toContain('matchLabelKeys: [pod-template-hash]');
   });
 
+  it.skipIf(!hasKubectl)('each overlay bounds its disk: every emptyDir has a sizeLimit, the container an ephemeral-storage request and a limit above them and its log, the queue\'s volume holds a full forward queue, and SQLite\'s temporary files go to the store\'s volume', () => {
+    // The kubelet keeps up to 5 files of 10 MiB of a container's log by default, counted against its limit.
+    const LOGS = 64 * 1024 ** 2;
+    for (const overlay of ['sqlite', 'postgres']) {
+      const { pod, c, env } = renderedPod(overlay);
+      const volumes = arr(pod['volumes']).map(obj);
+      const emptyDirs = volumes.filter((v) => v['emptyDir'] !== undefined);
+      expect(emptyDirs.length, overlay).toBeGreaterThan(0);
+      // An emptyDir without sizeLimit can fill the node's disk; past its limit the kubelet evicts the pod.
+      for (const v of emptyDirs) expect(obj(v['emptyDir'])['sizeLimit'], `${overlay}: emptyDir ${String(v['name'])}`).toBeDefined();
+      const sized = emptyDirs.reduce((sum, v) => sum + quantity(obj(v['emptyDir'])['sizeLimit']), 0);
+      const resources = obj(c['resources']);
+      const request = quantity(obj(resources['requests'])['ephemeral-storage']);
+      const limit = quantity(obj(resources['limits'])['ephemeral-storage']);
+      expect(limit, overlay).toBeGreaterThanOrEqual(request);
+      // The pod's own limit is what its containers' add up to: below its volumes' bounds, a volume filling up
+      // within its sizeLimit still gets the pod evicted.
+      expect(limit, `${overlay}: ephemeral-storage limit against the emptyDirs' sizeLimits and the log`).toBeGreaterThanOrEqual(sized + LOGS);
+      const mounts = new Map(arr(c['volumeMounts']).map(obj).map((m) => [String(m['mountPath']), volumes.find((v) => v['name'] === m['name']) as Doc]));
+      const config = loadConfig({ env, readFile: () => read('deploy/kubernetes/base/hookwatch.yaml') }).values;
+      // The forward queue (inline mode) on an emptyDir: a full queue (forward.queue.maxBytes of bodies) and the
+      // dead letters beside it (forward.deadLetters.maxBytes) fit, with room for SQLite's pages and write-ahead log
+      // (1.12 times the bodies, measured), so a long outage of the destination gets 503s from the queue's bound
+      // rather than an eviction that loses what it held.
+      const queueVolume = mounts.get(posix.dirname(String(env['HOOKWATCH_FORWARD_QUEUE_PATH'])));
+      expect(queueVolume, `${overlay}: the forward queue's volume`).toBeDefined();
+      if (obj(queueVolume)['emptyDir'] !== undefined) {
+        const queued = (config.get('forward.queue.maxBytes') as number) + (config.get('forward.deadLetters.maxBytes') as number);
+        expect(quantity(obj(obj(queueVolume)['emptyDir'])['sizeLimit']), `${overlay}: the forward queue's emptyDir`).toBeGreaterThanOrEqual(1.5 * queued);
+      }
+      // SQLite writes the sorts of an index build (a schema migration of a large store) and of large queries to
+      // temporary files, in /tmp unless SQLITE_TMPDIR says otherwise; they can take as much as the index. On the
+      // store's volume they are bounded by what it holds, not by /tmp's sizeLimit.
+      expect(env['SQLITE_TMPDIR'], overlay).toBeDefined();
+      expect(mounts.get(String(env['SQLITE_TMPDIR'])), `${overlay}: SQLITE_TMPDIR is the store's volume`).toBe(mounts.get(posix.dirname(String(env['HOOKWATCH_FORWARD_QUEUE_PATH']))));
+      if (overlay === 'sqlite') expect(mounts.get(String(env['SQLITE_TMPDIR'])), overlay).toBe(mounts.get(posix.dirname(String(env['HOOKWATCH_DB']))));
+    }
+    const section = kubernetesDocs();
+    expect(section).toContain('ephemeral-storage');
+    expect(section).toContain('SQLITE_TMPDIR');
+  });
+
+  it.skipIf(!hasKubectl)('what a hookwatch start and stop writes to /tmp (the compiled sources Node keeps) fits well within the sizeLimit of the pods\' /tmp', async () => {
+    const scratch = tempDir('hookwatch-tmp-');
+    try {
+      const tmp = join(scratch.dir, 'tmp');
+      const data = join(scratch.dir, 'data');
+      mkdirSync(tmp);
+      mkdirSync(data);
+      // As the image starts it: node on main.ts, serve, with TMPDIR standing for the pod's /tmp.
+      const child = spawn(process.execPath, [join(ROOT, 'collector/src/main.ts'), 'serve'], {
+        env: {
+          PATH: process.env['PATH'] ?? '', TMPDIR: tmp, SQLITE_TMPDIR: data, HOOKWATCH_DB: join(data, 'hookwatch.db'), HOOKWATCH_FORWARD_QUEUE_PATH: join(data, 'forward-queue.db'),
+          HOOKWATCH_OTLP_HTTP_ADDR: '127.0.0.1:0', HOOKWATCH_OTLP_GRPC_ADDR: '127.0.0.1:0', HOOKWATCH_HTTP_ADDR: '127.0.0.1:0',
+        },
+        stdio: ['ignore', 'ignore', 'pipe'],
+      });
+      const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
+      let stderr = '';
+      const httpUrl = await new Promise<string>((resolve, reject) => {
+        child.stderr.on('data', (chunk: Buffer) => {
+          stderr += chunk.toString();
+          const url = /"msg":"hookwatch started".*?"http":"(http:\/\/[^"]+)"/.exec(stderr)?.[1];
+          if (url) resolve(url);
+        });
+        void exited.then(() => reject(new Error(`hookwatch exited before it started: ${stderr}`)));
+      });
+      // The dashboard and /metrics load what they import on first use.
+      for (const path of ['/', '/metrics', '/readyz']) expect((await fetch(`${httpUrl}${path}`)).status, path).toBe(200);
+      child.kill('SIGTERM');
+      expect(await exited).toBe(0);
+      const du = (dir: string): number => readdirSync(dir, { withFileTypes: true }).reduce((sum, e) => sum + (e.isDirectory() ? du(join(dir, e.name)) : statSync(join(dir, e.name)).size), 0);
+      const written = du(tmp);
+      expect(written, 'bytes written under TMPDIR').toBeGreaterThan(0);
+      for (const overlay of ['sqlite', 'postgres']) {
+        const { pod, c } = renderedPod(overlay);
+        const mount = arr(c['volumeMounts']).map(obj).find((m) => m['mountPath'] === '/tmp') as Doc;
+        const volume = arr(pod['volumes']).map(obj).find((v) => v['name'] === mount['name']) as Doc;
+        expect(quantity(obj(volume['emptyDir'])['sizeLimit']), `${overlay}: /tmp's sizeLimit against ${written} bytes written`).toBeGreaterThanOrEqual(4 * written);
+      }
+    } finally {
+      scratch.cleanup();
+    }
+  }, 60_000);
+
   it.skipIf(!hasKubectl)('each overlay\'s pod is restricted (non-root, no privilege escalation, no capabilities, RuntimeDefault seccomp, read-only root with writable /data and /tmp) and has requests and a memory limit above the ingest budget', () => {
-    const bytes = (q: unknown): number => {
-      const m = /^(\d+)(Mi|Gi)$/.exec(String(q));
-      expect(m, `memory quantity ${String(q)}`).not.toBeNull();
-      return Number(m?.[1]) * (m?.[2] === 'Gi' ? 1024 ** 3 : 1024 ** 2);
-    };
+    const bytes = quantity;
     for (const overlay of ['sqlite', 'postgres']) {
       const dep = kustomize(`deploy/kubernetes/${overlay}`).find((d) => d['kind'] === 'Deployment') as Doc;
       const pod = obj(obj(obj(dep['spec'])['template'])['spec']);
@@ -693,7 +787,7 @@ describe('Kubernetes manifests', () => {
           expect(obj(volume)['emptyDir'] ?? obj(volume)['persistentVolumeClaim'], `${where}: ${path} is an emptyDir or a claim`).toBeDefined();
         }
         const resources = obj(c['resources']);
-        expect(Object.keys(obj(resources['requests'])).sort(), where).toEqual(['cpu', 'memory']);
+        expect(Object.keys(obj(resources['requests'])).sort(), where).toEqual(['cpu', 'ephemeral-storage', 'memory']);
         const limit = bytes(obj(resources['limits'])['memory']);
         expect(limit, where).toBeGreaterThanOrEqual(bytes(obj(resources['requests'])['memory']));
         // Request bodies held at once, and what they decode to, are bounded by otlp.maxInflightBytes; the process
