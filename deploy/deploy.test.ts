@@ -765,6 +765,37 @@ describe('Kubernetes manifests', () => {
     }
   }, 60_000);
 
+  it.skipIf(!hasKubectl)('each overlay\'s memory: the request covers the RSS measured under load with headroom, and the heap limit NODE_OPTIONS gives Node, with the request bodies held beside it, fits the limit', () => {
+    // The load benchmark's peak RSS (50 clients, docs/benchmarks.md): the scheduler places the pod where that much is free.
+    const peakRss = Number(/^\| load: peak RSS \| (\d+) MiB \|/m.exec(read('docs/benchmarks.md'))?.[1]) * 1024 ** 2;
+    expect(peakRss).toBeGreaterThan(0);
+    const imageOptions = envOf(dockerfile().filter((i) => i.stage === Math.max(...dockerfile().map((x) => x.stage))))['NODE_OPTIONS'] ?? '';
+    expect(imageOptions).toContain('--disable-warning=ExperimentalWarning');
+    for (const overlay of ['sqlite', 'postgres']) {
+      const { c, env } = renderedPod(overlay);
+      const resources = obj(c['resources']);
+      const request = quantity(obj(resources['requests'])['memory']);
+      const limit = quantity(obj(resources['limits'])['memory']);
+      expect(request, `${overlay}: memory request against the measured peak RSS`).toBeGreaterThanOrEqual(1.25 * peakRss);
+      // The Deployment's NODE_OPTIONS replaces the image's: it keeps every flag of it.
+      const options = env['NODE_OPTIONS'] ?? '';
+      for (const flag of imageOptions.split(/\s+/)) expect(options.split(/\s+/), `${overlay}: NODE_OPTIONS`).toContain(flag);
+      // The heap limit Node runs with there (without the flag it follows the machine's memory, here or the cgroup's).
+      const r = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(require("node:v8").getHeapStatistics().heap_size_limit))'], { env: { PATH: process.env['PATH'] ?? '', NODE_OPTIONS: options }, encoding: 'utf8', timeout: 30_000 });
+      expect(r.status, r.stderr).toBe(0);
+      const heap = Number(r.stdout);
+      // Beside the main thread's heap: the request bodies held (otlp.maxInflightBytes, Buffers outside the heap),
+      // the store's page cache (sqlite.cacheBytes), and 128 MiB for the worker threads and the code (the whole of
+      // it, caches and bodies included, measured 170 MiB idle and 244 MiB under load).
+      const config = loadConfig({ env, readFile: () => read('deploy/kubernetes/base/hookwatch.yaml') }).values;
+      const beside = (config.get('otlp.maxInflightBytes') as number) + (config.get('sqlite.cacheBytes') as number) + 128 * 1024 ** 2;
+      expect(heap + beside, `${overlay}: heap limit ${heap} + ${beside} against the memory limit ${limit}`).toBeLessThanOrEqual(limit);
+    }
+    const section = kubernetesDocs();
+    expect(section).toContain('--max-old-space-size');
+    expect(section).toContain(`${Math.round(peakRss / 1024 ** 2)} MiB`);
+  });
+
   it.skipIf(!hasKubectl)('each overlay\'s pod is restricted (non-root, no privilege escalation, no capabilities, RuntimeDefault seccomp, read-only root with writable /data and /tmp) and has requests and a memory limit above the ingest budget', () => {
     const bytes = quantity;
     for (const overlay of ['sqlite', 'postgres']) {
