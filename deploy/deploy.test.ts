@@ -659,6 +659,10 @@ describe('Kubernetes manifests', () => {
         const budget = obj(pdb['spec']);
         const allowed = (replicas: number): number => (budget['maxUnavailable'] !== undefined ? Number(budget['maxUnavailable']) : replicas - Number(budget['minAvailable']));
         for (const replicas of [Number(spec['replicas']), 3, 5]) expect(allowed(replicas), `evictions allowed at once with ${replicas} replicas`).toBe(1);
+        // A replica that is not ready (the database down: every replica answers /readyz 503) takes no requests, and
+        // evicting it loses nothing; with the default policy it may be evicted only while the budget holds, so a
+        // database outage would block every node drain until the database is back.
+        expect(budget['unhealthyPodEvictionPolicy'], 'unhealthyPodEvictionPolicy').toBe('AlwaysAllow');
         expect(obj(obj(spec['strategy'])['rollingUpdate'])['maxUnavailable']).toBe(0);
         const spread = arr(obj(obj(spec['template'])['spec'])['topologySpreadConstraints']).map(obj);
         expect(spread.map((c) => c['topologyKey'])).toContain('kubernetes.io/hostname');
