@@ -306,6 +306,17 @@ describe('docker-compose.yml', () => {
     expect(arr(hookwatch['security_opt'])).toContain('no-new-privileges:true');
   });
 
+  it('runs webhook-echo locked down as hookwatch is: a non-root uid, read-only root, no capabilities, no privilege gain', () => {
+    // The node image's default user is root; the echo service writes nothing and listens above 1024.
+    const echo = obj(services['webhook-echo']);
+    expect(String(echo['user'])).toMatch(/^[1-9]\d*(:\d+)?$/);
+    expect(Number(envOfService('webhook-echo')['PORT'])).toBeGreaterThan(1024);
+    expect(echo['read_only']).toBe(true);
+    expect(arr(echo['cap_drop'])).toEqual(['ALL']);
+    expect(echo['cap_add']).toBeUndefined();
+    expect(arr(echo['security_opt'])).toContain('no-new-privileges:true');
+  });
+
   it('mounts files that exist; hookwatch\'s config file loads strictly and its webhook receiver is the echo service', () => {
     for (const name of Object.keys(services)) {
       for (const m of mounts(name).filter((x) => x.source.startsWith('./'))) expect(existsSync(join(ROOT, m.source)), `${name}: ${m.source}`).toBe(true);
