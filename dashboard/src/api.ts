@@ -3,21 +3,64 @@ import type {
   AlertDetailResponse, AlertsResponse, BreakdownResponse, FleetSeriesResponse, HooksResponse, OverviewResponse, SeriesResponse, Silence, SilenceMatcher, SilencesResponse,
 } from '../../shared/src/api.ts';
 import type { ApiError, ClusterResponse, ForwardingResponse, HookSummary, ReplayResponse } from '../../shared/src/api.ts';
+import type { TranscriptCommandsResponse } from '../../shared/src/transcript-api.ts';
+
+/**
+ * Who asks for the page to sign in again: hookwatch itself (its own 401), or a sign-in proxy in front of it
+ * (oauth2-proxy, Pomerium, Cloudflare Access, an ingress with auth-url) whose session ended, which a page loaded
+ * again is sent through to sign in.
+ */
+export type SignIn = 'hookwatch' | 'proxy';
 
 /**
  * A failed API call: the HTTP status (0 when the server could not be reached) and the API's own message.
- * `signedOut`: the credentials are gone (401, or a sign-in proxy redirecting to its login page); asking again
- * will not help until the page is loaded again.
+ * `signedOut`: the credentials are gone (a 401, or a sign-in proxy answering for hookwatch); asking again will not
+ * help until the page is loaded again. `signIn`: who asks for it (undefined when not signed out).
  */
 export class ApiFailure extends Error {
   override name = 'ApiFailure';
   status: number;
   signedOut: boolean;
-  constructor(status: number, message: string, signedOut = false) {
+  signIn: SignIn | undefined;
+  constructor(status: number, message: string, signIn?: SignIn) {
     super(message);
     this.status = status;
-    this.signedOut = signedOut;
+    this.signedOut = signIn !== undefined;
+    this.signIn = signIn;
   }
+}
+
+/** What the answer's Content-Type says it is. */
+function kindOf(res: Response): 'json' | 'page' | 'other' {
+  const type = res.headers.get('content-type') ?? '';
+  if (/^\s*application\/([\w.+-]+\+)?json\b/i.test(type)) return 'json';
+  return /^\s*(text\/html|application\/xhtml\+xml)\b/i.test(type) ? 'page' : 'other';
+}
+
+/**
+ * The answer of a sign-in proxy whose session ended, in place of hookwatch's: a redirect to its login page, that page
+ * itself (a 2xx web page where hookwatch answers JSON), or a refusal that is not hookwatch's JSON (401, 403);
+ * undefined for an answer that may be hookwatch's own, which reads as it says. A 5xx page (a gateway's "502 Bad
+ * Gateway") is not one: hookwatch is away, not the sign-in. Told apart by what hookwatch never does: it answers the
+ * API in JSON, and redirects no call of the page's.
+ */
+export function signInLost(res: Response): ApiFailure | undefined {
+  const again = 'reload the page to sign in';
+  // redirect: 'manual' leaves a redirect unfollowed, to the same origin or another: the page sees no more of it.
+  if (res.type === 'opaqueredirect') return new ApiFailure(res.status, `the sign-in session has expired (the server redirected to a login page); ${again}`, 'proxy');
+  const kind = kindOf(res);
+  const how = kind === 'page' ? ' with a web page' : '';
+  if (res.status === 401) {
+    if (kind === 'json') return new ApiFailure(401, `hookwatch asks for credentials again; ${again}`, 'hookwatch');
+    return new ApiFailure(401, `the sign-in session has expired (the server in front of hookwatch answered 401${how}); ${again}`, 'proxy');
+  }
+  if (res.status === 403 && kind !== 'json') {
+    return new ApiFailure(403, `the server in front of hookwatch refused the request (403${how}): the sign-in session may have expired, or this account is not let in; ${again}`, 'proxy');
+  }
+  if (res.ok && kind === 'page') {
+    return new ApiFailure(res.status, `the sign-in session has expired (hookwatch's address answered with a web page, most likely a login page, instead of hookwatch's data); ${again}`, 'proxy');
+  }
+  return undefined;
 }
 
 export type Query = Record<string, string | undefined>;
@@ -78,10 +121,8 @@ async function exchange<T>(method: string, path: string, query?: Query, body?: u
   } catch (err) {
     throw notAnswered(err);
   }
-  if (res.type === 'opaqueredirect') {
-    throw new ApiFailure(res.status, 'the sign-in session has expired (the server redirected to a login page); reload the page to sign in', true);
-  }
-  if (res.status === 401) throw new ApiFailure(401, 'hookwatch asks for credentials again; reload the page to sign in', true);
+  const lost = signInLost(res);
+  if (lost) throw lost;
   if (res.status === 204) return undefined as T;
   let text: string;
   try {
@@ -111,6 +152,9 @@ export const api = {
   hook: (id: string, q: Query, signal?: AbortSignal) =>
     call<{ from: string; to: string; hook: HookSummary }>('GET', `/api/v1/hooks/${encodeURIComponent(id)}`, q, undefined, signal),
   series: (id: string, q: Query, signal?: AbortSignal) => call<SeriesResponse>('GET', `/api/v1/hooks/${encodeURIComponent(id)}/series`, q, undefined, signal),
+  /** The hook's commands, from the transcripts sent (`hookwatch scan --send`). */
+  commands: (id: string, q: Query, signal?: AbortSignal) =>
+    call<TranscriptCommandsResponse>('GET', `/api/v1/hooks/${encodeURIComponent(id)}/commands`, q, undefined, signal),
   breakdown: (id: string, q: Query, signal?: AbortSignal) =>
     call<BreakdownResponse>('GET', `/api/v1/hooks/${encodeURIComponent(id)}/breakdown`, q, undefined, signal),
   forwarding: (signal?: AbortSignal) => call<ForwardingResponse>('GET', '/api/v1/forwarding', undefined, undefined, signal),

@@ -5,22 +5,9 @@
  * that the rest of the page comes from telemetry.
  */
 import type { TranscriptCommandsResponse } from '../../shared/src/transcript-api.ts';
-import { ApiFailure, type Query } from './api.ts';
+import { ApiFailure, api, type Query } from './api.ts';
 import { h, replace, scrollBox } from './dom.ts';
 import { commandRows } from './pages/hook-state.ts';
-
-async function fetchCommands(hookId: string, q: Query, signal?: AbortSignal): Promise<TranscriptCommandsResponse> {
-  const params = new URLSearchParams();
-  for (const [k, v] of Object.entries(q)) if (v !== undefined && v !== '') params.set(k, v);
-  const path = `/api/v1/hooks/${encodeURIComponent(hookId)}/commands`;
-  const res = await fetch(`${path}?${params.toString()}`, { headers: { accept: 'application/json' }, signal: signal ?? null });
-  const body: unknown = await res.json().catch(() => undefined);
-  if (!res.ok) {
-    const message = (body as { error?: { message?: unknown } } | undefined)?.error?.message;
-    throw new ApiFailure(res.status, typeof message === 'string' ? message : `GET ${path} answered ${res.status}`);
-  }
-  return body as TranscriptCommandsResponse;
-}
 
 /** The table for a response; a note instead when no transcript was sent for this hook in the range. */
 export function commandsTable(r: TranscriptCommandsResponse): HTMLElement {
@@ -55,9 +42,10 @@ export function commandsPanel(unfiltered: string | null = null): { element: HTML
     element,
     async refresh(hookId, q, signal) {
       try {
-        replace(holder, commandsTable(await fetchCommands(hookId, { from: q['from'], to: q['to'] }, signal)));
+        replace(holder, commandsTable(await api.commands(hookId, { from: q['from'] || undefined, to: q['to'] || undefined }, signal)));
       } catch (err) {
-        if (!(err instanceof ApiFailure)) throw err;
+        // Signed out, the whole page is: said once, in its banner.
+        if (!(err instanceof ApiFailure) || err.signedOut) throw err;
         replace(holder, h('p', { class: 'warn' }, err.message));
       }
     },
