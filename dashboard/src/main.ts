@@ -16,7 +16,7 @@ import { hookPage } from './pages/hook.ts';
 import { overviewPage } from './pages/overview.ts';
 import {
   REFRESH_CHOICES, THEME_LABEL, UPDATE_AGAIN_NOTICE, UPDATE_NOTICE, addFilter, customFieldBounds, customRangeFrom, customRunChoices, failureNote, firingBadge, firingUnknown, filtersApply, filtersUrl, isPlainClick, keptViewFor, keptViewText, nextTheme, notFilteredNote, notFoundView,
-  rangeUrl, refreshParam, refreshView, reloadHeldUntil, reloadedText, removeFilter, retryDelay, selfReloadDue, signedOutNote, toggledRefresh, updatedText, withRefresh, zoneChoice, type CustomField, type FiringBadge, type KeptView, type RunChoice,
+  rangeUrl, refreshParam, refreshView, reloadHeldUntil, reloadedText, removeFilter, retryDelay, selfReloadDue, signInReloadFrom, signedOutNote, toggledRefresh, updatedText, withRefresh, zoneChoice, type CustomField, type FiringBadge, type KeptView, type RunChoice,
 } from './shell-state.ts';
 import { HOOK_PARAM, RANGE_PRESETS, buildUrl, keptParams, rangeLabel, readState, refreshMs, shownValue, type ViewState } from './state.ts';
 import { applyTheme, setTheme, themeChoice } from './theme.ts';
@@ -26,6 +26,8 @@ const TZ_KEY = 'hookwatch.tz';
 const VIEW_KEY = 'hookwatch.view';
 /** The builds the tab reloaded for (reloadedBuilds), for the tab (sessionStorage). */
 const RELOADED_KEY = 'hookwatch.reloadedFor';
+/** When the tab reloaded itself to sign in again through a sign-in proxy, until data shows (sessionStorage). */
+const SIGN_IN_RELOAD_KEY = 'hookwatch.signInReloadAt';
 /** How many history entries' views a page keeps for back and forward (keepEntryView). */
 const MAX_ENTRY_VIEWS = 100;
 /** How often relative times and the age of the data shown are read again. */
@@ -214,12 +216,41 @@ export function start(root: HTMLElement): Dashboard {
     }
   }
 
-  /** A newer dashboard is served and nobody is using this page (selfReloadDue): it reloads, on the same URL. */
+  /**
+   * A newer dashboard is served, or a sign-in proxy's session ended (signInAt), and nobody is using this page
+   * (selfReloadDue): it reloads, on the same URL; through the proxy, to sign in again.
+   */
   function reloadIfUnused(): void {
-    if (updateAt === undefined) return;
+    const signIn = signedOut ? signInAt : undefined;
+    if (updateAt === undefined && signIn === undefined) return;
     // A field gone (another page drawn), emptied, or in a part closed for good (a silence form cancelled) holds nothing.
     for (const f of unsent) if (!f.isConnected || f.value === '' || f.closest('[hidden]')) unsent.delete(f);
-    if (selfReloadDue({ nowMs: Date.now(), noticeAt: updateAt, usedAt, hidden: document.hidden, typing: unsent.size > 0 })) reload();
+    const due = (noticeAt: number | undefined): boolean =>
+      noticeAt !== undefined && selfReloadDue({ nowMs: Date.now(), noticeAt, usedAt, hidden: document.hidden, typing: unsent.size > 0 });
+    if (due(updateAt)) reload();
+    else if (due(signIn)) {
+      storeSignInReload(String(Date.now()));
+      reload();
+    }
+  }
+
+  /** When the tab last reloaded itself to sign in again and has shown no data since; null when not, or not to be had. */
+  function signInReloadAt(): string | null {
+    try {
+      return sessionStorage.getItem(SIGN_IN_RELOAD_KEY);
+    } catch {
+      return null;
+    }
+  }
+
+  /** Remembers a reload to sign in again (a time), or forgets it (null) once data shows. */
+  function storeSignInReload(at: string | null): void {
+    try {
+      if (at === null) sessionStorage.removeItem(SIGN_IN_RELOAD_KEY);
+      else sessionStorage.setItem(SIGN_IN_RELOAD_KEY, at);
+    } catch {
+      // Not remembered: a reload that did not sign in again may be followed by another, once unused again.
+    }
   }
 
   /** A use of the page; not a pointer "moving" where it already was, as the browser reports when the page moves under it. */
@@ -610,14 +641,17 @@ export function start(root: HTMLElement): Dashboard {
   /** The page's content, where a page says what stops it from showing anything. */
   let content: HTMLElement | undefined;
   /**
-   * Signed out (401, or a sign-in redirect): polling stops, since every request would fail the same way until
-   * the page is loaded again; the last data stays, or the page says why it shows none.
+   * Signed out (401, or a sign-in proxy answering for hookwatch): polling stops, since every request would fail the
+   * same way until the page is loaded again; the last data stays, or the page says why it shows none. Signed out by
+   * a proxy, the page reloads by itself once unused (signInReloadFrom), as for a new version: the proxy takes the
+   * reload to its login page, or, while the identity provider still knows the browser, straight back.
    */
   function showSignedOut(err: ApiFailure, gen: number): void {
     const reloadButton = (): HTMLButtonElement => h('button', { type: 'button', class: 'reload', onclick: reload }, 'Reload to sign in');
     banner.hidden = false;
     replace(alertText, h('strong', null, 'Signed out: '), err.message);
     signedOutGen = gen;
+    if (err.signIn === 'proxy') signInAt ??= signInReloadFrom(signInReloadAt(), Date.now());
     drawSignedOut();
     replace(failureAction, ' ', reloadButton());
     if (gen !== shownGeneration && content) {
@@ -628,7 +662,7 @@ export function start(root: HTMLElement): Dashboard {
   /** Signed out: the age of the data the page shows, outside the alert, counting on as a failure's does. */
   function drawSignedOut(): void {
     if (!signedOut || banner.hidden) return;
-    failureAge.textContent = ` (${signedOutNote(signedOutGen === shownGeneration ? lastUpdated : undefined, Date.now())})`;
+    failureAge.textContent = ` (${signedOutNote(signedOutGen === shownGeneration ? lastUpdated : undefined, Date.now(), signInAt)})`;
   }
 
   /** Refreshes that failed in a row (the wait between tries grows with them), and the last failure shown. */
@@ -639,6 +673,8 @@ export function start(root: HTMLElement): Dashboard {
   let signedOut = false;
   /** The generation of the page that was signed out. */
   let signedOutGen = -1;
+  /** Signed out by a sign-in proxy: from when the page may reload itself to sign in again (signInReloadFrom). */
+  let signInAt: number | undefined;
 
   /**
    * The failure banner: what failed (the alert, rewritten only when that changes) and, outside the alert, how old
@@ -666,6 +702,7 @@ export function start(root: HTMLElement): Dashboard {
       signedOut = true;
       failure = undefined;
       showSignedOut(err, gen);
+      reloadIfUnused();
       return;
     }
     failures++;
@@ -759,7 +796,10 @@ export function start(root: HTMLElement): Dashboard {
       failures = 0;
       failure = undefined;
       answeredFailure = false;
+      // Data came: a reload to sign in again, if this page is one, did help.
+      if (signInReloadAt() !== null) storeSignInReload(null);
       signedOut = false;
+      signInAt = undefined;
       lastUpdated = Date.now();
       const firstShown = shownGeneration !== gen;
       shownGeneration = gen;

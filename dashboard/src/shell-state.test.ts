@@ -3,7 +3,7 @@ import { inputDateTime, setTimeZone } from './format.ts';
 import { alert } from './testdata/api-responses.ts';
 import {
   IDLE_RELOAD_MS, MAX_RETRY_MS, UPDATE_AGAIN_NOTICE, UPDATE_NOTICE, addFilter, customFieldBounds, firingBadge, firingUnknown, customRangeFrom, customRunChoices, failureNote, filtersApply, filtersUrl, isPlainClick, keptViewFor, keptViewText, nextTheme, notFilteredNote, notFoundView, rangeUrl, refreshParam, refreshView,
-  RELOAD_AGAIN_MS, reloadHeldUntil, reloadedBuilds, reloadedText, removeFilter, retryDelay, selfReloadDue, signedOutNote, toggledRefresh, updatedText, withRefresh, zoneChoice,
+  RELOAD_AGAIN_MS, reloadHeldUntil, reloadedBuilds, reloadedText, removeFilter, retryDelay, selfReloadDue, signInReloadFrom, signedOutNote, toggledRefresh, updatedText, withRefresh, zoneChoice,
 } from './shell-state.ts';
 import { readState } from './state.ts';
 
@@ -58,6 +58,18 @@ describe('while the server fails', () => {
     const t = Date.parse('2026-11-30T08:30:00Z');
     expect(signedOutNote(t, t + 180_000)).toBe('showing data from 08:30, 3 min ago; refresh stopped');
     expect(signedOutNote(undefined, t)).toBe('nothing to show; refresh stopped');
+    // Signed out by a sign-in proxy: the page reloads by itself, now or from a later time.
+    expect(signedOutNote(t, t + 60_000, t + 60_000)).toBe('showing data from 08:30, 1 min ago; refresh stopped; reloads by itself to sign in again once unused for 10 min');
+    expect(signedOutNote(undefined, t, t + 3_600_000)).toBe('nothing to show; refresh stopped; reloads by itself to sign in again from 09:30, once unused for 10 min');
+  });
+
+  it('reloads by itself to sign in again at once, or an hour after a reload for it that brought no data', () => {
+    const t = Date.parse('2026-11-30T08:30:00Z');
+    expect(signInReloadFrom(null, t)).toBe(t);
+    expect(signInReloadFrom('', t)).toBe(t);
+    expect(signInReloadFrom('not a time', t)).toBe(t);
+    expect(signInReloadFrom(String(t - 60_000), t)).toBe(t - 60_000 + RELOAD_AGAIN_MS);
+    expect(signInReloadFrom(String(t - RELOAD_AGAIN_MS), t)).toBe(t);
   });
 });
 

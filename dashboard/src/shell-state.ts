@@ -122,11 +122,28 @@ export function failureNote(o: { lastUpdated: number | undefined; nowMs: number;
 }
 
 /**
- * What the signed-out banner adds: how old the data on the page is (or that there is none), counting on, and that
- * refresh stopped.
+ * What the signed-out banner adds: how old the data on the page is (or that there is none), counting on, that
+ * refresh stopped, and, signed out by a sign-in proxy, that the page reloads by itself to sign in again
+ * (`reloadsFrom`, signInReloadFrom; the clock time when that is held off until later).
  */
-export function signedOutNote(lastUpdated: number | undefined, nowMs: number): string {
-  return `${shownNote(lastUpdated, nowMs, 'nothing to show')}; refresh stopped`;
+export function signedOutNote(lastUpdated: number | undefined, nowMs: number, reloadsFrom?: number): string {
+  const stopped = `${shownNote(lastUpdated, nowMs, 'nothing to show')}; refresh stopped`;
+  if (reloadsFrom === undefined) return stopped;
+  const from = reloadsFrom > nowMs ? ` from ${clockTime(reloadsFrom, nowMs)},` : '';
+  return `${stopped}; reloads by itself to sign in again${from} once unused for ${IDLE_RELOAD_MS / 60_000} min`;
+}
+
+/**
+ * From when a page signed out by a sign-in proxy may reload itself to sign in again (selfReloadDue's `noticeAt`):
+ * a reload goes through the proxy, which signs the browser in again at the identity provider, without a person
+ * while the provider's own session lasts, so a wall screen comes back by itself. `stored`: when the tab last
+ * reloaded itself for that and has not shown data since (epoch ms). Signed out again before any data came, that
+ * reload did not help (a proxy that lets the page through but not its calls): the next waits until RELOAD_AGAIN_MS
+ * after it, rather than every IDLE_RELOAD_MS for good.
+ */
+export function signInReloadFrom(stored: string | null, nowMs: number): number {
+  const last = stored === null ? NaN : Number(stored);
+  return Number.isFinite(last) && nowMs < last + RELOAD_AGAIN_MS ? last + RELOAD_AGAIN_MS : nowMs;
 }
 
 /**
