@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { parse as parseYaml } from 'yaml';
 import { printable } from './printable.ts';
 
 describe('printable', () => {
@@ -15,6 +16,12 @@ describe('printable', () => {
     const shown = printable(text, { json: true });
     expect(shown).toBe('"x\\u202e\\udb40\\udc41\u{1F4BB}\\u200d"');
     expect(JSON.parse(shown)).toBe('x\u202E\u{E0041}\u{1F4BB}\u200D');
+  });
+
+  it('with yaml, keeps a YAML double-quoted string one: a character beyond U+FFFF written as its \\U escape', () => {
+    const shown = printable('"x\u202E\u{E0041}\u{1F4BB}\u007F"', { yaml: true });
+    expect(shown).toBe('"x\\u202e\\U000e0041\u{1F4BB}\\u007f"');
+    expect(parseYaml(shown)).toBe('x\u202E\u{E0041}\u{1F4BB}\u007F');
   });
 
   it('keeps line feeds and tabs with keepLines, and writes out the rest', () => {

@@ -43,12 +43,20 @@ const JOINING_LETTER_END = /(?=[\p{L}\p{M}])[\p{Script=Arabic}\p{Script=Syriac}\
 /** `\uXXXX` of one UTF-16 code unit. */
 const unit = (u: number): string => `\\u${u.toString(16).padStart(4, '0')}`;
 
-/** The escape of `c`; with `json`, one beyond U+FFFF as the two `\uXXXX` of its UTF-16 pair, which JSON reads. */
-function escape(c: string, json: boolean): string {
+/** How a character beyond U+FFFF is written: `\u{...}`, or as a JSON string or a YAML double-quoted one reads it. */
+type Wide = 'braces' | 'json' | 'yaml';
+
+/**
+ * The escape of `c`; one beyond U+FFFF for `json` as the two `\uXXXX` of its UTF-16 pair, which JSON reads, and for
+ * `yaml` as the `\UXXXXXXXX` of a YAML double-quoted string.
+ */
+function escape(c: string, wide: Wide): string {
   const code = c.codePointAt(0) ?? 0;
   if (NAMED[c] !== undefined) return NAMED[c];
   if (code <= 0xffff) return unit(code);
-  return json ? unit(c.charCodeAt(0)) + unit(c.charCodeAt(1)) : `\\u{${code.toString(16)}}`;
+  if (wide === 'json') return unit(c.charCodeAt(0)) + unit(c.charCodeAt(1));
+  if (wide === 'yaml') return `\\U${code.toString(16).padStart(8, '0')}`;
+  return `\\u{${code.toString(16)}}`;
 }
 
 /** Whether the joiner or non-joiner at `at` of `text` joins what is around it as it is meant to (see above). */
@@ -61,13 +69,19 @@ function joins(c: string, text: string, at: number): boolean {
 /**
  * `text` with what would not read as itself escaped (see above); with `keepLines`, line feeds and tabs stay. With
  * `json`, `text` is a JSON string (JSON.stringify's) and stays one: an escape beyond U+FFFF is written as a JSON
- * string takes it, the two `\uXXXX` of its UTF-16 pair, not `\u{...}`.
+ * string takes it, the two `\uXXXX` of its UTF-16 pair, not `\u{...}`. With `yaml`, `text` is a YAML double-quoted
+ * string and stays one: such an escape is written `\UXXXXXXXX`.
  */
-export function printable(text: string, options: { keepLines?: boolean; json?: boolean } = {}): string {
-  const json = options.json === true;
+export function printable(text: string, options: { keepLines?: boolean; json?: boolean; yaml?: boolean } = {}): string {
+  const wide: Wide = options.json === true ? 'json' : options.yaml === true ? 'yaml' : 'braces';
   return text.replace(options.keepLines === true ? UNSEEN_BUT_LINES : UNSEEN, (c: string, at: number) => {
     if (c.length > 2) return c;
     if ((c === ZWJ || c === ZWNJ) && joins(c, text, at)) return c;
-    return escape(c, json);
+    return escape(c, wide);
   });
+}
+
+/** Whether `text` holds a character that printable() writes out (a control, separator or invisible format character). */
+export function hasUnseen(text: string): boolean {
+  return printable(text) !== text;
 }

@@ -207,6 +207,40 @@ describe('hookwatch config', () => {
     expect(r.status).toBe(2);
   });
 
+  it('writes out the control characters, terminal escapes and bidi controls of values and of a file name, as escapes the YAML and JSON read back', () => {
+    const file = join(dir, 'conf\u202Elmay.yaml');
+    writeFileSync(file, 'forward:\n  queue:\n    path: "./q\\u202egnp.db\\x1b]0;pwned\\x07"\n');
+    const db = join(dir, 'a\u202Egnp.db\u001b[2J\u007f\u2028\u{E0041}');
+    const queue = './q\u202Egnp.db\u001b]0;pwned\u0007';
+    const args = ['config', '--config', file, '--dimensions', 'team,x\u2066y'];
+    const unseen = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}]/u;
+
+    const yaml = hookwatchProcess(args, { HOOKWATCH_DB: db });
+    expect(yaml.stderr).toBe('');
+    expect(yaml.status).toBe(0);
+    expect(yaml.stdout.replaceAll('\n', '')).not.toMatch(unseen);
+    expect(yaml.stdout).toContain(`\ndb: "${dir}/a\\u202egnp.db\\e[2J\\u007f\\u2028\\U000e0041" # from HOOKWATCH_DB\n`);
+    expect(yaml.stdout).toContain(`\n    path: "./q\\u202egnp.db\\e]0;pwned\\a" # from config file ${dir}/conf\\u202elmay.yaml\n`);
+    expect(yaml.stdout).toContain('\n  - "x\\u2066y"\n');
+    // Written back, the file holds the same values.
+    const printed = join(dir, 'printed-escaped.yaml');
+    writeFileSync(printed, yaml.stdout);
+    const again = loadConfig({ flags: { config: printed }, env: {} });
+    expect(again.values.get('db')).toBe(db);
+    expect(again.values.get('forward.queue.path')).toBe(queue);
+    expect(again.values.get('dimensions')).toEqual(['team', 'x\u2066y']);
+
+    const json = hookwatchProcess([...args, '--json'], { HOOKWATCH_DB: db });
+    expect(json.stderr).toBe('');
+    expect(json.status).toBe(0);
+    expect(json.stdout.replaceAll('\n', '')).not.toMatch(unseen);
+    expect(json.stdout).toContain(`\n  "db": "${dir}/a\\u202egnp.db\\u001b[2J\\u007f\\u2028\\udb40\\udc41",\n`);
+    const parsed = JSON.parse(json.stdout) as { db: string; dimensions: string[]; forward: { queue: { path: string } } };
+    expect(parsed.db).toBe(db);
+    expect(parsed.forward.queue.path).toBe(queue);
+    expect(parsed.dimensions).toEqual(['team', 'x\u2066y']);
+  });
+
   it('prints a PostgreSQL URL to a Unix socket (no host, the socket folder in ?host=) with only its password redacted', async () => {
     const r = await hookwatch(['config'], { HOOKWATCH_DB: 'postgres://hw:Sock3t-secret@/hookwatch?host=/var/run/postgresql' });
     expect(r.status, r.stderr).toBe(0);
