@@ -252,6 +252,8 @@ describe('bad configuration fails at start with a message naming the key', () =>
     ['a duration without a unit', () => loadConfig({ env: { HOOKWATCH_SHUTDOWN_TIMEOUT: '30' } }), /shutdown\.timeout: 30 has no unit: write 30s, 30m, 30h, 30d or 30ms$/],
     // Retention is counted in days (30d by default): the unit its writer most likely meant is among those offered.
     ['a retention without a unit', () => loadConfig({ env: { HOOKWATCH_RETENTION_EVENTS: '30' } }), /retention\.events: 30 has no unit: write 30s, 30m, 30h, 30d or 30ms$/],
+    // A decimal is no number of milliseconds: 1.5ms is not offered.
+    ['a decimal duration without a unit', () => loadConfig({ env: { HOOKWATCH_SHUTDOWN_TIMEOUT: '1.5' } }), /shutdown\.timeout: 1\.5 has no unit: write 1\.5s, 1\.5m, 1\.5h or 1\.5d$/],
     ['a rule window without a unit', () => toConfig(loadConfig({ env: {}, flags: { config: 'x.yaml' }, readFile: () => 'alerting:\n  rules:\n    - { kind: persisted, window: 3600 }\n' })), /alerting\.rules\[0\]\.window: 3600 has no unit/],
     // Past 2^53 ms (or bytes) the value is no longer a whole number: it stopped the start as a fault of hookwatch's
     // own ("setting retention.events: expected a number, got number", exit 1), printed as 8.64e+37ms by config.
@@ -594,6 +596,34 @@ describe('durations', () => {
     const err = await promisify(execFile)(process.execPath, [main, 'config'], { env: { ...process.env, HOOKWATCH_RETENTION_EVENTS: '1h1h' } }).then(() => ({ code: 0, stderr: '' }), (e: { code: number; stderr: string }) => e);
     expect(err.code).toBe(2);
     expect(err.stderr).toContain('invalid value "1h1h" for retention.events: 1h1h gives a unit twice or out of order');
+  });
+});
+
+describe('durations finer than a millisecond', () => {
+  // Prometheus counts durations in whole milliseconds and takes no fractions; 1.5ms was read as 2ms without a word.
+  it('reads a decimal that is a whole number of milliseconds, and no other', () => {
+    expect(parseDuration('1.5s')).toBe(1500);
+    expect(parseDuration('1.1s')).toBe(1100);
+    expect(parseDuration('0.25s')).toBe(250);
+    expect(parseDuration('1.50h')).toBe(5_400_000);
+    expect(parseDuration('1h0.5s')).toBe(3_600_500);
+    for (const text of ['1.5ms', '0.1ms', '0.5ms', '1.0005s', '1h0.5ms', '0.0000001h', '100us', '1s100ns']) expect(parseDuration(text), text).toBeUndefined();
+  });
+
+  it('refuses a fraction of a millisecond, naming the setting, the value and the nearest durations, from every source and in a rule', async () => {
+    const why = 'is not a whole number of milliseconds, the smallest unit hookwatch counts (as Prometheus does)';
+    expect(() => loadConfig({ env: { HOOKWATCH_ALERT_DELIVERY_INITIAL_BACKOFF: '1.5ms' } })).toThrow(`environment HOOKWATCH_ALERT_DELIVERY_INITIAL_BACKOFF: invalid value "1.5ms" for alerting.delivery.initialBackoff: 1.5ms ${why}: write 1ms or 2ms`);
+    expect(() => loadConfig({ env: {}, flags: { 'forward-retry-initial-interval': '1.0005s' } })).toThrow(`flag --forward-retry-initial-interval: invalid value "1.0005s" for forward.retry.initialInterval: 1.0005s ${why}: write 1s or 1001ms`);
+    // Rounded, 0.4ms was 0 and refused as under the 1ms minimum: a message about a value nobody wrote.
+    expect(() => loadConfig({ env: {}, flags: { config: 'x.yaml' }, readFile: () => 'alerting: { delivery: { initialBackoff: 0.4ms } }\n' })).toThrow(`config file x.yaml: invalid value "0.4ms" for alerting.delivery.initialBackoff: 0.4ms ${why}: write 1ms`);
+    expect(() => loadConfig({ env: { HOOKWATCH_FORWARD_TIMEOUT: '100us' } })).toThrow('environment HOOKWATCH_FORWARD_TIMEOUT: invalid value "100us" for forward.timeout: 100us is in a unit finer than hookwatch counts: the smallest is ms, as in Prometheus');
+    const rule = (window: string) => toConfig(loadConfig({ env: {}, flags: { config: 'x.yaml' }, readFile: () => `alerting:\n  rules:\n    - { kind: persisted_ratio, threshold: 0.25, window: ${window} }\n` }));
+    expect(rule('1.5h').alerting.rules[0]?.windowMs).toBe(5_400_000);
+    expect(() => rule('1h0.5ms')).toThrow(`config file x.yaml: alerting.rules[0].window: 1h0.5ms ${why}: write 1h or 3600001ms`);
+    const main = fileURLToPath(new URL('../main.ts', import.meta.url));
+    const err = await promisify(execFile)(process.execPath, [main, 'config'], { env: { ...process.env, HOOKWATCH_ALERT_DELIVERY_INITIAL_BACKOFF: '2.5ms' } }).then(() => ({ code: 0, stderr: '' }), (e: { code: number; stderr: string }) => e);
+    expect(err.code).toBe(2);
+    expect(err.stderr).toBe(`hookwatch: configuration error: environment HOOKWATCH_ALERT_DELIVERY_INITIAL_BACKOFF: invalid value "2.5ms" for alerting.delivery.initialBackoff: 2.5ms ${why}: write 2ms or 3ms\n`);
   });
 });
 

@@ -20,37 +20,66 @@ export function formatDuration(ms: number): string {
   return `${ms}ms`;
 }
 
-/** The number and unit of each part of `30s`, `1h30m`, `1.5h`, in the order written; undefined for other text. */
-function durationParts(text: string): [number, string][] | undefined {
+/** The number as written and the unit of each part of `30s`, `1h30m`, `1.5h`, in the order written; undefined for other text. */
+function durationParts(text: string): [string, string][] | undefined {
   const re = /(\d+(?:\.\d+)?)(ms|s|m|h|d|w)/gy;
-  const parts: [number, string][] = [];
+  const parts: [string, string][] = [];
   let matched = 0;
   for (let m = re.exec(text); m; m = re.exec(text)) {
-    parts.push([Number(m[1]), m[2] as string]);
+    parts.push([m[1] as string, m[2] as string]);
     matched = re.lastIndex;
   }
   return matched === text.length && matched > 0 ? parts : undefined;
 }
 
 /** True when each unit comes after every larger one, and once (`1h30m`, not `30m1h` or `1h1h`). */
-function inUnitOrder(parts: [number, string][]): boolean {
+function inUnitOrder(parts: [string, string][]): boolean {
   const size = (unit: string): number => DURATION_UNITS[unit] as number;
-  return parts.every(([, unit], i) => i === 0 || size(unit) < size((parts[i - 1] as [number, string])[1]));
+  return parts.every(([, unit], i) => i === 0 || size(unit) < size((parts[i - 1] as [string, string])[1]));
+}
+
+/**
+ * `count` (decimal digits, `1.5`) of `unitSize` units as an exact fraction: the numerator and the power of ten
+ * below it. Exact where a double is not (1.1 * 1000 is 1100.0000000000002), so a whole number reads as one.
+ */
+function exactly(count: string, unitSize: number): { numerator: bigint; scale: bigint } {
+  const [whole = '0', fraction = ''] = count.split('.');
+  const scale = 10n ** BigInt(fraction.length);
+  return { numerator: (BigInt(whole) * scale + BigInt(fraction || '0')) * BigInt(unitSize), scale };
+}
+
+/** A duration's parts added up in milliseconds, exactly: `whole` when that is a whole number, else the ms either side. */
+function durationMs(parts: [string, string][]): { whole: number } | { below: number; above: number } {
+  let ms = 0n;
+  let rest = { numerator: 0n, scale: 1n };
+  for (const [count, unit] of parts) {
+    const { numerator, scale } = exactly(count, DURATION_UNITS[unit] as number);
+    ms += numerator / scale;
+    // Fractions of a millisecond, over the larger of the two powers of ten.
+    const common = scale > rest.scale ? scale : rest.scale;
+    rest = { numerator: rest.numerator * (common / rest.scale) + (numerator % scale) * (common / scale), scale: common };
+  }
+  ms += rest.numerator / rest.scale;
+  const left = rest.numerator % rest.scale;
+  return left === 0n ? { whole: Number(ms) } : { below: Number(ms), above: Number(ms) + 1 };
 }
 
 /**
  * Parses `30s`, `5m`, `1h30m`, `1.5h`, `30d`, or a number of milliseconds (settings refuse those:
  * unitlessDuration). Units go from the largest to the smallest, each at most once, as Prometheus reads them:
- * `1h1h` and `30m1h` are no durations (durationOrderProblem says why).
+ * `1h1h` and `30m1h` are no durations (durationOrderProblem says why). A duration is a whole number of
+ * milliseconds, the smallest unit Prometheus counts: a decimal is read when it is one (`1.5s`), and `1.5ms` or
+ * `100us` is no duration (durationFractionProblem says why), where it was rounded without a word.
  */
 export function parseDuration(raw: unknown): number | undefined {
-  if (typeof raw === 'number') return Number.isFinite(raw) && raw >= 0 ? raw : undefined;
+  if (typeof raw === 'number') return Number.isInteger(raw) && raw >= 0 ? raw : undefined;
   if (typeof raw !== 'string') return undefined;
   const text = raw.trim();
   if (/^\d+$/.test(text)) return Number(text);
   const parts = durationParts(text);
   if (parts === undefined || !inUnitOrder(parts)) return undefined;
-  return Math.round(parts.reduce((total, [n, unit]) => total + n * (DURATION_UNITS[unit] as number), 0));
+  const ms = durationMs(parts);
+  return 'whole' in ms ? ms.whole : undefined;
 }
 
 /** The message for a duration that gives a unit twice or out of order (`1h1h`, `30m1h`), or undefined. */
@@ -62,17 +91,36 @@ export function durationOrderProblem(raw: unknown): string | undefined {
 }
 
 /**
+ * The message for a duration finer than a millisecond, or undefined: a fraction of one (`1.5ms`, `1.0005s`), with
+ * the whole durations either side of it, or a unit below ms (`100us`, `5ns`).
+ */
+export function durationFractionProblem(raw: unknown): string | undefined {
+  const text = typeof raw === 'string' ? raw.trim() : '';
+  if (/^(?:\d+(?:\.\d+)?(?:ms|us|µs|μs|ns|s|m|h|d|w))+$/.test(text) && /\d(?:us|µs|μs|ns)/.test(text)) {
+    return `${text} is in a unit finer than hookwatch counts: the smallest is ms, as in Prometheus`;
+  }
+  const parts = durationParts(text);
+  if (parts === undefined || !inUnitOrder(parts)) return undefined;
+  const ms = durationMs(parts);
+  if ('whole' in ms) return undefined;
+  const nearest = [...(ms.below > 0 ? [ms.below] : []), ms.above].map((n) => formatDuration(n)).join(' or ');
+  return `${text} is not a whole number of milliseconds, the smallest unit hookwatch counts (as Prometheus does): write ${nearest}`;
+}
+
+/**
  * The message for a duration setting written without a unit (other than 0), or undefined. Prometheus and the
  * OpenTelemetry Collector refuse them too: `window: 3600` meant an hour to whoever wrote it, and would be 3.6 s.
  */
-/** Why `raw` is no setting's duration though it reads as a number of units: no unit, or units twice or out of order. */
+/** Why `raw` is no setting's duration though it reads as a number of units: no unit, units twice or out of order, or finer than a millisecond. */
 export function durationProblem(raw: unknown): string | undefined {
-  return unitlessDuration(raw) ?? durationOrderProblem(raw);
+  return unitlessDuration(raw) ?? durationOrderProblem(raw) ?? durationFractionProblem(raw);
 }
 
 export function unitlessDuration(raw: unknown): string | undefined {
   const text = typeof raw === 'number' ? String(raw) : typeof raw === 'string' ? raw.trim() : undefined;
   if (text === undefined || !/^\d+(\.\d+)?$/.test(text) || Number(text) === 0) return undefined;
+  // A decimal number of milliseconds is no duration (durationFractionProblem): not offered.
+  if (text.includes('.')) return `${text} has no unit: write ${text}s, ${text}m, ${text}h or ${text}d`;
   return `${text} has no unit: write ${text}s, ${text}m, ${text}h, ${text}d or ${text}ms`;
 }
 

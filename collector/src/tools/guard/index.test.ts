@@ -513,6 +513,8 @@ describe('hookwatch guard', () => {
       [['--kill-grace', '5'], {}, '--kill-grace: expected a duration from 1ms to 1m such as 5s or 1500ms, got "5"; a stopped command is killed after the default 1s'],
       [['--kill-grace', '0s'], {}, '--kill-grace: expected a duration from 1ms to 1m such as 5s or 1500ms, got "0s"'],
       [[], { HOOKWATCH_GUARD_KILL_GRACE: '2m' }, 'HOOKWATCH_GUARD_KILL_GRACE: expected a duration from 1ms to 1m such as 5s or 1500ms, got "2m"'],
+      // A fraction of a millisecond was rounded (1.5ms to 2ms) without a word.
+      [[], { HOOKWATCH_GUARD_KILL_GRACE: '1.5ms' }, 'HOOKWATCH_GUARD_KILL_GRACE: expected a duration from 1ms to 1m such as 5s or 1500ms, got "1.5ms"'],
       [[], { HOOKWATCH_GUARD_KEEP_SIZE: 'lots' }, 'HOOKWATCH_GUARD_KEEP_SIZE: expected a size such as 1GiB or 500MB, got "lots"; saved outputs are kept up to the default 1GiB'],
       [['--bugdet', '3000'], {}, 'unknown flag --bugdet (did you mean --budget?); ignored, the command runs'],
       [['--command', 'hookwatch guard --timeout 5'], {}, '--command is for --install and --uninstall; ignored, the command runs'],
