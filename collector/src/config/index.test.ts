@@ -627,6 +627,23 @@ describe('durations finer than a millisecond', () => {
   });
 });
 
+describe('sizes that are not a whole number of bytes', () => {
+  // 1.3KiB is 1331.2 bytes: it was rounded to 1331 without a word.
+  it('reads a decimal that is a whole number of bytes, and refuses the rest naming the setting, the value and the whole sizes either side', async () => {
+    const loaded = loadConfig({ env: { HOOKWATCH_FORWARD_QUEUE_MAX_BYTES: '1.5MiB', HOOKWATCH_OTLP_MAX_REQUEST_BYTES: '1.1MB' } });
+    expect(loaded.values.get('forward.queue.maxBytes')).toBe(1_572_864);
+    expect(loaded.values.get('otlp.maxRequestBytes')).toBe(1_100_000);
+    const why = 'is not a whole number of bytes';
+    expect(() => loadConfig({ env: { HOOKWATCH_FORWARD_QUEUE_MAX_BYTES: '1.3KiB' } })).toThrow(`environment HOOKWATCH_FORWARD_QUEUE_MAX_BYTES: invalid value "1.3KiB" for forward.queue.maxBytes: 1.3KiB ${why}: write 1331 or 1332`);
+    expect(() => loadConfig({ env: {}, flags: { 'otlp-max-request-bytes': '0.1MiB' } })).toThrow(`flag --otlp-max-request-bytes: invalid value "0.1MiB" for otlp.maxRequestBytes: 0.1MiB ${why}: write 104857 or 104858`);
+    expect(() => loadConfig({ env: {}, flags: { config: 'x.yaml' }, readFile: () => 'sqlite: { cacheBytes: 1.5B }\n' })).toThrow(`config file x.yaml: invalid value "1.5B" for sqlite.cacheBytes: 1.5B ${why}: write 1 or 2`);
+    const main = fileURLToPath(new URL('../main.ts', import.meta.url));
+    const err = await promisify(execFile)(process.execPath, [main, 'config'], { env: { ...process.env, HOOKWATCH_SQLITE_CACHE_BYTES: '64.0000001MiB' } }).then(() => ({ code: 0, stderr: '' }), (e: { code: number; stderr: string }) => e);
+    expect(err.code).toBe(2);
+    expect(err.stderr).toBe(`hookwatch: configuration error: environment HOOKWATCH_SQLITE_CACHE_BYTES: invalid value "64.0000001MiB" for sqlite.cacheBytes: 64.0000001MiB ${why}: write 64MiB or 67108865\n`);
+  });
+});
+
 describe('typed settings are read with a check, not a cast', () => {
   it('names a setting whose loaded value is not the type the typed config expects', () => {
     const wrongType = loadConfig({ env: {} });

@@ -6,7 +6,7 @@ import { isAbsolute, resolve } from 'node:path';
 import { parseDocument } from 'yaml';
 import { readBoundedSync } from './bounded-read.ts';
 import { humanValue } from './format.ts';
-import { FILE_CONTENTS, FILE_CONTENTS_PROBLEM, durationProblem, parseBytes, parseDuration, quotedKey, readBoolean, readNumber } from './values.ts';
+import { FILE_CONTENTS, FILE_CONTENTS_PROBLEM, durationProblem, parseBytes, parseDuration, quotedKey, readBoolean, readNumber, sizeFractionProblem } from './values.ts';
 import { SETTINGS, findSetting, flagName, settingForFlag } from './schema.ts';
 import { isServiceLinkName, nearestName } from './env-names.ts';
 import { ConfigError, type Setting } from './setting.ts';
@@ -110,6 +110,8 @@ export function coerce(setting: Setting, raw: unknown, origin: string): unknown 
       return bounded(n as number);
     }
     case 'bytes': {
+      const problem = sizeFractionProblem(raw);
+      if (problem) fail(problem);
       const n = parseBytes(raw);
       if (n === undefined) fail('expected a size such as 20MiB or 1048576');
       return bounded(n as number);

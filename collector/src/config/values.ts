@@ -14,6 +14,14 @@ const BYTE_UNITS: Record<string, number> = { '': 1, b: 1, kb: 1000, mb: 1e6, gb:
 
 const DURATION_UNITS_LARGEST_FIRST: [number, string][] = [[604_800_000, 'w'], [86_400_000, 'd'], [3_600_000, 'h'], [60_000, 'm'], [1000, 's']];
 
+const BINARY_UNITS_LARGEST_FIRST: [number, string][] = [[1024 ** 3, 'GiB'], [1024 ** 2, 'MiB'], [1024, 'KiB']];
+
+/** 20971520 -> `20MiB`; a size no binary unit divides stays a plain number of bytes. */
+export function formatSize(n: number): string {
+  for (const [size, unit] of BINARY_UNITS_LARGEST_FIRST) if (n >= size && n % size === 0) return `${n / size}${unit}`;
+  return String(n);
+}
+
 /** 1_500 -> `1500ms`, 25_000 -> `25s`, 30 days -> `30d`: the largest unit that divides evenly. */
 export function formatDuration(ms: number): string {
   for (const [size, unit] of DURATION_UNITS_LARGEST_FIRST) if (ms >= size && ms % size === 0) return `${ms / size}${unit}`;
@@ -151,16 +159,39 @@ export function readNumber(raw: unknown): number | undefined {
   return typeof raw === 'string' && /^-?\d+(\.\d+)?$/.test(raw.trim()) ? Number(raw) : undefined;
 }
 
-/** Parses `20MiB`, `1.5GB` or a plain number of bytes (decimal and binary units). */
-export function parseBytes(raw: unknown): number | undefined {
-  if (typeof raw === 'number') return Number.isInteger(raw) && raw >= 0 ? raw : undefined;
+/** A size's number as written and its unit's bytes (`1.5`, 1024 for `1.5KiB`), or undefined for other text. */
+function sizeParts(raw: unknown): [string, number] | undefined {
   if (typeof raw !== 'string') return undefined;
   const m = /^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$/.exec(raw);
   if (!m) return undefined;
   const name = (m[2] as string).toLowerCase();
   // Own keys only: "constructor" would find Object.prototype.constructor and give NaN, which passes every bound.
   const unit = Object.hasOwn(BYTE_UNITS, name) ? BYTE_UNITS[name] : undefined;
-  return unit === undefined ? undefined : Math.round(Number(m[1]) * unit);
+  return unit === undefined ? undefined : [m[1] as string, unit];
+}
+
+/**
+ * Parses `20MiB`, `1.5GB` or a plain number of bytes (decimal and binary units). A size is a whole number of
+ * bytes: a decimal is read when it comes to one (`1.5KiB`, 1536), and `1.3KiB` (1331.2) is no size
+ * (sizeFractionProblem says why), where it was rounded without a word.
+ */
+export function parseBytes(raw: unknown): number | undefined {
+  if (typeof raw === 'number') return Number.isInteger(raw) && raw >= 0 ? raw : undefined;
+  const parts = sizeParts(raw);
+  if (parts === undefined) return undefined;
+  const { numerator, scale } = exactly(...parts);
+  return numerator % scale === 0n ? Number(numerator / scale) : undefined;
+}
+
+/** The message for a size that is not a whole number of bytes (`1.3KiB`, `1.5B`), with the sizes either side; or undefined. */
+export function sizeFractionProblem(raw: unknown): string | undefined {
+  const parts = sizeParts(raw);
+  if (parts === undefined) return undefined;
+  const { numerator, scale } = exactly(...parts);
+  if (numerator % scale === 0n) return undefined;
+  const below = Number(numerator / scale);
+  const nearest = [...(below > 0 ? [below] : []), below + 1].map((n) => formatSize(n)).join(' or ');
+  return `${String(raw).trim()} is not a whole number of bytes: write ${nearest}`;
 }
 
 /**

@@ -516,6 +516,7 @@ describe('hookwatch guard', () => {
       // A fraction of a millisecond was rounded (1.5ms to 2ms) without a word.
       [[], { HOOKWATCH_GUARD_KILL_GRACE: '1.5ms' }, 'HOOKWATCH_GUARD_KILL_GRACE: expected a duration from 1ms to 1m such as 5s or 1500ms, got "1.5ms"'],
       [[], { HOOKWATCH_GUARD_KEEP_SIZE: 'lots' }, 'HOOKWATCH_GUARD_KEEP_SIZE: expected a size such as 1GiB or 500MB, got "lots"; saved outputs are kept up to the default 1GiB'],
+      [[], { HOOKWATCH_GUARD_KEEP_SIZE: '1.3KiB' }, 'HOOKWATCH_GUARD_KEEP_SIZE: expected a size such as 1GiB or 500MB, got "1.3KiB"'],
       [['--bugdet', '3000'], {}, 'unknown flag --bugdet (did you mean --budget?); ignored, the command runs'],
       [['--command', 'hookwatch guard --timeout 5'], {}, '--command is for --install and --uninstall; ignored, the command runs'],
       [['--help'], {}, '--help with a command to run; ignored, the command runs ("hookwatch guard --help" prints the help)'],
