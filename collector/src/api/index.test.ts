@@ -382,6 +382,23 @@ describe('bad parameters get 400 naming the parameter', () => {
     }
   });
 
+  it('Expect: 100-continue on a request its headers alone refuse gets the refusal, not 100 Continue: the body is never asked for', async () => {
+    for (const [raw, status] of [
+      ['POST /api/v1/nope HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n', '404 Not Found'],
+      ['POST /api/v1/silences HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: text/plain\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n', '415 Unsupported Media Type'],
+      ['POST /api/v1/silences HTTP/1.1\r\nHost: 127.0.0.1\r\nOrigin: https://evil.example\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n', '403 Forbidden'],
+    ] as const) {
+      const answer = await rawExchange(service.httpUrl, raw);
+      expect(answer.head, raw).toMatch(new RegExp(`^HTTP/1\\.1 ${status}\r\n`));
+      expect(answer.head, raw).toMatch(/\r\nconnection: close(\r\n|$)/i);
+    }
+    // A body the route reads is asked for with 100 Continue, then read.
+    const body = '{"matchers":[]}';
+    const answer = await rawExchange(service.httpUrl, `POST /api/v1/silences HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`);
+    expect(answer.head).toMatch(/^HTTP\/1\.1 100 Continue$/);
+    expect(answer.body.toString()).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n[^]*"parameter":"matchers"/);
+  });
+
   it('a route asked with a method it does not take is 405 with Allow; an unknown route 404; /metrics, /healthz and /readyz likewise', async () => {
     const del = await fetch(`${service.httpUrl}/api/v1/hooks?from=now-1h`, { method: 'DELETE' });
     expect(del.status).toBe(405);

@@ -9,6 +9,12 @@
  * parser then refuses, the handler having already answered on its headers, or not yet; and a transfer coding
  * before chunked, which Node does not undo (section 6.1 has it answered 501): its body, gzipped under its chunks,
  * was handed over as it came.
+ *
+ * And `Expect: 100-continue` (RFC 9110 section 10.1.1): Node answers 100 Continue as soon as the headers are read,
+ * so a client sent its whole body (50 MB on a Content-Length the port refuses at once) before it read the refusal.
+ * The port sends 100 Continue only when the handler starts reading the body; a request refused on its headers (a
+ * size over the limit, no credentials, no such route, a Content-Type or Content-Encoding not taken) gets its final
+ * answer instead, and the body is never asked for.
  */
 import type { IncomingMessage, RequestListener, Server, ServerOptions, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
@@ -89,11 +95,31 @@ function respond(res: ServerResponse, answer: ServerRefusalAnswer): void {
 }
 
 /**
+ * Sends 100 Continue when something starts reading `req`'s body (a 'data' or 'readable' listener: a handler, a
+ * body parser, a pipe), unless the final answer has been written by then. A refusal written first closes the
+ * connection (net/unread-body.ts), the body never sent.
+ */
+function continueOnRead(req: IncomingMessage, res: ServerResponse): void {
+  const reading = (event: string | symbol): void => {
+    if (event !== 'data' && event !== 'readable') return;
+    req.off('newListener', reading);
+    if (!res.headersSent && !res.writableEnded) res.writeContinue();
+  };
+  req.on('newListener', reading);
+}
+
+/**
  * Serves `listener` on `server` (made with HOST_CHECKED_BY_PORT), answering the requests Node's server would
  * refuse itself with what `answer` writes for each, given what the refusal says: the port's own `connectMessage`
  * for CONNECT (the port is no proxy, and says where to send instead).
  */
 export function answerServerRefusals(server: Server, listener: RequestListener, connectMessage: string, answer: (refusal: ServerRefusal, req: IncomingMessage, message: string) => ServerRefusalAnswer): void {
+  // With a listener here, Node leaves 100 Continue to the port and emits no 'request': emitted as Node would, so
+  // that every 'request' listener (connection tracking, the parser refusals' own) sees the request.
+  server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
+    continueOnRead(req, res);
+    server.emit('request', req, res);
+  });
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
     if (closing.has(req.socket)) return;
     const fault = hostFault(req) ?? framingFault(req);

@@ -403,6 +403,28 @@ describe('a request Node\'s HTTP server would refuse with an empty answer, or no
     expect(answer.body.toString('latin1')).toMatch(/^HTTP\/1\.1 200 OK\r\n[^]*\r\n\r\n\{\}$/);
   });
 
+  it('Expect: 100-continue on a request its headers alone refuse gets the refusal, not 100 Continue: the body is never asked for', async () => {
+    const post = (path: string, lines: string[]): string => head([`POST ${path} HTTP/1.1`, 'Host: 127.0.0.1', 'Expect: 100-continue', ...lines]);
+    for (const [raw, status, message] of [
+      [post('/v1/logs', ['Content-Type: application/json', `Authorization: Bearer ${TOKEN}`, `Content-Length: ${50 * 1024 * 1024}`]), '413 Payload Too Large', `request body of ${50 * 1024 * 1024} bytes exceeds the limit of 1048576 bytes`],
+      [post('/v1/logs', ['Content-Type: application/json', `Content-Length: ${50 * 1024 * 1024}`]), '401 Unauthorized', 'missing or wrong bearer token (Authorization: Bearer <token>)'],
+      [post('/v1/logs', ['Content-Type: text/plain', `Authorization: Bearer ${TOKEN}`, 'Content-Length: 5']), '415 Unsupported Media Type', 'Content-Type "text/plain" is not supported; use application/x-protobuf or application/json (UTF-8)'],
+      [post('/v1/logs', ['Content-Type: application/json', `Authorization: Bearer ${TOKEN}`, 'Content-Encoding: zstd', 'Content-Length: 5']), '415 Unsupported Media Type', 'Content-Encoding "zstd" is not supported (use gzip or none)'],
+      [post('/v1/nope', ['Content-Type: application/json', `Authorization: Bearer ${TOKEN}`, 'Content-Length: 5']), '404 Not Found', 'no OTLP endpoint at "/v1/nope"; use /v1/logs, /v1/metrics or /v1/traces'],
+    ] as const) {
+      // The body is never sent: the refusal must come, and the connection close, on the headers alone.
+      const answer = await rawExchange(service.otlpHttpUrl, raw);
+      expect(answer.head, raw).toMatch(new RegExp(`^HTTP/1\\.1 ${status}\r\n`));
+      expect(answer.head, raw).toMatch(/\r\nconnection: close(\r\n|$)/i);
+      expect((JSON.parse(answer.body.toString()) as { message: string }).message, raw).toBe(message);
+    }
+    // A request it takes still gets 100 Continue first, also when the body is gzip.
+    const body = gzipSync('{}');
+    const answer = await rawExchange(service.otlpHttpUrl, Buffer.concat([Buffer.from(post('/v1/logs', ['Content-Type: application/json', `Authorization: Bearer ${TOKEN}`, 'Content-Encoding: gzip', `Content-Length: ${body.length}`, 'Connection: close'])), body]));
+    expect(answer.head).toMatch(/^HTTP\/1\.1 100 Continue$/);
+    expect(answer.body.toString('latin1')).toMatch(/^HTTP\/1\.1 200 OK\r\n[^]*\r\n\r\n\{\}$/);
+  });
+
   it('HTTP/1.0, which has no Host, and an absolute-form target (RFC 9112 3.2.2) of any scheme, as the HTTP port reads one, are served as the path they name, on the host it names', async () => {
     const { port } = new URL(service.otlpHttpUrl);
     for (const lines of [['POST /v1/logs HTTP/1.0'], [`POST http://127.0.0.1:${port}/v1/logs HTTP/1.1`, 'Host: 127.0.0.1'], [`POST HTTP://127.0.0.1:${port}/v1/logs?x=1 HTTP/1.1`, 'Host: 127.0.0.1'], [`POST http://localhost:${port}/v1/logs HTTP/1.1`, 'Host: evil.example'], [`POST foo://127.0.0.1:${port}/v1/logs HTTP/1.1`, 'Host: 127.0.0.1']]) {
