@@ -72,19 +72,48 @@ function parseSilenceCursor(q: Record<string, unknown>): SilencePosition | undef
   return { createdAtMs: Number(m[1]), id: String(m[2]) };
 }
 
+/** The most a silence's body may hold, as sent and once inflated. */
+const JSON_BODY_LIMIT = 64 * 1024;
+
+/** express.json's own refusal of a body over its limit, which apiErrorHandler answers 413. */
+function tooLarge(): Error {
+  return Object.assign(new Error('request entity too large'), { type: 'entity.too.large', status: 413, statusCode: 413, expose: true, limit: JSON_BODY_LIMIT });
+}
+
 export function createAlertsRouter(opts: AlertsApiOptions): Router {
   const { alerts: view, silences, dispatcher } = opts;
   const now = opts.now ?? Date.now;
   const router = express.Router();
   // JSON only: a content type a cross-site form or text/plain request cannot send without a preflight.
-  const parseJson = express.json({ limit: '64kb', type: 'application/json' });
+  const parseJson = express.json({ limit: JSON_BODY_LIMIT, type: 'application/json' });
   // Bytes that do not decompress as their Content-Encoding says (gzip, deflate, br) fail in zlib, not in the
   // parser: the client's mistake, answered 400 naming the encoding, not a 500.
+  // express.json reads a body over its limit to the end before it answers 413 (and Node asked for it with 100
+  // Continue): 50 MB on a Content-Length, a chunked body without end until http.requestTimeout. Refused here as
+  // soon as its Content-Length, or what arrived of it, says so; the connection then closes (net/unread-body.ts).
   const json: RequestHandler = (req, res, next) => {
+    let settled = false;
+    const settle = (err?: unknown): void => {
+      if (settled) return;
+      settled = true;
+      req.off('data', count);
+      next(err);
+    };
+    let received = 0;
+    const count = (chunk: Buffer): void => {
+      received += chunk.length;
+      if (received > JSON_BODY_LIMIT) settle(tooLarge());
+    };
+    if (Number(req.headers['content-length']) > JSON_BODY_LIMIT && req.is('application/json')) {
+      settle(tooLarge());
+      return;
+    }
     parseJson(req, res, (err?: unknown) => {
-      if (err === undefined || isBodyRefusal(err)) next(err);
-      else next(new BadBodyError(`body does not decode as Content-Encoding ${JSON.stringify(String(req.headers['content-encoding']).slice(0, 32))}`));
+      if (err === undefined || isBodyRefusal(err)) settle(err);
+      else settle(new BadBodyError(`body does not decode as Content-Encoding ${JSON.stringify(String(req.headers['content-encoding']).slice(0, 32))}`));
     });
+    // Counted as sent (compressed, when it is): a body is read only when express.json reads it, after it checked its type.
+    if (!settled && req.listenerCount('data') > 0) req.on('data', count);
   };
 
   router.get('/api/v1/alerts', async (req, res) => {
