@@ -217,7 +217,7 @@ function url(a: AddressInfo, tls: boolean): string {
  */
 function guardFront(app: express.Express, config: HookwatchConfig): void {
   // Every answer, refusals included (the dashboard sets its own CSP).
-  app.use(browserHardening());
+  app.use(browserHardening({ hstsMaxAgeSeconds: config.http.hstsMaxAgeSeconds }));
   // Before anything answers. The host notifications link to is always answered (the default's: the machine's name
   // on a wildcard address).
   app.use(allowKnownHosts({ addr: config.http.addr, allowedHosts: config.http.allowedHosts, externalUrl: config.alerting.externalUrl || `http://${reachableHost(config.http.addr)}` }));

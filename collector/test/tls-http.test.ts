@@ -70,6 +70,10 @@ describe.skipIf(!HAVE_OPENSSL)('the HTTP port over TLS', () => {
     const page = await get(`${service.httpUrl}/`, { ca: pki.ca.certFile });
     expect(page.status).toBe(200);
     expect(page.headers['content-type']).toContain('text/html');
+    // A browser that reached the dashboard over https once never falls back to plain http for it (HSTS); errors too.
+    for (const answer of [hooks, page, await get(`${service.httpUrl}/api/v1/nope`, { ca: pki.ca.certFile })]) {
+      expect(answer.headers['strict-transport-security']).toBe('max-age=31536000');
+    }
     expect((await get(`${service.httpUrl}/metrics`, { ca: pki.ca.certFile })).body).toContain('hookwatch_hook_executions_total');
     expect((await get(`${service.httpUrl}/healthz`, { ca: pki.ca.certFile })).status).toBe(200);
     expect((await get(`${service.httpUrl}/readyz`, { ca: pki.ca.certFile })).status).toBe(200);
@@ -77,10 +81,12 @@ describe.skipIf(!HAVE_OPENSSL)('the HTTP port over TLS', () => {
   });
 
   it('keeps the DNS-rebinding check over https: a name not allowed gets 403, localhost and allowed names pass; same-site writes work', async () => {
-    service = await startServiceUnderTest(tlsEnv(pki.server, { HOOKWATCH_HTTP_ALLOWED_HOSTS: 'hookwatch.internal' }));
+    // A host name that serves plain http on another port too: browsers are told to keep no HSTS rule for it.
+    service = await startServiceUnderTest(tlsEnv(pki.server, { HOOKWATCH_HTTP_ALLOWED_HOSTS: 'hookwatch.internal', HOOKWATCH_HTTP_TLS_HSTS_MAX_AGE: '0' }));
     const port = new URL(service.httpUrl).port;
     const rebound = await get(`${service.httpUrl}/api/v1/hooks`, { ca: pki.ca.certFile, headers: { host: `evil.example:${port}` } });
     expect(rebound.status).toBe(403);
+    expect(rebound.headers['strict-transport-security']).toBe('max-age=0');
     expect(JSON.parse(rebound.body)).toEqual({ error: { code: 'forbidden', message: 'host "evil.example" is not allowed: add it to http.allowedHosts to reach hookwatch by that name' } });
     for (const host of [`localhost:${port}`, `hookwatch.internal:${port}`, `127.0.0.1:${port}`]) {
       expect((await get(`${service.httpUrl}/api/v1/hooks`, { ca: pki.ca.certFile, headers: { host } })).status, host).toBe(200);

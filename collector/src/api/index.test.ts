@@ -546,6 +546,8 @@ describe('bad parameters get 400 naming the parameter', () => {
     expect((await getJson(service.httpUrl, '/api/v1/hooks/0123456789abcdef/series')).status).toBe(404);
     expect((await getJson(service.httpUrl, '/healthz')).body).toEqual({ status: 'ok' });
     expect((await getJson(service.httpUrl, '/readyz')).body).toEqual({ status: 'ready' });
+    // Strict-Transport-Security is sent over https only (tls-http.test.ts): over plain http a browser ignores it.
+    expect((await fetch(`${service.httpUrl}/api/v1/overview`)).headers.get('strict-transport-security')).toBeNull();
   });
 });
 

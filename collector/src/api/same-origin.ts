@@ -46,12 +46,17 @@ export function rejectCrossSiteWrites(opts: SameOriginOptions = {}): (req: Reque
  * Headers on every answer of the HTTP port, errors included, so a browser neither keeps nor reinterprets what the
  * API says: hook names, session and user ids stay out of the browser's disk cache and shared caches (`no-store`),
  * JSON is never sniffed into a script or a page (`nosniff`, a CSP that allows nothing), and no other site frames
- * it (clickjacking). The dashboard's routes set their own Content-Security-Policy and Cache-Control over these.
+ * it (clickjacking); over https, a browser is told to come back over https only (HSTS). The dashboard's routes set their own Content-Security-Policy and Cache-Control over these.
  */
 export const API_CONTENT_SECURITY_POLICY = "default-src 'none'; frame-ancestors 'none'";
 
-export function browserHardening(): (req: Request, res: Response, next: NextFunction) => void {
+export function browserHardening(opts: { hstsMaxAgeSeconds?: number } = {}): (req: Request, res: Response, next: NextFunction) => void {
+  // Over https (http.tls) only, where a browser heeds it (http.tls.hstsMaxAge): every visit to this host name then
+  // goes over https, never plain http that anyone on the path could read or change. Not its subdomains, which may
+  // serve other things.
+  const hsts = opts.hstsMaxAgeSeconds === undefined ? undefined : `max-age=${opts.hstsMaxAgeSeconds}`;
   return (_req, res, next) => {
+    if (hsts !== undefined) res.setHeader('Strict-Transport-Security', hsts);
     res.setHeader('Cache-Control', 'no-store');
     res.setHeader('X-Content-Type-Options', 'nosniff');
     res.setHeader('X-Frame-Options', 'DENY');

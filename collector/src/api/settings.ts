@@ -9,6 +9,9 @@ import { bearerTokenProblem, keepAliveSetting, tlsConfig, tlsSettings, type TlsC
 /** The shortest `http.auth.password` accepted, as NIST SP 800-63B has it for passwords people choose. */
 export const MIN_PASSWORD_CHARS = 8;
 
+/** The default `http.tls.hstsMaxAge`: one year, as HSTS preload lists ask. */
+const HSTS_MAX_AGE_MS = 365 * 86_400_000;
+
 export const API_SETTINGS: readonly Setting[] = [
   {
     key: 'http.addr', env: 'HOOKWATCH_HTTP_ADDR', type: 'addr', default: '127.0.0.1:9318',
@@ -49,6 +52,10 @@ export const API_SETTINGS: readonly Setting[] = [
     description: 'Header for `http.auth.mode: proxy-header`, e.g. `x-forwarded-user`: requests without it (or with it empty) get 401. Only safe when the proxy is the sole way in and strips the header from client requests.',
   },
   ...tlsSettings('http.tls', 'HOOKWATCH_HTTP_TLS', 'the HTTP port (API, dashboard, /metrics, /healthz, /readyz)', 'https'),
+  {
+    key: 'http.tls.hstsMaxAge', env: 'HOOKWATCH_HTTP_TLS_HSTS_MAX_AGE', type: 'duration', default: HSTS_MAX_AGE_MS, min: 0, max: 2 * HSTS_MAX_AGE_MS,
+    description: 'With `http.tls.certFile`, every answer of the HTTP port carries `Strict-Transport-Security: max-age=<this, in seconds>` (HSTS): a browser that reached the dashboard over https once goes there over https only for that long, never over plain http that anyone on the path could read or change. A browser applies it to the host name on every port, not only this one: for a host name that also serves plain http on another port, set `0` (`max-age=0`: browsers keep no such rule, and forget one they kept). Never sent over plain http, where a browser ignores it; behind a proxy that ends TLS, the proxy sends its own.',
+  },
 ];
 
 /** Typed `http.auth.*` settings: what the HTTP port asks for (mode none: nothing). */
@@ -63,10 +70,15 @@ export interface HttpAuthConfig {
 
 export interface ApiSettings {
   /** tls: undefined for plain HTTP. */
-  http: { addr: string; requestTimeoutMs: number; keepAliveTimeoutMs: number; maxPendingQueries: number; allowedHosts: string[]; auth: HttpAuthConfig; tls: TlsConfig | undefined };
+  /** hstsMaxAgeSeconds: undefined when no Strict-Transport-Security is sent (plain HTTP). */
+  http: { addr: string; requestTimeoutMs: number; keepAliveTimeoutMs: number; maxPendingQueries: number; allowedHosts: string[]; auth: HttpAuthConfig; tls: TlsConfig | undefined; hstsMaxAgeSeconds: number | undefined };
 }
 
 export function apiConfig(r: SettingValues): ApiSettings {
+  const tls = tlsConfig(r, 'http.tls');
+  const hstsMaxAgeMs = r.number('http.tls.hstsMaxAge');
+  // Without TLS no such header is sent: a value set would apply to nothing.
+  if (!tls && hstsMaxAgeMs !== HSTS_MAX_AGE_MS) throw new ConfigError('http.tls.hstsMaxAge is set but http.tls.certFile and http.tls.keyFile are not, so no TLS is served: set both, or unset http.tls.*');
   return {
     http: {
       addr: r.string('http.addr'),
@@ -75,7 +87,8 @@ export function apiConfig(r: SettingValues): ApiSettings {
       maxPendingQueries: r.number('http.maxPendingQueries'),
       allowedHosts: r.list('http.allowedHosts').map((h) => h.trim().toLowerCase()).filter((h) => h !== ''),
       auth: httpAuth(r.oneOf('http.auth.mode', ['none', 'basic', 'bearer', 'proxy-header']), r.string('http.auth.username'), r.string('http.auth.password'), r.string('http.auth.token'), r.string('http.auth.proxyHeader').trim().toLowerCase()),
-      tls: tlsConfig(r, 'http.tls'),
+      tls,
+      hstsMaxAgeSeconds: tls ? Math.floor(hstsMaxAgeMs / 1000) : undefined,
     },
   };
 }

@@ -61,6 +61,13 @@ describe('TLS settings', () => {
       expect(refused({ [`${env}_MIN_VERSION`]: '1.1' })).toMatch(new RegExp(`invalid value "1.1" for ${section.replace('.', '\\.')}\\.minVersion: expected one of 1\\.2, 1\\.3`));
     });
 
+    if (section === 'http.tls') {
+      it('http.tls.hstsMaxAge: set without a certificate it would apply to nothing, refused; its default written is accepted', () => {
+        expect(refused({ HOOKWATCH_HTTP_TLS_HSTS_MAX_AGE: '1d' })).toBe('http.tls.hstsMaxAge is set but http.tls.certFile and http.tls.keyFile are not, so no TLS is served: set both, or unset http.tls.*');
+        expect(refused({ HOOKWATCH_HTTP_TLS_HSTS_MAX_AGE: '365d' })).toBe('accepted');
+      });
+    }
+
     it(`${section}: PEM text where a path belongs is refused, and not repeated`, () => {
       const pem = '-----BEGIN PRIVATE KEY-----\nMIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgSeCrEtKeYtExT\n-----END PRIVATE KEY-----\n';
       let message = '';
@@ -161,7 +168,7 @@ describe.skipIf(!HAVE_OPENSSL)('TLS settings with real files', () => {
       expect(ok.code, ok.stderr).toBe(0);
       const [group, sub] = section.split('.') as [string, string];
       const doc = JSON.parse(ok.stdout) as Record<string, Record<string, Record<string, unknown>>>;
-      expect(doc[group]?.[sub]).toEqual({ certFile: pki.server.certFile, keyFile: pki.server.keyFile, clientCaFile: '', minVersion: '1.2', reloadInterval: '30s' });
+      expect(doc[group]?.[sub]).toEqual({ certFile: pki.server.certFile, keyFile: pki.server.keyFile, clientCaFile: '', minVersion: '1.2', reloadInterval: '30s', ...(section === 'http.tls' ? { hstsMaxAge: '365d' } : {}) });
       expect(ok.stdout).not.toContain(pemBody(pki.server.keyFile));
       expect(ok.stdout).not.toContain(readFileSync(pki.server.certFile, 'utf8').split('\n')[1]);
 
