@@ -10,7 +10,9 @@
  */
 import { spawnSync } from 'node:child_process';
 import { once } from 'node:events';
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, watch, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, symlinkSync, watch, writeFileSync, writeSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
@@ -18,13 +20,17 @@ import { openSqlite } from '../src/store/sqlite/database.ts';
 import { MIGRATIONS, SqliteStore } from '../src/store/sqlite/index.ts';
 import { startTestService, tempDir, type TestService } from './helpers.ts';
 import { ALERTING, hookwatchBackup, notificationsAcrossRestore, run, seedHistory, startBackup, Stream, views } from './support/backup.ts';
+import { emitExecutions } from './support/service.ts';
 
 let services: TestService[] = [];
+let after: (() => Promise<void>)[] = [];
 const tmp = tempDir('hookwatch-backup-');
 afterAll(() => tmp.cleanup());
 afterEach(async () => {
   for (const s of services) await s.close();
   services = [];
+  for (const f of after) await f();
+  after = [];
 });
 
 /**
@@ -199,6 +205,41 @@ describe('hookwatch backup on SQLite', () => {
     expect(out).toMatchObject({ status: 1, stdout: '' });
     expect(out.stderr).toBe(`hookwatch: backup of ${path} to ${to} failed: Cannot find module '${join(dir, 'absent.mjs')}' imported from ${preload}\n`);
     expect(readdirSync(copies)).toEqual([]);
+  }, 60_000);
+
+  it('never writes over a file the service uses, even with --force: the store (through a link too), its WAL, shared memory, lock, and the forwarding queue', async () => {
+    const dir = join(tmp.dir, 'own-files');
+    mkdirSync(dir);
+    const db = join(dir, 'hookwatch.db');
+    const queue = join(dir, 'forward-queue.db');
+    // Forwarding on, to a downstream that takes everything: the queue's files are there too.
+    const downstream = createServer((req, res) => req.resume().on('end', () => res.end()));
+    downstream.listen(0, '127.0.0.1');
+    await once(downstream, 'listening');
+    after.push(() => new Promise((done) => downstream.close(() => done())));
+    const env = { HOOKWATCH_DB: db, HOOKWATCH_FORWARD_QUEUE_PATH: queue, HOOKWATCH_FORWARD_ENDPOINT: `http://127.0.0.1:${(downstream.address() as AddressInfo).port}` };
+    const serving = await startTestService(env, { dir });
+    services.push(serving);
+    await emitExecutions(serving.otlpHttpUrl, [{ hookEvent: 'Stop', hookName: 'Stop', stdoutChars: 100 }]);
+    // The files SQLite and the locks keep while the service runs, all there.
+    expect(readdirSync(dir)).toEqual(expect.arrayContaining(['hookwatch.db', 'hookwatch.db-wal', 'hookwatch.db-shm', 'hookwatch.db.lock', 'forward-queue.db', 'forward-queue.db-wal', 'forward-queue.db.lock']));
+    symlinkSync(dir, join(tmp.dir, 'own-files-link'));
+    const refusals: [string, string][] = [
+      [join(tmp.dir, 'own-files-link', 'hookwatch.db'), 'the database itself'],
+      [`${db}-wal`, `the -wal file of the store ${db}`],
+      [`${db}-shm`, `the -shm file of the store ${db}`],
+      [`${db}.lock`, `the .lock file of the store ${db}`],
+      [queue, `the forwarding queue (forward.queue.path) ${queue}`],
+      [`${queue}-wal`, `the -wal file of the forwarding queue (forward.queue.path) ${queue}`],
+    ];
+    const outs = [];
+    for (const [to] of refusals) outs.push(await hookwatchBackup(['--to', to, '--force'], env));
+    expect(outs).toEqual(refusals.map(([to, what]) => ({ status: 1, stdout: '', stderr: `hookwatch: the target ${to} is ${what}, which hookwatch serve uses: give another path\n` })));
+    // The store still reads whole: a backup beside it is taken and checked.
+    const copy = join(dir, 'copy.db');
+    const out = await hookwatchBackup(['--to', copy], env);
+    expect(out.stderr).toBe('');
+    expect(out.status).toBe(0);
   }, 60_000);
 
   it('stops on SIGINT or SIGTERM, removes its temporary file and ends killed by the same signal', async () => {

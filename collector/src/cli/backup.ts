@@ -24,7 +24,8 @@ export async function runBackup(parsed: ParsedArgs, io: ToolIO): Promise<number>
   if (to === undefined || to === '') throw new UsageError('backup needs --to <file>: where the copy goes');
   const config = toConfig(loadConfig({ flags: settingFlags, env: io.env }));
   if (isPostgresUrl(config.db)) throw new Error('db is a PostgreSQL URL: hookwatch backup copies a SQLite store; back PostgreSQL up with pg_dump and restore it with pg_restore, as docs/postgres.md says under "Backup and restore"');
-  const db = config.db === ':memory:' || config.db === '' ? config.db : resolve(io.cwd, config.db);
+  const onDisk = (path: string): string => (path === ':memory:' || path === '' ? path : resolve(io.cwd, path));
+  const db = onDisk(config.db);
   // Ctrl-C or SIGTERM (a stopped pod) stops the copy and removes its temporary file instead of leaving it behind;
   // a second one exits at once (the next backup beside the target removes what it left).
   const controller = new AbortController();
@@ -36,7 +37,7 @@ export async function runBackup(parsed: ParsedArgs, io: ToolIO): Promise<number>
   process.on('SIGTERM', onSignal);
   let result;
   try {
-    result = await backupSqlite({ db, to: resolve(io.cwd, to), force: parsed.booleans.has('force'), signal: controller.signal });
+    result = await backupSqlite({ db, to: resolve(io.cwd, to), force: parsed.booleans.has('force'), forwardQueue: onDisk(config.forward.queue.path), signal: controller.signal });
   } catch (err) {
     if (!(err instanceof BackupAbortedError)) throw err;
     io.stderr(`hookwatch: ${printable(err.message)}\n`);

@@ -156,10 +156,10 @@ export function backupHelp(): string {
     'The store is found as serve finds it: give the same config file, environment or --db. To restore, stop hookwatch, put the copy in place of the database file, remove its -wal and -shm files, and start it (docs/deploy.md). A PostgreSQL store is backed up with pg_dump and restored with pg_restore (docs/postgres.md, "Backup and restore").',
   ], [
     ...flagBlock('--to <file>', 'where the copy goes (required)', []),
-    ...flagBlock('--force', 'replace <file> if it exists', []),
+    ...flagBlock('--force', 'replace <file> if it exists (never a file serve uses: the store, the forwarding queue, their -wal, -shm, -journal or .lock)', []),
     ...flagBlock('--db <path>', 'the SQLite database to copy', [`[default: ${defaultText(SETTINGS.find((s) => s.key === 'db') as Setting)}]`, '[env: HOOKWATCH_DB]']),
     ...CONFIG_FLAG, ...HELP_FLAG,
-  ], 'It takes every flag "hookwatch serve" takes (hookwatch serve --help lists them); only the database\'s matters.');
+  ], 'It takes every flag "hookwatch serve" takes (hookwatch serve --help lists them); only the database\'s and forward.queue.path (whose files the copy never replaces) matter.');
 }
 
 /** `hookwatch help <command>` for serve, config, backup, help, version; check and scan print their own. */

@@ -23,6 +23,7 @@ import { basename, dirname, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { backup, DatabaseSync } from 'node:sqlite';
 import { describeSqliteError, sqliteFault } from './database.ts';
+import { sqliteFiles } from '../settings.ts';
 import { startWorker } from '../../worker-thread.ts';
 
 /** A backup that could not be taken; the message says why and what to do. */
@@ -40,8 +41,10 @@ export interface BackupOptions {
   db: string;
   /** Where the copy goes. */
   to: string;
-  /** Replace an existing file at `to`. */
+  /** Replace an existing file at `to` (never one the service uses: the store's, or the forwarding queue's). */
   force?: boolean;
+  /** The forwarding queue's file (config `forward.queue.path`), whose files the copy may not replace either. */
+  forwardQueue?: string;
   /** Pages copied per step (default 128: 512 KiB of 4 KiB pages); the progress callback runs after each. */
   pagesPerStep?: number;
   /** Called after each step with the pages left and in all. */
@@ -234,11 +237,33 @@ function openSource(db: string): { source: DatabaseSync; schemaVersion: number }
 }
 
 /**
- * The checks on the target that need nothing copied: not the store itself, not an existing file unless `force`,
- * and no -wal or -shm file beside it (SQLite would apply such a file to the new copy when it opens).
+ * What `to` is among the files hookwatch serve uses, once links are followed: the store, a file SQLite or the
+ * process lock keeps beside it (-wal, -shm, -journal, .lock), or the same of the forwarding queue; undefined when
+ * none. Replacing one of them under a running service (with --force) would wreck it: a WAL replaced by a database
+ * copy reads as a corrupt store to every new connection, and its committed frames are lost at the next crash.
  */
-function checkTarget(db: string, to: string, force: boolean): void {
-  if (resolve(to) === resolve(db)) throw new BackupError(`the target ${to} is the database itself: give another path`);
+function serviceFile(to: string, db: string, queue: string | undefined): string | undefined {
+  const target = sqliteFiles(to)[0]?.file;
+  const owners = [{ path: db, itself: 'the database itself', name: `the store ${db}` }];
+  if (queue !== undefined && queue !== '' && queue !== ':memory:') {
+    const name = `the forwarding queue (forward.queue.path) ${queue}`;
+    owners.push({ path: queue, itself: name, name });
+  }
+  for (const owner of owners) {
+    const hit = sqliteFiles(owner.path).find((f) => f.file === target);
+    if (hit) return hit.beside === '' ? owner.itself : `the ${hit.beside} file of ${owner.name}`;
+  }
+  return undefined;
+}
+
+/**
+ * The checks on the target that need nothing copied: no file the service uses (whatever `force` says), not an
+ * existing file unless `force`, and no -wal or -shm file beside it (SQLite would apply such a file to the new
+ * copy when it opens).
+ */
+function checkTarget(db: string, to: string, force: boolean, queue: string | undefined): void {
+  const used = serviceFile(to, db, queue);
+  if (used !== undefined) throw new BackupError(`the target ${to} is ${used}, which hookwatch serve uses: give another path`);
   for (const suffix of ['-wal', '-shm']) {
     if (existsSync(to + suffix)) throw new BackupError(`${to + suffix} exists: a process has ${to} open, or did not close it; stop it, or remove the file if nothing uses it`);
   }
@@ -257,7 +282,7 @@ function checkTarget(db: string, to: string, force: boolean): void {
 export async function backupSqlite(opts: BackupOptions): Promise<BackupResult> {
   const started = performance.now();
   const force = opts.force ?? false;
-  checkTarget(opts.db, opts.to, force);
+  checkTarget(opts.db, opts.to, force, opts.forwardQueue);
   const { source, schemaVersion } = openSource(opts.db);
   const target = resolve(opts.to);
   const temp = join(dirname(target), `.${basename(target)}.${process.pid}.partial`);
