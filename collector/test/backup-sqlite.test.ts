@@ -10,12 +10,13 @@
  */
 import { spawnSync } from 'node:child_process';
 import { once } from 'node:events';
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, symlinkSync, watch, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, statSync, symlinkSync, watch, writeFileSync, writeSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { KIND_CODES } from '../src/store/sql.ts';
 import { openSqlite } from '../src/store/sqlite/database.ts';
 import { MIGRATIONS, SqliteStore } from '../src/store/sqlite/index.ts';
 import { startTestService, tempDir, type TestService } from './helpers.ts';
@@ -89,6 +90,8 @@ describe('hookwatch backup on SQLite', () => {
     expect(live.failures).toBe(0);
     // Nothing but the copy beside it: the temporary file was renamed.
     expect(readdirSync(join(tmp.dir, 'copies'))).toEqual(['hookwatch-backup.db']);
+    // Private, as the store is: it holds session and user ids and the store's hash key.
+    expect(statSync(copy).mode & 0o777).toBe(0o600);
 
     const db = new DatabaseSync(copy, { readOnly: true });
     try {
@@ -99,6 +102,13 @@ describe('hookwatch backup on SQLite', () => {
       expect(n).toBeLessThanOrEqual(ackedAfter + 20);
       const prefix = db.prepare('SELECT COUNT(*) AS n FROM events WHERE time_ms >= ? AND time_ms < ?').get(now - 40 * 60_000, now - 40 * 60_000 + ackedBefore) as { n: number };
       expect(prefix.n).toBe(ackedBefore);
+      // One commit's snapshot: every rollup holds exactly the raw events' executions, starts and durations per hook.
+      const { complete, start } = KIND_CODES;
+      const raw = db.prepare(`SELECT h.hook_id AS hook, SUM(e.kind = ${complete}) AS executions, SUM(e.kind = ${start}) AS starts, SUM(CASE WHEN e.kind = ${complete} THEN e.duration_ms ELSE 0 END) AS duration FROM events e JOIN hooks h ON h.ref = e.hook GROUP BY h.hook_id ORDER BY h.hook_id`).all();
+      expect(raw.length).toBeGreaterThan(1);
+      for (const rollup of ['rollup_1m', 'rollup_1h', 'rollup_1d']) {
+        expect(db.prepare(`SELECT hook_id AS hook, SUM(executions) AS executions, SUM(starts) AS starts, SUM(duration_sum) AS duration FROM ${rollup} GROUP BY hook_id ORDER BY hook_id`).all(), rollup).toEqual(raw);
+      }
     } finally {
       db.close();
     }
@@ -156,13 +166,14 @@ describe('hookwatch backup on SQLite', () => {
     expect(usage.stderr).toContain('backup needs --to <file>');
 
     const existing = join(dir, 'existing.db');
-    writeFileSync(existing, 'an older backup');
+    writeFileSync(existing, 'an older backup', { mode: 0o644 });
     const refused = await hookwatchBackup(['--to', existing], env);
     expect(refused.status).toBe(1);
     expect(refused.stderr).toBe(`hookwatch: ${existing} exists: give another path, or --force to replace it\n`);
     expect(readFileSync(existing, 'utf8')).toBe('an older backup');
     const replaced = await hookwatchBackup(['--to', existing, '--force'], env);
     expect(replaced.status).toBe(0);
+    expect(statSync(existing).mode & 0o777).toBe(0o600);
     const copy = new DatabaseSync(existing, { readOnly: true });
     try {
       expect(copy.prepare('SELECT COUNT(*) AS n FROM padding').get()).toEqual({ n: 300 });
