@@ -181,6 +181,15 @@ describe('hookwatch backup on SQLite', () => {
       copy.close();
     }
 
+    // A folder (as cp takes one): refused, as sqlite3's .backup refuses it, naming a file to give instead.
+    const folder = join(dir, 'backups');
+    mkdirSync(folder);
+    for (const to of [folder, `${folder}/`]) {
+      const intoFolder = await hookwatchBackup(['--to', to], env);
+      expect(intoFolder, to).toEqual({ status: 1, stdout: '', stderr: `hookwatch: cannot write ${folder}: it is a folder: give the path of the file to write, such as ${join(folder, 'hookwatch-backup.db')}\n` });
+    }
+    expect(readdirSync(folder)).toEqual([]);
+
     const noFolder = await hookwatchBackup(['--to', join(dir, 'absent', 'copy.db')], env);
     expect(noFolder.status).toBe(1);
     expect(noFolder.stderr).toBe(`hookwatch: cannot write beside ${join(dir, 'absent', 'copy.db')}: its folder does not exist\n`);

@@ -274,6 +274,8 @@ function checkTarget(db: string, to: string, force: boolean, queue: string | und
     if (errnoCode(err) === 'ENOENT') return;
     throw new BackupError(`cannot write ${to}: ${fileProblem(err)}`);
   }
+  // A folder is not taken as cp takes it (the copy inside it), as sqlite3's .backup does not: the file is named.
+  if (target.isDirectory()) throw new BackupError(`cannot write ${to}: it is a folder: give the path of the file to write, such as ${join(to, 'hookwatch-backup.db')}`);
   if (!target.isFile()) throw new BackupError(`cannot write ${to}: it is not a file`);
   if (!force) throw new BackupError(`${to} exists: give another path, or --force to replace it`);
 }
