@@ -3,16 +3,18 @@
  * real OpenTelemetry exporter while `hookwatch backup --to <file>` runs in another process. The copy holds every
  * event acknowledged before the backup started, passes `PRAGMA integrity_check`, and a hookwatch started on it
  * serves the hooks, alerts and silences the original served, and notifies on-call again only of what the copy holds
- * undelivered, then the resolutions. Then the ways a backup fails: no database, a target
- * that exists, a folder that cannot be written, a full disk, a check of the copy that cannot run (each cause said
- * once); and a backup stopped by Ctrl-C or SIGTERM, or killed (the next backup removes what it left); and a damaged
+ * undelivered, then the resolutions. Then the ways a backup fails: no database, a target that exists or is a
+ * folder, a folder that cannot be written, a full disk (a file size limit, and a real small tmpfs), a read-only
+ * file system, a file the service uses (never replaced, even with --force), a check of the copy that cannot run
+ * (each cause said once); and a backup stopped by Ctrl-C or SIGTERM, or killed (the next backup removes what it left); and a damaged
  * store, whose copy fails PRAGMA quick_check.
  */
-import { spawnSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, statSync, symlinkSync, watch, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, watch, writeFileSync, writeSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
@@ -21,6 +23,7 @@ import { openSqlite } from '../src/store/sqlite/database.ts';
 import { MIGRATIONS, SqliteStore } from '../src/store/sqlite/index.ts';
 import { startTestService, tempDir, type TestService } from './helpers.ts';
 import { ALERTING, hookwatchBackup, notificationsAcrossRestore, run, seedHistory, startBackup, Stream, views } from './support/backup.ts';
+import { requireTool } from './required-tool.ts';
 import { emitExecutions } from './support/service.ts';
 
 let services: TestService[] = [];
@@ -33,6 +36,18 @@ afterEach(async () => {
   for (const f of after) await f();
   after = [];
 });
+
+/** Mounts a tmpfs of `size` on a fresh folder; undefined when this machine does not allow it (not root). */
+function mountTmpfs(size: string): string | undefined {
+  const dir = mkdtempSync(join(tmpdir(), 'hookwatch-backup-mount-'));
+  try {
+    execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${size}`, 'tmpfs', dir], { stdio: 'ignore' });
+    return dir;
+  } catch {
+    rmSync(dir, { recursive: true, force: true });
+    return undefined;
+  }
+}
 
 /**
  * A folder of its own holding an empty store with a `padding` table of `padRows` rows of 4,000 random bytes
@@ -201,6 +216,30 @@ describe('hookwatch backup on SQLite', () => {
     expect(diskFull.status).toBe(1);
     expect(diskFull.stderr).toMatch(/^hookwatch: backup of .*hookwatch\.db to .*copy\.db failed: (the disk is full|I\/O error on the database file): /);
     expect(readdirSync(full)).toEqual([]);
+  }, 60_000);
+
+  it('on a small file system of its own: a full disk, then the same mounted read-only, each said, nothing left', async (ctx) => {
+    const { path } = await scratchStore('tmpfs', 600);
+    const mount = mountTmpfs('1m');
+    // CI runs as root, where a tmpfs mounts: a failed mount there is a broken check, not a reason to skip it.
+    if (mount === undefined) {
+      requireTool(false, 'mounting a 1 MiB tmpfs (root)', 'run the tests as root, as .ci/run does');
+      return ctx.skip('no tmpfs can be mounted here (not root)');
+    }
+    after.push(async () => {
+      await run('umount', [mount]);
+      rmSync(mount, { recursive: true, force: true });
+    });
+    const to = join(mount, 'copy.db');
+    // The store is about 2.4 MiB: SQLite's writes fail with ENOSPC part way.
+    const full = await hookwatchBackup(['--to', to], { HOOKWATCH_DB: path });
+    expect(full).toEqual({ status: 1, stdout: '', stderr: `hookwatch: backup of ${path} to ${to} failed: the disk is full: database or disk is full\n` });
+    expect(readdirSync(mount)).toEqual([]);
+    // A read-only mount (a Kubernetes pod's root file system): refused before anything is read.
+    await run('mount', ['-o', 'remount,ro', mount]);
+    const readOnly = await hookwatchBackup(['--to', to], { HOOKWATCH_DB: path });
+    expect(readOnly).toEqual({ status: 1, stdout: '', stderr: `hookwatch: cannot write beside ${to}: the file system is read-only\n` });
+    expect(readdirSync(mount)).toEqual([]);
   }, 60_000);
 
   it('names a path holding a line break or a bidi control with them written out, in its report and its errors', async () => {
