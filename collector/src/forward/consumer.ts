@@ -81,6 +81,8 @@ export class ForwardingStage implements PassThroughConsumer {
   /** Wraps the hook stage so every logs request is also forwarded. */
   wrapLogs(next: LogsConsumer): LogsConsumer {
     return {
+      // Forwarding sends the body as it came: it reads no record's attributes itself.
+      ...(next.eventNames ? { eventNames: next.eventNames } : {}),
       admit: (raw: RawRequest): void => {
         this.check(raw);
         next.admit?.(raw);

@@ -55,6 +55,9 @@ const KIND_BY_NAME = new Map<string, HookEventKind>([
   ['claude_code.hook_execution_start', 'start'],
 ]);
 
+/** The names a hook event goes by (attribute event.name, LogRecord event_name or the body string). */
+export const HOOK_EVENT_NAMES: readonly string[] = [...KIND_BY_NAME.keys()];
+
 /** Recognises a hook event by attribute event.name, by LogRecord event_name, or by the body string. */
 export function hookEventKind(rec: LogRecord): HookEventKind | undefined {
   const byAttr = rec.attributes.get('event.name');

@@ -44,13 +44,16 @@ export class Reader {
   readonly strings: StringCache | undefined;
   /** What the decoded request holds so far, shared by every Reader of the same body. */
   readonly budget: DecodeBudget;
+  /** The event names of the log records whose attributes are kept (decodeLogsProto's keepAttributesOf); all when undefined. */
+  readonly kept: ReadonlySet<string> | undefined;
 
-  constructor(buf: Buffer, pos: number, end: number, strings?: StringCache, budget: DecodeBudget = unbounded()) {
+  constructor(buf: Buffer, pos: number, end: number, strings?: StringCache, budget: DecodeBudget = unbounded(), kept?: ReadonlySet<string>) {
     this.buf = buf;
     this.pos = pos;
     this.end = end;
     this.strings = strings;
     this.budget = budget;
+    this.kept = kept;
   }
 
   /** A varint used as a tag or a length; values past 2^53 lose precision and then fail the bounds checks. */
@@ -206,7 +209,7 @@ function expectWire(wireType: number, want: number, what: string): void {
 function sub(r: Reader, wireType: number, what: string): Reader {
   expectWire(wireType, 2, what);
   const end = r.lengthEnd();
-  const child = new Reader(r.buf, r.pos, end, r.strings, r.budget);
+  const child = new Reader(r.buf, r.pos, end, r.strings, r.budget, r.kept);
   r.pos = end;
   return child;
 }
@@ -285,28 +288,34 @@ function anyValue(r: Reader, depth: number, into: AnyValue = null): AnyValue {
   return value;
 }
 
+/**
+ * Where the value field of the KeyValue in buf[p, end) begins when the KeyValue has the plain shape, else -1.
+ * Nearly every attribute is a short key with a short string value, encoded as protobuf encoders write it: key
+ * (field 1), then value (field 2) holding only string_value (field 1), each length a single byte. That exact shape
+ * is read straight off the bytes (its key is buf[p + 2, v), its string buf[v + 4, end)) and cannot be malformed.
+ */
+function plainStringValue(buf: Buffer, p: number, end: number): number {
+  if (buf[p] !== 0x0a || p + 1 >= end) return -1;
+  const keyLen = buf[p + 1] as number;
+  const v = p + 2 + keyLen;
+  if (keyLen >= 0x80 || v + 4 > end || buf[v] !== 0x12 || buf[v + 2] !== 0x0a) return -1;
+  const valueLen = buf[v + 1] as number;
+  const strLen = buf[v + 3] as number;
+  return valueLen < 0x80 && strLen < 0x80 && valueLen === strLen + 2 && v + 4 + strLen === end ? v : -1;
+}
+
 /** The KeyValue that `r` is narrowed to (enter), set into `into`. */
 function keyValue(r: Reader, into: Attributes, depth: number): void {
-  // Nearly every attribute is a short key with a short string value, encoded as protobuf encoders write it:
-  // key (field 1), then value (field 2) holding only string_value (field 1), each length a single byte. That
-  // exact shape is read straight off the bytes; anything else takes the general path below. A value past the
-  // nesting limit takes it too, to be refused there as JSON refuses it.
-  const buf = r.buf;
+  // The plain shape (plainStringValue) is read straight off the bytes; anything else takes the general path below.
+  // A value past the nesting limit takes it too, to be refused there as JSON refuses it.
   const p = r.pos;
   const end = r.end;
-  if (buf[p] === 0x0a && p + 1 < end && depth <= MAX_ANYVALUE_DEPTH) {
-    const keyLen = buf[p + 1] as number;
-    const v = p + 2 + keyLen;
-    if (keyLen < 0x80 && v + 4 <= end && buf[v] === 0x12 && buf[v + 2] === 0x0a) {
-      const valueLen = buf[v + 1] as number;
-      const strLen = buf[v + 3] as number;
-      if (valueLen < 0x80 && strLen < 0x80 && valueLen === strLen + 2 && v + 4 + strLen === end) {
-        const key = r.text(p + 2, v);
-        into.set(key, r.text(v + 4, end));
-        r.pos = end;
-        return;
-      }
-    }
+  const v = depth <= MAX_ANYVALUE_DEPTH ? plainStringValue(r.buf, p, end) : -1;
+  if (v !== -1) {
+    const key = r.text(p + 2, v);
+    into.set(key, r.text(v + 4, end));
+    r.pos = end;
+    return;
   }
   let key = '';
   let value: AnyValue = null;
@@ -334,12 +343,125 @@ function attributesInto(r: Reader, wt: number, into: Attributes, what: string): 
   leave(r, outer);
 }
 
+/** Where attributes read and checked but not kept go; emptied after each. */
+const UNKEPT: Attributes = new Map();
+
+/**
+ * An attribute of a record whose attributes are not kept: read and checked as attributesInto reads it (the same
+ * charge, the same refusals), its value left out. A plain one (plainStringValue) is passed over without decoding
+ * its strings.
+ */
+function attributeChecked(r: Reader, wt: number, what: string): void {
+  r.budget.charge(DECODED_BYTES.value);
+  const outer = enter(r, wt, what);
+  if (plainStringValue(r.buf, r.pos, r.end) !== -1) r.pos = r.end;
+  else {
+    keyValue(r, UNKEPT, 0);
+    UNKEPT.clear();
+  }
+  leave(r, outer);
+}
+
+/** The bytes of the attribute key event.name. */
+const EVENT_NAME_KEY = Buffer.from('event.name');
+
+/** Whether buf[start, end) are the bytes of `text`. */
+function sameBytes(buf: Buffer, start: number, end: number, text: Buffer): boolean {
+  if (end - start !== text.length) return false;
+  for (let i = 0; i < text.length; i++) if (buf[start + i] !== text[i]) return false;
+  return true;
+}
+
+/**
+ * Whether any string_value of the AnyValue in [r.pos, end) is one of `names` (an array or kvlist inside it is no
+ * string, so is not looked into). Leaves r.pos at end.
+ */
+function anyStringNamed(r: Reader, end: number, names: ReadonlySet<string>): boolean {
+  let named = false;
+  while (r.pos < end) {
+    const tag = r.tag();
+    if (tag === 0x0a) {
+      const to = r.lengthEnd();
+      if (to > end) throw new DecodeError('truncated protobuf');
+      named ||= names.has(r.text(r.pos, to));
+      r.pos = to;
+    } else r.skip(tag & 7);
+  }
+  return named;
+}
+
+/**
+ * Whether the log record `r` is on may be named one of `names`: by any string of an event.name attribute, its
+ * event_name, or any string of its body (a superset of what any reader of the record matches: the last event.name,
+ * else event_name, else the body). Read without building anything; a record this cannot read through (malformed,
+ * to be refused by the decode proper) counts as named. Leaves `r` where it was.
+ */
+function mayBeNamed(r: Reader, names: ReadonlySet<string>): boolean {
+  const start = r.pos;
+  const end = r.end;
+  try {
+    while (r.pos < end) {
+      const tag = r.tag();
+      const field = tag >>> 3;
+      if ((tag & 7) !== 2 || (field !== 5 && field !== 6 && field !== 12)) {
+        r.skip(tag & 7);
+        continue;
+      }
+      const fieldEnd = r.lengthEnd();
+      if (field === 12) {
+        if (names.has(r.text(r.pos, fieldEnd))) return true;
+      } else if (field === 5) {
+        if (anyStringNamed(r, fieldEnd, names)) return true;
+      } else {
+        const v = plainStringValue(r.buf, r.pos, fieldEnd);
+        if (v !== -1) {
+          if (sameBytes(r.buf, r.pos + 2, v, EVENT_NAME_KEY) && names.has(r.text(v + 4, fieldEnd))) return true;
+        } else if (keyValueNamed(r, fieldEnd, names)) return true;
+      }
+      r.pos = fieldEnd;
+    }
+    return false;
+  } catch (err) {
+    if (err instanceof DecodeError) return true;
+    throw err;
+  } finally {
+    r.pos = start;
+  }
+}
+
+/** For mayBeNamed: whether the KeyValue in [r.pos, end), when any of its keys is event.name, has a string value named. */
+function keyValueNamed(r: Reader, end: number, names: ReadonlySet<string>): boolean {
+  const from = r.pos;
+  let isEventName = false;
+  while (r.pos < end) {
+    const tag = r.tag();
+    if (tag === 0x0a) {
+      const to = r.lengthEnd();
+      if (to > end) throw new DecodeError('truncated protobuf');
+      isEventName ||= sameBytes(r.buf, r.pos, to, EVENT_NAME_KEY);
+      r.pos = to;
+    } else r.skip(tag & 7);
+  }
+  if (!isEventName) return false;
+  r.pos = from;
+  let named = false;
+  while (r.pos < end) {
+    const tag = r.tag();
+    if (tag === 0x12) {
+      const to = r.lengthEnd();
+      if (to > end) throw new DecodeError('truncated protobuf');
+      named ||= anyStringNamed(r, to, names);
+    } else r.skip(tag & 7);
+  }
+  return named;
+}
+
 /**
  * Reads the fields of the log record `r` is on into `rec`, to the record's end (false) or, when a slice is done
  * after one of its attributes, to there (true: called again, it goes on where it stopped). A record may hold a
- * million attributes.
+ * million attributes. Unless `keep`, its attributes are read and checked but left out of `rec`.
  */
-function logRecordInto(r: Reader, rec: LogRecord): boolean {
+function logRecordInto(r: Reader, rec: LogRecord, keep: boolean): boolean {
   while (r.pos < r.end) {
     const tag = r.tag();
     const field = tag >>> 3;
@@ -349,7 +471,8 @@ function logRecordInto(r: Reader, rec: LogRecord): boolean {
       case 11: expectWire(wt, 1, 'LogRecord.observed_time_unix_nano'); rec.observedTimeUnixNano = r.fixed64(); break;
       case 5: rec.body = anyValue(sub(r, wt, 'LogRecord.body'), 0, rec.body ?? null); break;
       case 6:
-        attributesInto(r, wt, rec.attributes, 'LogRecord.attributes');
+        if (keep) attributesInto(r, wt, rec.attributes, 'LogRecord.attributes');
+        else attributeChecked(r, wt, 'LogRecord.attributes');
         if (r.budget.pauseDue()) return true;
         break;
       case 12: expectWire(wt, 2, 'LogRecord.event_name'); rec.eventName = r.string(); break;
@@ -359,10 +482,11 @@ function logRecordInto(r: Reader, rec: LogRecord): boolean {
   return false;
 }
 
-/** A log record read in part: its reader, where it stopped, and what it holds so far. */
+/** A log record read in part: its reader, where it stopped, what it holds so far, and whether its attributes are kept. */
 interface OpenRecord {
   reader: Reader;
   rec: LogRecord;
+  keep: boolean;
 }
 
 /**
@@ -390,7 +514,8 @@ function scopeLogsInto(r: Reader, out: ScopeLogs): OpenRecord | Reader | undefin
       const rec: LogRecord = { timeUnixNano: 0n, observedTimeUnixNano: 0n, eventName: '', body: undefined, attributes: new Map() };
       out.logRecords.push(rec);
       const reader = sub(r, wt, 'ScopeLogs.log_records');
-      if (logRecordInto(reader, rec)) return { reader, rec };
+      const keep = r.kept === undefined || mayBeNamed(reader, r.kept);
+      if (logRecordInto(reader, rec, keep)) return { reader, rec, keep };
       if (r.budget.pauseDue()) return r;
     } else {
       r.skip(wt);
@@ -405,7 +530,7 @@ function* scopeLogs(r: Reader): Generator<void, ScopeLogs, void> {
   for (let open = scopeLogsInto(r, out); open !== undefined; open = scopeLogsInto(r, out)) {
     yield;
     if (open instanceof Reader) continue;
-    while (logRecordInto(open.reader, open.rec)) yield;
+    while (logRecordInto(open.reader, open.rec, open.keep)) yield;
     if (r.budget.pauseDue()) yield;
   }
   return out;
@@ -436,16 +561,18 @@ function* resourceLogs(r: Reader): Generator<void, ResourceLogs, void> {
 
 /**
  * Decodes an ExportLogsServiceRequest. Throws DecodeError naming the problem on malformed input, and
- * DecodeLimitError when what it decodes to would hold more memory than `budget` allows.
+ * DecodeLimitError when what it decodes to would hold more memory than `budget` allows. With `keepAttributesOf`,
+ * only the log records that may be named one of those event names (LogsConsumer.eventNames) keep their
+ * attributes; every record is still read, checked and charged to `budget` whole, and refused alike.
  */
-export function decodeLogsProto(body: Uint8Array, budget: DecodeBudget = unbounded()): LogsRequest {
-  return runToEnd(decodeLogsProtoSteps(body, budget));
+export function decodeLogsProto(body: Uint8Array, budget: DecodeBudget = unbounded(), keepAttributesOf?: ReadonlySet<string>): LogsRequest {
+  return runToEnd(decodeLogsProtoSteps(body, budget, keepAttributesOf));
 }
 
 /** decodeLogsProto in slices: a step ends after the log record that completes a slice (DecodeBudget.pauseDue). */
-export function* decodeLogsProtoSteps(body: Uint8Array, budget: DecodeBudget = unbounded()): Generator<void, LogsRequest, void> {
+export function* decodeLogsProtoSteps(body: Uint8Array, budget: DecodeBudget = unbounded(), keepAttributesOf?: ReadonlySet<string>): Generator<void, LogsRequest, void> {
   const buf = Buffer.isBuffer(body) ? body : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
-  const r = new Reader(buf, 0, buf.length, new StringCache(buf), budget);
+  const r = new Reader(buf, 0, buf.length, new StringCache(buf), budget, keepAttributesOf);
   const req: LogsRequest = { resourceLogs: [] };
   while (r.pos < r.end) {
     const tag = r.tag();

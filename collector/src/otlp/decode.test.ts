@@ -10,7 +10,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { decodeLogsJson } from './decode-json.ts';
 import { decodeLogsProto } from './decode-proto.ts';
-import { DECODED_BYTES, DecodeBudget, DecodeError, DecodeLimitError, type AnyValue, type LogsRequest } from './model.ts';
+import { DECODED_BYTES, DecodeBudget, DecodeError, DecodeLimitError, unbounded, type AnyValue, type LogRecord, type LogsRequest } from './model.ts';
 import { protoType } from '../../test/support/otlp-proto.ts';
 import { lengthDelimited } from './proto-write.ts';
 
@@ -241,6 +241,97 @@ describe('decodeLogsProto', () => {
         }
       }
     }), { numRuns: 300 });
+  });
+});
+
+describe('decodeLogsProto keeping the attributes of named records only', () => {
+  const KEPT: ReadonlySet<string> = new Set(['keep', 'also']);
+  const name = fc.constantFrom('keep', 'also', 'drop', 'keepx', '');
+  /** event.name as a string, another kind of value, or sent twice. */
+  const eventNameAttrs = fc.oneof(
+    fc.constant([]),
+    name.map((n) => [{ key: 'event.name', value: { string_value: n } }]),
+    fc.constant([{ key: 'event.name', value: { int_value: '7' } }]),
+    fc.tuple(name, name).map(([a, b]) => [{ key: 'event.name', value: { string_value: a } }, { key: 'x', value: { bool_value: true } }, { key: 'event.name', value: { string_value: b } }]),
+    fc.tuple(name, name).map(([a, b]) => [{ key: 'event.name', value: { string_value: a } }, { key: 'event.name', value: { kvlist_value: { values: [{ key: 'k', value: { string_value: b } }] } } }]),
+  );
+  const namedRecord = fc.record({
+    attrs: attributes,
+    eventNameAttrs,
+    at: fc.nat(),
+    eventName: name,
+    body: fc.option(fc.oneof(name.map((n) => ({ string_value: n })), anyValue.map((v) => v.pb)), { nil: undefined }),
+  }).map((r) => {
+    const attrs = [...r.attrs.pb];
+    attrs.splice(r.at % (attrs.length + 1), 0, ...r.eventNameAttrs);
+    return { event_name: r.eventName, attributes: attrs, ...(r.body ? { body: r.body } : {}) };
+  });
+  const namedRequest = fc.array(fc.record({ resource: attributes, records: fc.array(namedRecord, { maxLength: 4 }) }), { minLength: 1, maxLength: 2 })
+    .map((rls) => ({ resource_logs: rls.map((rl) => ({ resource: { attributes: rl.resource.pb }, scope_logs: [{ log_records: rl.records }] })) }));
+
+  type SentRecord = { event_name: string; body?: { string_value?: string }; attributes: { key: string; value: { string_value?: string } }[] };
+  /** Whether a sent record has one of the names as any event.name string, its event_name or its body string. */
+  function mayBeNamed(r: SentRecord): boolean {
+    const has = (s: string | undefined): boolean => s !== undefined && KEPT.has(s);
+    return r.attributes.some((a) => a.key === 'event.name' && has(a.value.string_value)) || has(r.event_name) || has(r.body?.string_value);
+  }
+
+  /** What the hook stage matches a record by: its event.name, else its event_name, else its body (and each alone). */
+  function named(rec: LogRecord): boolean {
+    const byAttr = rec.attributes.get('event.name');
+    return (typeof byAttr === 'string' && KEPT.has(byAttr)) || KEPT.has(rec.eventName) || (typeof rec.body === 'string' && KEPT.has(rec.body));
+  }
+
+  it('a named record decodes as without the names, any other without its attributes; all else alike', () => {
+    fc.assert(fc.property(namedRequest, (pb) => {
+      const body = encode(pb);
+      const whole = decodeLogsProto(body);
+      const some = decodeLogsProto(body, unbounded(), KEPT);
+      expect(plain(some.resourceLogs.map((rl) => rl.resource))).toEqual(plain(whole.resourceLogs.map((rl) => rl.resource)));
+      const records = (req: LogsRequest): LogRecord[] => req.resourceLogs.flatMap((rl) => rl.scopeLogs.flatMap((sl) => sl.logRecords));
+      const [all, kept] = [records(whole), records(some)];
+      const sent = pb.resource_logs.flatMap((rl) => rl.scope_logs.flatMap((sl) => sl.log_records));
+      expect(kept).toHaveLength(all.length);
+      all.forEach((rec, i) => {
+        const got = kept[i] as LogRecord;
+        expect(plain({ ...got, attributes: undefined })).toEqual(plain({ ...rec, attributes: undefined }));
+        // Every record a reader could match keeps its attributes; one with no string of those names where a
+        // reader looks keeps none.
+        if (named(rec)) expect(plain(got.attributes)).toEqual(plain(rec.attributes));
+        expect(plain(got.attributes)).toEqual(mayBeNamed(sent[i] as SentRecord) ? plain(rec.attributes) : []);
+      });
+    }), { numRuns: 300 });
+  });
+
+  it('a Claude Code batch keeps the attributes of its hook records and drops the others', () => {
+    const records = (e: string) => ({ event_name: '', body: { string_value: `claude_code.${e}` }, attributes: [
+      { key: 'session.id', value: { string_value: 's' } }, { key: 'event.name', value: { string_value: e } }, { key: 'event.sequence', value: { int_value: '3' } },
+    ] });
+    const body = encode({ resource_logs: [{ scope_logs: [{ log_records: ['user_prompt', 'hook_execution_start', 'api_request'].map(records) }] }] });
+    const got = decodeLogsProto(body, unbounded(), new Set(['hook_execution_start'])).resourceLogs[0]?.scopeLogs[0]?.logRecords ?? [];
+    expect(got.map((r) => [...r.attributes])).toEqual([[], [['session.id', 's'], ['event.name', 'hook_execution_start'], ['event.sequence', 3]], []]);
+  });
+
+  it('refuses the same malformed input with the same error, and charges the same budget, whatever it keeps', () => {
+    const outcome = (b: Buffer, kept?: ReadonlySet<string>, max = Infinity): string => {
+      const budget = new DecodeBudget(max);
+      try {
+        decodeLogsProto(b, budget, kept);
+        return `ok ${budget.bytes}`;
+      } catch (err) {
+        return `${(err as Error).name}: ${(err as Error).message} at ${budget.bytes}`;
+      }
+    };
+    fc.assert(fc.property(namedRequest, fc.nat(), fc.integer({ min: 0, max: 255 }), fc.nat({ max: 4000 }), (pb, at, byte, max) => {
+      const body = encode(pb);
+      if (body.length === 0) return;
+      const flipped = Buffer.from(body);
+      flipped[at % body.length] = byte;
+      for (const b of [body, body.subarray(0, at % body.length), flipped]) {
+        expect(outcome(b, KEPT)).toBe(outcome(b));
+        expect(outcome(b, KEPT, max)).toBe(outcome(b, undefined, max));
+      }
+    }), { numRuns: 500 });
   });
 });
 

@@ -36,6 +36,12 @@ export interface LogsConsumer {
    * its receiver may hold it until the stage takes it.
    */
   admitUnread?(): void;
+  /**
+   * The event names (attribute event.name, LogRecord.event_name or a string body) of the log records whose
+   * attributes the stage reads: the receivers may decode the other records without their attributes (every record
+   * still checked and counted). Undefined: the stage reads every record's attributes.
+   */
+  readonly eventNames?: ReadonlySet<string>;
   consumeLogs(req: LogsRequest, raw: RawRequest): Promise<ConsumeResult>;
 }
 

@@ -2,10 +2,11 @@
  * The hook stage: extracts hook events from decoded logs, commits them to the store (the OTLP 200 waits for
  * the commit), then tells listeners (alerting) about the newly stored events and guard trims.
  */
-import { extractHookEventsSteps } from '../hooks/extract.ts';
+import { GUARD_TRIM_EVENT } from '../../../shared/src/guard-trims.ts';
+import { HOOK_EVENT_NAMES, extractHookEventsSteps } from '../hooks/extract.ts';
 import type { HookEvent } from '../hooks/model.ts';
 import { runPaced } from '../paced.ts';
-import { findingCollector, findingExtract } from '../hooks/transcript-findings.ts';
+import { FINDING_EVENT_NAME, findingCollector, findingExtract } from '../hooks/transcript-findings.ts';
 import { guardTrimCollector, guardTrimExtract } from '../hooks/guard-trim.ts';
 import type { LogsRequest } from '../otlp/model.ts';
 import type { Store } from '../store/store.ts';
@@ -72,7 +73,14 @@ interface PartsResult {
   expiredBeforeMs?: number;
 }
 
+/**
+ * The records whose attributes the hook stage reads: hook events, guard trims and transcript findings. Any other
+ * record is counted and passed over, so the receivers need not build its attributes (LogsConsumer.eventNames).
+ */
+export const HOOK_STAGE_EVENT_NAMES: ReadonlySet<string> = new Set([...HOOK_EVENT_NAMES, GUARD_TRIM_EVENT, FINDING_EVENT_NAME]);
+
 export class HookIngest implements LogsConsumer {
+  readonly eventNames = HOOK_STAGE_EVENT_NAMES;
   readonly stats: IngestStats = { batches: 0, logRecords: 0, hookEvents: 0, stored: 0, duplicates: 0, rejectedRecords: 0, otherRecords: 0, storeErrors: 0, storeSeconds: 0, transcriptFindings: 0, transcriptFindingDuplicates: 0, folded: 0, clampedFuture: 0, expired: 0 };
   private pending = 0;
   /**

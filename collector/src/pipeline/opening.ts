@@ -11,6 +11,11 @@ import type { LogsConsumer, PassThroughConsumer } from './consumer.ts';
 
 const NOT_OPEN = 'the store is not open yet';
 
+/** `consumer` with the eventNames of the stage it hands requests to, read as each request is decoded. */
+function withEventNames(eventNames: () => ReadonlySet<string> | undefined, consumer: LogsConsumer): LogsConsumer {
+  return Object.defineProperty(consumer, 'eventNames', { get: eventNames, enumerable: true });
+}
+
 export class OpeningIntake {
   private next: { logs: LogsConsumer; passThrough: PassThroughConsumer } | undefined;
 
@@ -22,7 +27,7 @@ export class OpeningIntake {
   }
 
   /** The receivers' logs consumer: refuses until open(), then the real one. */
-  readonly logs: LogsConsumer = {
+  readonly logs: LogsConsumer = withEventNames(() => this.next?.logs.eventNames, {
     admit: (raw) => this.next?.logs.admit?.(raw),
     admitUnread: () => {
       if (!this.next) throw this.refuse();
@@ -32,7 +37,7 @@ export class OpeningIntake {
       if (!this.next) throw this.refuse();
       return this.next.logs.consumeLogs(req, raw);
     },
-  };
+  });
 
   /** The receivers' metrics and traces consumer: refuses until open(), then the real one. */
   readonly passThrough: PassThroughConsumer = {

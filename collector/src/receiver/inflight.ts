@@ -126,11 +126,12 @@ export async function decodeWithin<T>(account: InflightAccount, budget: Inflight
 
 /**
  * A logs body decoded as `encoding`, in slices (decodeWithin's bound applies); an OTLP/JSON body over
- * JSON_THREAD_MIN_BYTES parsed and decoded on `json`'s thread, its model taken in here in slices.
+ * JSON_THREAD_MIN_BYTES parsed and decoded on `json`'s thread, its model taken in here in slices. With
+ * `eventNames` (LogsConsumer.eventNames), a protobuf body's other records are decoded without their attributes.
  */
 export function decodeLogs(encoding: Encoding, body: Buffer, bound: DecodeBudget): Steps<LogsRequest>;
-export function decodeLogs(encoding: Encoding, body: Buffer, bound: DecodeBudget, json: JsonThread): PacedSteps<LogsRequest>;
-export function decodeLogs(encoding: Encoding, body: Buffer, bound: DecodeBudget, json?: JsonThread): PacedSteps<LogsRequest> {
-  if (encoding === 'protobuf') return decodeLogsProtoSteps(body, bound);
+export function decodeLogs(encoding: Encoding, body: Buffer, bound: DecodeBudget, json: JsonThread | undefined, eventNames?: ReadonlySet<string>): PacedSteps<LogsRequest>;
+export function decodeLogs(encoding: Encoding, body: Buffer, bound: DecodeBudget, json?: JsonThread, eventNames?: ReadonlySet<string>): PacedSteps<LogsRequest> {
+  if (encoding === 'protobuf') return decodeLogsProtoSteps(body, bound, eventNames);
   return json && body.length > JSON_THREAD_MIN_BYTES ? json.decodeLogsSteps(body, bound) : decodeLogsJsonSteps(body.toString('utf8'), bound);
 }

@@ -766,7 +766,7 @@ export class OtlpGrpcReceiver {
       const admit = async (): Promise<Consume> => {
         if (signal === 'logs') {
           this.opts.logs.admit?.(raw);
-          const decoded = await decodeWithin(decodedAccount, this.opts.inflight, (bound) => decodeLogs('protobuf', body, bound));
+          const decoded = await decodeWithin(decodedAccount, this.opts.inflight, (bound) => decodeLogs('protobuf', body, bound, undefined, this.opts.logs.eventNames));
           return () => this.opts.logs.consumeLogs(decoded, raw);
         }
         this.opts.passThrough.admit?.(raw);

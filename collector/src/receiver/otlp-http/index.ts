@@ -231,7 +231,7 @@ export class OtlpHttpReceiver {
       let message = '';
       if (signal === 'logs') {
         this.opts.logs.admit?.(rawRequest);
-        const decoded = await decodeWithin(account, this.opts.inflight, (bound) => decodeLogs(encoding, body, bound, this.json));
+        const decoded = await decodeWithin(account, this.opts.inflight, (bound) => decodeLogs(encoding, body, bound, this.json, this.opts.logs.eventNames));
         ({ rejected, message } = await this.opts.logs.consumeLogs(decoded, rawRequest));
       } else {
         this.opts.passThrough.admit?.(rawRequest);
