@@ -80,6 +80,20 @@ export class Reader {
 
   /** An int64 varint (two's complement); a number when it fits 2^53, else a bigint. */
   varint64(): number | bigint {
+    // Up to 7 bytes (less than 2^49, so positive and exact as a number), the usual counts and sequence numbers,
+    // read without BigInt; a longer or truncated one is read again below.
+    const buf = this.buf;
+    let pos = this.pos;
+    let small = 0;
+    let mul = 1;
+    for (const last = Math.min(this.end, pos + 7); pos < last; mul *= 128) {
+      const byte = buf[pos++] as number;
+      small += (byte & 0x7f) * mul;
+      if ((byte & 0x80) === 0) {
+        this.pos = pos;
+        return small;
+      }
+    }
     let result = 0n;
     let shift = 0n;
     for (let i = 0; i < 10; i++) {

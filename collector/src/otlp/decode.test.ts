@@ -226,6 +226,14 @@ describe('decodeLogsProto', () => {
     expect(attrs?.get('big')).toBe(9007199254740993n);
   });
 
+  it('an intValue of every varint length, at both ends of it, keeps its exact value', () => {
+    const values = [0n, -1n, INT64_MIN, INT64_MAX];
+    for (let bits = 7n; bits < 63n; bits += 7n) values.push(2n ** bits - 1n, 2n ** bits, -(2n ** bits));
+    const body = encode({ resource_logs: [{ scope_logs: [{ log_records: values.map((v) => ({ attributes: [{ key: 'n', value: { int_value: v.toString() } }] })) }] }] });
+    const got = decodeLogsProto(body).resourceLogs[0]?.scopeLogs[0]?.logRecords.map((r) => r.attributes.get('n'));
+    expect(got).toEqual(values.map(intModel));
+  });
+
   it('truncated or corrupted input is a DecodeError, never another exception', () => {
     fc.assert(fc.property(request, fc.nat(), fc.integer({ min: 0, max: 255 }), (g, at, byte) => {
       const body = encode(g.pb);
