@@ -318,10 +318,27 @@ function plainStringValue(buf: Buffer, p: number, end: number): number {
   return valueLen < 0x80 && strLen < 0x80 && valueLen === strLen + 2 && v + 4 + strLen === end ? v : -1;
 }
 
+/**
+ * Where the value field of the KeyValue in buf[p, end) begins when the KeyValue is a key and a value holding only a
+ * bool_value or int_value (field 2 or 3, a varint of at most 10 bytes that ends the value), each length a single
+ * byte, else -1: the shape of Claude Code's event.sequence and boolean attributes, read without the general path.
+ */
+function plainVarintValue(buf: Buffer, p: number, end: number): number {
+  if (buf[p] !== 0x0a || p + 1 >= end) return -1;
+  const keyLen = buf[p + 1] as number;
+  const v = p + 2 + keyLen;
+  if (keyLen >= 0x80 || v + 4 > end || buf[v] !== 0x12 || (buf[v + 2] !== 0x10 && buf[v + 2] !== 0x18)) return -1;
+  const valueLen = buf[v + 1] as number;
+  if (valueLen !== end - v - 2 || valueLen > 11) return -1;
+  // The varint: every byte but the last with its continuation bit.
+  for (let i = v + 3; i < end - 1; i++) if (((buf[i] as number) & 0x80) === 0) return -1;
+  return ((buf[end - 1] as number) & 0x80) === 0 ? v : -1;
+}
+
 /** The KeyValue that `r` is narrowed to (enter), set into `into`. */
 function keyValue(r: Reader, into: Attributes, depth: number): void {
-  // The plain shape (plainStringValue) is read straight off the bytes; anything else takes the general path below.
-  // A value past the nesting limit takes it too, to be refused there as JSON refuses it.
+  // The plain shapes (plainStringValue, plainVarintValue) are read straight off the bytes; anything else takes the
+  // general path below. A value past the nesting limit takes it too, to be refused there as JSON refuses it.
   const p = r.pos;
   const end = r.end;
   const v = depth <= MAX_ANYVALUE_DEPTH ? plainStringValue(r.buf, p, end) : -1;
@@ -329,6 +346,13 @@ function keyValue(r: Reader, into: Attributes, depth: number): void {
     const key = r.text(p + 2, v);
     into.set(key, r.text(v + 4, end));
     r.pos = end;
+    return;
+  }
+  const n = depth <= MAX_ANYVALUE_DEPTH ? plainVarintValue(r.buf, p, end) : -1;
+  if (n !== -1) {
+    const key = r.text(p + 2, n);
+    r.pos = n + 3;
+    into.set(key, r.buf[n + 2] === 0x10 ? r.skipVarint() : r.varint64());
     return;
   }
   let key = '';
@@ -362,13 +386,13 @@ const UNKEPT: Attributes = new Map();
 
 /**
  * An attribute of a record whose attributes are not kept: read and checked as attributesInto reads it (the same
- * charge, the same refusals), its value left out. A plain one (plainStringValue) is passed over without decoding
- * its strings.
+ * charge, the same refusals), its value left out. A plain one (plainStringValue, plainVarintValue), which cannot
+ * be malformed, is passed over without decoding anything.
  */
 function attributeChecked(r: Reader, wt: number, what: string): void {
   r.budget.charge(DECODED_BYTES.value);
   const outer = enter(r, wt, what);
-  if (plainStringValue(r.buf, r.pos, r.end) !== -1) r.pos = r.end;
+  if (plainStringValue(r.buf, r.pos, r.end) !== -1 || plainVarintValue(r.buf, r.pos, r.end) !== -1) r.pos = r.end;
   else {
     keyValue(r, UNKEPT, 0);
     UNKEPT.clear();

@@ -320,6 +320,19 @@ describe('decodeLogsProto keeping the attributes of named records only', () => {
     expect(got.map((r) => [...r.attributes])).toEqual([[], [['session.id', 's'], ['event.name', 'hook_execution_start'], ['event.sequence', 3]], []]);
   });
 
+  it('refuses a bool or int attribute whose varint is longer than 10 bytes, in a record kept or not', () => {
+    const field = (tag: number, body: number[]): number[] => [tag, body.length, ...body];
+    const ten = Array.from({ length: 10 }, () => 0x80);
+    for (const member of [0x10, 0x18]) {
+      // Eleven bytes; ten that all go on.
+      for (const varint of [[...ten, 0x01], [...ten.slice(1), 0x81]]) {
+        const kv = [...field(0x0a, [0x6b]), ...field(0x12, [member, ...varint])];
+        const body = Buffer.from(field(0x0a, field(0x12, field(0x12, field(0x32, kv)))));
+        for (const kept of [undefined, KEPT]) expect(() => decodeLogsProto(body, unbounded(), kept)).toThrow('malformed protobuf: varint longer than 10 bytes');
+      }
+    }
+  });
+
   it('refuses the same malformed input with the same error, and charges the same budget, whatever it keeps', () => {
     const outcome = (b: Buffer, kept?: ReadonlySet<string>, max = Infinity): string => {
       const budget = new DecodeBudget(max);
