@@ -6,11 +6,12 @@
  * protobufjs fromObject for JSON). A third figure compares hookwatch's own decoder with protobufjs. Last, where the
  * server's CPU per hook event goes: the same protobuf batches decoded and extracted in this process, then written
  * through the store's own ingest() on a SQLite file configured as `hookwatch serve` configures it, each part's
- * CPU per hook event next to the whole server's from the same run; and the floor under the store's part, the
- * event rows alone, inserted with nothing else. And the longest the event loop is held while one maximum-size
- * request (otlp.maxRequestBytes) is decoded, extracted and committed as the server does it, in slices (paced.ts),
- * next to the same request taken straight through in one piece and one commit, in the same run (an OTLP/JSON one
- * parsed on the receiver's parser thread, against JSON.parse on the event loop); and likewise while one
+ * CPU per hook event next to the whole server's from the same run; the floor under the store's part, the event
+ * rows alone, inserted with nothing else; and the alert evaluations the batches trigger, the protobuf server's
+ * figure less that of the same batches on a server configured with `rules: []`. And the longest the event loop is
+ * held while one maximum-size request (otlp.maxRequestBytes) is decoded, extracted and committed as the server
+ * does it, in slices (paced.ts), next to the same request taken straight through in one piece and one commit, in
+ * the same run (an OTLP/JSON one parsed on the receiver's parser thread, against JSON.parse on the event loop); and likewise while one
  * maximum-size metrics or traces request is checked (the protobuf skim, or the JSON check, the receivers run
  * before forwarding it), in slices or on the parser thread against in one call; and while forwarding's queue file
  * takes such a request, reads it and deletes it, chunk by chunk against one statement each, and while retention
@@ -18,7 +19,7 @@
  * every event opens a session the store has not seen, against events of sessions stored before.
  */
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
@@ -107,6 +108,18 @@ interface VariantFigures {
   results: BenchResult[];
   /** Server CPU µs per stored hook event. */
   serverPerEvent: number;
+  /** Alert evaluations the server ran over the timed batches (hookwatch_alert_evaluations_total). */
+  evaluations: number;
+  /** Wall milliseconds of the timed batches. */
+  wallMs: number;
+}
+
+/** The server's hookwatch_alert_evaluations_total, read from its /metrics. */
+async function alertEvaluations(httpUrl: string): Promise<number> {
+  const text = await (await fetch(`${httpUrl}/metrics`)).text();
+  const line = text.split('\n').find((l) => l.startsWith('hookwatch_alert_evaluations_total '));
+  if (line === undefined) throw new Error('the benchmark server\'s /metrics has no hookwatch_alert_evaluations_total');
+  return Number(line.split(' ')[1]);
 }
 
 /**
@@ -135,25 +148,29 @@ function bodiesOf(v: Variant, batches: number): { contentType: string; bodies: B
   return { contentType: template.contentType, bodies };
 }
 
-async function runVariant(v: Variant, batches: number): Promise<VariantFigures> {
+async function runVariant(v: Variant, batches: number, env: Record<string, string> = {}): Promise<VariantFigures> {
   const { contentType, bodies } = bodiesOf(v, batches);
   const headers: Record<string, string> = { 'content-type': contentType };
   if (v.gzip) headers['content-encoding'] = 'gzip';
 
-  const server = await startServer();
+  const server = await startServer(env);
   const agent = agentFor(CONCURRENCY);
   const url = `${server.otlpHttpUrl}/v1/logs`;
   let failures = 0;
   let wallMs: number;
   let cpu: number;
   let stored: number;
+  let evaluations: number;
   try {
     failures += await postAll(agent, url, bodies.slice(0, WARM_UP), headers, 1);
+    const evaluationsBefore = await alertEvaluations(server.httpUrl);
     const before = await server.stats();
     const t0 = performance.now();
     failures += await postAll(agent, url, bodies.slice(WARM_UP), headers, CONCURRENCY);
     wallMs = performance.now() - t0;
     const after = await server.stats();
+    // Read after the CPU figure: the scrape is not the server's ingest work.
+    evaluations = (await alertEvaluations(server.httpUrl)) - evaluationsBefore;
     cpu = serverCpuMicros(before, after);
     stored = after.stored;
   } finally {
@@ -174,7 +191,26 @@ async function runVariant(v: Variant, batches: number): Promise<VariantFigures> 
     out.push(result(`decode ${v.encoding}: hookwatch decoder CPU per record`, own.cpuMicros / records, 'µs/record', 'protobufjs decode only', base.cpuMicros / records, 'decoder alone, in the benchmark process, same bytes, alternating with the baseline batch by batch'));
   }
   if (failures > 0 || stored !== expectedStored) throw new Error(`ingest ${label(v)}: ${failures} requests failed, ${stored} of ${expectedStored} hook events stored`);
-  return { results: out, serverPerEvent: cpu / (batches * RECORDS * HOOK_EVENT_SHARE) };
+  return { results: out, serverPerEvent: cpu / (batches * RECORDS * HOOK_EVENT_SHARE), evaluations, wallMs };
+}
+
+/**
+ * What the alert evaluations the batches trigger cost the server: the protobuf variant again, on a server whose
+ * config file says `rules: []` (no rule is evaluated on ingest or on the timer), against the server with the default
+ * rules from the same run; the difference per hook event, and the evaluations the default rules ran.
+ */
+async function evaluationShare(batches: number, withRules: VariantFigures): Promise<BenchResult> {
+  const dir = mkdtempSync(join(tmpdir(), 'hookwatch-bench-norules-'));
+  try {
+    const file = join(dir, 'hookwatch.yaml');
+    writeFileSync(file, 'alerting:\n  rules: []\n');
+    const none = await runVariant({ encoding: 'protobuf', gzip: false }, batches, { HOOKWATCH_CONFIG: file });
+    const perSecond = withRules.evaluations / (withRules.wallMs / 1000);
+    return result('ingest protobuf, per hook event: alert evaluation (default rules less `rules: []`)', withRules.serverPerEvent - none.serverPerEvent, 'µs/hook event', 'whole server', withRules.serverPerEvent,
+      `the protobuf variant again on a server configured with \`rules: []\`: ${fmt(none.serverPerEvent)} µs per hook event, against ${fmt(withRules.serverPerEvent)} with the default rules; the default rules ran ${withRules.evaluations} evaluations over its ${batches} timed batches (${fmt(perSecond)} per second, ${fmt(withRules.evaluations / batches)} per batch), \`rules: []\` ${none.evaluations}`);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 type Config = ReturnType<typeof toConfig>;
@@ -507,12 +543,17 @@ export async function run(opts: BenchOptions): Promise<BenchResult[]> {
   const batches = opts.quick ? 12 : 150;
   const out: BenchResult[] = [];
   let protobufPerEvent = Number.NaN;
+  let evaluation: BenchResult | undefined;
   for (const v of VARIANTS) {
     const f = await runVariant(v, batches);
-    if (v.encoding === 'protobuf' && !v.gzip) protobufPerEvent = f.serverPerEvent;
     out.push(...f.results);
+    if (v.encoding !== 'protobuf' || v.gzip) continue;
+    protobufPerEvent = f.serverPerEvent;
+    // Right after the server it is compared with, so both see about the same machine load.
+    evaluation = await evaluationShare(batches, f);
   }
   out.push(...(await breakdown(batches, protobufPerEvent)));
+  if (evaluation) out.push(evaluation);
   // The OTLP/JSON parser thread the OTLP/HTTP receiver would use, started with the first JSON body.
   const thread = new JsonThread();
   try {
