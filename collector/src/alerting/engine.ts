@@ -49,6 +49,8 @@ export interface AlertEngineOptions {
   shared?: boolean;
   /** How long an evaluation runs before it gives the event loop a turn; default EVALUATION_SLICE_MS. */
   sliceMs?: number;
+  /** The least time between the starts of two evaluations on ingest; default INGEST_SPACING_MS. */
+  ingestSpacingMs?: number;
 }
 
 /** Counters for /metrics and tests. */
@@ -87,6 +89,17 @@ const UNDELIVERED_RETRY_MS = 5 * 60_000;
  */
 const EVALUATION_SLICE_MS = 10;
 
+/**
+ * The least time between the starts of two evaluations on ingest. The first batch after a quiet spell is evaluated
+ * at once; while batches keep coming, the rules they trigger wait for the next start, at most this long, and one
+ * evaluation reads them all. Under a sustained stream an evaluation after every commit repeats, a few milliseconds
+ * later, the reads of the one before (every hook of each rule's window): this caps them at five a second, whatever
+ * the batch rate. 200 ms is what it adds at most to the notification of an alert a batch makes true mid-stream,
+ * which leaves most of the second hookwatch promises (docs/alerting.md) to the commit, the evaluation, a follower's
+ * signal to the leader and the delivery.
+ */
+export const INGEST_SPACING_MS = 200;
+
 /** A stop, or a leadership lost, between the slices of an evaluation ends it there, before it applied anything. */
 class EvaluationStopped extends Error {}
 
@@ -107,6 +120,10 @@ export class AlertEngine implements IngestListener {
   private readonly set = new AlertSet();
   private chain: Promise<void> = Promise.resolve();
   private ingestQueued = false;
+  /** Set while the next evaluation on ingest waits for its start (INGEST_SPACING_MS after the last one's). */
+  private ingestSpacing: NodeJS.Timeout | undefined;
+  /** When (performance.now()) the last evaluation on ingest started; -Infinity before any. */
+  private ingestStartedAt = Number.NEGATIVE_INFINITY;
   /** Rules a committed batch may have made true, waiting for the next ingest evaluation. */
   private ingestRules = new Set<string>();
   /** Hooks with new guard trims, waiting for their alerts' guard notes to be read again ('all': every hook). */
@@ -115,6 +132,7 @@ export class AlertEngine implements IngestListener {
   private timer: NodeJS.Timeout | undefined;
   private timerIntervalMs = 0;
   private stopped = false;
+  private stopping: Promise<void> | undefined;
   /**
    * Set while the persisted state could not be loaded for this leadership. Evaluating on what memory holds
    * then would notify again what the last leader notified, and leave what it had not delivered undelivered:
@@ -355,15 +373,35 @@ export class AlertEngine implements IngestListener {
     return this.opts.rules.filter((rule) => evaluatesOnIngest(rule) && ruleTriggeredBy(rule, events)).map((r) => r.name);
   }
 
-  /** Evaluates these rules soon (coalesced): a local batch, or one committed on another replica. */
+  /**
+   * Evaluates these rules soon (coalesced): a local batch, or one committed on another replica. At once when the
+   * last evaluation on ingest started INGEST_SPACING_MS ago or more; else at that time, with every rule triggered
+   * meanwhile.
+   */
   trigger(ruleNames: readonly string[]): void {
     if (this.stopped) return;
     for (const name of ruleNames) if (this.opts.rules.some((r) => r.name === name)) this.ingestRules.add(name);
-    if (this.ingestRules.size === 0 || this.ingestQueued) return;
-    // Coalesced: batches arriving while an evaluation is queued share it.
+    // Coalesced: batches arriving while an evaluation is queued, or waits for its start, share it.
+    if (this.ingestRules.size === 0 || this.ingestQueued || this.ingestSpacing) return;
+    const wait = this.ingestStartedAt + (this.opts.ingestSpacingMs ?? INGEST_SPACING_MS) - performance.now();
+    if (wait <= 0) {
+      this.queueIngest();
+      return;
+    }
+    this.ingestSpacing = setTimeout(() => {
+      this.ingestSpacing = undefined;
+      this.queueIngest();
+    }, wait);
+    // A stop runs it (see stop); it never keeps the process alive by itself.
+    this.ingestSpacing.unref();
+  }
+
+  /** Queues the evaluation of the rules ingest triggered, after any evaluation in progress. */
+  private queueIngest(): void {
     this.ingestQueued = true;
     this.chain = this.chain.then(() => {
       this.ingestQueued = false;
+      this.ingestStartedAt = performance.now();
       return this.run('ingest');
     });
   }
@@ -678,9 +716,28 @@ export class AlertEngine implements IngestListener {
     return outcomes;
   }
 
-  /** Stops the timer and waits for the evaluation in progress. Safe twice. */
-  async stop(): Promise<void> {
+  /**
+   * Stops the timer and waits for the evaluation in progress. An evaluation on ingest waiting for its start
+   * (INGEST_SPACING_MS) runs first, at once, as it would have without the spacing: what the last batches made true
+   * is notified, not left to the next start's timer. Safe twice.
+   */
+  stop(): Promise<void> {
+    this.stopping ??= this.stopOnce();
+    return this.stopping;
+  }
+
+  private async stopOnce(): Promise<void> {
+    if (this.ingestSpacing) {
+      clearTimeout(this.ingestSpacing);
+      this.ingestSpacing = undefined;
+      this.queueIngest();
+      await this.chain;
+    }
     this.stopped = true;
+    // One a batch committed meanwhile set: its rules are the next leader's or the next start's to read, as those of
+    // an evaluation queued behind the one in progress.
+    clearTimeout(this.ingestSpacing);
+    this.ingestSpacing = undefined;
     if (this.timer) clearInterval(this.timer);
     clearTimeout(this.reloadTimer);
     await this.chain;

@@ -87,7 +87,8 @@ async function harness(rules: unknown, opts: { repeatIntervalMs?: number; start?
   const store = new SqliteStore({ path: db, dimensions: ['team'] });
   const h: Harness = {
     clock, sink, store, db,
-    alerting: await startAlerting({ config, db, store, logger: silentLogger, now: clock.now, timer: false, random: () => 0.5 }),
+    // Each batch evaluated as it is pushed, as the first after a quiet spell: the test's clock is the only time.
+    alerting: await startAlerting({ config, db, store, logger: silentLogger, now: clock.now, timer: false, random: () => 0.5, ingestSpacingMs: 0 }),
     async pushAt(facts) {
       const r = await store.ingest(facts.map(hookEvent));
       h.alerting.engine.onIngested(r.inserted);
@@ -121,7 +122,7 @@ async function harness(rules: unknown, opts: { repeatIntervalMs?: number; start?
     },
     async restart() {
       await h.alerting.stop();
-      h.alerting = await startAlerting({ config, db, store, logger: silentLogger, now: clock.now, timer: false, random: () => 0.5 });
+      h.alerting = await startAlerting({ config, db, store, logger: silentLogger, now: clock.now, timer: false, random: () => 0.5, ingestSpacingMs: 0 });
       await h.alerting.engine.evaluate('notify');
       await h.alerting.dispatcher.idle();
     },

@@ -46,6 +46,8 @@ export interface AlertingOptions {
   timer?: boolean;
   /** How long an evaluation runs before it gives the event loop a turn (AlertEngineOptions.sliceMs; tests). */
   evaluationSliceMs?: number;
+  /** The least time between the starts of two evaluations on ingest (AlertEngineOptions.ingestSpacingMs; tests). */
+  ingestSpacingMs?: number;
   /**
    * Where notifications link to, read when each is rendered: the service's (alerting.externalUrl, else the
    * HTTP port's URL once it is bound). Default: alerting.externalUrl as configured.
@@ -146,6 +148,7 @@ export async function startAlerting(opts: AlertingOptions): Promise<Alerting> {
     ...(opts.leader ? { leader: opts.leader } : {}),
     ...(opts.shared ? { shared: true } : {}),
     ...(opts.evaluationSliceMs === undefined ? {} : { sliceMs: opts.evaluationSliceMs }),
+    ...(opts.ingestSpacingMs === undefined ? {} : { ingestSpacingMs: opts.ingestSpacingMs }),
   });
   try {
     await engine.start();
