@@ -1062,6 +1062,8 @@ describe('Prometheus files', () => {
       header_overflow: 'HookwatchRejectingRequests', chunk_extensions_overflow: 'HookwatchRejectingRequests', malformed: 'HookwatchRejectingRequests',
       overloaded: 'HookwatchOverloaded', store_unavailable: 'HookwatchStoreUnavailable', internal: 'HookwatchInternalErrors',
       request_timeout: 'HookwatchRequestTimeouts',
+      // A body (gRPC: message) arriving under the minimum rate: the same slow link, found sooner.
+      request_too_slow: 'HookwatchRequestTimeouts',
       // The client gave up on its own request: nothing to do at hookwatch (a slow hookwatch is HookwatchStoreSlow's).
       client_aborted: null,
     };

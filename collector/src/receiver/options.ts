@@ -47,15 +47,16 @@ export interface OtlpReceiverOptions {
  * Every reason a receiver counts a refusal under, by transport: mapError's, and those the transport decides
  * itself (both: a request not received within otlp.requestTimeout, a client not speaking the port's protocol,
  * malformed, a path (over gRPC a method) or an HTTP method it does not serve, not_found and method_not_allowed,
- * and a request the client stopped sending, client_aborted; OTLP/HTTP: the other refusals of Node's HTTP parser,
+ * a request the client stopped sending, client_aborted, and one whose body (over gRPC: message) arrived under the
+ * minimum rate (body-rate.ts), request_too_slow; OTLP/HTTP: the other refusals of Node's HTTP parser,
  * under net/parser-refusals.ts's names (a request line and headers over 16 KiB, chunk extensions over 16 KiB), a
  * Host it does not serve, and an Expect it cannot meet). /metrics shows each of
  * them at 0 from the start: a series that first appears with its first refusal already counted has no earlier
  * sample, and increase() or rate() over it would miss that refusal.
  */
 export const REJECT_REASONS = {
-  http: [...MAPPED_REJECT_REASONS, 'request_timeout', 'header_overflow', 'chunk_extensions_overflow', 'malformed', 'not_found', 'host_not_allowed', 'method_not_allowed', 'expectation_failed', 'client_aborted'],
-  grpc: [...MAPPED_REJECT_REASONS, 'request_timeout', 'header_overflow', 'malformed', 'not_found', 'method_not_allowed', 'client_aborted'],
+  http: [...MAPPED_REJECT_REASONS, 'request_timeout', 'header_overflow', 'chunk_extensions_overflow', 'malformed', 'not_found', 'host_not_allowed', 'method_not_allowed', 'expectation_failed', 'client_aborted', 'request_too_slow'],
+  grpc: [...MAPPED_REJECT_REASONS, 'request_timeout', 'header_overflow', 'malformed', 'not_found', 'method_not_allowed', 'client_aborted', 'request_too_slow'],
 } as const;
 export type RejectReason = (typeof REJECT_REASONS)[keyof typeof REJECT_REASONS][number];
 

@@ -7,7 +7,8 @@
  * A server interceptor runs when the headers arrive, before grpc-js reads (or inflates) a byte of the message:
  * it refuses a missing or wrong token there, reserves the worst case (twice otlp.maxRequestBytes) from the
  * process-wide in-flight budget before letting the message be read, and ends a call whose message, and the end
- * of its stream, have not arrived within otlp.requestTimeout. A bomb thus costs nothing without the token, and at
+ * of its stream, have not arrived within otlp.requestTimeout, or whose message arrives under the minimum rate
+ * (body-rate.ts). A bomb thus costs nothing without the token, and at
  * most the reserved bytes with it. The calls of one HTTP/2 connection get no reservation past half of the budget,
  * so one client's streams that send headers and no message cannot hold it all.
  *
@@ -43,6 +44,7 @@ import { authCredentials, sameSecret, secretDigest } from '../../net/secret.ts';
 import { decodeLogs, decodeWithin, type InflightAccount } from '../inflight.ts';
 import { WRONG_PROTOCOL_LOG_INTERVAL_MS, type OtlpReceiverOptions, type ReceiverStats, type RejectReason } from '../options.ts';
 import { StoreHolds, wakeAtOnce, type HoldBackoff } from './store-hold.ts';
+import { tooSlowMessage, watchBodyRate } from '../body-rate.ts';
 
 /** Commits a decoded request; resolves with the records rejected and the message of an OTLP partial success. */
 type Consume = () => Promise<{ rejected: number; message: string }>;
@@ -609,6 +611,8 @@ export class OtlpGrpcReceiver {
       charged = held;
     };
     let timer: NodeJS.Timeout | undefined;
+    /** Stops checking the rate at which the message arrives (body-rate.ts). */
+    let stopRate = (): void => {};
     /**
      * Whether a status passed this interceptor: hookwatch's own answers, which count themselves, and grpc-js's refusal
      * of a call without exactly one message, which oneMessageRefusal counts.
@@ -621,6 +625,7 @@ export class OtlpGrpcReceiver {
     /** The call ends: what it holds is given back, the message's bytes once its handler no longer uses it. */
     const finish = (): void => {
       clearTimeout(timer);
+      stopRate();
       const give = (): void => {
         account?.release();
         charge();
@@ -656,10 +661,17 @@ export class OtlpGrpcReceiver {
               call.sendStatus({ code: GrpcStatus.DEADLINE_EXCEEDED, details: `request not received whole within otlp.requestTimeout (${this.opts.requestTimeoutMs} ms)`, metadata: new Metadata() });
               resetStream(next);
             }, this.opts.requestTimeoutMs);
+            stopRate = this.watchMessageRate(next, () => {
+              if (signal) this.count(this.stats.requests, `${signal}:${GrpcStatus.DEADLINE_EXCEEDED}`);
+            }, (details) => {
+              call.sendStatus({ code: GrpcStatus.DEADLINE_EXCEEDED, details, metadata: new Metadata() });
+              resetStream(next);
+            });
             metadataNext(metadata);
           },
           onReceiveMessage: (received: Buffer, messageNext) => {
             messages++;
+            stopRate();
             message = received;
             account?.settle(received.length);
             charge();
@@ -669,6 +681,7 @@ export class OtlpGrpcReceiver {
           // client that sent its message and leaves the stream open would keep the call, and its bytes, for good.
           onReceiveHalfClose: (halfCloseNext) => {
             clearTimeout(timer);
+            stopRate();
             halfCloseNext();
           },
           // Every call ends here. One that grpc-js refused while reading its message is counted as the receiver
@@ -692,6 +705,40 @@ export class OtlpGrpcReceiver {
     });
     return call;
   };
+
+  /**
+   * Checks the rate at which a call's message arrives on its HTTP/2 stream, as the OTLP/HTTP port checks a body's
+   * (body-rate.ts): its size is the one its 5-byte prefix declares. A call under the minimum rate is counted as
+   * request_too_slow (`counted` counts its outcome) and ended with `answer`'s status, which gives back its
+   * reservation at once. The stream's bytes are read beside grpc-js's own reader, which keeps the stream paused
+   * while it has a message to hand on: counting them never makes it read more. Returns the function that stops the
+   * checks; a grpc-js that hides the stream leaves the call to otlp.requestTimeout.
+   */
+  private watchMessageRate(call: ServerInterceptingCallInterface, counted: () => void, answer: (details: string) => void): () => void {
+    const stream = callStream(call);
+    if (!stream || typeof stream.on !== 'function') return () => {};
+    let received = 0;
+    let prefix = Buffer.alloc(0);
+    let declared: number | undefined;
+    const onData = (chunk: Buffer): void => {
+      received += chunk.length;
+      if (prefix.length < 5) {
+        prefix = Buffer.concat([prefix, chunk.subarray(0, 5 - prefix.length)]);
+        if (prefix.length === 5) declared = 5 + prefix.readUInt32BE(1);
+      }
+    };
+    stream.on('data', onData);
+    const stop = watchBodyRate(this.opts.requestTimeoutMs, () => received, () => declared, (slow) => {
+      stream.off('data', onData);
+      this.count(this.stats.rejected, 'request_too_slow');
+      counted();
+      answer(tooSlowMessage('request message', slow));
+    });
+    return () => {
+      stop();
+      stream.off('data', onData);
+    };
+  }
 
   /**
    * Refuses a call (OverloadedError) whose `reserved` bytes would take the calls of its HTTP/2 session past half of

@@ -9,6 +9,7 @@ import { DecodeError } from '../../otlp/model.ts';
 import { TooLargeError, UnsupportedMediaTypeError } from '../../pipeline/errors.ts';
 import { echoed } from '../../request-error.ts';
 import type { InflightAccount } from '../inflight.ts';
+import { RequestTooSlowError, tooSlowMessage, watchBodyRate } from '../body-rate.ts';
 
 /**
  * Inflated output is handed over in chunks of this size. zlib's default of 16 KiB made a 340 KB batch 21 trips
@@ -41,17 +42,19 @@ const DEFLATE_MAX_RATIO = 1032;
  * (raw or inflated) with TooLargeError. Before a byte is read, the most the body can grow to (its declared
  * length, times 1032 when compressed, at most `limit`) is reserved from `account`, which throws OverloadedError
  * when the process holds too much already: a request is refused whole or admitted whole, never half inflated.
+ * A body arriving under the minimum rate (body-rate.ts, for a request timeout of `timeoutMs`) is refused with
+ * RequestTooSlowError, and reading stops.
  */
-export function readBody(req: IncomingMessage, limit: number, account: InflightAccount): Promise<Buffer> {
+export function readBody(req: IncomingMessage, limit: number, account: InflightAccount, timeoutMs: number): Promise<Buffer> {
   const encoding = req.headers['content-encoding'];
   const declared = Number(req.headers['content-length']);
   if (Number.isFinite(declared) && declared > limit) {
     return Promise.reject(new TooLargeError(`request body of ${declared} bytes exceeds the limit of ${limit} bytes`));
   }
   let zlib: Gunzip | Inflate | undefined;
+  const known = req.headers['content-length'] !== undefined && Number.isFinite(declared);
   try {
     zlib = inflater(encoding);
-    const known = req.headers['content-length'] !== undefined && Number.isFinite(declared);
     account.take(known ? Math.min(limit, zlib ? declared * DEFLATE_MAX_RATIO : declared) : limit);
   } catch (err) {
     zlib?.destroy();
@@ -62,9 +65,15 @@ export function readBody(req: IncomingMessage, limit: number, account: InflightA
     let rawSize = 0;
     let size = 0;
     let done = false;
+    const stopWatch = watchBodyRate(timeoutMs, () => rawSize, () => (known ? declared : undefined), (slow) => {
+      // Nothing more of it is read: the answer closes the connection (net/unread-body.ts).
+      req.pause();
+      fail(new RequestTooSlowError(tooSlowMessage('request body', slow)));
+    });
     const fail = (err: Error): void => {
       if (done) return;
       done = true;
+      stopWatch();
       chunks.length = 0;
       if (zlib) {
         req.unpipe(zlib);
@@ -84,6 +93,7 @@ export function readBody(req: IncomingMessage, limit: number, account: InflightA
     const finish = (): void => {
       if (done) return;
       done = true;
+      stopWatch();
       account.settle(size);
       const one = chunks[0];
       // A lone chunk of the inflater is a view of its whole 256 KiB output buffer: copied when much smaller, so a

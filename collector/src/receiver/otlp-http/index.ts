@@ -18,6 +18,7 @@ import { closeServer, trackConnections } from '../../net/close-server.ts';
 import { CLOSE_AFTER_UNREAD_BODIES } from '../../net/unread-body.ts';
 import { authCredentials, onlyAuthorization, sameSecret, secretDigest } from '../../net/secret.ts';
 import { ClientAbortedError, readBody } from './body.ts';
+import { RequestTooSlowError } from '../body-rate.ts';
 import { WRONG_PROTOCOL_LOG_INTERVAL_MS, type OtlpReceiverOptions, type ReceiverStats, type RejectReason } from '../options.ts';
 import { ThrottledLine } from '../../telemetry/throttled-line.ts';
 import { decodeLogs, decodeWithin } from '../inflight.ts';
@@ -225,7 +226,7 @@ export class OtlpHttpReceiver {
       // A stage that can take nothing now (the store not open yet) refuses before the body is read: the connection
       // then closes after the answer, as for every refusal of an unread body (net/unread-body.ts).
       (signal === 'logs' ? this.opts.logs : this.opts.passThrough).admitUnread?.();
-      const body = await readBody(req, this.opts.maxRequestBytes, account);
+      const body = await readBody(req, this.opts.maxRequestBytes, account, this.opts.requestTimeoutMs);
       const rawRequest = { signal, body, encoding, receivedAtMs: Date.now() };
       let rejected = 0;
       let message = '';
@@ -250,6 +251,14 @@ export class OtlpHttpReceiver {
         const refused = parserRefusal(req.socket.errored);
         this.count(this.stats.requests, `${signal}:${refused ? refusalStatus(refused) : 499}`);
         this.count(this.stats.rejected, refused ?? 'client_aborted');
+        return;
+      }
+      if (err instanceof RequestTooSlowError) {
+        // Answered as a request not received in time (408, DEADLINE_EXCEEDED), its body left unread: the connection
+        // closes after the answer, and the request's reservation is given back now, not at otlp.requestTimeout.
+        this.count(this.stats.requests, `${signal}:408`);
+        this.count(this.stats.rejected, 'request_too_slow');
+        this.fail(res, answerIn, 408, RpcCode.DEADLINE_EXCEEDED, err.message);
         return;
       }
       const m = mapError(err);
