@@ -19,15 +19,13 @@ export const BACKUP_FLAGS = { values: ['to'], booleans: ['force'] } as const;
 /** The exit status of a command stopped by a signal, as a shell reports it: 128 + the signal's number (in-process runs). */
 const SIGNAL_EXIT = { SIGINT: 130, SIGTERM: 143 } as const;
 
-export async function runBackup(parsed: ParsedArgs, io: ToolIO): Promise<number> {
-  const { to, ...settingFlags } = parsed.flags;
-  if (to === undefined || to === '') throw new UsageError('backup needs --to <file>: where the copy goes');
-  const config = toConfig(loadConfig({ flags: settingFlags, env: io.env }));
-  if (isPostgresUrl(config.db)) throw new Error('db is a PostgreSQL URL: hookwatch backup copies a SQLite store; back PostgreSQL up with pg_dump and restore it with pg_restore, as docs/postgres.md says under "Backup and restore"');
-  const onDisk = (path: string): string => (path === ':memory:' || path === '' ? path : resolve(io.cwd, path));
-  const db = onDisk(config.db);
-  // Ctrl-C or SIGTERM (a stopped pod) stops the copy and removes its temporary file instead of leaving it behind;
-  // a second one exits at once (the next backup beside the target removes what it left).
+/**
+ * Runs `work` with Ctrl-C and SIGTERM (a stopped pod) aborting its signal: it stops and removes its temporary file
+ * instead of leaving it behind, and the command ends killed by the same signal (in-process: 130 or 143), so that a
+ * shell loop calling it stops too; a second signal exits at once. Undefined when it ran to its end, the exit status
+ * when a signal stopped it (the message said).
+ */
+export async function stoppable<T>(io: ToolIO, work: (signal: AbortSignal) => Promise<T>): Promise<{ result: T } | { exit: number }> {
   const controller = new AbortController();
   const onSignal = (signal: keyof typeof SIGNAL_EXIT): void => {
     if (controller.signal.aborted) exitBySignal(signal);
@@ -35,20 +33,36 @@ export async function runBackup(parsed: ParsedArgs, io: ToolIO): Promise<number>
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
-  let result;
   try {
-    result = await backupSqlite({ db, to: resolve(io.cwd, to), force: parsed.booleans.has('force'), forwardQueue: onDisk(config.forward.queue.path), signal: controller.signal });
+    return { result: await work(controller.signal) };
   } catch (err) {
     if (!(err instanceof BackupAbortedError)) throw err;
     io.stderr(`hookwatch: ${printable(err.message)}\n`);
-    // Killed by the same signal once the partial copy is removed, so that a shell loop calling backup stops too.
+    // Killed by the same signal once the partial copy is removed.
     const signal = controller.signal.reason as keyof typeof SIGNAL_EXIT;
     await io.stoppedBy?.(signal);
-    return SIGNAL_EXIT[signal];
+    return { exit: SIGNAL_EXIT[signal] };
   } finally {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
   }
+}
+
+/** The store's path as serve finds it (defaults < config file < environment < flags), and the forwarding queue's. */
+export function storePaths(settingFlags: Record<string, string | undefined>, io: ToolIO, command: string, postgres: string): { db: string; forwardQueue: string } {
+  const config = toConfig(loadConfig({ flags: settingFlags, env: io.env }));
+  if (isPostgresUrl(config.db)) throw new Error(`db is a PostgreSQL URL: hookwatch ${command}; ${postgres}, as docs/postgres.md says under "Backup and restore"`);
+  const onDisk = (path: string): string => (path === ':memory:' || path === '' ? path : resolve(io.cwd, path));
+  return { db: onDisk(config.db), forwardQueue: onDisk(config.forward.queue.path) };
+}
+
+export async function runBackup(parsed: ParsedArgs, io: ToolIO): Promise<number> {
+  const { to, ...settingFlags } = parsed.flags;
+  if (to === undefined || to === '') throw new UsageError('backup needs --to <file>: where the copy goes');
+  const { db, forwardQueue } = storePaths(settingFlags, io, 'backup copies a SQLite store', 'back PostgreSQL up with pg_dump and restore it with pg_restore');
+  const run = await stoppable(io, (signal) => backupSqlite({ db, to: resolve(io.cwd, to), force: parsed.booleans.has('force'), forwardQueue, signal }));
+  if ('exit' in run) return run.exit;
+  const { result } = run;
   if (result.removedPartials.length > 0) io.stdout(`removed ${printable(result.removedPartials.join(', '))} beside ${printable(result.path)}: left by backups that were killed\n`);
   const seconds = (result.durationMs / 1000).toFixed(result.durationMs < 10_000 ? 2 : 1);
   io.stdout(`backed up ${printable(db)} to ${printable(result.path)}: ${formatBytes(result.bytes)} (${result.pages} pages, schema version ${result.schemaVersion}) in ${seconds}s\n`);

@@ -103,6 +103,8 @@ describe('hookwatch --help', () => {
     const cases: [string[], Record<string, string>, number][] = [
       [['version'], {}, 0],
       [['backup', '--to', join(dir, 'copy.db'), '--db', join(dir, 'absent.db')], {}, 1],
+      [['restore', '--from', join(dir, 'absent-backup.db'), '--db', join(dir, 'absent.db')], {}, 1],
+      [['restore'], {}, 2],
       [['nonsense'], {}, 2],
       [['config', '--bogus'], {}, 2],
       [['config', '--retention-events', 'forever'], {}, 2],
@@ -145,6 +147,16 @@ describe('hookwatch --help', () => {
     expect(lines(r.stdout).slice(0, 2)).toEqual(['Usage:', '  hookwatch config [--json] [flags]']);
     expect(r.stdout).toContain('  --json\n');
     expect((await hookwatch(['--help', 'config'])).stdout).toBe(r.stdout);
+  });
+
+  it('restore --help is its own: --from, what it keeps and what it refuses', async () => {
+    const r = await hookwatch(['restore', '--help']);
+    expect(r.status).toBe(0);
+    expectReadable(r.stdout);
+    expect(lines(r.stdout).slice(0, 2)).toEqual(['Usage:', '  hookwatch restore --from <file> [flags]']);
+    expect(r.stdout).toContain('  --from <file>\n');
+    expect(r.stdout.replace(/\n/g, ' ')).toContain('<db>.replaced-<UTC time>');
+    expect((await hookwatch(['help', 'restore'])).stdout).toBe(r.stdout);
   });
 });
 

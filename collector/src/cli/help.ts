@@ -17,6 +17,7 @@ export const COMMANDS: readonly CommandInfo[] = [
   { name: 'serve', summary: 'receive OTLP, store per-hook delivery, alert, serve the API and dashboard (default)' },
   { name: 'config', summary: 'print the effective configuration (secrets redacted) and exit' },
   { name: 'backup', summary: 'copy the SQLite store while hookwatch runs (hookwatch backup --to <file>)' },
+  { name: 'restore', summary: 'put a backup in place of the stopped SQLite store (hookwatch restore --from <file>)' },
   { name: 'check', summary: 'run a hook command and measure its output against the 10,000-character cap' },
   { name: 'scan', summary: 'scan Claude Code transcripts for hook output that was saved to a file' },
   { name: 'guard', summary: 'run a hook command and keep each output under the cap (~9,500 delivered, not a preview)' },
@@ -101,8 +102,8 @@ function settingsFlags(): string[] {
 const CONFIG_FLAG = flagBlock('--config <file>', 'YAML or JSON config file; keys nest by their dots (otlp: { http: { addr: ... } }).', ['[env: HOOKWATCH_CONFIG]']);
 const HELP_FLAG = flagBlock('-h, --help', 'help for this command', []);
 
-/** What the exit statuses of serve, config, backup, help and version mean; check, scan and guard say their own. */
-const EXIT_STATUS_TEXT = '0 done (serve: stopped cleanly by SIGTERM or SIGINT); 1 a failure: serve could not start (a port in use, a database it cannot open) or did not stop cleanly, backup could not copy; 2 bad usage: an unknown command or flag, a bad value, a configuration serve would refuse; backup stopped by Ctrl-C or SIGTERM ends killed by that signal (a shell shows 130 or 143). check, scan and guard have statuses of their own (their --help).';
+/** What the exit statuses of serve, config, backup, restore, help and version mean; check, scan and guard say their own. */
+const EXIT_STATUS_TEXT = '0 done (serve: stopped cleanly by SIGTERM or SIGINT); 1 a failure: serve could not start (a port in use, a database it cannot open) or did not stop cleanly, backup could not copy, restore refused the backup or the store (left as it was); 2 bad usage: an unknown command or flag, a bad value, a configuration serve would refuse; backup or restore stopped by Ctrl-C or SIGTERM ends killed by that signal (a shell shows 130 or 143). check, scan and guard have statuses of their own (their --help).';
 
 /** `hookwatch --help`. */
 export function globalHelp(): string {
@@ -153,7 +154,7 @@ export function configHelp(): string {
 export function backupHelp(): string {
   return helpPage('hookwatch backup --to <file> [--force] [flags]', [
     'Copies the SQLite store (db) to <file> while hookwatch serve keeps running on it: the copy is the store as it was at one commit, the WAL included, and ingest goes on meanwhile. It is written beside <file> under a temporary name, checked with PRAGMA quick_check and renamed once whole; the size and the time taken are printed. Exits 1 with the reason when there is no database, the target cannot be written or the disk is full; Ctrl-C or SIGTERM stops it, removes the temporary file and ends killed by that signal, so a shell loop of backups stops too (a shell shows 130 or 143).',
-    'The store is found as serve finds it: give the same config file, environment or --db. To restore, stop hookwatch, put the copy in place of the database file, remove its -wal and -shm files, and start it (docs/deploy.md). A PostgreSQL store is backed up with pg_dump and restored with pg_restore (docs/postgres.md, "Backup and restore").',
+    'The store is found as serve finds it: give the same config file, environment or --db. To restore, stop hookwatch, run hookwatch restore --from <file> with the same settings, and start it (docs/deploy.md). A PostgreSQL store is backed up with pg_dump and restored with pg_restore (docs/postgres.md, "Backup and restore").',
   ], [
     ...flagBlock('--to <file>', 'where the copy goes (required)', []),
     ...flagBlock('--force', 'replace <file> if it exists (never a file serve uses: the store, the forwarding queue, their -wal, -shm, -journal or .lock)', []),
@@ -162,11 +163,24 @@ export function backupHelp(): string {
   ], 'It takes every flag "hookwatch serve" takes (hookwatch serve --help lists them); only the database\'s and forward.queue.path (whose files the copy never replaces) matter.');
 }
 
-/** `hookwatch help <command>` for serve, config, backup, help, version; check and scan print their own. */
+/** `hookwatch restore --help`. */
+export function restoreHelp(): string {
+  return helpPage('hookwatch restore --from <file> [flags]', [
+    'Puts a copy that hookwatch backup wrote in place of the SQLite store (db), once hookwatch serve is stopped: it is refused while a hookwatch serve holds the store\'s lock (<db>.lock), naming its pid. The backup is checked first, read-only: a SQLite database, a hookwatch store of this release or an older one (migrated when hookwatch starts), passing PRAGMA quick_check. Nothing is changed when it is refused.',
+    'The store it replaces is kept beside it as <db>.replaced-<UTC time>, its WAL folded into it (a killed service leaves one), and the stale -wal and -shm files, which SQLite would apply to the backup, are removed. The backup is copied beside the store under a temporary name (0600), synced, and renamed into place: a failure (a full disk) or Ctrl-C or SIGTERM before that leaves the store as it was, removes the copy, and exits 1 or ends killed by the signal (a shell shows 130 or 143). A PostgreSQL store is restored from a pg_dump with pg_restore (docs/postgres.md, "Backup and restore").',
+  ], [
+    ...flagBlock('--from <file>', 'the backup to put in place of the store (required)', []),
+    ...flagBlock('--db <path>', 'the SQLite database to replace', [`[default: ${defaultText(SETTINGS.find((s) => s.key === 'db') as Setting)}]`, '[env: HOOKWATCH_DB]']),
+    ...CONFIG_FLAG, ...HELP_FLAG,
+  ], 'It takes every flag "hookwatch serve" takes (hookwatch serve --help lists them); only the database\'s matters. Start hookwatch once it is done.');
+}
+
+/** `hookwatch help <command>` for serve, config, backup, restore, help, version; check and scan print their own. */
 export function commandHelp(command: string): string | undefined {
   if (command === 'serve') return serveHelp();
   if (command === 'config') return configHelp();
   if (command === 'backup') return backupHelp();
+  if (command === 'restore') return restoreHelp();
   if (command === 'help' || command === 'version') return globalHelp();
   return undefined;
 }

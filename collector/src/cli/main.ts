@@ -1,6 +1,6 @@
 /**
  * The hookwatch commands but `guard`: `serve` (default) runs the service; `config` prints the effective
- * configuration with secrets redacted; `backup` copies the SQLite store while it is served; `check` and `scan`
+ * configuration with secrets redacted; `backup` copies the SQLite store while it is served, `restore` puts such a copy back once it is stopped; `check` and `scan`
  * measure hook output before it ships and in transcripts.
  * Loaded by ../main.ts only for these commands, so a guarded hook never pays for it.
  */
@@ -9,6 +9,7 @@ import { SettingPathError } from '../config/setting.ts';
 import { coerceText } from '../config/load.ts';
 import { commandIndex, parseFlags } from './args.ts';
 import { BACKUP_FLAGS, runBackup } from './backup.ts';
+import { RESTORE_FLAGS, runRestore } from './restore.ts';
 import { renderConfig } from './config-output.ts';
 import { COMMANDS, commandHelp, configFlagNames, globalHelp } from './help.ts';
 import { didYouMean } from './suggest.ts';
@@ -272,7 +273,8 @@ export async function runCommand(argv: readonly string[], io: ToolIO = processIO
       io.stdout(topic ? (commandHelp(topic) ?? globalHelp()) : globalHelp());
       return 0;
     }
-    const parsed = command === 'backup' ? parseFlags(args, [...configFlagNames(), ...BACKUP_FLAGS.values], BACKUP_FLAGS.booleans) : parseFlags(args, configFlagNames());
+    const extraFlags = command === 'backup' ? BACKUP_FLAGS : command === 'restore' ? RESTORE_FLAGS : undefined;
+    const parsed = extraFlags ? parseFlags(args, [...configFlagNames(), ...extraFlags.values], extraFlags.booleans) : parseFlags(args, configFlagNames());
     if (parsed.booleans.has('help')) {
       io.stdout(helpFor === 'hookwatch' ? globalHelp() : (commandHelp(command) ?? globalHelp()));
       return 0;
@@ -287,6 +289,7 @@ export async function runCommand(argv: readonly string[], io: ToolIO = processIO
     if (parsed.booleans.has('json') && command !== 'config') throw new UsageError('unknown flag --json (only "hookwatch config" takes it)');
     checkFlagValues(parsed.flags);
     if (command === 'backup') return await runBackup(parsed, io);
+    if (command === 'restore') return await runRestore(parsed, io);
     if (command === 'config') {
       const loaded = loadConfig({ flags: parsed.flags, env: io.env });
       // The checks across settings that serve runs: a configuration serve refuses is not printed as valid.

@@ -1,5 +1,5 @@
 /**
- * What the backup tests of both stores share: `hookwatch backup` run as an operator runs it, a telemetry stream
+ * What the backup tests of both stores share: `hookwatch backup` (and `restore`) run as an operator runs it, a telemetry stream
  * through the real OpenTelemetry exporter whose acknowledged events are always a prefix, and the views an
  * operator reads to compare a restored store with its original, and the notifications a receiver gets across a
  * restore.
@@ -26,7 +26,24 @@ export interface Run {
 
 /** `hookwatch backup ...` started in a process of its own, as an operator (or kubectl exec) runs it. */
 export function startBackup(args: string[], env: Record<string, string> = {}, shell?: string): { child: ChildProcess; done: Promise<Run & { signal: NodeJS.Signals | null }> } {
-  const [file, argv] = shell === undefined ? [process.execPath, [MAIN, 'backup', ...args]] : ['/bin/sh', ['-c', `${shell}; exec "$0" "$@"`, process.execPath, MAIN, 'backup', ...args]];
+  return startCommand('backup', args, env, shell);
+}
+
+/** `hookwatch restore ...` started in a process of its own. */
+export function startRestore(args: string[], env: Record<string, string> = {}, shell?: string): { child: ChildProcess; done: Promise<Run & { signal: NodeJS.Signals | null }> } {
+  return startCommand('restore', args, env, shell);
+}
+
+/** `hookwatch restore ...` run to its end. */
+export async function hookwatchRestore(args: string[], env: Record<string, string> = {}, shell?: string): Promise<Run> {
+  const { status, stdout, stderr, signal } = await startRestore(args, env, shell).done;
+  if (signal !== null) throw new Error(`hookwatch restore was killed by ${signal}: ${stderr}`);
+  return { status, stdout, stderr };
+}
+
+/** `hookwatch <command> ...` in a process of its own, after `shell` (commands such as ulimit) when given. */
+function startCommand(command: string, args: string[], env: Record<string, string>, shell: string | undefined): { child: ChildProcess; done: Promise<Run & { signal: NodeJS.Signals | null }> } {
+  const [file, argv] = shell === undefined ? [process.execPath, [MAIN, command, ...args]] : ['/bin/sh', ['-c', `${shell}; exec "$0" "$@"`, process.execPath, MAIN, command, ...args]];
   const child = spawn(file, argv, { env: { PATH: process.env['PATH'] ?? '', ...env }, timeout: 60_000, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';

@@ -70,12 +70,12 @@ export interface BackupResult {
 
 const DEFAULT_PAGES_PER_STEP = 128;
 
-function errnoCode(err: unknown): string | undefined {
+export function errnoCode(err: unknown): string | undefined {
   return (err as NodeJS.ErrnoException | undefined)?.code;
 }
 
 /** Why a file operation on the target failed, in words; another failure as its message says. */
-function fileProblem(err: unknown): string {
+export function fileProblem(err: unknown): string {
   switch (errnoCode(err)) {
     case 'ENOENT': return 'its folder does not exist';
     case 'EACCES':
@@ -89,7 +89,7 @@ function fileProblem(err: unknown): string {
 }
 
 /** Removes a file if it is there; a failure to remove is not the error that matters. */
-function removeQuietly(path: string): void {
+export function removeQuietly(path: string): void {
   try {
     rmSync(path, { force: true });
   } catch {
@@ -111,7 +111,7 @@ function pidRuns(pid: number): boolean {
  * Removes what backups to `target` left when they were killed before they could clean up: files named exactly
  * `.<name>.<pid>.partial` (or its `-journal`) beside it, of a pid that no longer runs. Returns the names removed.
  */
-function removeStalePartials(target: string): string[] {
+export function removeStalePartials(target: string): string[] {
   const folder = dirname(target);
   const prefix = `.${basename(target)}.`;
   let entries: string[];
@@ -138,7 +138,7 @@ function removeStalePartials(target: string): string[] {
 }
 
 /** Flushes a folder to disk (a rename in it). */
-function syncFolder(path: string): void {
+export function syncFolder(path: string): void {
   const fd = openSync(path, 'r');
   try {
     fsyncSync(fd);
@@ -151,7 +151,7 @@ function syncFolder(path: string): void {
  * `work`, or BackupAbortedError from `aborted` as soon as `signal` aborts: the work is then left to end unwatched
  * (its outcome ignored), as a file sync or a check under way cannot be cut short.
  */
-function untilAborted<T>(work: Promise<T>, signal: AbortSignal | undefined, aborted: () => BackupAbortedError): Promise<T> {
+export function untilAborted<T>(work: Promise<T>, signal: AbortSignal | undefined, aborted: () => BackupAbortedError): Promise<T> {
   if (!signal) return work;
   return new Promise<T>((resolve, reject) => {
     const stop = (): void => reject(aborted());
@@ -162,7 +162,7 @@ function untilAborted<T>(work: Promise<T>, signal: AbortSignal | undefined, abor
 }
 
 /** Flushes a file to disk on the thread pool, so the event loop (and a signal) is not held meanwhile. */
-async function syncApart(path: string): Promise<void> {
+export async function syncApart(path: string): Promise<void> {
   const file = await open(path, 'r+');
   try {
     await file.sync();
@@ -172,7 +172,7 @@ async function syncApart(path: string): Promise<void> {
 }
 
 /** quickCheck on a worker thread (backup-check-worker.ts), which ends when the answer comes or the wait does. */
-async function quickCheckApart(path: string, signal: AbortSignal | undefined, aborted: () => BackupAbortedError): Promise<string[]> {
+export async function quickCheckApart(path: string, signal: AbortSignal | undefined, aborted: () => BackupAbortedError): Promise<string[]> {
   const worker = startWorker(new URL('./backup-check-worker.ts', import.meta.url), { workerData: { path } });
   try {
     return await untilAborted(new Promise<string[]>((resolve, reject) => {
@@ -242,7 +242,7 @@ function openSource(db: string): { source: DatabaseSync; schemaVersion: number }
  * none. Replacing one of them under a running service (with --force) would wreck it: a WAL replaced by a database
  * copy reads as a corrupt store to every new connection, and its committed frames are lost at the next crash.
  */
-function serviceFile(to: string, db: string, queue: string | undefined): string | undefined {
+export function serviceFile(to: string, db: string, queue: string | undefined): string | undefined {
   const target = sqliteFiles(to)[0]?.file;
   const owners = [{ path: db, itself: 'the database itself', name: `the store ${db}` }];
   if (queue !== undefined && queue !== '' && queue !== ':memory:') {

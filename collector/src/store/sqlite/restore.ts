@@ -1,0 +1,248 @@
+/**
+ * Puts a backup (backup.ts) in place of a SQLite store that no process serves. The steps an operator would take by
+ * hand, in the order that leaves a usable store whatever step fails or is stopped:
+ * 1. The backup is checked, read-only and as a plain file: a SQLite database, a hookwatch store (its
+ *    schema_migrations table), of this release's schema or an older one (an older one is migrated when hookwatch
+ *    starts, as on an upgrade), passing `PRAGMA quick_check`. Nothing is written before this passes.
+ * 2. The store's process lock (`<db>.lock`, process-lock.ts) is taken, so no `hookwatch serve` runs on it, nor
+ *    starts while the restore runs.
+ * 3. The backup is copied beside the store under a temporary name (`.<db>.<pid>.partial`, 0600), and synced.
+ * 4. The store being replaced is made whole in one file: its WAL checkpointed into it (a killed service leaves
+ *    one), or, when that cannot be done (a full disk, a damaged store), moved along with it.
+ * 5. It is renamed to `<db>.replaced-<UTC time>`, its `-wal` (if kept) and `-journal` with it, the stale `-shm`
+ *    removed, the copy renamed into place and the folder synced. A WAL left beside the copy would be applied to it
+ *    by SQLite when it opens: the restored store would hold pages of the one it replaced, a mixed or corrupt store.
+ * Until the copy is renamed into place, a failure or a signal leaves the store as it was, the copy removed.
+ */
+import { closeSync, createReadStream, createWriteStream, existsSync, openSync, readSync, renameSync, rmSync, statSync, type Stats } from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import { pathToFileURL } from 'node:url';
+import { DatabaseSync } from 'node:sqlite';
+import { BackupAbortedError, BackupError, errnoCode, fileProblem, quickCheckApart, removeQuietly, removeStalePartials, serviceFile, syncApart, syncFolder, untilAborted } from './backup.ts';
+import { BUSY_TIMEOUT_MS, describeSqliteError, sqliteFault } from './database.ts';
+import { lockSqliteStore, StoreInUseError } from './process-lock.ts';
+import { MIGRATIONS } from './schema.ts';
+import { sqliteFiles } from '../settings.ts';
+
+export interface RestoreOptions {
+  /** The store's database file (config `db`). */
+  db: string;
+  /** The backup to put in its place. */
+  from: string;
+  /** This hookwatch's version, named when a backup is from a newer one. */
+  version: string;
+  /** Stops the restore until the copy is renamed into place; restoreSqlite then rejects with BackupAbortedError. */
+  signal?: AbortSignal;
+  /** For the name of the replaced store (tests). */
+  now?: () => Date;
+}
+
+export interface RestoreResult {
+  /** The store's path, absolute. */
+  path: string;
+  bytes: number;
+  /** The backup's schema version (its highest migration). */
+  schemaVersion: number;
+  /** Where the store it replaced is kept; undefined when there was none. */
+  replaced: string | undefined;
+  /** The replaced store's WAL, kept beside it when it could not be folded into it. */
+  replacedWal: string | undefined;
+  /** Temporary files of earlier restores whose process no longer runs, removed (names). */
+  removedPartials: string[];
+}
+
+/** The first bytes of every SQLite database file. */
+const SQLITE_MAGIC = 'SQLite format 3\0';
+
+/** The backup's schema version, after checking it is a hookwatch store of this release or an older one. */
+function backupVersion(from: string, version: string): number {
+  const head = Buffer.alloc(SQLITE_MAGIC.length);
+  try {
+    const fd = openSync(from, 'r');
+    try {
+      readSync(fd, head, 0, head.length, 0);
+    } finally {
+      closeSync(fd);
+    }
+  } catch (err) {
+    throw new BackupError(`cannot read ${from}: ${fileProblem(err)}`);
+  }
+  if (head.toString('latin1') !== SQLITE_MAGIC) throw new BackupError(`${from} is not a SQLite database: give a file hookwatch backup wrote`);
+  // immutable: read as a plain file, with no -wal or -shm made beside it (the copy carries the store's WAL mode).
+  const url = pathToFileURL(from);
+  url.searchParams.set('immutable', '1');
+  let db: DatabaseSync;
+  try {
+    db = new DatabaseSync(url, { readOnly: true });
+  } catch (err) {
+    throw new BackupError(`cannot open ${from}: ${sqliteFault(err) ?? describeSqliteError(err)}`);
+  }
+  try {
+    let v: unknown;
+    try {
+      v = (db.prepare('SELECT MAX(version) AS v FROM schema_migrations').get() as { v: unknown } | undefined)?.v;
+    } catch (err) {
+      if (/no such table/i.test(describeSqliteError(err))) throw new BackupError(`${from} is not a hookwatch database (it has no schema_migrations table)`);
+      if (sqliteFault(err) === 'the database file is corrupt') throw damaged(from, [describeSqliteError(err)]);
+      throw new BackupError(`cannot read ${from}: ${sqliteFault(err) ?? describeSqliteError(err)}`);
+    }
+    if (typeof v !== 'number') throw new BackupError(`${from} is not a hookwatch database (no migration has run on it)`);
+    if (v > MIGRATIONS.length) throw new BackupError(`${from} is from a newer hookwatch (schema version ${v}) than this one (${version}, schema version ${MIGRATIONS.length}): restore it with the release that wrote it, or a later one`);
+    return v;
+  } finally {
+    db.close();
+  }
+}
+
+function damaged(from: string, problems: string[]): BackupError {
+  return new BackupError(`${from} fails PRAGMA quick_check, so the backup is damaged: ${problems.join('; ')}. Nothing was changed: restore another backup`);
+}
+
+function statIfThere(path: string): Stats | undefined {
+  try {
+    return statSync(path);
+  } catch (err) {
+    if (errnoCode(err) === 'ENOENT') return undefined;
+    throw err;
+  }
+}
+
+/** `<db>.replaced-<YYYYMMDD-HHMMSS>` (UTC), with `-2`, `-3`... when that name is taken. */
+function replacedName(db: string, now: Date): string {
+  const stamp = now.toISOString().replace(/\.\d+Z$/, '').replace(/-|:/g, '').replace('T', '-');
+  let name = `${db}.replaced-${stamp}`;
+  for (let n = 2; [name, `${name}-wal`, `${name}-journal`].some((f) => existsSync(f)); n++) name = `${db}.replaced-${stamp}-${n}`;
+  return name;
+}
+
+/**
+ * Folds the WAL of the store at `db` into it, so that it is whole in one file; false when that cannot be done (its
+ * WAL is then kept beside it when it moves).
+ */
+function checkpoint(db: string): boolean {
+  let conn: DatabaseSync | undefined;
+  try {
+    conn = new DatabaseSync(db, { timeout: BUSY_TIMEOUT_MS });
+    const row = conn.prepare('PRAGMA wal_checkpoint(TRUNCATE)').get() as { busy: number } | undefined;
+    return row?.busy === 0;
+  } catch {
+    return false;
+  } finally {
+    try {
+      conn?.close();
+    } catch {
+      // Closing after a failed checkpoint: the WAL stays, and moves with the store.
+    }
+  }
+}
+
+/** Renames `from` to `to` if `from` is there; true when it was. */
+function moveIfThere(from: string, to: string): boolean {
+  if (!existsSync(from)) return false;
+  renameSync(from, to);
+  return true;
+}
+
+/** Puts the backup at `opts.from` in place of the SQLite store at `opts.db`, keeping the store it replaces. */
+export async function restoreSqlite(opts: RestoreOptions): Promise<RestoreResult> {
+  const { from, version, signal } = opts;
+  if (opts.db === '' || opts.db === ':memory:') throw new BackupError('the store is in memory (db is ":memory:"): there is no file to restore to');
+  const db = resolve(opts.db);
+  const used = serviceFile(from, db, undefined);
+  if (used !== undefined) throw new BackupError(`the backup ${from} is ${used}: give the file hookwatch backup wrote`);
+  const fromStat = statIfThere(from);
+  if (fromStat === undefined) throw new BackupError(`no backup at ${from}`);
+  if (!fromStat.isFile()) throw new BackupError(`${from} is not a file: give the file hookwatch backup wrote`);
+  if ((statIfThere(`${from}-wal`)?.size ?? 0) > 0) throw new BackupError(`${from}-wal exists: a process has ${from} open, or did not close it, and what it wrote is in that file; stop it, and restore once ${from}-wal is gone`);
+  const aborted = (): BackupAbortedError => new BackupAbortedError(`restore of ${from} to ${opts.db} stopped (${String(signal?.reason)}): the store was left as it was, the partial copy removed`);
+
+  // 1. The backup, before anything is written.
+  const schemaVersion = backupVersion(from, version);
+  let problems: string[];
+  try {
+    problems = await quickCheckApart(from, signal, aborted);
+  } catch (err) {
+    if (err instanceof BackupError) throw err;
+    if (sqliteFault(err) === 'the database file is corrupt') throw damaged(from, [describeSqliteError(err)]);
+    throw new BackupError(`cannot check ${from}: ${sqliteFault(err) ?? describeSqliteError(err)}`);
+  }
+  if (problems.length > 0) throw damaged(from, problems);
+  if (signal?.aborted) throw aborted();
+
+  // 2. No service on the store while it is replaced.
+  let lock;
+  try {
+    lock = lockSqliteStore(db);
+  } catch (err) {
+    if (err instanceof StoreInUseError) {
+      const who = err.holder ? `hookwatch serve (pid ${err.holder.pid} on ${err.holder.host})` : `another process (it holds ${err.lock})`;
+      throw new BackupError(`${who} uses the store ${opts.db}: stop it first (in Kubernetes, scale the Deployment to 0), then restore`);
+    }
+    throw new BackupError(`cannot restore ${from} to ${opts.db}: ${fileProblem(err)}`);
+  }
+  try {
+    // Where SQLite keeps the store (a link followed): its -wal and -shm are beside that file.
+    const store = (sqliteFiles(db)[0] as { file: string }).file;
+    const temp = join(dirname(store), `.${basename(store)}.${process.pid}.partial`);
+    const removedPartials = removeStalePartials(store);
+
+    // 3. The copy beside the store, private, whole on disk before it is used.
+    try {
+      // Created here: private (0600) like the store, whatever the backup's mode.
+      closeSync(openSync(temp, 'wx', 0o600));
+      const copy = createWriteStream(temp, { flags: 'r+' });
+      await (signal ? pipeline(createReadStream(from), copy, { signal }) : pipeline(createReadStream(from), copy));
+      // Seconds on a large copy or a slow disk: a signal meanwhile stops the restore at once, not after it.
+      await untilAborted(syncApart(temp), signal, aborted);
+      if (signal?.aborted) throw aborted();
+    } catch (err) {
+      removeQuietly(temp);
+      if (err instanceof BackupError) throw err;
+      if (signal?.aborted) throw aborted();
+      throw new BackupError(`cannot restore ${from} to ${opts.db}: ${fileProblem(err)}; the store was left as it was`);
+    }
+
+    // 4. The store it replaces, whole in one file where its WAL can be folded in.
+    const current = statIfThere(store);
+    const wal = statIfThere(`${store}-wal`);
+    const hasStore = (current?.size ?? 0) > 0 || (wal?.size ?? 0) > 0;
+    const walKept = hasStore && wal !== undefined && !checkpoint(store) && existsSync(`${store}-wal`);
+    if (signal?.aborted) {
+      removeQuietly(temp);
+      throw aborted();
+    }
+
+    // 5. The renames: the store and what belongs to it aside, the copy in its place.
+    const replaced = hasStore ? replacedName(store, (opts.now ?? (() => new Date()))()) : undefined;
+    const moved: [string, string][] = [];
+    try {
+      if (replaced !== undefined) {
+        renameSync(store, replaced);
+        moved.push([store, replaced]);
+        for (const suffix of ['-wal', '-journal']) {
+          if (suffix === '-wal' && !walKept) continue;
+          if (moveIfThere(store + suffix, replaced + suffix)) moved.push([store + suffix, replaced + suffix]);
+        }
+      }
+      // What is left of the store's files is stale: applied to the copy, it would mix the two stores.
+      for (const suffix of ['-wal', '-shm', '-journal']) rmSync(store + suffix, { force: true });
+      renameSync(temp, store);
+      syncFolder(dirname(store));
+    } catch (err) {
+      // Put back what was moved: the store as it was.
+      for (const [back, aside] of moved.reverse()) {
+        try {
+          renameSync(aside, back);
+        } catch {
+          // Named in the message below.
+        }
+      }
+      removeQuietly(temp);
+      throw new BackupError(`cannot restore ${from} to ${opts.db}: ${fileProblem(err)}${replaced !== undefined && existsSync(replaced) ? `; the store is kept as ${replaced}` : '; the store was left as it was'}`);
+    }
+    return { path: store, bytes: statSync(store).size, schemaVersion, replaced, replacedWal: walKept && replaced !== undefined ? `${replaced}-wal` : undefined, removedPartials };
+  } finally {
+    lock.release();
+  }
+}

@@ -1,0 +1,268 @@
+/**
+ * `hookwatch restore --from <backup>` as an operator runs it: a real `hookwatch serve` fed over OTLP, a backup, more
+ * telemetry, the service killed so that its WAL (holding the later events) stays beside the store, then the
+ * restore, and a hookwatch started on the result serves exactly what the backup held, while the store it replaced
+ * is kept whole beside it. Then what restore refuses, leaving the store as it was: a running service on the store,
+ * a file that is no SQLite database, a SQLite database that is no hookwatch store, a damaged backup, one from a
+ * newer release; a full disk part way through the copy; and a signal during it.
+ */
+import { execFileSync } from 'node:child_process';
+import { closeSync, copyFileSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, statSync, watch, writeFileSync, writeSync } from 'node:fs';
+import { hostname, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { openSqlite } from '../src/store/sqlite/database.ts';
+import { MIGRATIONS, SqliteStore } from '../src/store/sqlite/index.ts';
+import { HOOKWATCH_VERSION } from '../src/version.ts';
+import { getJson, tempDir } from './helpers.ts';
+import { hookwatchBackup, hookwatchRestore, run, startRestore, views } from './support/backup.ts';
+import { startReplica, type Replica } from './support/serve-process.ts';
+import { oldSchemaFile, OLD_SCHEMA, OLD_SCHEMA_EVENTS } from './support/old-schema.ts';
+import { emitExecutions } from './support/service.ts';
+import { requireTool } from './required-tool.ts';
+
+const tmp = tempDir('hookwatch-restore-');
+afterAll(() => tmp.cleanup());
+let replicas: Replica[] = [];
+let after: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const r of replicas) await r.stop();
+  replicas = [];
+  for (const f of after) await f();
+  after = [];
+});
+
+/** `count` executions of `hookName`, one OTLP batch, acknowledged. */
+async function ingest(otlpHttpUrl: string, hookName: string, count: number): Promise<void> {
+  const exporter = await emitExecutions(otlpHttpUrl, Array.from({ length: count }, () => ({ hookEvent: 'Stop', hookName, stdoutChars: 100 })));
+  expect(exporter.codes).toEqual([0]);
+}
+
+/** Executions per hook name, as the API counts them over the last and next hour. */
+async function executions(httpUrl: string): Promise<Record<string, number>> {
+  const now = Date.now();
+  const range = `from=${new Date(now - 3_600_000).toISOString()}&to=${new Date(now + 3_600_000).toISOString()}`;
+  const { body } = await getJson<{ hooks: { hookName: string; executions: number }[] }>(httpUrl, `/api/v1/hooks?${range}`);
+  return Object.fromEntries(body.hooks.map((h) => [h.hookName, h.executions]));
+}
+
+/** The number of events a store file holds, read from it (and its WAL) alone. */
+function storedEvents(path: string): number {
+  const db = new DatabaseSync(path, { readOnly: true });
+  try {
+    expect(db.prepare('PRAGMA integrity_check').all()).toEqual([{ integrity_check: 'ok' }]);
+    return (db.prepare('SELECT COUNT(*) AS n FROM events').get() as { n: number }).n;
+  } finally {
+    db.close();
+  }
+}
+
+/** A folder of its own holding an empty hookwatch store, with `padRows` rows of about a page each. */
+async function scratchStore(name: string, padRows = 0, dir = join(tmp.dir, name)): Promise<{ dir: string; path: string; root: number; pageSize: number }> {
+  mkdirSync(dir, { recursive: true });
+  const path = join(dir, 'hookwatch.db');
+  await new SqliteStore({ path }).close();
+  const db = openSqlite(path);
+  db.exec('CREATE TABLE padding (pad BLOB NOT NULL); BEGIN');
+  const insert = db.prepare('INSERT INTO padding VALUES (randomblob(4000))');
+  for (let i = 0; i < padRows; i++) insert.run();
+  db.exec('COMMIT');
+  const { root, size } = db.prepare('SELECT rootpage AS root, (SELECT page_size FROM pragma_page_size) AS size FROM sqlite_schema WHERE name = ?').get('padding') as { root: number; size: number };
+  db.close();
+  return { dir, path, root, pageSize: size };
+}
+
+/** A file's bytes and the names in its folder: what a refused restore must leave as they were. */
+function snapshot(path: string, dir: string): { bytes: Buffer; names: string[] } {
+  return { bytes: readFileSync(path), names: readdirSync(dir).sort() };
+}
+
+/** Mounts a tmpfs of `size` on a fresh folder; undefined when this machine does not allow it (not root). */
+function mountTmpfs(size: string): string | undefined {
+  const dir = mkdtempSync(join(tmpdir(), 'hookwatch-restore-mount-'));
+  try {
+    execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${size}`, 'tmpfs', dir], { stdio: 'ignore' });
+    return dir;
+  } catch {
+    rmSync(dir, { recursive: true, force: true });
+    return undefined;
+  }
+}
+
+describe('hookwatch restore on SQLite', () => {
+  it('puts a backup in place of a store whose service was killed: the backup\'s events served, not the stale WAL\'s, the replaced store kept whole', async () => {
+    const dir = join(tmp.dir, 'live');
+    mkdirSync(dir);
+    const db = join(dir, 'hookwatch.db');
+    const backup = join(tmp.dir, 'backups', 'hookwatch-backup.db');
+    mkdirSync(join(tmp.dir, 'backups'));
+    const original = await startReplica({ db, cwd: dir });
+    replicas.push(original);
+    await ingest(original.otlpHttpUrl, 'Stop:before', 40);
+    await ingest(original.otlpHttpUrl, 'SessionStart:before', 7);
+    const now = Date.now();
+    const range = `from=${new Date(now - 3_600_000).toISOString()}&to=${new Date(now + 3_600_000).toISOString()}`;
+    const seen = await views(original.httpUrl, range, []);
+    const backedUp = await hookwatchBackup(['--to', backup], { HOOKWATCH_DB: db });
+    expect(backedUp.stderr).toBe('');
+    expect(backedUp.status).toBe(0);
+    // Later telemetry, which the backup does not hold.
+    await ingest(original.otlpHttpUrl, 'Stop:after', 30);
+    expect(await executions(original.httpUrl)).toEqual({ 'Stop:before': 40, 'SessionStart:before': 7, 'Stop:after': 30 });
+
+    // Refused while the service runs on the store, naming it; nothing changed.
+    const before = snapshot(backup, dir);
+    const refused = await hookwatchRestore(['--from', backup], { HOOKWATCH_DB: db });
+    expect(refused).toEqual({ status: 1, stdout: '', stderr: `hookwatch: hookwatch serve (pid ${original.pid} on ${hostname()}) uses the store ${db}: stop it first (in Kubernetes, scale the Deployment to 0), then restore\n` });
+    expect(snapshot(backup, dir)).toEqual(before);
+    expect(await executions(original.httpUrl)).toEqual({ 'Stop:before': 40, 'SessionStart:before': 7, 'Stop:after': 30 });
+
+    // Killed (a node lost, an OOM kill): its WAL, holding the later events, stays beside the store.
+    original.child.kill('SIGKILL');
+    await original.exited;
+    replicas = [];
+    expect(statSync(`${db}-wal`).size).toBeGreaterThan(0);
+    /** The store's files, its process lock's aside (a killed holder may leave the lock's journal). */
+    const storeFiles = (): string[] => readdirSync(dir).filter((n) => !n.startsWith('hookwatch.db.lock')).sort();
+    expect(storeFiles()).toEqual(['hookwatch.db', 'hookwatch.db-shm', 'hookwatch.db-wal']);
+
+    const restored = await hookwatchRestore(['--from', backup], { HOOKWATCH_DB: db });
+    expect(restored.stderr).toBe('');
+    expect(restored.status).toBe(0);
+    const replaced = /the store it replaced is kept as (\S+)\n$/.exec(restored.stdout)?.[1] ?? '';
+    expect(replaced).toMatch(new RegExp(`^${db}\\.replaced-\\d{8}-\\d{6}$`));
+    expect(restored.stdout).toMatch(new RegExp(`^restored ${backup} to ${db}: \\d+\\.\\d KiB \\(schema version ${MIGRATIONS.length}\\); the store it replaced is kept as ${replaced}\\n$`));
+    // The store's stale WAL and shared memory are gone, not applied to the copy; the replaced store is one file.
+    expect(storeFiles()).toEqual(['hookwatch.db', replaced.slice(dir.length + 1)]);
+    expect(statSync(db).mode & 0o777).toBe(0o600);
+    expect(statSync(replaced).mode & 0o777).toBe(0o600);
+    expect(readFileSync(db)).toEqual(readFileSync(backup));
+    // The replaced store is whole, its WAL folded in: every event the killed service acknowledged.
+    expect(storedEvents(replaced)).toBe(77);
+
+    const again = await startReplica({ db, cwd: dir });
+    replicas.push(again);
+    expect(await executions(again.httpUrl)).toEqual({ 'Stop:before': 40, 'SessionStart:before': 7 });
+    expect(await views(again.httpUrl, range, [])).toEqual(seen);
+    // It ingests as before.
+    await ingest(again.otlpHttpUrl, 'Stop:restored', 3);
+    expect(await executions(again.httpUrl)).toEqual({ 'Stop:before': 40, 'SessionStart:before': 7, 'Stop:restored': 3 });
+  }, 120_000);
+
+  it('refuses a backup that is not a whole hookwatch store of this release or an older one, and leaves the store as it was', async () => {
+    const { dir, path, root, pageSize: size } = await scratchStore('refused', 20);
+    const env = { HOOKWATCH_DB: path };
+    const backups = join(dir, 'backups');
+    mkdirSync(backups);
+    const before = snapshot(path, dir);
+
+    const usage = await hookwatchRestore([], env);
+    expect(usage).toEqual({ status: 2, stdout: '', stderr: 'hookwatch: restore needs --from <file>: the backup to put in place of the store\nRun "hookwatch restore --help" for the flags.\n' });
+
+    const absent = join(backups, 'absent.db');
+    expect(await hookwatchRestore(['--from', absent], env)).toEqual({ status: 1, stdout: '', stderr: `hookwatch: no backup at ${absent}\n` });
+
+    const text = join(backups, 'notes.db');
+    writeFileSync(text, 'these are not the pages of a database, just some words written to a file long enough to be read as one');
+    expect(await hookwatchRestore(['--from', text], env)).toEqual({ status: 1, stdout: '', stderr: `hookwatch: ${text} is not a SQLite database: give a file hookwatch backup wrote\n` });
+
+    const other = join(backups, 'other.db');
+    const otherDb = new DatabaseSync(other);
+    otherDb.exec('CREATE TABLE notes (body TEXT); INSERT INTO notes VALUES (\'hello\')');
+    otherDb.close();
+    expect(await hookwatchRestore(['--from', other], env)).toEqual({ status: 1, stdout: '', stderr: `hookwatch: ${other} is not a hookwatch database (it has no schema_migrations table)\n` });
+
+    // A damaged backup: the padding table's root page overwritten, the migrations table still readable.
+    const damaged = join(backups, 'damaged.db');
+    copyFileSync(path, damaged);
+    const fd = openSync(damaged, 'r+');
+    writeSync(fd, Buffer.alloc(size, 0x5a), 0, size, (root - 1) * size);
+    closeSync(fd);
+    const damagedOut = await hookwatchRestore(['--from', damaged], env);
+    expect(damagedOut).toMatchObject({ status: 1, stdout: '' });
+    expect(damagedOut.stderr).toMatch(new RegExp(`^hookwatch: ${damaged} fails PRAGMA quick_check, so the backup is damaged: .+\\. Nothing was changed: restore another backup\\n$`));
+
+    // A backup from a newer release: its schema is past this one's.
+    const newer = join(backups, 'newer.db');
+    copyFileSync(path, newer);
+    const newerDb = new DatabaseSync(newer);
+    newerDb.prepare('INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)').run(MIGRATIONS.length + 1, Date.now());
+    newerDb.close();
+    expect(await hookwatchRestore(['--from', newer], env)).toEqual({ status: 1, stdout: '', stderr: `hookwatch: ${newer} is from a newer hookwatch (schema version ${MIGRATIONS.length + 1}) than this one (${HOOKWATCH_VERSION}, schema version ${MIGRATIONS.length}): restore it with the release that wrote it, or a later one\n` });
+
+    // The store itself, and its own files.
+    expect(await hookwatchRestore(['--from', path], env)).toEqual({ status: 1, stdout: '', stderr: `hookwatch: the backup ${path} is the database itself: give the file hookwatch backup wrote\n` });
+
+    // A PostgreSQL store: pg_restore, and the password never printed.
+    const pg = await hookwatchRestore(['--from', other], { HOOKWATCH_DB: 'postgres://hookwatch:s3cret-pw@db.internal:5432/hookwatch' });
+    expect(pg).toEqual({ status: 1, stdout: '', stderr: 'hookwatch: db is a PostgreSQL URL: hookwatch restore puts back a SQLite backup; restore PostgreSQL from a pg_dump with pg_restore, as docs/postgres.md says under "Backup and restore"\n' });
+
+    expect(snapshot(path, dir)).toEqual(before);
+    expect(readdirSync(backups).sort()).toEqual(['damaged.db', 'newer.db', 'notes.db', 'other.db']);
+    // No store was opened, and none was written.
+    expect(readdirSync(dir).filter((n) => n.startsWith('hookwatch.db'))).toEqual(['hookwatch.db']);
+  }, 60_000);
+
+  it('restores an older release\'s backup, migrated when hookwatch starts, where there is no store yet', async () => {
+    const backup = join(tmp.dir, 'older-backup.db');
+    await oldSchemaFile(backup);
+    const dir = join(tmp.dir, 'fresh');
+    mkdirSync(dir);
+    const db = join(dir, 'hookwatch.db');
+    const out = await hookwatchRestore(['--from', backup], { HOOKWATCH_DB: db });
+    expect(out.stderr).toBe('');
+    expect(out.status).toBe(0);
+    expect(out.stdout).toMatch(new RegExp(`^restored ${backup} to ${db}: \\d+\\.\\d KiB \\(schema version ${OLD_SCHEMA}, migrated to ${MIGRATIONS.length} when hookwatch starts\\); there was no store to replace\\n$`));
+    expect(readdirSync(dir).sort()).toEqual(['hookwatch.db', 'hookwatch.db.lock']);
+    const started = await startReplica({ db, cwd: dir });
+    replicas.push(started);
+    expect(await executions(started.httpUrl)).toEqual({ 'PostToolUse:Bash': OLD_SCHEMA_EVENTS });
+  }, 60_000);
+
+  it('on a disk that fills up part way through the copy: says so, leaves the store as it was and nothing beside it', async (ctx) => {
+    const mount = mountTmpfs('2m');
+    if (mount === undefined) {
+      requireTool(false, 'mounting a 2 MiB tmpfs (root)', 'run the tests as root, as .ci/run does');
+      return ctx.skip('no tmpfs can be mounted here (not root)');
+    }
+    after.push(async () => {
+      await run('umount', [mount]);
+      rmSync(mount, { recursive: true, force: true });
+    });
+    // A store of about 0.5 MiB on the 2 MiB disk, a backup of about 2.4 MiB elsewhere.
+    const { path } = await scratchStore('small', 100, join(mount, 'data'));
+    const { path: backup } = await scratchStore('large', 600);
+    const before = snapshot(path, join(mount, 'data'));
+    const out = await hookwatchRestore(['--from', backup], { HOOKWATCH_DB: path });
+    expect(out).toEqual({ status: 1, stdout: '', stderr: `hookwatch: cannot restore ${backup} to ${path}: the disk is full; the store was left as it was\n` });
+    expect(snapshot(path, join(mount, 'data'))).toEqual({ ...before, names: [...before.names, 'hookwatch.db.lock'].sort() });
+    const store = new DatabaseSync(path, { readOnly: true });
+    try {
+      expect(store.prepare('SELECT COUNT(*) AS n FROM padding').get()).toEqual({ n: 100 });
+    } finally {
+      store.close();
+    }
+  }, 60_000);
+
+  it('stops on SIGINT or SIGTERM during the copy: the store as it was, the partial copy removed, killed by the signal', async () => {
+    const { path: backup } = await scratchStore('big-backup', 16_000);
+    const { dir, path } = await scratchStore('stopped', 10);
+    const before = snapshot(path, dir);
+    for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+      const watcher = watch(dir);
+      let partial = '';
+      const copying = new Promise<void>((resolve) => watcher.on('change', (_event, name) => {
+        if (name === partial) resolve();
+      }));
+      const { child, done } = startRestore(['--from', backup], { HOOKWATCH_DB: path });
+      // The copy appears beside the store once the backup is checked and the store's lock taken.
+      partial = `.hookwatch.db.${child.pid}.partial`;
+      await copying;
+      watcher.close();
+      child.kill(signal);
+      expect(await done).toEqual({ status: -1, signal, stdout: '', stderr: `hookwatch: restore of ${backup} to ${path} stopped (${signal}): the store was left as it was, the partial copy removed\n` });
+      expect(snapshot(path, dir)).toEqual({ ...before, names: [...new Set([...before.names, 'hookwatch.db.lock'])].sort() });
+    }
+  }, 60_000);
+});
