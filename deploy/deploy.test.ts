@@ -4,7 +4,7 @@
  * knows, use its default ports, keep data where the image's volume is, and reference files that exist.
  * No Docker engine runs here; Debian's docker-compose, Prometheus's promtool and kubectl validate when installed.
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createHmac } from 'node:crypto';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -37,6 +37,21 @@ const OTLP_HTTP_PORT = DEFAULT_PORTS.get('HOOKWATCH_OTLP_HTTP_ADDR') as number;
 const SHUTDOWN_MS = SETTINGS.find((s) => s.key === 'shutdown.timeout')?.default as number;
 /** Settings whose default is a file under ./data/: in a container they must live on the data volume. */
 const DATA_FILE_ENVS = SETTINGS.filter((s) => s.env && typeof s.default === 'string' && s.default.startsWith('./data/')).map((s) => s.env as string);
+/** How long a hookwatch child process may take to log its start. */
+const START_WAIT_MS = 30_000;
+
+/** Stops a child process that has not exited: SIGTERM, then SIGKILL if it has not exited 10 s later. */
+async function stopChild(child: ChildProcess | undefined, exited: Promise<unknown>): Promise<void> {
+  if (!child || child.exitCode !== null || child.signalCode !== null) return;
+  const within = (ms: number): Promise<boolean> => {
+    let timer: NodeJS.Timeout | undefined;
+    return Promise.race([exited.then(() => true), new Promise<boolean>((resolve) => { timer = setTimeout(() => resolve(false), ms); })]).finally(() => clearTimeout(timer));
+  };
+  child.kill('SIGTERM');
+  if (await within(10_000)) return;
+  child.kill('SIGKILL');
+  await within(10_000);
+}
 
 type Doc = Record<string, unknown>;
 const obj = (v: unknown): Doc => (v && typeof v === 'object' && !Array.isArray(v) ? (v as Doc) : {});
@@ -739,32 +754,37 @@ describe('Kubernetes manifests', () => {
 
   it.skipIf(!hasKubectl)('what a hookwatch start and stop writes to /tmp (the compiled sources Node keeps) fits well within the sizeLimit of the pods\' /tmp', async () => {
     const scratch = tempDir('hookwatch-tmp-');
+    let child: ChildProcess | undefined;
+    let exited: Promise<number | null> = Promise.resolve(null);
     try {
       const tmp = join(scratch.dir, 'tmp');
       const data = join(scratch.dir, 'data');
       mkdirSync(tmp);
       mkdirSync(data);
       // As the image starts it: node on main.ts, serve, with TMPDIR standing for the pod's /tmp.
-      const child = spawn(process.execPath, [join(ROOT, 'collector/src/main.ts'), 'serve'], {
+      const started = spawn(process.execPath, [join(ROOT, 'collector/src/main.ts'), 'serve'], {
         env: {
           PATH: process.env['PATH'] ?? '', TMPDIR: tmp, SQLITE_TMPDIR: data, HOOKWATCH_DB: join(data, 'hookwatch.db'), HOOKWATCH_FORWARD_QUEUE_PATH: join(data, 'forward-queue.db'),
           HOOKWATCH_OTLP_HTTP_ADDR: '127.0.0.1:0', HOOKWATCH_OTLP_GRPC_ADDR: '127.0.0.1:0', HOOKWATCH_HTTP_ADDR: '127.0.0.1:0',
         },
         stdio: ['ignore', 'ignore', 'pipe'],
       });
-      const exited = new Promise<number | null>((resolve) => child.on('exit', resolve));
+      child = started;
+      exited = new Promise<number | null>((resolve) => started.on('exit', resolve));
       let stderr = '';
+      let timer: NodeJS.Timeout | undefined;
       const httpUrl = await new Promise<string>((resolve, reject) => {
-        child.stderr.on('data', (chunk: Buffer) => {
+        timer = setTimeout(() => reject(new Error(`hookwatch did not log its start within ${START_WAIT_MS} ms: ${stderr}`)), START_WAIT_MS);
+        started.stderr.on('data', (chunk: Buffer) => {
           stderr += chunk.toString();
           const url = /"msg":"hookwatch started".*?"http":"(http:\/\/[^"]+)"/.exec(stderr)?.[1];
           if (url) resolve(url);
         });
         void exited.then(() => reject(new Error(`hookwatch exited before it started: ${stderr}`)));
-      });
+      }).finally(() => clearTimeout(timer));
       // The dashboard and /metrics load what they import on first use.
       for (const path of ['/', '/metrics', '/readyz']) expect((await fetch(`${httpUrl}${path}`)).status, path).toBe(200);
-      child.kill('SIGTERM');
+      started.kill('SIGTERM');
       expect(await exited).toBe(0);
       const du = (dir: string): number => readdirSync(dir, { withFileTypes: true }).reduce((sum, e) => sum + (e.isDirectory() ? du(join(dir, e.name)) : statSync(join(dir, e.name)).size), 0);
       const written = du(tmp);
@@ -776,9 +796,11 @@ describe('Kubernetes manifests', () => {
         expect(quantity(obj(volume['emptyDir'])['sizeLimit']), `${overlay}: /tmp's sizeLimit against ${written} bytes written`).toBeGreaterThanOrEqual(4 * written);
       }
     } finally {
+      // Whatever failed above, the server is gone before its data directory is removed: SIGTERM, then SIGKILL.
+      await stopChild(child, exited);
       scratch.cleanup();
     }
-  }, 60_000);
+  }, START_WAIT_MS + 60_000);
 
   it.skipIf(!hasKubectl)('each overlay\'s memory: the request covers the RSS measured under load with headroom, and the heap limit NODE_OPTIONS gives Node, with the request bodies held beside it, fits the limit', () => {
     // The load benchmark's peak RSS (50 clients, docs/benchmarks.md): the scheduler places the pod where that much is free.
