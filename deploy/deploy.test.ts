@@ -710,6 +710,23 @@ describe('Kubernetes manifests', () => {
     expect(kubernetesDocs()).toContain('matchLabelKeys: [pod-template-hash]');
   });
 
+  it('postgres: each field of a recent Kubernetes release says, in its manifest and in docs/deploy.md, the release that knows it, the one that turns it on, and what older API servers do with it', () => {
+    // An API server that knows a field behind a feature gate that is off drops it; one that does not know it at all
+    // makes `kubectl apply` fail (strict field validation, kubectl's default): "an older cluster drops it" is wrong.
+    const fields = [
+      { file: 'deploy/kubernetes/postgres/deployment-patch.yaml', field: 'matchLabelKeys', known: '1.25', on: '1.27', gate: 'MatchLabelKeysInPodTopologySpread' },
+      { file: 'deploy/kubernetes/postgres/pdb.yaml', field: 'unhealthyPodEvictionPolicy', known: '1.26', on: '1.27', gate: 'PDBUnhealthyPodEvictionPolicy' },
+    ];
+    const section = kubernetesDocs().replace(/\s+/g, ' ');
+    for (const { file, field, known, on, gate } of fields) {
+      const text = read(file);
+      expect(text, file).toMatch(new RegExp(`^\\s*${field}:`, 'm'));
+      const comments = text.split('\n').filter((l) => /^\s*#/.test(l)).map((l) => l.replace(/^\s*#\s?/, '')).join(' ');
+      for (const words of [`Kubernetes ${on} and later`, gate, `older than ${known}`, 'refuses']) expect(comments, `${file}: ${field}`).toContain(words);
+      for (const words of [`from Kubernetes ${on}`, `\`${gate}\``, `before ${known} for \`${field}\``, 'refuses']) expect(section, field).toContain(words);
+    }
+  });
+
   it.skipIf(!hasKubectl)('each overlay bounds its disk: every emptyDir has a sizeLimit, the container an ephemeral-storage request and a limit above them and its log, the queue\'s volume holds a full forward queue, and SQLite\'s temporary files go to the store\'s volume', () => {
     // The kubelet keeps up to 5 files of 10 MiB of a container's log by default, counted against its limit.
     const LOGS = 64 * 1024 ** 2;
