@@ -10,8 +10,11 @@ import type { AlertReadModel } from '../alerting/read-model.ts';
 import { parseSilence } from '../alerting/silences.ts';
 import { MAX_SILENCES, SilenceLimitError, type SilencePosition, type Silences } from '../alerting/silencing.ts';
 import { MAX_TEST_SENDS, type Dispatcher } from '../notify/dispatcher.ts';
+import { DecodeError } from '../otlp/model.ts';
+import { TooLargeError, UnsupportedMediaTypeError } from '../pipeline/errors.ts';
+import { ClientAbortedError, readBody, type BodyCoding } from '../receiver/otlp-http/body.ts';
+import { InflightBudget } from '../receiver/inflight.ts';
 import { BadBodyError, echoed } from '../request-error.ts';
-import { isBodyRefusal } from './index.ts';
 import { badCursor, HOOK_ID, onlyParams, ParamError, parseLimit, single } from './params.ts';
 import { formatRfc3339 } from '../rfc3339.ts';
 
@@ -75,45 +78,94 @@ function parseSilenceCursor(q: Record<string, unknown>): SilencePosition | undef
 /** The most a silence's body may hold, as sent and once inflated. */
 const JSON_BODY_LIMIT = 64 * 1024;
 
-/** express.json's own refusal of a body over its limit, which apiErrorHandler answers 413. */
+/** The Content-Encodings a silence may be sent in (Express's JSON parser took these). */
+const SILENCE_CODINGS: readonly BodyCoding[] = ['gzip', 'deflate', 'br', 'zstd'];
+
+/**
+ * Silence bodies are bounded one by one (JSON_BODY_LIMIT), not by a budget they share with other requests: the
+ * account readBody asks for is drawn from one without limit.
+ */
+const SILENCE_BODIES = new InflightBudget(Number.POSITIVE_INFINITY);
+
+/** A refusal as express.json made it (an http-error with a `type`, meant for the client), which apiErrorHandler answers. */
+function refusal(status: number, type: string, message: string, extra: Record<string, unknown> = {}): Error {
+  return Object.assign(new Error(message), { type, status, statusCode: status, expose: true, ...extra });
+}
+
+/** A body over JSON_BODY_LIMIT: 413 "body larger than 64 KiB". */
 function tooLarge(): Error {
-  return Object.assign(new Error('request entity too large'), { type: 'entity.too.large', status: 413, statusCode: 413, expose: true, limit: JSON_BODY_LIMIT });
+  return refusal(413, 'entity.too.large', 'request entity too large', { limit: JSON_BODY_LIMIT });
+}
+
+/** The charset a JSON body is sent in (RFC 8259: UTF-8; a `utf-*` label the platform decodes is taken too). */
+function jsonDecoder(contentType: string | undefined): TextDecoder | Error {
+  const label = /;\s*charset\s*=\s*"?([^";\s]*)"?/i.exec(contentType ?? '')?.[1]?.toLowerCase() ?? 'utf-8';
+  const unsupported = refusal(415, 'charset.unsupported', `unsupported charset ${JSON.stringify(label.toUpperCase())}`);
+  if (!label.startsWith('utf-')) return unsupported;
+  try {
+    return new TextDecoder(label);
+  } catch {
+    return unsupported;
+  }
+}
+
+/**
+ * A JSON body parsed as express.json parses it: an empty body is `{}`, and only an object or an array is taken
+ * (undefined: not valid JSON).
+ */
+function parseJsonBody(text: string): unknown {
+  if (text.length === 0) return {};
+  const first = /^[ \t\n\r]*(.|$)/s.exec(text)?.[1];
+  if (first !== '{' && first !== '[') return undefined;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
 }
 
 export function createAlertsRouter(opts: AlertsApiOptions): Router {
   const { alerts: view, silences, dispatcher } = opts;
   const now = opts.now ?? Date.now;
   const router = express.Router();
-  // JSON only: a content type a cross-site form or text/plain request cannot send without a preflight.
-  const parseJson = express.json({ limit: JSON_BODY_LIMIT, type: 'application/json' });
-  // Bytes that do not decompress as their Content-Encoding says (gzip, deflate, br) fail in zlib, not in the
-  // parser: the client's mistake, answered 400 naming the encoding, not a 500.
-  // express.json reads a body over its limit to the end before it answers 413 (and Node asked for it with 100
-  // Continue): 50 MB on a Content-Length, a chunked body without end until http.requestTimeout. Refused here as
-  // soon as its Content-Length, or what arrived of it, says so; the connection then closes (net/unread-body.ts).
+  // JSON only: a content type a cross-site form or text/plain request cannot send without a preflight; the route
+  // answers any other 415, its body never read. The body is refused as soon as its Content-Length, or what arrived
+  // of it as sent or once inflated, passes 64 KiB, never at its end (a chunked body without one would hold the
+  // connection until http.requestTimeout); the connection then closes (net/unread-body.ts).
   const json: RequestHandler = (req, res, next) => {
-    let settled = false;
-    const settle = (err?: unknown): void => {
-      if (settled) return;
-      settled = true;
-      req.off('data', count);
-      next(err);
-    };
-    let received = 0;
-    const count = (chunk: Buffer): void => {
-      received += chunk.length;
-      if (received > JSON_BODY_LIMIT) settle(tooLarge());
-    };
-    if (Number(req.headers['content-length']) > JSON_BODY_LIMIT && req.is('application/json')) {
-      settle(tooLarge());
+    const hasBody = req.headers['transfer-encoding'] !== undefined || req.headers['content-length'] !== undefined;
+    if (!hasBody || !req.is('application/json')) {
+      next();
       return;
     }
-    parseJson(req, res, (err?: unknown) => {
-      if (err === undefined || isBodyRefusal(err)) settle(err);
-      else settle(new BadBodyError(`body does not decode as Content-Encoding ${JSON.stringify(String(req.headers['content-encoding']).slice(0, 32))}`));
+    const decoder = jsonDecoder(req.headers['content-type']);
+    if (decoder instanceof Error) {
+      next(decoder);
+      return;
+    }
+    const read = async (): Promise<unknown> => {
+      const account = SILENCE_BODIES.open();
+      try {
+        const parsed = parseJsonBody(decoder.decode(await readBody(req, JSON_BODY_LIMIT, account, undefined, SILENCE_CODINGS)));
+        if (parsed === undefined) throw new BadBodyError('body is not valid JSON');
+        return parsed;
+      } finally {
+        account.release();
+      }
+    };
+    read().then((body) => {
+      req.body = body;
+      next();
+    }, (err: unknown) => {
+      const encoding = String(req.headers['content-encoding']);
+      // Bytes that do not decompress as their Content-Encoding says (gzip, deflate, br, zstd) are the client's
+      // mistake, answered 400 naming the encoding, not a 500.
+      next(err instanceof TooLargeError ? tooLarge()
+        : err instanceof UnsupportedMediaTypeError ? refusal(415, 'encoding.unsupported', `unsupported content encoding ${JSON.stringify(encoding.trim().toLowerCase().slice(0, 32))}`)
+          : err instanceof DecodeError ? new BadBodyError(`body does not decode as Content-Encoding ${JSON.stringify(encoding.slice(0, 32))}`)
+            : err instanceof ClientAbortedError ? new BadBodyError('request aborted')
+              : err);
     });
-    // Counted as sent (compressed, when it is): a body is read only when express.json reads it, after it checked its type.
-    if (!settled && req.listenerCount('data') > 0) req.on('data', count);
   };
 
   router.get('/api/v1/alerts', async (req, res) => {

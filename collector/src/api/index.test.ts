@@ -1,5 +1,6 @@
 /** The API as a client uses it: real HTTP against a running hookwatch, with events at known times. */
 import { readFileSync, readdirSync } from 'node:fs';
+import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FleetSeriesResponse, HooksResponse, OverviewResponse, SeriesResponse, BreakdownResponse } from '../../../shared/src/api.ts';
 import { getJson, postOtlp, startTestService, type TestService } from '../../test/helpers.ts';
@@ -397,6 +398,13 @@ describe('bad parameters get 400 naming the parameter', () => {
     const answer = await rawExchange(service.httpUrl, Buffer.concat([Buffer.from(silence(['Transfer-Encoding: chunked'])), Buffer.from(`${chunk.length.toString(16)}\r\n`), chunk, Buffer.from('\r\n')]));
     expect(answer.head).toMatch(/^HTTP\/1\.1 413 Payload Too Large\r\n/);
     expect(JSON.parse(answer.body.toString())).toEqual(tooLarge);
+    // Gzip, chunked, with no end: 1 KiB sent that inflates to 1 MiB, refused as soon as 64 KiB of it is inflated.
+    const bomb = gzipSync(Buffer.alloc(1024 * 1024, 0x20));
+    expect(bomb.length).toBeLessThan(2048);
+    const inflated = await rawExchange(service.httpUrl, Buffer.concat([Buffer.from(silence(['Content-Encoding: gzip', 'Transfer-Encoding: chunked'])), Buffer.from(`${bomb.length.toString(16)}\r\n`), bomb, Buffer.from('\r\n')]));
+    expect(inflated.head).toMatch(/^HTTP\/1\.1 413 Payload Too Large\r\n/);
+    expect(inflated.head).toMatch(/\r\nconnection: close(\r\n|$)/i);
+    expect(JSON.parse(inflated.body.toString())).toEqual(tooLarge);
   });
 
   it('Expect: 100-continue on a request its headers alone refuse gets the refusal, not 100 Continue: the body is never asked for', async () => {

@@ -4,7 +4,8 @@
  * full inflated size, and only once the process-wide in-flight budget has room for it.
  */
 import type { IncomingMessage } from 'node:http';
-import { createGunzip, createInflate, type Gunzip, type Inflate } from 'node:zlib';
+import type { Transform } from 'node:stream';
+import { createBrotliDecompress, createGunzip, createInflate, createZstdDecompress } from 'node:zlib';
 import { DecodeError } from '../../otlp/model.ts';
 import { TooLargeError, UnsupportedMediaTypeError } from '../../pipeline/errors.ts';
 import { echoed } from '../../request-error.ts';
@@ -18,11 +19,26 @@ import { RequestTooSlowError, tooSlowMessage, watchBodyRate } from '../body-rate
  */
 const INFLATE_CHUNK_BYTES = 256 * 1024;
 
-function inflater(contentEncoding: string | undefined): Gunzip | Inflate | undefined {
+/**
+ * A Content-Encoding a port may take besides identity. OTLP takes gzip and deflate (what OTLP exporters send);
+ * the silence API also takes br and zstd, as Express's JSON parser did before it read bodies this way.
+ */
+export type BodyCoding = 'gzip' | 'deflate' | 'br' | 'zstd';
+
+/** What the OTLP receiver takes. */
+const OTLP_CODINGS: readonly BodyCoding[] = ['gzip', 'deflate'];
+
+/** The decompressor for a Content-Encoding; `bounded` when its ratio is (deflate's, DEFLATE_MAX_RATIO). */
+function inflater(contentEncoding: string | undefined, codings: readonly BodyCoding[]): { zlib: Transform; bounded: boolean } | undefined {
   const enc = (contentEncoding ?? '').trim().toLowerCase();
   if (enc === '' || enc === 'identity') return undefined;
-  if (enc === 'gzip' || enc === 'x-gzip') return createGunzip({ chunkSize: INFLATE_CHUNK_BYTES });
-  if (enc === 'deflate') return createInflate({ chunkSize: INFLATE_CHUNK_BYTES });
+  const coding = enc === 'x-gzip' ? 'gzip' : enc;
+  if (codings.includes(coding as BodyCoding)) {
+    if (coding === 'gzip') return { zlib: createGunzip({ chunkSize: INFLATE_CHUNK_BYTES }), bounded: true };
+    if (coding === 'deflate') return { zlib: createInflate({ chunkSize: INFLATE_CHUNK_BYTES }), bounded: true };
+    if (coding === 'br') return { zlib: createBrotliDecompress({ chunkSize: INFLATE_CHUNK_BYTES }), bounded: false };
+    if (coding === 'zstd') return { zlib: createZstdDecompress({ chunkSize: INFLATE_CHUNK_BYTES }), bounded: false };
+  }
   throw new UnsupportedMediaTypeError(`Content-Encoding ${echoed(enc)} is not supported (use gzip or none)`);
 }
 
@@ -38,24 +54,29 @@ export class ClientAbortedError extends Error {
 const DEFLATE_MAX_RATIO = 1032;
 
 /**
- * The whole body, decompressed per Content-Encoding (gzip, deflate, identity). Refuses past `limit` bytes
- * (raw or inflated) with TooLargeError. Before a byte is read, the most the body can grow to (its declared
- * length, times 1032 when compressed, at most `limit`) is reserved from `account`, which throws OverloadedError
- * when the process holds too much already: a request is refused whole or admitted whole, never half inflated.
- * A body arriving under the minimum rate (body-rate.ts, for a request timeout of `timeoutMs`) is refused with
- * RequestTooSlowError, and reading stops.
+ * The whole body, decompressed per Content-Encoding (identity or one of `codings`; any other throws
+ * UnsupportedMediaTypeError). Refuses past `limit` bytes (raw or inflated) with TooLargeError, as soon as that
+ * many arrived or were inflated, never waiting for the body's end. Before a byte is read, the most the body can
+ * grow to (its declared length, times 1032 when deflated, at most `limit`) is reserved from `account`, which
+ * throws OverloadedError when the process holds too much already: a request is refused whole or admitted whole,
+ * never half inflated. With `timeoutMs`, a body arriving under the minimum rate (body-rate.ts, for a request
+ * timeout of `timeoutMs`) is refused with RequestTooSlowError, and reading stops; without it (a small body bounded
+ * by the HTTP port's own request timeout) the rate is not watched.
  */
-export function readBody(req: IncomingMessage, limit: number, account: InflightAccount, timeoutMs: number): Promise<Buffer> {
+export function readBody(req: IncomingMessage, limit: number, account: InflightAccount, timeoutMs: number | undefined, codings: readonly BodyCoding[] = OTLP_CODINGS): Promise<Buffer> {
   const encoding = req.headers['content-encoding'];
   const declared = Number(req.headers['content-length']);
   if (Number.isFinite(declared) && declared > limit) {
     return Promise.reject(new TooLargeError(`request body of ${declared} bytes exceeds the limit of ${limit} bytes`));
   }
-  let zlib: Gunzip | Inflate | undefined;
+  let zlib: Transform | undefined;
   const known = req.headers['content-length'] !== undefined && Number.isFinite(declared);
   try {
-    zlib = inflater(encoding);
-    account.take(known ? Math.min(limit, zlib ? declared * DEFLATE_MAX_RATIO : declared) : limit);
+    const decoder = inflater(encoding, codings);
+    zlib = decoder?.zlib;
+    // Brotli and zstd have no such bound on their ratio: the limit is reserved.
+    const most = decoder === undefined ? declared : decoder.bounded ? declared * DEFLATE_MAX_RATIO : limit;
+    account.take(known ? Math.min(limit, most) : limit);
   } catch (err) {
     zlib?.destroy();
     return Promise.reject(err as Error);
@@ -65,11 +86,14 @@ export function readBody(req: IncomingMessage, limit: number, account: InflightA
     let rawSize = 0;
     let size = 0;
     let done = false;
-    const stopWatch = watchBodyRate(timeoutMs, () => rawSize, () => (known ? declared : undefined), (slow) => {
-      // Nothing more of it is read: the answer closes the connection (net/unread-body.ts).
-      req.pause();
-      fail(new RequestTooSlowError(tooSlowMessage('request body', slow)));
-    });
+    const stopWatch =
+      timeoutMs === undefined
+        ? noop
+        : watchBodyRate(timeoutMs, () => rawSize, () => (known ? declared : undefined), (slow) => {
+            // Nothing more of it is read: the answer closes the connection (net/unread-body.ts).
+            req.pause();
+            fail(new RequestTooSlowError(tooSlowMessage('request body', slow)));
+          });
     const fail = (err: Error): void => {
       if (done) return;
       done = true;
@@ -109,7 +133,7 @@ export function readBody(req: IncomingMessage, limit: number, account: InflightA
     if (zlib) {
       zlib.on('data', keep);
       zlib.on('end', finish);
-      zlib.on('error', (err) => fail(new DecodeError(`body is not valid ${String(encoding).trim().toLowerCase()}: ${err.message}`)));
+      zlib.on('error', (err: Error) => fail(new DecodeError(`body is not valid ${String(encoding).trim().toLowerCase()}: ${err.message}`)));
       req.pipe(zlib);
     } else {
       req.on('data', keep);
@@ -117,3 +141,5 @@ export function readBody(req: IncomingMessage, limit: number, account: InflightA
     }
   });
 }
+
+function noop(): void {}
