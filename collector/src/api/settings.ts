@@ -3,7 +3,7 @@
  * checked together so a mode never starts without its credentials. A leaf: config/ composes these rows.
  */
 import { ConfigError, type Setting, type SettingValues } from '../config/setting.ts';
-import { shortSecretProblem } from '../config/values.ts';
+import { formatDuration, shortSecretProblem } from '../config/values.ts';
 import { bearerTokenProblem, keepAliveSetting, tlsConfig, tlsSettings, type TlsConfig } from '../net/settings.ts';
 
 /** The shortest `http.auth.password` accepted, as NIST SP 800-63B has it for passwords people choose. */
@@ -54,7 +54,7 @@ export const API_SETTINGS: readonly Setting[] = [
   ...tlsSettings('http.tls', 'HOOKWATCH_HTTP_TLS', 'the HTTP port (API, dashboard, /metrics, /healthz, /readyz)', 'https'),
   {
     key: 'http.tls.hstsMaxAge', env: 'HOOKWATCH_HTTP_TLS_HSTS_MAX_AGE', type: 'duration', default: HSTS_MAX_AGE_MS, min: 0, max: 2 * HSTS_MAX_AGE_MS,
-    description: 'With `http.tls.certFile`, every answer of the HTTP port carries `Strict-Transport-Security: max-age=<this, in seconds>` (HSTS): a browser that reached the dashboard over https once goes there over https only for that long, never over plain http that anyone on the path could read or change. A browser applies it to the host name on every port, not only this one: for a host name that also serves plain http on another port, set `0` (`max-age=0`: browsers keep no such rule, and forget one they kept). Never sent over plain http, where a browser ignores it; behind a proxy that ends TLS, the proxy sends its own.',
+    description: 'With `http.tls.certFile`, every answer of the HTTP port carries `Strict-Transport-Security: max-age=<this, in seconds>` (HSTS), so it is a whole number of seconds (`500ms` is refused at start, naming it): a browser that reached the dashboard over https once goes there over https only for that long, never over plain http that anyone on the path could read or change. A browser applies it to the host name on every port, not only this one: for a host name that also serves plain http on another port, set `0` (`max-age=0`: browsers keep no such rule, and forget one they kept). Never sent over plain http, where a browser ignores it; behind a proxy that ends TLS, the proxy sends its own. Set to another value than its default without `http.tls.certFile`, it would apply to nothing, so hookwatch does not start, naming it.',
   },
 ];
 
@@ -77,7 +77,10 @@ export interface ApiSettings {
 export function apiConfig(r: SettingValues): ApiSettings {
   const tls = tlsConfig(r, 'http.tls');
   const hstsMaxAgeMs = r.number('http.tls.hstsMaxAge');
-  // Without TLS no such header is sent: a value set would apply to nothing.
+  // The header counts seconds: 500ms cut to max-age=0 would tell browsers to forget the rule, without a word.
+  if (hstsMaxAgeMs % 1000 !== 0) throw new ConfigError(`http.tls.hstsMaxAge must be a whole number of seconds (Strict-Transport-Security counts its max-age in seconds): ${formatDuration(hstsMaxAgeMs)} is not`);
+  // Without TLS no such header is sent: a value other than the default would apply to nothing (the default
+  // written out, as `hookwatch config` prints it, changes nothing and is accepted, as *.tls.minVersion is).
   if (!tls && hstsMaxAgeMs !== HSTS_MAX_AGE_MS) throw new ConfigError('http.tls.hstsMaxAge is set but http.tls.certFile and http.tls.keyFile are not, so no TLS is served: set both, or unset http.tls.*');
   return {
     http: {
@@ -88,7 +91,7 @@ export function apiConfig(r: SettingValues): ApiSettings {
       allowedHosts: r.list('http.allowedHosts').map((h) => h.trim().toLowerCase()).filter((h) => h !== ''),
       auth: httpAuth(r.oneOf('http.auth.mode', ['none', 'basic', 'bearer', 'proxy-header']), r.string('http.auth.username'), r.string('http.auth.password'), r.string('http.auth.token'), r.string('http.auth.proxyHeader').trim().toLowerCase()),
       tls,
-      hstsMaxAgeSeconds: tls ? Math.floor(hstsMaxAgeMs / 1000) : undefined,
+      hstsMaxAgeSeconds: tls ? hstsMaxAgeMs / 1000 : undefined,
     },
   };
 }

@@ -66,6 +66,16 @@ describe('TLS settings', () => {
         expect(refused({ HOOKWATCH_HTTP_TLS_HSTS_MAX_AGE: '1d' })).toBe('http.tls.hstsMaxAge is set but http.tls.certFile and http.tls.keyFile are not, so no TLS is served: set both, or unset http.tls.*');
         expect(refused({ HOOKWATCH_HTTP_TLS_HSTS_MAX_AGE: '365d' })).toBe('accepted');
       });
+
+      it('http.tls.hstsMaxAge: a value that is not whole seconds is refused, naming it, never sent cut to max-age=0', () => {
+        const tls = { HOOKWATCH_HTTP_TLS_CERT_FILE: '/etc/tls/tls.crt', HOOKWATCH_HTTP_TLS_KEY_FILE: '/etc/tls/tls.key' };
+        for (const value of ['500ms', '1500ms', '999ms']) {
+          expect(refused({ ...tls, HOOKWATCH_HTTP_TLS_HSTS_MAX_AGE: value }), value).toBe(`http.tls.hstsMaxAge must be a whole number of seconds (Strict-Transport-Security counts its max-age in seconds): ${value} is not`);
+        }
+        for (const [value, seconds] of [['0', 0], ['0s', 0], ['1s', 1], ['2000ms', 2], ['1d', 86_400]] as const) {
+          expect(toConfig(loadConfig({ env: { ...tls, HOOKWATCH_HTTP_TLS_HSTS_MAX_AGE: value } })).http.hstsMaxAgeSeconds, value).toBe(seconds);
+        }
+      });
     }
 
     it(`${section}: PEM text where a path belongs is refused, and not repeated`, () => {
