@@ -340,11 +340,12 @@ export class Dispatcher {
     this.checkIdle();
   }
 
-  /** Sends one notification now, once, outside the queue (POST /api/v1/receivers/:name/test). */
   /**
-   * One attempt of a test notification, outside the queue and the outbox. At most one per receiver at a time and
-   * MAX_TEST_SENDS in all: past that, `busy` at once, nothing sent (a script or repeated clicks cannot pile up
-   * connections to a receiver that is slow to answer, each held for its timeout).
+   * One attempt of a test notification, outside the queue and the outbox (POST /api/v1/receivers/:name/test). At
+   * most one per receiver at a time and MAX_TEST_SENDS in all: past that, `busy` at once, nothing sent (a script or
+   * repeated clicks cannot pile up connections to a receiver that is slow to answer, each held for its timeout).
+   * A `busy` says when the running one ends at the latest: its start plus the receiver's timeout, which bounds the
+   * reading of the answer's body too (the attempt's timeout signal cancels a body still draining then).
    */
   async sendTest(n: Notification): Promise<SendResult | TestBusy> {
     const lane = this.lanes.get(n.receiver);
