@@ -24,20 +24,32 @@ export function encodeRetryStatus(code: number, message: string, retryDelayMs: n
   return Buffer.concat([varintField(1, code), field(2, Buffer.from(message, 'utf8')), field(3, any)]);
 }
 
-interface Field {
+interface Field<Varint = number> {
   num: number;
   wire: number;
-  value: number | Buffer;
+  value: Varint | Buffer;
 }
 
 /**
- * Reads the top-level fields of a message; undefined when it is not valid protobuf. `cut`: the buffer is the
- * start of a longer message: the fields whole in it, and a last length-delimited one that runs past its end
- * with the bytes there are, instead of undefined; a last field of another kind cut short is left out.
+ * How fields() reads. `cut`: the buffer is the start of a longer message: the fields whole in it, and a last
+ * length-delimited one that runs past its end with the bytes there are, instead of undefined; a last field of
+ * another kind cut short is left out. `int64`: varint fields are read as signed 64-bit integers (int64, and int32,
+ * which is sign-extended), exactly, as bigint: read as a number, the largest int64 and -1 would both round near
+ * 2^63 and 2^64.
  */
-export function fields(buf: Buffer, cut = false): Field[] | undefined {
-  const out: Field[] = [];
+interface FieldsOptions {
+  cut?: boolean;
+  int64?: boolean;
+}
+
+/** Reads the top-level fields of a message (see FieldsOptions); undefined when it is not valid protobuf. */
+export function fields(buf: Buffer, opts?: FieldsOptions & { int64?: false }): Field[] | undefined;
+export function fields(buf: Buffer, opts: FieldsOptions & { int64: true }): Field<bigint>[] | undefined;
+export function fields(buf: Buffer, opts: FieldsOptions = {}): Field<number | bigint>[] | undefined {
+  const cut = opts.cut === true;
+  const out: Field<number | bigint>[] = [];
   let pos = 0;
+  // A varint of at most 10 bytes, its 7-bit groups little-endian; undefined when it runs past the end.
   const readVarint = (): number | undefined => {
     let result = 0;
     let mul = 1;
@@ -49,14 +61,26 @@ export function fields(buf: Buffer, cut = false): Field[] | undefined {
     }
     return undefined;
   };
+  // The same varint, exactly, as a signed 64-bit integer.
+  const readInt64 = (): bigint | undefined => {
+    let result = 0n;
+    for (let shift = 0n; shift < 70n && pos < buf.length; shift += 7n) {
+      const b = buf[pos++] as number;
+      result |= BigInt(b & 0x7f) << shift;
+      if ((b & 0x80) === 0) return BigInt.asIntN(64, result);
+    }
+    return undefined;
+  };
   while (pos < buf.length) {
     const tag = readVarint();
     // A varint that runs past the end: cut there, or not protobuf.
     if (tag === undefined) return cut && pos >= buf.length ? out : undefined;
+    // A tag past 2^63 (negative as an int64) names no field: not protobuf.
+    if (tag >= 2 ** 63) return undefined;
     const num = Math.floor(tag / 8);
     const wire = tag & 7;
     if (wire === 0) {
-      const v = readVarint();
+      const v = opts.int64 === true ? readInt64() : readVarint();
       if (v === undefined) return cut && pos >= buf.length ? out : undefined;
       out.push({ num, wire, value: v });
     } else if (wire === 2) {
@@ -92,7 +116,7 @@ export function statusMessage(status: Buffer): string | undefined {
  * with an ellipsis: a key it split is not shown in part (a scrubber finds only whole keys).
  */
 export function statusMessageStart(start: Buffer): string | undefined {
-  const parts = fields(start, true) ?? [];
+  const parts = fields(start, { cut: true }) ?? [];
   const index = parts.findIndex((f) => f.num === 2 && f.wire === 2);
   const message = parts[index]?.value;
   if (!Buffer.isBuffer(message)) return undefined;
@@ -102,43 +126,6 @@ export function statusMessageStart(start: Buffer): string | undefined {
   if (index < parts.length - 1 || message.byteOffset + message.length < start.byteOffset + start.length) return text;
   const end = text.search(/\s\S*$/);
   return end > 0 ? `${text.slice(0, end)} …` : undefined;
-}
-
-/**
- * The varint fields of a message as signed 64-bit integers (int64, and int32, which is sign-extended), exactly:
- * read as a number, the largest int64 and -1 would both round near 2^63 and 2^64. Undefined when it is not protobuf.
- */
-function int64Fields(buf: Buffer): Map<number, bigint> | undefined {
-  const out = new Map<number, bigint>();
-  let pos = 0;
-  const readVarint = (): bigint | undefined => {
-    let result = 0n;
-    for (let shift = 0n; shift < 70n && pos < buf.length; shift += 7n) {
-      const b = buf[pos++] as number;
-      result |= BigInt(b & 0x7f) << shift;
-      if ((b & 0x80) === 0) return BigInt.asIntN(64, result);
-    }
-    return undefined;
-  };
-  while (pos < buf.length) {
-    const tag = readVarint();
-    if (tag === undefined || tag < 0n) return undefined;
-    const wire = Number(tag & 7n);
-    if (wire === 0) {
-      const v = readVarint();
-      if (v === undefined) return undefined;
-      out.set(Number(tag >> 3n), v);
-    } else if (wire === 2) {
-      const len = readVarint();
-      if (len === undefined || len < 0n || pos + Number(len) > buf.length) return undefined;
-      pos += Number(len);
-    } else if (wire === 1 || wire === 5) {
-      pos += wire === 1 ? 8 : 4;
-    } else {
-      return undefined;
-    }
-  }
-  return pos === buf.length ? out : undefined;
 }
 
 /**
@@ -157,9 +144,10 @@ export function retryDelayFromStatus(status: Buffer): number | undefined {
     if (!type || !Buffer.isBuffer(type.value) || type.value.toString() !== RETRY_INFO_TYPE || !value || !Buffer.isBuffer(value.value)) continue;
     const delay = (fields(value.value) ?? []).find((f) => f.num === 1);
     if (!delay || !Buffer.isBuffer(delay.value)) return 0;
-    const parts = int64Fields(delay.value);
-    const seconds = parts?.get(1) ?? 0n;
-    const nanos = parts?.get(2) ?? 0n;
+    // The last of a field given twice counts, as protobuf reads a scalar.
+    const varints = new Map((fields(delay.value, { int64: true }) ?? []).flatMap((f) => (typeof f.value === 'bigint' ? [[f.num, f.value] as const] : [])));
+    const seconds = varints.get(1) ?? 0n;
+    const nanos = varints.get(2) ?? 0n;
     if (seconds < 0n || nanos < 0n || nanos > 999_999_999n) return 0;
     return Number(seconds) * 1000 + Number(nanos) / 1e6;
   }
