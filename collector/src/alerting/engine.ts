@@ -131,6 +131,12 @@ export class AlertEngine implements IngestListener {
   private guardQueued = false;
   private timer: NodeJS.Timeout | undefined;
   private timerIntervalMs = 0;
+  /**
+   * Set as a stop begins: nothing new is queued, and every evaluation but one on ingest (queued, waiting or in
+   * progress) ends at its next slice; see stopOnce.
+   */
+  private stopRequested = false;
+  /** Set once that evaluation on ingest is done: nothing more runs. */
   private stopped = false;
   private stopping: Promise<void> | undefined;
   /**
@@ -241,7 +247,7 @@ export class AlertEngine implements IngestListener {
    * again: for what went unseen, as by a replica that just became leader or one that missed signals.
    */
   evaluateAllWithGuardNotes(): Promise<void> {
-    if (this.stopped) return this.chain;
+    if (this.stopRequested) return this.chain;
     this.chain = this.chain.then(() => this.runAllWithGuardNotes());
     return this.chain;
   }
@@ -294,11 +300,11 @@ export class AlertEngine implements IngestListener {
   /** Tries the reload again, backing off, for as long as this replica leads (a new leadership reloads anyway). */
   private retryReload(resumeOutbox: boolean): void {
     clearTimeout(this.reloadTimer);
-    if (this.stopped) return;
+    if (this.stopRequested) return;
     const delay = this.reloadDelayMs;
     this.reloadDelayMs = Math.min(delay * 2, RELOAD_RETRY_MAX_MS);
     this.reloadTimer = setTimeout(() => {
-      if (!this.stopped && this.leader.isLeader()) void this.reload(resumeOutbox);
+      if (!this.stopRequested && this.leader.isLeader()) void this.reload(resumeOutbox);
     }, delay);
     this.reloadTimer.unref();
   }
@@ -356,13 +362,13 @@ export class AlertEngine implements IngestListener {
     this.opts = { ...this.opts, rules: next.rules, receivers: next.receivers, repeatIntervalMs: next.repeatIntervalMs };
     // Triggered rules that no longer exist are not evaluated.
     for (const name of this.ingestRules) if (!next.rules.some((r) => r.name === name)) this.ingestRules.delete(name);
-    if (this.timer && !this.stopped && this.timerIntervalMs !== next.evaluationIntervalMs) this.startTimer(next.evaluationIntervalMs);
+    if (this.timer && !this.stopRequested && this.timerIntervalMs !== next.evaluationIntervalMs) this.startTimer(next.evaluationIntervalMs);
     return this.evaluate({ reload: changed });
   }
 
   /** Called by the hook stage once events are committed: evaluate the event-driven rules now. */
   onIngested(events: readonly HookEvent[]): void {
-    if (events.length === 0 || this.stopped) return;
+    if (events.length === 0 || this.stopRequested) return;
     // The rules this batch can make true run now (with the persisted rules a headroom or growth rule needs beside
     // it: rulesToRead); clearing is time-based and left to the timer.
     this.trigger(this.triggeredRules(events));
@@ -379,7 +385,7 @@ export class AlertEngine implements IngestListener {
    * meanwhile.
    */
   trigger(ruleNames: readonly string[]): void {
-    if (this.stopped) return;
+    if (this.stopRequested) return;
     for (const name of ruleNames) if (this.opts.rules.some((r) => r.name === name)) this.ingestRules.add(name);
     // Coalesced: batches arriving while an evaluation is queued, or waits for its start, share it.
     if (this.ingestRules.size === 0 || this.ingestQueued || this.ingestSpacing) return;
@@ -422,7 +428,7 @@ export class AlertEngine implements IngestListener {
    * active alert go out with its next notification (its repeat or resolution).
    */
   noteGuardTrims(hookIds: readonly string[] | 'all'): Promise<void> {
-    if (this.stopped) return this.chain;
+    if (this.stopRequested) return this.chain;
     if (hookIds === 'all') this.guardHooks = 'all';
     else if (this.guardHooks !== 'all') for (const id of hookIds) this.guardHooks.add(id);
     if (this.guardQueued) return this.chain;
@@ -437,7 +443,7 @@ export class AlertEngine implements IngestListener {
   }
 
   private async refreshGuardNotes(hooks: ReadonlySet<string> | 'all'): Promise<void> {
-    if (this.stopped || !this.acting()) return;
+    if (this.stopRequested || !this.acting()) return;
     const epoch = this.leader.epoch?.();
     const rules = new Map(this.opts.rules.filter(readsGuardTrims).map((r) => [r.name, r]));
     const due = this.set.activeAlerts().filter((a) => a.hookId !== null && rules.has(a.rule) && (hooks === 'all' || hooks.has(a.hookId)));
@@ -544,7 +550,7 @@ export class AlertEngine implements IngestListener {
 
   /** Runs an evaluation after any in progress; resolves when it is done (tests and the timer). */
   evaluate(scope: Scope = 'all'): Promise<void> {
-    if (this.stopped) return this.chain;
+    if (this.stopRequested) return this.chain;
     this.chain = this.chain.then(() => this.run(scope));
     return this.chain;
   }
@@ -553,7 +559,8 @@ export class AlertEngine implements IngestListener {
     // A leader that lost the lease before its evaluation saved: the next leader's load owes the receivers it added.
     if (!this.leader.isLeader()) this.addedReceivers.clear();
     // Queued before this leadership's load (behind work in progress when the lease came): its load evaluates next.
-    if (this.stopped || !this.acting()) {
+    // Once a stop began, only the evaluation on ingest it waits for runs.
+    if (this.halted(scope) || !this.acting()) {
       this.loadUnqueuedLeadership();
       return;
     }
@@ -572,7 +579,7 @@ export class AlertEngine implements IngestListener {
    */
   private loadUnqueuedLeadership(): void {
     const epoch = this.leader.epoch?.();
-    if (this.stopped || this.stale || !this.leader.isLeader() || epoch === undefined || epoch === null || epoch === this.loadedEpoch || epoch === this.queuedEpoch) return;
+    if (this.stopRequested || this.stale || !this.leader.isLeader() || epoch === undefined || epoch === null || epoch === this.loadedEpoch || epoch === this.queuedEpoch) return;
     this.opts.logger.warn('leading under a lease epoch whose alert state was not loaded; loading it', { epoch });
     void this.reload(true).then(() => this.evaluateAllWithGuardNotes());
   }
@@ -592,10 +599,10 @@ export class AlertEngine implements IngestListener {
     const missed = catchUp ? await this.receiversMissed(receivers) : new Map<string, string[]>();
     const now = this.now();
     const keep = this.opts.resolvedRetentionMs ?? DAY;
-    // Read in slices; a stop between them ends the evaluation there: nothing below has run. So does a leadership
-    // lost or moved meanwhile: the lease would refuse its save.
+    // Read in slices; a stop between them ends the evaluation there (one on ingest runs to its end: see stopOnce):
+    // nothing below has run. So does a leadership lost or moved meanwhile: the lease would refuse its save.
     const pause = pauseEvery(this.opts.sliceMs ?? EVALUATION_SLICE_MS, () => {
-      if (this.stopped || !this.acting()) throw new EvaluationStopped('alert evaluation stopped');
+      if (this.halted(scope) || !this.acting()) throw new EvaluationStopped('alert evaluation stopped');
     });
     const outcomes = await this.query(scope, rules, now, pause);
     const step = applyEvaluation(this.set, outcomes, { now, sweep: scope === 'all' || typeof scope === 'object', configured: rules.map((r) => r.name), resolvedRetentionMs: keep });
@@ -716,10 +723,17 @@ export class AlertEngine implements IngestListener {
     return outcomes;
   }
 
+  /** Whether an evaluation of `scope` ends (or is skipped) now: a stop began, and it is not one on ingest. */
+  private halted(scope: Scope): boolean {
+    return this.stopped || (this.stopRequested && scope !== 'ingest');
+  }
+
   /**
-   * Stops the timer and waits for the evaluation in progress. An evaluation on ingest waiting for its start
-   * (INGEST_SPACING_MS) runs first, at once, as it would have without the spacing: what the last batches made true
-   * is notified, not left to the next start's timer. Safe twice.
+   * Stops the timers, ends an evaluation of every rule (the timer's), of a reload or of silences in progress at its
+   * next slice, and evaluates the rules committed batches triggered to the end: the evaluation on ingest in
+   * progress, the one queued behind another, and the one waiting for its start (INGEST_SPACING_MS), which runs at
+   * once. What the batches committed before the stop made true is saved with its notifications; a batch committed
+   * after it began is the next leader's or the next start's to read (their evaluation of every rule). Safe twice.
    */
   stop(): Promise<void> {
     this.stopping ??= this.stopOnce();
@@ -727,19 +741,19 @@ export class AlertEngine implements IngestListener {
   }
 
   private async stopOnce(): Promise<void> {
-    if (this.ingestSpacing) {
-      clearTimeout(this.ingestSpacing);
-      this.ingestSpacing = undefined;
-      this.queueIngest();
-      await this.chain;
-    }
-    this.stopped = true;
-    // One a batch committed meanwhile set: its rules are the next leader's or the next start's to read, as those of
-    // an evaluation queued behind the one in progress.
+    this.stopRequested = true;
+    // First the timers: none queues work while the stop waits.
+    if (this.timer) clearInterval(this.timer);
+    this.timer = undefined;
+    clearTimeout(this.reloadTimer);
+    this.reloadTimer = undefined;
     clearTimeout(this.ingestSpacing);
     this.ingestSpacing = undefined;
-    if (this.timer) clearInterval(this.timer);
-    clearTimeout(this.reloadTimer);
+    // Rules triggered and not read by an evaluation queued or in progress (one waiting for its start): read now.
+    if (this.ingestRules.size > 0 && !this.ingestQueued) this.queueIngest();
+    await this.chain;
+    this.stopped = true;
+    // What was queued meanwhile (a delivery recorded): nothing is evaluated any more.
     await this.chain;
   }
 }
