@@ -28,6 +28,7 @@ import { extractHookEvents } from '../collector/src/hooks/extract.ts';
 import type { HookEvent } from '../collector/src/hooks/model.ts';
 import { runPaced, runToEnd } from '../collector/src/paced.ts';
 import { HOOK_STAGE_EVENT_NAMES, HookIngest } from '../collector/src/pipeline/hook-ingest.ts';
+import { INGEST_SPACING_MS } from '../collector/src/alerting/engine.ts';
 import { silentLogger } from '../collector/src/telemetry/logger.ts';
 import { openStore } from '../collector/src/store/open.ts';
 import { eventValues } from '../collector/src/store/sql.ts';
@@ -41,7 +42,7 @@ import { validatePassThroughSteps } from '../collector/src/otlp/validate.ts';
 import { decodeLogs } from '../collector/src/receiver/inflight.ts';
 import { DurableQueue } from '../collector/src/forward/queue.ts';
 import { HOOK_EVENT_SHARE, MAX_REQUEST_BYTES, RECORD_STEP_MS, batchTemplate, gzip, maxSizePassThrough, maxSizeRequest, stamp, type WireEncoding } from './lib/batch.ts';
-import { agentFor, cpuMicrosSince, postAll, serverCpuMicros, startServer } from './lib/harness.ts';
+import { agentFor, cpuMicrosSince, postAll, serverCpuMicros, startServer, type BenchServer } from './lib/harness.ts';
 import { ExportLogsServiceRequest, protobufjsDecode } from './lib/otlp-schema.ts';
 import { fmt, percentile, result, runStandalone, type BenchOptions, type BenchResult } from './lib/result.ts';
 import { startedAsScript } from '../collector/src/tools/common/entry.ts';
@@ -122,6 +123,35 @@ async function alertEvaluations(httpUrl: string): Promise<number> {
   return Number(line.split(' ')[1]);
 }
 
+/** How long the server is watched at a time for settle's idle check, and the CPU share of one core it stays under. */
+const IDLE_WINDOW_MS = 100;
+const IDLE_CPU_SHARE = 0.05;
+/** Quiet windows in a row that count as idle: an evaluation waiting on a commit's fsync is quiet for a moment. */
+const IDLE_WINDOWS = 3;
+const SETTLE_LIMIT_MS = 30_000;
+
+/**
+ * Waits until the server has done the work the batches posted so far gave it, so a CPU snapshot taken next counts
+ * all of it: the evaluation on ingest a batch holds for its start runs up to INGEST_SPACING_MS after it (and takes
+ * what it takes), then the server is idle when IDLE_WINDOWS windows in a row see it under IDLE_CPU_SHARE of a core
+ * and finish no alert evaluation. Read over IPC, not /metrics, whose scrape would be counted as the server's work.
+ */
+async function settle(server: BenchServer): Promise<void> {
+  const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+  await sleep(INGEST_SPACING_MS);
+  const end = performance.now() + SETTLE_LIMIT_MS;
+  let last = await server.stats();
+  let quiet = 0;
+  while (quiet < IDLE_WINDOWS) {
+    if (performance.now() > end) throw new Error(`the benchmark server was not idle within ${SETTLE_LIMIT_MS / 1000} s of its last batch`);
+    await sleep(IDLE_WINDOW_MS);
+    const now = await server.stats();
+    const idle = serverCpuMicros(last, now) < IDLE_WINDOW_MS * 1000 * IDLE_CPU_SHARE && now.alertEvaluations === last.alertEvaluations;
+    quiet = idle ? quiet + 1 : 0;
+    last = now;
+  }
+}
+
 /**
  * WARM_UP batches, then `batches` more, each with records the store has not seen. A server runs for weeks: the
  * figures are its steady state, after V8 has compiled the ingest path's functions and its heap has settled (with 3
@@ -163,11 +193,15 @@ async function runVariant(v: Variant, batches: number, env: Record<string, strin
   let evaluations: number;
   try {
     failures += await postAll(agent, url, bodies.slice(0, WARM_UP), headers, 1);
+    // The warm-up's last evaluation is not the timed batches' work; theirs, up to INGEST_SPACING_MS after the last
+    // one, is: each snapshot once the server is idle (on both servers, the `rules: []` one too).
+    await settle(server);
     const evaluationsBefore = await alertEvaluations(server.httpUrl);
     const before = await server.stats();
     const t0 = performance.now();
     failures += await postAll(agent, url, bodies.slice(WARM_UP), headers, CONCURRENCY);
     wallMs = performance.now() - t0;
+    await settle(server);
     const after = await server.stats();
     // Read after the CPU figure: the scrape is not the server's ingest work.
     evaluations = (await alertEvaluations(server.httpUrl)) - evaluationsBefore;

@@ -24,6 +24,8 @@ export interface ServerStats {
   stored: number;
   batches: number;
   storeErrors: number;
+  /** Alert evaluations done (hookwatch_alert_evaluations_total; 0 for the bare server). */
+  alertEvaluations: number;
 }
 
 /** Messages from the child. */
@@ -33,7 +35,7 @@ interface Running {
   otlpHttpUrl: string;
   httpUrl: string;
   stop(): Promise<void>;
-  stats(): { stored: number; batches: number; storeErrors: number };
+  stats(): { stored: number; batches: number; storeErrors: number; alertEvaluations: number };
 }
 
 /** The same-run baseline: a bare node:http server that reads each body and answers 200, nothing else. */
@@ -56,7 +58,7 @@ async function nullServer(): Promise<Running> {
       server.close(() => resolve());
       server.closeAllConnections();
     }),
-    stats: () => ({ stored: 0, batches, storeErrors: 0 }),
+    stats: () => ({ stored: 0, batches, storeErrors: 0, alertEvaluations: 0 }),
   };
 }
 
@@ -66,7 +68,7 @@ async function hookwatch(): Promise<Running> {
   const service = await startService(config, { logger });
   return { otlpHttpUrl: service.otlpHttpUrl, httpUrl: service.httpUrl, stop: async () => {
     await service.stop();
-  }, stats: () => service.ingest.stats };
+  }, stats: () => ({ ...service.ingest.stats, alertEvaluations: service.alerting.engine.stats.evaluations }) };
 }
 
 async function main(): Promise<void> {
@@ -86,7 +88,7 @@ async function main(): Promise<void> {
         stats: {
           cpuUserMicros: cpu.user, cpuSystemMicros: cpu.system, rssBytes: mem.rss, heapUsedBytes: mem.heapUsed,
           loopDelayP50Ms: eld.percentile(50) / 1e6, loopDelayP99Ms: eld.percentile(99) / 1e6, loopDelayMaxMs: eld.max / 1e6,
-          stored: s.stored, batches: s.batches, storeErrors: s.storeErrors,
+          stored: s.stored, batches: s.batches, storeErrors: s.storeErrors, alertEvaluations: s.alertEvaluations,
         },
       });
     } else if (m.type === 'reset') {
