@@ -64,8 +64,10 @@ it('evaluates a sustained stream at most once per spacing interval, and what it 
   const client = async (): Promise<void> => {
     while (performance.now() - started < STREAM_MS) {
       if (midstream === undefined && performance.now() - started >= STREAM_MS / 2) {
-        midstream = Date.now();
+        // From its acknowledgement (the commit): the post itself queues behind the other clients' fsynced batches.
+        midstream = 0;
         await postPersisted('UserPromptSubmit:midstream');
+        midstream = Date.now();
       } else {
         await postPersisted('PostToolUse:stream');
       }
@@ -74,8 +76,8 @@ it('evaluates a sustained stream at most once per spacing interval, and what it 
   };
   await Promise.all(Array.from({ length: CLIENTS }, client));
   // The last batch of the stream makes another alert true: the evaluation after the stream reads it.
-  const last = Date.now();
   await postPersisted('Stop:last');
+  const last = Date.now();
   batches++;
   const streamMs = performance.now() - started;
   expect(midstream).toBeDefined();
