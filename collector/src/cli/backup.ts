@@ -5,7 +5,7 @@
  */
 import { resolve } from 'node:path';
 import { loadConfig, toConfig } from '../config/index.ts';
-import { isPostgresUrl } from '../store/settings.ts';
+import { isInMemory, isPostgresUrl } from '../store/settings.ts';
 import { BackupAbortedError, backupSqlite } from '../store/sqlite/backup.ts';
 import { UsageError } from '../tools/common/args.ts';
 import { formatBytes, printable } from '../tools/common/format.ts';
@@ -52,7 +52,7 @@ export async function stoppable<T>(io: ToolIO, work: (signal: AbortSignal) => Pr
 export function storePaths(settingFlags: Record<string, string | undefined>, io: ToolIO, command: string, postgres: string): { db: string; forwardQueue: string } {
   const config = toConfig(loadConfig({ flags: settingFlags, env: io.env }));
   if (isPostgresUrl(config.db)) throw new Error(`db is a PostgreSQL URL: hookwatch ${command}; ${postgres}, as docs/postgres.md says under "Backup and restore"`);
-  const onDisk = (path: string): string => (path === ':memory:' || path === '' ? path : resolve(io.cwd, path));
+  const onDisk = (path: string): string => (isInMemory(path) ? path : resolve(io.cwd, path));
   return { db: onDisk(config.db), forwardQueue: onDisk(config.forward.queue.path) };
 }
 

@@ -12,7 +12,7 @@ import { forwardConfig, type ForwardConfig } from '../forward/settings.ts';
 import { dimensionNames, pipelineConfig, type PipelineSettings } from '../pipeline/settings.ts';
 import { privacyConfig, type PrivacyConfig } from '../privacy/settings.ts';
 import { receiverConfig, type ReceiverSettings } from '../receiver/settings.ts';
-import { isPostgresUrl, sqliteFiles, storeConfig, type SqliteFile, type StoreSettings } from '../store/settings.ts';
+import { isInMemory, isPostgresUrl, sqliteFiles, storeConfig, type SqliteFile, type StoreSettings } from '../store/settings.ts';
 import { telemetryConfig, type TelemetrySettings } from '../telemetry/settings.ts';
 import { ConfigError, type LoadedConfig } from './load.ts';
 import { SettingReader } from './setting-reader.ts';
@@ -71,15 +71,13 @@ function distinctPorts(addrs: readonly (readonly [string, string])[]): void {
   }
 }
 
-const IN_MEMORY = new Set(['', ':memory:']);
-
 /**
  * The forwarding queue on the store's file (or on a file SQLite or the store's lock keeps beside it) would fail at
  * start with a message about "another process", though it is this one, or worse, through a link the lock does
  * not see, write the queue's tables into the store: refused here, naming both settings.
  */
 function distinctFiles(queue: string, db: string): void {
-  if (isPostgresUrl(db) || IN_MEMORY.has(db) || IN_MEMORY.has(queue)) return;
+  if (isPostgresUrl(db) || isInMemory(db) || isInMemory(queue)) return;
   const ofQueue = sqliteFiles(queue);
   const ofDb = sqliteFiles(db);
   const shared = (q: (f: SqliteFile) => boolean, d: (f: SqliteFile) => boolean): [SqliteFile, SqliteFile] | undefined => {

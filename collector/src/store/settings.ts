@@ -62,6 +62,11 @@ export function sqliteFiles(path: string): SqliteFile[] {
   return [{ beside: '', file }, ...BESIDE.flatMap((beside) => [...new Set([`${file}${beside}`, realFile(`${path}${beside}`)])].map((f) => ({ beside, file: f })))];
 }
 
+/** True for the paths SQLite takes for a database in memory, with no file: '' and ':memory:'. */
+export function isInMemory(path: string): boolean {
+  return path === '' || path === ':memory:';
+}
+
 /** True for postgres:// and postgresql:// URLs: the `db` values that name a PostgreSQL server. */
 export function isPostgresUrl(db: string): boolean {
   return /^postgres(ql)?:\/\//i.test(db);

@@ -23,7 +23,7 @@ import { basename, dirname, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { backup, DatabaseSync } from 'node:sqlite';
 import { describeSqliteError, sqliteFault } from './database.ts';
-import { sqliteFiles } from '../settings.ts';
+import { isInMemory, sqliteFiles } from '../settings.ts';
 import { startWorker } from '../../worker-thread.ts';
 
 /** A backup that could not be taken; the message says why and what to do. */
@@ -202,7 +202,7 @@ export function quickCheck(path: string): string[] {
 
 /** Checks the source before anything is written: a file there, a SQLite database, a hookwatch store. */
 function openSource(db: string): { source: DatabaseSync; schemaVersion: number } {
-  if (db === '' || db === ':memory:') throw new BackupError('the store is in memory (db is ":memory:"): there is no file to back up');
+  if (isInMemory(db)) throw new BackupError('the store is in memory (db is ":memory:"): there is no file to back up');
   let isFile: boolean;
   try {
     isFile = statSync(db).isFile();
@@ -245,7 +245,7 @@ function openSource(db: string): { source: DatabaseSync; schemaVersion: number }
 export function serviceFile(to: string, db: string, queue: string | undefined): string | undefined {
   const target = sqliteFiles(to)[0]?.file;
   const owners = [{ path: db, itself: 'the database itself', name: `the store ${db}` }];
-  if (queue !== undefined && queue !== '' && queue !== ':memory:') {
+  if (queue !== undefined && !isInMemory(queue)) {
     const name = `the forwarding queue (forward.queue.path) ${queue}`;
     owners.push({ path: queue, itself: name, name });
   }

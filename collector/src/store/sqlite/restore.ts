@@ -23,7 +23,7 @@ import { BackupAbortedError, BackupError, errnoCode, fileProblem, quickCheckApar
 import { BUSY_TIMEOUT_MS, describeSqliteError, sqliteFault } from './database.ts';
 import { lockSqliteStore, StoreInUseError } from './process-lock.ts';
 import { MIGRATIONS } from './schema.ts';
-import { sqliteFiles } from '../settings.ts';
+import { isInMemory, sqliteFiles } from '../settings.ts';
 
 export interface RestoreOptions {
   /** The store's database file (config `db`). */
@@ -147,7 +147,7 @@ function moveIfThere(from: string, to: string): boolean {
 /** Puts the backup at `opts.from` in place of the SQLite store at `opts.db`, keeping the store it replaces. */
 export async function restoreSqlite(opts: RestoreOptions): Promise<RestoreResult> {
   const { from, version, signal } = opts;
-  if (opts.db === '' || opts.db === ':memory:') throw new BackupError('the store is in memory (db is ":memory:"): there is no file to restore to');
+  if (isInMemory(opts.db)) throw new BackupError('the store is in memory (db is ":memory:"): there is no file to restore to');
   const db = resolve(opts.db);
   const used = serviceFile(from, db, undefined);
   if (used !== undefined) throw new BackupError(`the backup ${from} is ${used}: give the file hookwatch backup wrote`);
