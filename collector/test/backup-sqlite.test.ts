@@ -2,16 +2,16 @@
  * `hookwatch backup` as an operator runs it: hookwatch serves a SQLite store and keeps taking telemetry from the
  * real OpenTelemetry exporter while `hookwatch backup --to <file>` runs in another process. The copy holds every
  * event acknowledged before the backup started, passes `PRAGMA integrity_check`, and a hookwatch started on it
- * serves the hooks, alerts and silences the original served, and notifies on-call again only of what the copy holds
- * undelivered, then the resolutions. Then the ways a backup fails: no database, a target that exists or is a
- * folder, a folder that cannot be written, a full disk (a file size limit, and a real small tmpfs), a read-only
- * file system, a file the service uses (never replaced, even with --force), a check of the copy that cannot run
- * (each cause said once); and a backup stopped by Ctrl-C or SIGTERM, or killed (the next backup removes what it left); and a damaged
- * store, whose copy fails PRAGMA quick_check.
+ * serves the hooks, alerts and silences the original served, and notifies on-call
+ * again only of what the copy holds undelivered, then the resolutions. Then the ways a backup fails: no database, a
+ * target that exists or is a folder, a folder that cannot be written, a full disk (a file size limit, and a real
+ * small tmpfs), a read-only file system, a file the service uses under any name (never replaced, even with --force),
+ * a check of the copy that cannot run (each cause said once); and a backup stopped by Ctrl-C or SIGTERM, or killed
+ * (the next backup removes what it left); and a damaged store, whose copy fails PRAGMA quick_check.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
-import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, watch, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, linkSync, mkdirSync, mkdtempSync, openSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, watch, writeFileSync, writeSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -266,7 +266,7 @@ describe('hookwatch backup on SQLite', () => {
     expect(readdirSync(copies)).toEqual([]);
   }, 60_000);
 
-  it('never writes over a file the service uses, even with --force: the store (through a link too), its WAL, shared memory, lock, and the forwarding queue', async () => {
+  it('never writes over a file the service uses, even with --force: the store and its WAL (through a link, a hard link, another letter case too), shared memory, lock, and the forwarding queue', async () => {
     const dir = join(tmp.dir, 'own-files');
     mkdirSync(dir);
     const db = join(dir, 'hookwatch.db');
@@ -283,9 +283,20 @@ describe('hookwatch backup on SQLite', () => {
     // The files SQLite and the locks keep while the service runs, all there.
     expect(readdirSync(dir)).toEqual(expect.arrayContaining(['hookwatch.db', 'hookwatch.db-wal', 'hookwatch.db-shm', 'hookwatch.db.lock', 'forward-queue.db', 'forward-queue.db-wal', 'forward-queue.db.lock']));
     symlinkSync(dir, join(tmp.dir, 'own-files-link'));
+    // Second names of the store and its WAL, as a second mount of the folder or another letter case gives them:
+    // the same file, whatever its path says.
+    const storeLink = join(tmp.dir, 'own-files-store-link.db');
+    const walLink = join(tmp.dir, 'own-files-wal-link.db');
+    linkSync(db, storeLink);
+    linkSync(`${db}-wal`, walLink);
+    const caseOnly = '(which a file system that ignores case, as macOS\'s does by default, takes for the same file)';
     const refusals: [string, string][] = [
       [join(tmp.dir, 'own-files-link', 'hookwatch.db'), 'the database itself'],
+      [storeLink, 'the database itself'],
       [`${db}-wal`, `the -wal file of the store ${db}`],
+      [walLink, `the -wal file of the store ${db}`],
+      // Not there, as the store's own -journal is not: on macOS it would be that file.
+      [join(dir, 'HOOKWATCH.db-Journal'), `the -journal file of the store ${db} but for letter case ${caseOnly}`],
       [`${db}-shm`, `the -shm file of the store ${db}`],
       [`${db}.lock`, `the .lock file of the store ${db}`],
       [queue, `the forwarding queue (forward.queue.path) ${queue}`],
@@ -294,6 +305,12 @@ describe('hookwatch backup on SQLite', () => {
     const outs = [];
     for (const [to] of refusals) outs.push(await hookwatchBackup(['--to', to, '--force'], env));
     expect(outs).toEqual(refusals.map(([to, what]) => ({ status: 1, stdout: '', stderr: `hookwatch: the target ${to} is ${what}, which hookwatch serve uses: give another path\n` })));
+    // Another letter case of a file that is there, where the two names are two files: a copy like any other.
+    const otherCase = join(dir, 'HOOKWATCH.db-WAL');
+    const written = await hookwatchBackup(['--to', otherCase], env);
+    expect(written.stderr).toBe('');
+    expect(written.status).toBe(0);
+    expect(statSync(otherCase).ino).not.toBe(statSync(`${db}-wal`).ino);
     // The store still reads whole: a backup beside it is taken and checked.
     const copy = join(dir, 'copy.db');
     const out = await hookwatchBackup(['--to', copy], env);

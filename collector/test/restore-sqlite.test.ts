@@ -7,7 +7,7 @@
  * newer release; a full disk part way through the copy; and a signal during it.
  */
 import { execFileSync } from 'node:child_process';
-import { closeSync, copyFileSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, statSync, watch, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, copyFileSync, linkSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, statSync, watch, writeFileSync, writeSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
@@ -193,13 +193,18 @@ describe('hookwatch restore on SQLite', () => {
 
     // The store itself, and its own files.
     expect(await hookwatchRestore(['--from', path], env)).toEqual({ status: 1, stdout: '', stderr: `hookwatch: the backup ${path} is the database itself: give the file hookwatch backup wrote\n` });
+    // The same file under another name (a hard link here; a second mount of the folder, or another letter case on
+    // macOS, the same): still the store.
+    const linked = join(backups, 'linked.db');
+    linkSync(path, linked);
+    expect(await hookwatchRestore(['--from', linked], env)).toEqual({ status: 1, stdout: '', stderr: `hookwatch: the backup ${linked} is the database itself: give the file hookwatch backup wrote\n` });
 
     // A PostgreSQL store: pg_restore, and the password never printed.
     const pg = await hookwatchRestore(['--from', other], { HOOKWATCH_DB: 'postgres://hookwatch:s3cret-pw@db.internal:5432/hookwatch' });
     expect(pg).toEqual({ status: 1, stdout: '', stderr: 'hookwatch: db is a PostgreSQL URL: hookwatch restore puts back a SQLite backup; restore PostgreSQL from a pg_dump with pg_restore, as docs/postgres.md says under "Backup and restore"\n' });
 
     expect(snapshot(path, dir)).toEqual(before);
-    expect(readdirSync(backups).sort()).toEqual(['damaged.db', 'newer.db', 'notes.db', 'other.db']);
+    expect(readdirSync(backups).sort()).toEqual(['damaged.db', 'linked.db', 'newer.db', 'notes.db', 'other.db']);
     // No store was opened, and none was written.
     expect(readdirSync(dir).filter((n) => n.startsWith('hookwatch.db'))).toEqual(['hookwatch.db']);
   }, 60_000);

@@ -17,13 +17,13 @@
  * What a killed backup left (SIGKILL, a crash) is removed by the next backup to the same target, once the process
  * that wrote it no longer runs.
  */
-import { closeSync, existsSync, fsyncSync, lstatSync, openSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
+import { closeSync, existsSync, fsyncSync, lstatSync, openSync, readdirSync, renameSync, rmSync, statSync, type BigIntStats } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { backup, DatabaseSync } from 'node:sqlite';
 import { describeSqliteError, sqliteFault } from './database.ts';
-import { isInMemory, sqliteFiles } from '../settings.ts';
+import { isInMemory, sqliteFiles, type SqliteFile } from '../settings.ts';
 import { startWorker } from '../../worker-thread.ts';
 
 /** A backup that could not be taken; the message says why and what to do. */
@@ -236,24 +236,56 @@ function openSource(db: string): { source: DatabaseSync; schemaVersion: number }
   }
 }
 
+/** The file at `path` (links followed), or undefined when there is none. */
+function fileAt(path: string): BigIntStats | undefined {
+  try {
+    return statSync(path, { bigint: true });
+  } catch {
+    return undefined;
+  }
+}
+
+const sameFile = (a: BigIntStats, b: BigIntStats): boolean => a.dev === b.dev && a.ino === b.ino;
+
+/** A file name as a file system that ignores case (and Unicode normalization, as macOS's) compares it. */
+const foldCase = (name: string): string => name.normalize('NFC').toLowerCase();
+
 /**
- * What `to` is among the files hookwatch serve uses, once links are followed: the store, a file SQLite or the
- * process lock keeps beside it (-wal, -shm, -journal, .lock), or the same of the forwarding queue; undefined when
- * none. Replacing one of them under a running service (with --force) would wreck it: a WAL replaced by a database
- * copy reads as a corrupt store to every new connection, and its committed frames are lost at the next crash.
+ * What `path` is among the files hookwatch serve uses: the store, a file SQLite or the process lock keeps beside it
+ * (-wal, -shm, -journal, .lock), or the same of the forwarding queue; undefined when none. Replacing one of them
+ * under a running service (backup --force) would wreck it: a WAL replaced by a database copy reads as a corrupt
+ * store to every new connection, and its committed frames are lost at the next crash; restoring one of them
+ * (restore --from) puts the store back in place of itself without its WAL.
+ * The same file is found under any name: once links are followed, as the same file (device and inode: a hard
+ * link, a second mount of the folder, another letter case on a file system that ignores it); and, when neither is
+ * there yet, as the same name but for letter case in the same folder, which a file system that ignores case (macOS's
+ * by default, ext4 with casefold) takes for one file, and which cannot be told apart from two files until one is
+ * written.
  */
-export function serviceFile(to: string, db: string, queue: string | undefined): string | undefined {
-  const target = sqliteFiles(to)[0]?.file;
+export function serviceFile(path: string, db: string, queue: string | undefined): string | undefined {
+  const target = (sqliteFiles(path)[0] as SqliteFile).file;
+  const targetFile = fileAt(target);
   const owners = [{ path: db, itself: 'the database itself', name: `the store ${db}` }];
   if (queue !== undefined && !isInMemory(queue)) {
     const name = `the forwarding queue (forward.queue.path) ${queue}`;
     owners.push({ path: queue, itself: name, name });
   }
+  let byCase: string | undefined;
   for (const owner of owners) {
-    const hit = sqliteFiles(owner.path).find((f) => f.file === target);
-    if (hit) return hit.beside === '' ? owner.itself : `the ${hit.beside} file of ${owner.name}`;
+    for (const hit of sqliteFiles(owner.path)) {
+      const what = hit.beside === '' ? owner.itself : `the ${hit.beside} file of ${owner.name}`;
+      if (hit.file === target) return what;
+      const hitFile = fileAt(hit.file);
+      if (hitFile !== undefined && targetFile !== undefined && sameFile(hitFile, targetFile)) return what;
+      if (byCase !== undefined || hitFile !== undefined || targetFile !== undefined) continue;
+      if (foldCase(basename(hit.file)) !== foldCase(basename(target))) continue;
+      const [hitFolder, targetFolder] = [fileAt(dirname(hit.file)), fileAt(dirname(target))];
+      if (hitFolder !== undefined && targetFolder !== undefined && sameFile(hitFolder, targetFolder)) {
+        byCase = `${what} but for letter case (which a file system that ignores case, as macOS's does by default, takes for the same file)`;
+      }
+    }
   }
-  return undefined;
+  return byCase;
 }
 
 /**
