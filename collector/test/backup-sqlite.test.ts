@@ -1,8 +1,8 @@
 /**
  * `hookwatch backup` as an operator runs it: hookwatch serves a SQLite store and keeps taking telemetry from the
  * real OpenTelemetry exporter while `hookwatch backup --to <file>` runs in another process. The copy holds every
- * event acknowledged before the backup started, passes `PRAGMA integrity_check`, and a hookwatch started on it
- * serves the hooks, alerts and silences the original served, and notifies on-call
+ * event acknowledged before the backup started, passes `PRAGMA integrity_check`, and a hookwatch started on it (put
+ * in place with `hookwatch restore`) serves the hooks, alerts and silences the original served, and notifies on-call
  * again only of what the copy holds undelivered, then the resolutions. Then the ways a backup fails: no database, a
  * target that exists or is a folder, a folder that cannot be written, a full disk (a file size limit, and a real
  * small tmpfs), a read-only file system, a file the service uses under any name (never replaced, even with --force),
@@ -22,7 +22,7 @@ import { KIND_CODES } from '../src/store/sql.ts';
 import { openSqlite } from '../src/store/sqlite/database.ts';
 import { MIGRATIONS, SqliteStore } from '../src/store/sqlite/index.ts';
 import { startTestService, tempDir, type TestService } from './helpers.ts';
-import { ALERTING, hookwatchBackup, notificationsAcrossRestore, run, seedHistory, startBackup, Stream, views } from './support/backup.ts';
+import { ALERTING, hookwatchBackup, hookwatchRestore, notificationsAcrossRestore, run, seedHistory, startBackup, Stream, views } from './support/backup.ts';
 import { requireTool } from './required-tool.ts';
 import { emitExecutions } from './support/service.ts';
 
@@ -68,6 +68,15 @@ async function scratchStore(name: string, padRows = 0): Promise<{ dir: string; p
   const copies = join(dir, 'copies');
   mkdirSync(copies);
   return { dir, path, copies, root, pageSize: size };
+}
+
+/** `hookwatch restore --from <backup>` into `dir`, where no store is yet, as an operator runs it. */
+async function restoreInto(backup: string, dir: string): Promise<void> {
+  const db = join(dir, 'hookwatch.db');
+  const out = await hookwatchRestore(['--from', backup], { HOOKWATCH_DB: db });
+  expect(out.stderr).toBe('');
+  expect(out.status).toBe(0);
+  expect(out.stdout).toMatch(new RegExp(`^restored ${backup} to ${db}: \\d+\\.\\d [KM]iB \\(schema version ${MIGRATIONS.length}\\); there was no store to replace\\n$`));
 }
 
 describe('hookwatch backup on SQLite', () => {
@@ -134,7 +143,7 @@ describe('hookwatch backup on SQLite', () => {
     const restoredDir = join(tmp.dir, 'restored');
     mkdirSync(restoredDir);
     writeFileSync(join(restoredDir, 'hookwatch.yaml'), ALERTING);
-    await run('cp', [copy, join(restoredDir, 'hookwatch.db')]);
+    await restoreInto(copy, restoredDir);
     const restored = await startTestService({ HOOKWATCH_CONFIG: join(restoredDir, 'hookwatch.yaml') }, { dir: restoredDir });
     services.push(restored);
     expect(await views(restored.httpUrl, range, ['Stop:live'])).toEqual(seen);
@@ -147,7 +156,7 @@ describe('hookwatch backup on SQLite', () => {
       const dir = join(tmp.dir, name);
       mkdirSync(dir);
       writeFileSync(join(dir, 'hookwatch.yaml'), yaml);
-      if (store !== undefined) await run('cp', [store, join(dir, 'hookwatch.db')]);
+      if (store !== undefined) await restoreInto(store, dir);
       const s = await startTestService({ HOOKWATCH_CONFIG: join(dir, 'hookwatch.yaml') }, { dir });
       services.push(s);
       return s;
