@@ -3,6 +3,7 @@ import type {
   AlertDetailResponse, AlertsResponse, BreakdownResponse, FleetSeriesResponse, HooksResponse, OverviewResponse, SeriesResponse, Silence, SilenceMatcher, SilencesResponse,
 } from '../../shared/src/api.ts';
 import type { ApiError, ClusterResponse, ForwardingResponse, HookSummary, ReplayResponse } from '../../shared/src/api.ts';
+import type { GuardTrimsResponse } from '../../shared/src/guard-trims.ts';
 import type { TranscriptCommandsResponse } from '../../shared/src/transcript-api.ts';
 
 /**
@@ -155,6 +156,9 @@ export const api = {
   /** The hook's commands, from the transcripts sent (`hookwatch scan --send`). */
   commands: (id: string, q: Query, signal?: AbortSignal) =>
     call<TranscriptCommandsResponse>('GET', `/api/v1/hooks/${encodeURIComponent(id)}/commands`, q, undefined, signal),
+  /** What `hookwatch guard` trimmed of the hook's outputs. */
+  guardTrims: (id: string, q: Query, signal?: AbortSignal) =>
+    call<GuardTrimsResponse>('GET', `/api/v1/hooks/${encodeURIComponent(id)}/guard-trims`, q, undefined, signal),
   breakdown: (id: string, q: Query, signal?: AbortSignal) =>
     call<BreakdownResponse>('GET', `/api/v1/hooks/${encodeURIComponent(id)}/breakdown`, q, undefined, signal),
   forwarding: (signal?: AbortSignal) => call<ForwardingResponse>('GET', '/api/v1/forwarding', undefined, undefined, signal),

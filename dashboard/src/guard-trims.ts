@@ -6,7 +6,7 @@
 import type { ChartConfiguration } from 'chart.js';
 import type { SeriesResponse } from '../../shared/src/api.ts';
 import type { GuardTrimsResponse } from '../../shared/src/guard-trims.ts';
-import type { Query } from './api.ts';
+import { ApiFailure, api, type Query } from './api.ts';
 import { h } from './dom.ts';
 import { guardTrimsView } from './pages/hook-state.ts';
 
@@ -14,17 +14,19 @@ import { guardTrimsView } from './pages/hook-state.ts';
 const SENT_COLOR = '#999999';
 const KEPT_COLOR = '#000000';
 
-/** The hook's guard trims over the page's range; null when the server cannot say (an older hookwatch). */
+/**
+ * The hook's guard trims over the page's range; null when the server cannot say (an older hookwatch, or one that
+ * fails to answer this): the rest of the page does not depend on it. Signed out, the whole page is, said once in
+ * its banner: that failure is thrown, as an abort is.
+ */
 export async function loadGuardTrims(hookId: string, q: Query, signal?: AbortSignal): Promise<GuardTrimsResponse | null> {
-  const params = new URLSearchParams();
-  for (const [k, v] of Object.entries(q)) if (v !== undefined && v !== '') params.set(k, v);
+  // The route takes the range and step only: one left empty is not sent, as a filter's empty value would be.
+  const query: Query = {};
+  for (const [k, v] of Object.entries(q)) if (v !== undefined && v !== '') query[k] = v;
   try {
-    const res = await fetch(`/api/v1/hooks/${encodeURIComponent(hookId)}/guard-trims?${params.toString()}`, { headers: { accept: 'application/json' }, signal: signal ?? null });
-    if (!res.ok) return null;
-    return (await res.json()) as GuardTrimsResponse;
+    return await api.guardTrims(hookId, query, signal);
   } catch (err) {
-    if ((err as Error).name === 'AbortError') throw err;
-    // The rest of the page does not depend on it: an unreachable or older server just shows no guard figures.
+    if (!(err instanceof ApiFailure) || err.signedOut) throw err;
     return null;
   }
 }

@@ -547,6 +547,54 @@ describe('the password rotated while the page is open (HTTP Basic)', () => {
     await p.waitForSelector('#error-banner', { state: 'hidden' });
     expect(await p.locator('#hook-rows tr').count()).toBeGreaterThan(0);
   });
+
+  it('challenges none of a hook page\'s requests with Basic when the password is rotated in the middle of a refresh', { timeout: 60_000 }, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hookwatch-all-day-'));
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    const auth = (password: string) => ({ HOOKWATCH_HTTP_AUTH_MODE: 'basic', HOOKWATCH_HTTP_AUTH_USERNAME: 'team', HOOKWATCH_HTTP_AUTH_PASSWORD: password });
+    let svc = await hookwatch(dir, auth('old-pw-7f3c9a'));
+    await feed(svc);
+    const port = String((new URL(svc.httpUrl)).port);
+    const { page: p, context } = await page(/status of 401|ERR_CONNECTION_REFUSED/, undefined, { username: 'team', password: 'old-pw-7f3c9a' });
+    await p.goto(`${svc.httpUrl}/hooks/${ID}?range=7d&refresh=1s`);
+    await waitLoaded(p);
+    await context.setHTTPCredentials(null);
+
+    // The next refresh asks for the hook first, which hookwatch answers with the old password; then the password is
+    // rotated, before the page asks for the rest (a restart, or a replica behind the same address that has it).
+    let answered!: () => void;
+    const held = new Promise<void>((r) => (answered = r));
+    let rotated!: () => void;
+    const done = new Promise<void>((r) => (rotated = r));
+    const detail = (u: URL): boolean => u.pathname === `/api/v1/hooks/${ID}`;
+    await p.route(detail, async (route) => {
+      const res = await route.fetch({ headers: { ...route.request().headers(), authorization: `Basic ${Buffer.from('team:old-pw-7f3c9a').toString('base64')}` } });
+      expect(res.status()).toBe(200);
+      answered();
+      await done;
+      await route.fulfill({ response: res });
+    }, { times: 1 });
+    await held;
+    await svc.stop();
+    svc = await hookwatch(dir, { ...auth('new-pw-91ab2d'), HOOKWATCH_HTTP_ADDR: `127.0.0.1:${port}` });
+    cleanups.push(() => svc.stop().then(() => undefined));
+    // The API's answers from now on: the hook's, given before, and the new password's.
+    const answers: string[] = [];
+    p.on('response', (r) => {
+      const path = new URL(r.url()).pathname;
+      if (path.startsWith('/api/')) answers.push(`${path} ${r.status()} ${r.headers()['www-authenticate'] ?? '(none)'}`);
+    });
+    rotated();
+
+    await expect.poll(() => p.textContent('#error-alert'), { timeout: READ_TIMEOUT_MS / 4 }).toBe('Signed out: hookwatch asks for credentials again; reload the page to sign in');
+    // Every call of that refresh has had its answer: the guard's figures too, which a browser would otherwise hold
+    // behind its sign-in prompt.
+    await expect.poll(() => answers.filter((a) => a.startsWith(`/api/v1/hooks/${ID}/guard-trims `)).length, { message: 'the guard trims answered' }).toBe(1);
+    const refused = answers.filter((a) => !a.startsWith(`/api/v1/hooks/${ID} 200 `));
+    expect(refused.length).toBeGreaterThan(1);
+    for (const a of refused) expect(a).toMatch(/^\/api\/v1\/\S+ 401 xBasic realm="hookwatch"$/);
+    expect(await p.isVisible('#error-banner')).toBe(true);
+  });
 });
 
 describe('hookwatch not answering as the page opens', () => {
