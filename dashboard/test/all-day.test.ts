@@ -108,10 +108,17 @@ async function mixedBuilds(svc: TestService): Promise<string> {
       return;
     }
     const to = new URL(svc.httpUrl);
-    req.pipe(request({ host: to.hostname, port: to.port, path: req.url, method: req.method, headers: req.headers }, (up) => {
+    const forwarded = request({ host: to.hostname, port: to.port, path: req.url, method: req.method, headers: req.headers }, (up) => {
+      up.on('error', () => res.destroy());
       res.writeHead(up.statusCode ?? 502, up.headers);
       up.pipe(res);
-    }));
+    });
+    // A replica not reached, or gone before it answered: a 502, as a load balancer answers, not an uncaught error.
+    forwarded.on('error', () => {
+      if (res.headersSent) res.destroy();
+      else res.writeHead(502, { 'content-type': 'text/html' }).end('<html><body><h1>502 Bad Gateway</h1></body></html>');
+    });
+    req.pipe(forwarded);
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   cleanups.push(() => {

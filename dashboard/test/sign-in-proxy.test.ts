@@ -98,10 +98,19 @@ async function signInProxy(expired: Expired): Promise<SignInProxy> {
       res.writeHead(502, { 'content-type': 'text/html' }).end('<html><body><center><h1>502 Bad Gateway</h1></center></body></html>');
       return;
     }
-    req.pipe(request({ host: upstream.hostname, port: upstream.port, path: req.url, method: req.method, headers: req.headers }, (up) => {
+    const forwarded = request({ host: upstream.hostname, port: upstream.port, path: req.url, method: req.method, headers: req.headers }, (up) => {
+      // hookwatch gone in the middle of its answer: the page sees the connection drop, as through a real proxy.
+      up.on('error', () => res.destroy());
       res.writeHead(up.statusCode ?? 502, up.headers);
       up.pipe(res);
-    }));
+    });
+    // hookwatch not reached, or the connection reset before it answered: the gateway's error page, as a proxy
+    // answers then, rather than an error nothing handles ending the test run.
+    forwarded.on('error', () => {
+      if (res.headersSent) res.destroy();
+      else res.writeHead(502, { 'content-type': 'text/html' }).end('<html><body><center><h1>502 Bad Gateway</h1></center></body></html>');
+    });
+    req.pipe(forwarded);
   });
   return {
     url: proxyUrl,
