@@ -12,7 +12,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
 import { FIXTURE_RUNS, fixtureRequests, postOtlp, startTestService, type TestService } from '../../collector/test/helpers.ts';
 import { closePages, launch, shownAt, waitLoaded, watchedPage, type WatchedPage } from './harness.ts';
-import { IDLE_RELOAD_MS } from '../src/shell-state.ts';
+import { IDLE_RELOAD_MS, RELOAD_AGAIN_MS } from '../src/shell-state.ts';
 
 /**
  * How the proxy answers a call of the page's, the session gone: its login page in place (200), a redirect to its
@@ -263,11 +263,22 @@ describe('the sign-in session expires while the page is open', () => {
     let loads = 0;
     p.on('load', () => void loads++);
     await Promise.all([p.waitForEvent('load'), runOn(p, IDLE_RELOAD_MS + 2_000)]);
+    // By the page's clock, a moment after it reloaded itself.
+    const now = (): Promise<number> => p.evaluate(() => Date.now());
+    const reloadedAt = await now();
     await p.waitForSelector('#error-banner:not([hidden])');
     expect(await p.textContent('#error-alert')).toMatch(/^Signed out: the sign-in session has expired/);
     expect(await p.textContent('#error-age')).toMatch(/^ \(nothing to show; refresh stopped; reloads by itself to sign in again from \d\d:\d\d, once unused for 10 min\)$/);
     await p.clock.runFor(IDLE_RELOAD_MS + 60_000);
     expect(loads).toBe(1);
     expect(await p.isVisible('#signed-out')).toBe(true);
+    // Not for good: the hour over, and the page unused ten minutes more, it reloads again (a proxy that let the page
+    // through but not its calls may be mended by then), and not before.
+    const due = reloadedAt + RELOAD_AGAIN_MS + IDLE_RELOAD_MS;
+    await p.clock.runFor(due - 30_000 - (await now()));
+    expect(loads).toBe(1);
+    await Promise.all([p.waitForEvent('load'), runOn(p, 2 * 60_000)]);
+    expect(loads).toBe(2);
+    await p.waitForSelector('#signed-out');
   });
 });
