@@ -15,7 +15,7 @@ import { forwardingPage } from './pages/forwarding.ts';
 import { hookPage } from './pages/hook.ts';
 import { overviewPage } from './pages/overview.ts';
 import {
-  REFRESH_CHOICES, THEME_LABEL, UPDATE_AGAIN_NOTICE, UPDATE_NOTICE, addFilter, customFieldBounds, customRangeFrom, customRunChoices, failureNote, firingBadge, firingUnknown, filtersApply, filtersUrl, isPlainClick, keptViewFor, keptViewText, nextTheme, notFilteredNote, notFoundView,
+  BUILD_RECHECK_MS, REFRESH_CHOICES, THEME_LABEL, UPDATE_AGAIN_NOTICE, UPDATE_NOTICE, addFilter, customFieldBounds, customRangeFrom, customRunChoices, failureNote, firingBadge, firingUnknown, filtersApply, filtersUrl, isPlainClick, keptViewFor, keptViewText, nextTheme, notFilteredNote, notFoundView,
   rangeUrl, refreshParam, refreshView, reloadHeldUntil, reloadedText, removeFilter, retryDelay, selfReloadDue, signInReloadFrom, signedOutNote, toggledRefresh, updatedText, withRefresh, zoneChoice, type CustomField, type FiringBadge, type KeptView, type RunChoice,
 } from './shell-state.ts';
 import { HOOK_PARAM, RANGE_PRESETS, buildUrl, keptParams, rangeLabel, readState, refreshMs, shownValue, type ViewState } from './state.ts';
@@ -46,11 +46,6 @@ const NEWS_MIN_MS = 60_000;
  * answers again after a failure (a restart, often a new version).
  */
 const BUILD_CHECK_MS = 10 * 60_000;
-/**
- * How often a page whose refreshes hookwatch keeps answering with a failure (a route not found, an answer in a shape
- * it cannot read: a new version deployed) asks which dashboard hookwatch serves; it asks at the first such failure.
- */
-const BUILD_RECHECK_MS = 60_000;
 
 /**
  * What a person using the page does: any of these puts off a reload to a new version. Not `scroll`, which the page

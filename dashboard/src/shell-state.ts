@@ -93,6 +93,12 @@ export function firingUnknown(reason: string): FiringBadge {
   return { count: null, text: '?', label: `Alerts, ${title}`, title };
 }
 
+/**
+ * How often a page whose refreshes hookwatch keeps answering with a failure (a route not found, an answer in a shape
+ * it cannot read: a new version deployed) asks which dashboard hookwatch serves; it asks at the first such failure.
+ */
+export const BUILD_RECHECK_MS = 60_000;
+
 /** The longest wait between two tries while the server keeps failing (unless the chosen period is longer). */
 export const MAX_RETRY_MS = 60_000;
 
