@@ -23,6 +23,8 @@ export class ApiFailure extends Error {
   status: number;
   signedOut: boolean;
   signIn: SignIn | undefined;
+  /** Answered with a body that is not JSON (a gateway's or proxy's page in hookwatch's place), not hookwatch's own. */
+  notJson = false;
   constructor(status: number, message: string, signIn?: SignIn) {
     super(message);
     this.status = status;
@@ -136,7 +138,9 @@ async function exchange<T>(method: string, path: string, query?: Query, body?: u
   try {
     json = text ? JSON.parse(text) : undefined;
   } catch {
-    throw new ApiFailure(res.status, `${method} ${path} answered ${res.status} with a body that is not JSON`);
+    const failure = new ApiFailure(res.status, `${method} ${path} answered ${res.status} with a body that is not JSON`);
+    failure.notJson = true;
+    throw failure;
   }
   if (!res.ok) {
     const msg: unknown = (json as Partial<ApiError> | undefined)?.error?.message;

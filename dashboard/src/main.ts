@@ -131,6 +131,11 @@ export function start(root: HTMLElement): Dashboard {
   const build = document.querySelector<HTMLMetaElement>('meta[name="hookwatch-build"]')?.content;
   let buildAskedAt = Date.now();
   let buildAsking = false;
+  /**
+   * The last ask got no usable answer (hookwatch away or starting, a gateway's page in its place): it does not use up
+   * the minute between asks (BUILD_RECHECK_MS), and the next refresh that fails asks again.
+   */
+  let buildUnanswered = false;
   /** The build hookwatch serves, once it is another than this page runs. */
   let served: string | undefined;
   const updateNote = h('div', { id: 'update-banner', class: 'banner banner-update', hidden: true });
@@ -172,7 +177,8 @@ export function start(root: HTMLElement): Dashboard {
     buildAsking = true;
     buildAskedAt = Date.now();
     api.build().then((r) => {
-      if (r.build === build) return;
+      buildUnanswered = typeof (r as Partial<typeof r> | undefined)?.build !== 'string';
+      if (buildUnanswered || r.build === build) return;
       const now = Date.now();
       const held = reloadHeldUntil(reloadedFor(), r.build, now);
       const notice = held === undefined ? UPDATE_NOTICE : UPDATE_AGAIN_NOTICE;
@@ -182,7 +188,11 @@ export function start(root: HTMLElement): Dashboard {
       say(notice, now);
       updateAt = held ?? now;
       reloadIfUnused();
-    }, () => undefined).finally(() => {
+    }, (err: unknown) => {
+      // Network errors, 5xx and pages that are not JSON are not hookwatch telling which build it serves; a refusal
+      // in JSON (404 from a version without the route, 401) is, and waits the minute.
+      buildUnanswered = !(err instanceof ApiFailure && err.status > 0 && err.status < 500 && !err.notJson);
+    }).finally(() => {
       buildAsking = false;
     });
   }
@@ -705,9 +715,11 @@ export function start(root: HTMLElement): Dashboard {
     drawFailure();
     // hookwatch answered, and not what this page asks for: a new version deployed answers so until the page runs its
     // dashboard. Asked at once, then once a minute at most while it lasts, so the page offers the reload (checkBuild)
-    // rather than failing on for good; a refresh that fails never asks otherwise.
+    // rather than failing on for good; a refresh that fails never asks otherwise. An ask that got no usable answer
+    // (the new version answering 503 while it starts) is made again at the next such failure: at most once a try,
+    // as the tries back off.
     const answered = !(err instanceof ApiFailure && err.status === 0);
-    if (answered && (!answeredFailure || Date.now() - buildAskedAt >= BUILD_RECHECK_MS)) checkBuild();
+    if (answered && (!answeredFailure || buildUnanswered || Date.now() - buildAskedAt >= BUILD_RECHECK_MS)) checkBuild();
     answeredFailure = answered;
   }
 
