@@ -239,6 +239,29 @@ export function maxSizeRequest(encoding: WireEncoding, maxBytes = MAX_REQUEST_BY
   return { body, records: parts.length * MAX_SIZE_PER_RESOURCE, contentType: encoding === 'protobuf' ? 'application/x-protobuf' : 'application/json' };
 }
 
+/**
+ * One protobuf request as large as otlp.maxRequestBytes lets a client send, of a single log record the hook stage
+ * does not read (an api_request) carrying as many short string attributes as fit: about a million, each
+ * `attr.NNNNNNN` = `v`. The most attributes one record can bring, all of them read and checked, none kept.
+ */
+export function maxSizeRecord(maxBytes = MAX_REQUEST_BYTES): { body: Buffer; attributes: number } {
+  const kv = (k: string, v: string): Buffer => lengthDelimited(6, Buffer.concat([lengthDelimited(1, Buffer.from(k)), lengthDelimited(2, lengthDelimited(1, Buffer.from(v)))]));
+  const head = Buffer.concat([lengthDelimited(5, lengthDelimited(1, Buffer.from('claude_code.api_request'))), kv('event.name', 'api_request')]);
+  const one = kv('attr.0000000', 'v');
+  const digits = one.indexOf('0000000');
+  // Room for the record's, the ScopeLogs' and the ResourceLogs' tags and lengths (up to 5 bytes each).
+  const n = Math.floor((maxBytes - head.length - 3 * 5) / one.length);
+  const attrs = Buffer.alloc(n * one.length);
+  for (let i = 0; i < n; i++) {
+    one.copy(attrs, i * one.length);
+    attrs.write(String(i).padStart(7, '0'), i * one.length + digits, 'latin1');
+  }
+  // ExportLogsServiceRequest.resource_logs > ResourceLogs.scope_logs > ScopeLogs.log_records
+  const body = lengthDelimited(1, lengthDelimited(2, lengthDelimited(2, Buffer.concat([head, attrs]))));
+  if (body.length > maxBytes) throw new Error(`maxSizeRecord: ${body.length} B is over ${maxBytes} B`);
+  return { body, attributes: n + 1 };
+}
+
 /** A fixed64 field (wire type 1): OTLP's timestamps. */
 function fixed64(field: number, value: bigint): Buffer {
   const b = Buffer.alloc(9);
