@@ -5,7 +5,7 @@
  */
 import type { DecodeBudget} from './model.ts';
 import { runToEnd } from '../paced.ts';
-import { DECODED_BYTES, DecodeError, MAX_ANYVALUE_DEPTH, unbounded, type AnyValue, type Attributes, type KvList, type LogRecord, type LogsRequest, type ResourceLogs, type ScopeLogs } from './model.ts';
+import { DECODE_SLICE_BYTES, DECODED_BYTES, DecodeError, MAX_ANYVALUE_DEPTH, unbounded, type AnyValue, type Attributes, type KvList, type LogRecord, type LogsRequest, type ResourceLogs, type ScopeLogs } from './model.ts';
 
 /** Slots of a StringCache (a power of two). */
 const STRING_SLOTS = 1024;
@@ -429,16 +429,30 @@ function anyStringNamed(r: Reader, end: number, names: ReadonlySet<string>): boo
 }
 
 /**
+ * Fields of a log record mayBeNamed reads between two pauses: as many as a slice (DECODE_SLICE_BYTES) decodes
+ * attributes, which takes longer each. A record of a million attributes is scanned in slices too.
+ */
+const SCAN_SLICE_FIELDS = DECODE_SLICE_BYTES / DECODED_BYTES.value;
+
+/** mayBeNamed's answers, once it has read a record through (else it answers where to go on from). */
+const NAMED = -1;
+const UNNAMED = -2;
+
+/**
  * Whether the log record `r` is on may be named one of `names`: by any string of an event.name attribute, its
  * event_name, or any string of its body (a superset of what any reader of the record matches: the last event.name,
- * else event_name, else the body). Read without building anything; a record this cannot read through (malformed,
- * to be refused by the decode proper) counts as named. Leaves `r` where it was.
+ * else event_name, else the body). Read without building anything, from offset `from` of the record: NAMED or
+ * UNNAMED, or, after SCAN_SLICE_FIELDS fields with more to read, the offset to go on from (called again with it
+ * after a pause). A record this cannot read through (malformed, to be refused by the decode proper) counts as
+ * named. Leaves `r` where it was.
  */
-function mayBeNamed(r: Reader, names: ReadonlySet<string>): boolean {
+function mayBeNamed(r: Reader, names: ReadonlySet<string>, from: number): number {
   const start = r.pos;
   const end = r.end;
+  r.pos = from;
   try {
-    while (r.pos < end) {
+    for (let fields = 0; r.pos < end; fields++) {
+      if (fields === SCAN_SLICE_FIELDS) return r.pos;
       const tag = r.tag();
       const field = tag >>> 3;
       if ((tag & 7) !== 2 || (field !== 5 && field !== 6 && field !== 12)) {
@@ -447,20 +461,20 @@ function mayBeNamed(r: Reader, names: ReadonlySet<string>): boolean {
       }
       const fieldEnd = r.lengthEnd();
       if (field === 12) {
-        if (names.has(r.text(r.pos, fieldEnd))) return true;
+        if (names.has(r.text(r.pos, fieldEnd))) return NAMED;
       } else if (field === 5) {
-        if (anyStringNamed(r, fieldEnd, names)) return true;
+        if (anyStringNamed(r, fieldEnd, names)) return NAMED;
       } else {
         const v = plainStringValue(r.buf, r.pos, fieldEnd);
         if (v !== -1) {
-          if (sameBytes(r.buf, r.pos + 2, v, EVENT_NAME_KEY) && names.has(r.text(v + 4, fieldEnd))) return true;
-        } else if (keyValueNamed(r, fieldEnd, names)) return true;
+          if (sameBytes(r.buf, r.pos + 2, v, EVENT_NAME_KEY) && names.has(r.text(v + 4, fieldEnd))) return NAMED;
+        } else if (keyValueNamed(r, fieldEnd, names)) return NAMED;
       }
       r.pos = fieldEnd;
     }
-    return false;
+    return UNNAMED;
   } catch (err) {
-    if (err instanceof DecodeError) return true;
+    if (err instanceof DecodeError) return NAMED;
     throw err;
   } finally {
     r.pos = start;
@@ -520,17 +534,22 @@ function logRecordInto(r: Reader, rec: LogRecord, keep: boolean): boolean {
   return false;
 }
 
-/** A log record read in part: its reader, where it stopped, what it holds so far, and whether its attributes are kept. */
+/**
+ * A log record read in part: its reader, where it stopped, what it holds so far, and whether its attributes are
+ * kept; or, while the scan for its names (mayBeNamed) is not done, where that goes on from (-1 once it is).
+ */
 interface OpenRecord {
   reader: Reader;
   rec: LogRecord;
   keep: boolean;
+  scanAt: number;
 }
 
 /**
  * Reads the fields of the ScopeLogs `r` is on into `out`, to its end (undefined) or until a slice is done, in a
- * record (returned, to be finished first) or after one (`r` itself, where it stopped). The loop over records is a
- * plain function's, not the generator's: the optimizing compiler does not take over a generator's long loop.
+ * record or the scan for its names (returned, to be finished first) or after one (`r` itself, where it stopped).
+ * The loop over records is a plain function's, not the generator's: the optimizing compiler does not take over a
+ * generator's long loop.
  */
 function scopeLogsInto(r: Reader, out: ScopeLogs): OpenRecord | Reader | undefined {
   while (r.pos < r.end) {
@@ -552,8 +571,13 @@ function scopeLogsInto(r: Reader, out: ScopeLogs): OpenRecord | Reader | undefin
       const rec: LogRecord = { timeUnixNano: 0n, observedTimeUnixNano: 0n, eventName: '', body: undefined, attributes: new Map() };
       out.logRecords.push(rec);
       const reader = sub(r, wt, 'ScopeLogs.log_records');
-      const keep = r.kept === undefined || mayBeNamed(reader, r.kept);
-      if (logRecordInto(reader, rec, keep)) return { reader, rec, keep };
+      let keep = true;
+      if (r.kept !== undefined) {
+        const named = mayBeNamed(reader, r.kept, reader.pos);
+        if (named >= 0) return { reader, rec, keep: false, scanAt: named };
+        keep = named === NAMED;
+      }
+      if (logRecordInto(reader, rec, keep)) return { reader, rec, keep, scanAt: -1 };
       if (r.budget.pauseDue()) return r;
     } else {
       r.skip(wt);
@@ -568,6 +592,16 @@ function* scopeLogs(r: Reader): Generator<void, ScopeLogs, void> {
   for (let open = scopeLogsInto(r, out); open !== undefined; open = scopeLogsInto(r, out)) {
     yield;
     if (open instanceof Reader) continue;
+    while (open.scanAt !== -1) {
+      const named = mayBeNamed(open.reader, open.reader.kept as ReadonlySet<string>, open.scanAt);
+      if (named >= 0) {
+        open.scanAt = named;
+        yield;
+      } else {
+        open.scanAt = -1;
+        open.keep = named === NAMED;
+      }
+    }
     while (logRecordInto(open.reader, open.rec, open.keep)) yield;
     if (r.budget.pauseDue()) yield;
   }

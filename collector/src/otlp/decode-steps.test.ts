@@ -33,8 +33,11 @@ function expectSlicesBounded(r: { pauses: number; slices: number[]; bytes: numbe
   expect(r.slices.at(-1)).toBeLessThanOrEqual(DECODE_SLICE_BYTES + OVERSHOOT);
 }
 
-/** One log record of `n` string attributes (keys k0000000, k0000001, ...), written by hand: protobufjs takes long. */
-function oneRecordOfAttributes(n: number): Buffer {
+/**
+ * One log record of `n` string attributes (keys k0000000, k0000001, ...), then the fields `tail`, written by hand:
+ * protobufjs takes long.
+ */
+function oneRecordOfAttributes(n: number, tail: Buffer = Buffer.alloc(0)): Buffer {
   const one = lengthDelimited(6, Buffer.concat([lengthDelimited(1, Buffer.from('k0000000')), lengthDelimited(2, lengthDelimited(1, Buffer.from('v')))]));
   const digits = one.indexOf('0000000');
   const attrs = Buffer.alloc(n * one.length);
@@ -43,7 +46,24 @@ function oneRecordOfAttributes(n: number): Buffer {
     attrs.write(String(i).padStart(7, '0'), i * one.length + digits, 'latin1');
   }
   // ExportLogsServiceRequest.resource_logs > ResourceLogs.scope_logs > ScopeLogs.log_records
+  return lengthDelimited(1, lengthDelimited(2, lengthDelimited(2, Buffer.concat([attrs, tail]))));
+}
+
+/** One log record of `n` event.name attributes, each `name` (the last one wins). */
+function oneRecordOfEventNames(n: number, name: string): Buffer {
+  const one = lengthDelimited(6, Buffer.concat([lengthDelimited(1, Buffer.from('event.name')), lengthDelimited(2, lengthDelimited(1, Buffer.from(name)))]));
+  const attrs = Buffer.alloc(n * one.length);
+  for (let i = 0; i < n; i++) one.copy(attrs, i * one.length);
   return lengthDelimited(1, lengthDelimited(2, lengthDelimited(2, attrs)));
+}
+
+/** The event names a decode keeps the attributes of, counting its look-ups in them (one per event.name string scanned). */
+class CountedNames extends Set<string> {
+  lookups = 0;
+  override has(name: string): boolean {
+    this.lookups++;
+    return super.has(name);
+  }
 }
 
 describe('a maximum-size request is decoded in slices', () => {
@@ -64,6 +84,42 @@ describe('a maximum-size request is decoded in slices', () => {
     const attrs = r.value.resourceLogs[0]?.scopeLogs[0]?.logRecords[0]?.attributes;
     expect(attrs?.size).toBe(1_000_000);
     expect(attrs?.get('k0999999')).toBe('v');
+    expect(isDeepStrictEqual(r.value, decodeLogsProto(body))).toBe(true);
+  });
+
+  it('protobuf: one record of a million attributes, not named what is kept, is not scanned whole before the first pause', () => {
+    // Each attribute an event.name the hook stage does not read: a scan for the kept names looks every one up.
+    const body = oneRecordOfEventNames(1_000_000, 'api_request');
+    const names = new CountedNames(['hook_execution_start']);
+    const r = runSliced(decodeLogsProtoSteps(body, unbounded(), names), () => names.lookups);
+    expect(r.pauses).toBeGreaterThan(20);
+    // No slice looks up more names than a slice decodes attributes.
+    expect(Math.max(...r.slices)).toBeLessThanOrEqual(DECODE_SLICE_BYTES / DECODED_BYTES.value);
+    expect(names.lookups).toBe(1_000_000);
+    // Read through, its attributes left out, as decoded straight through.
+    expect(r.value.resourceLogs[0]?.scopeLogs[0]?.logRecords[0]?.attributes.size).toBe(0);
+    expect(isDeepStrictEqual(r.value, decodeLogsProto(body, unbounded(), new Set(['hook_execution_start'])))).toBe(true);
+  });
+
+  it('protobuf: one record of a million attributes, named by its last, keeps them all, scanned in slices', () => {
+    const named = lengthDelimited(6, Buffer.concat([lengthDelimited(1, Buffer.from('event.name')), lengthDelimited(2, lengthDelimited(1, Buffer.from('hook_execution_start')))]));
+    const body = oneRecordOfAttributes(1_000_000, named);
+    const names = new CountedNames(['hook_execution_start']);
+    const budget = unbounded();
+    // Look-ups: one per event.name string the scan reads; the last attribute is the only one.
+    const r = runSliced(decodeLogsProtoSteps(body, budget, names), () => budget.bytes);
+    expect(names.lookups).toBe(1);
+    // The scan pauses after each slice of fields, before the decode of the record (its resource's, scope's and own
+    // record charged first) starts, then the decode after each slice.
+    const scanPauses = Math.ceil(1_000_001 / (DECODE_SLICE_BYTES / DECODED_BYTES.value)) - 1;
+    expect(r.slices.slice(0, scanPauses)).toEqual([3 * DECODED_BYTES.record, ...new Array<number>(scanPauses - 1).fill(0)]);
+    expect(r.slices[scanPauses]).toBe(DECODE_SLICE_BYTES - 3 * DECODED_BYTES.record);
+    expect(r.slices.slice(scanPauses + 1, -1).every((s) => s === DECODE_SLICE_BYTES)).toBe(true);
+    expect(r.pauses).toBe(scanPauses + Math.floor(budget.bytes / DECODE_SLICE_BYTES));
+    const attrs = r.value.resourceLogs[0]?.scopeLogs[0]?.logRecords[0]?.attributes;
+    expect(attrs?.size).toBe(1_000_001);
+    expect(attrs?.get('k0999999')).toBe('v');
+    expect(attrs?.get('event.name')).toBe('hook_execution_start');
     expect(isDeepStrictEqual(r.value, decodeLogsProto(body))).toBe(true);
   });
 
