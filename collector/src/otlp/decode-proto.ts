@@ -303,16 +303,24 @@ function anyValue(r: Reader, depth: number, into: AnyValue = null): AnyValue {
 }
 
 /**
+ * Where the key field that the KeyValue in buf[p, end) begins with ends, when its length is a single byte (the key
+ * is buf[p + 2, v)), else -1: the start of the plain shapes below. May lie past `end`; they check that.
+ */
+function plainKeyEnd(buf: Buffer, p: number, end: number): number {
+  if (buf[p] !== 0x0a || p + 1 >= end) return -1;
+  const keyLen = buf[p + 1] as number;
+  return keyLen < 0x80 ? p + 2 + keyLen : -1;
+}
+
+/**
  * Where the value field of the KeyValue in buf[p, end) begins when the KeyValue has the plain shape, else -1.
  * Nearly every attribute is a short key with a short string value, encoded as protobuf encoders write it: key
  * (field 1), then value (field 2) holding only string_value (field 1), each length a single byte. That exact shape
  * is read straight off the bytes (its key is buf[p + 2, v), its string buf[v + 4, end)) and cannot be malformed.
  */
 function plainStringValue(buf: Buffer, p: number, end: number): number {
-  if (buf[p] !== 0x0a || p + 1 >= end) return -1;
-  const keyLen = buf[p + 1] as number;
-  const v = p + 2 + keyLen;
-  if (keyLen >= 0x80 || v + 4 > end || buf[v] !== 0x12 || buf[v + 2] !== 0x0a) return -1;
+  const v = plainKeyEnd(buf, p, end);
+  if (v === -1 || v + 4 > end || buf[v] !== 0x12 || buf[v + 2] !== 0x0a) return -1;
   const valueLen = buf[v + 1] as number;
   const strLen = buf[v + 3] as number;
   return valueLen < 0x80 && strLen < 0x80 && valueLen === strLen + 2 && v + 4 + strLen === end ? v : -1;
@@ -324,10 +332,8 @@ function plainStringValue(buf: Buffer, p: number, end: number): number {
  * byte, else -1: the shape of Claude Code's event.sequence and boolean attributes, read without the general path.
  */
 function plainVarintValue(buf: Buffer, p: number, end: number): number {
-  if (buf[p] !== 0x0a || p + 1 >= end) return -1;
-  const keyLen = buf[p + 1] as number;
-  const v = p + 2 + keyLen;
-  if (keyLen >= 0x80 || v + 4 > end || buf[v] !== 0x12 || (buf[v + 2] !== 0x10 && buf[v + 2] !== 0x18)) return -1;
+  const v = plainKeyEnd(buf, p, end);
+  if (v === -1 || v + 4 > end || buf[v] !== 0x12 || (buf[v + 2] !== 0x10 && buf[v + 2] !== 0x18)) return -1;
   const valueLen = buf[v + 1] as number;
   if (valueLen !== end - v - 2 || valueLen > 11) return -1;
   // The varint: every byte but the last with its continuation bit.
