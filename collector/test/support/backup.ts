@@ -29,9 +29,12 @@ export function startBackup(args: string[], env: Record<string, string> = {}, sh
   return startCommand('backup', args, env, shell);
 }
 
-/** `hookwatch restore ...` started in a process of its own. */
-export function startRestore(args: string[], env: Record<string, string> = {}, shell?: string): { child: ChildProcess; done: Promise<Run & { signal: NodeJS.Signals | null }> } {
-  return startCommand('restore', args, env, shell);
+/**
+ * `hookwatch restore ...` started in a process of its own; under `wrap` when given: shell words of a command that
+ * runs the one after it in the same process (strace -D), where `$$` is the pid hookwatch runs as.
+ */
+export function startRestore(args: string[], env: Record<string, string> = {}, shell?: string, wrap?: string): { child: ChildProcess; done: Promise<Run & { signal: NodeJS.Signals | null }> } {
+  return startCommand('restore', args, env, shell, wrap);
 }
 
 /** `hookwatch restore ...` run to its end. */
@@ -41,9 +44,12 @@ export async function hookwatchRestore(args: string[], env: Record<string, strin
   return { status, stdout, stderr };
 }
 
-/** `hookwatch <command> ...` in a process of its own, after `shell` (commands such as ulimit) when given. */
-function startCommand(command: string, args: string[], env: Record<string, string>, shell: string | undefined): { child: ChildProcess; done: Promise<Run & { signal: NodeJS.Signals | null }> } {
-  const [file, argv] = shell === undefined ? [process.execPath, [MAIN, command, ...args]] : ['/bin/sh', ['-c', `${shell}; exec "$0" "$@"`, process.execPath, MAIN, command, ...args]];
+/**
+ * `hookwatch <command> ...` in a process of its own, after `shell` (commands such as ulimit) when given, under
+ * `wrap` (startRestore) when given.
+ */
+function startCommand(command: string, args: string[], env: Record<string, string>, shell: string | undefined, wrap?: string): { child: ChildProcess; done: Promise<Run & { signal: NodeJS.Signals | null }> } {
+  const [file, argv] = shell === undefined && wrap === undefined ? [process.execPath, [MAIN, command, ...args]] : ['/bin/sh', ['-c', `${shell ?? ':'}; exec ${wrap ?? ''} "$0" "$@"`, process.execPath, MAIN, command, ...args]];
   const child = spawn(file, argv, { env: { PATH: process.env['PATH'] ?? '', ...env }, timeout: 60_000, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
