@@ -7,7 +7,7 @@
  * newer release; a full disk part way through the copy; and a signal during it.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { closeSync, copyFileSync, linkSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, statSync, watch, writeFileSync, writeSync } from 'node:fs';
+import { chownSync, closeSync, copyFileSync, linkSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, statSync, watch, writeFileSync, writeSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
@@ -273,5 +273,71 @@ describe('hookwatch restore on SQLite', () => {
       expect(await done).toEqual({ status: -1, signal, stdout: '', stderr: `hookwatch: restore of ${backup} to ${path} stopped (${signal}): the store was left as it was, the partial copy removed\n` });
       expect(snapshot(path, dir)).toEqual({ ...before, names: [...new Set([...before.names, 'hookwatch.db.lock'])].sort() });
     }
+  }, 60_000);
+
+  it('removes the partial copy a killed restore left, whatever process now has its pid (in a container restore is pid 1 at every run)', async () => {
+    const { path: backup } = await scratchStore('partial-backup', 5);
+    const { dir, path } = await scratchStore('partial-left', 1);
+    // Named after pids that run: pid 1, and this test's process.
+    const left = [`.hookwatch.db.1.partial`, `.hookwatch.db.${process.pid}.partial`];
+    for (const name of left) writeFileSync(join(dir, name), 'half a copy');
+    const out = await hookwatchRestore(['--from', backup], { HOOKWATCH_DB: path });
+    expect(out.stderr).toBe('');
+    expect(out.status).toBe(0);
+    const replaced = /the store it replaced is kept as (\S+)\n$/.exec(out.stdout)?.[1] ?? '';
+    expect(out.stdout).toBe(`removed ${left.join(', ')} beside ${path}: left by restores that were killed\nrestored ${backup} to ${path}: ${(statSync(backup).size / 1024).toFixed(1)} KiB (schema version ${MIGRATIONS.length}); the store it replaced is kept as ${replaced}\n`);
+    expect(readdirSync(dir).sort()).toEqual(['hookwatch.db', 'hookwatch.db.lock', replaced.slice(dir.length + 1)].sort());
+    expect(readFileSync(path)).toEqual(readFileSync(backup));
+  }, 60_000);
+
+  for (const main of ['missing', 'empty'] as const) {
+    it(`keeps the WAL of a store whose database file is ${main} as it was, beside the restored store`, async () => {
+      const { path: backup } = await scratchStore(`wal-only-backup-${main}`, 5);
+      const { dir, path } = await scratchStore(`wal-only-${main}`, 1);
+      // A WAL holding commits, as a killed service leaves it, taken while the connection that wrote it is open.
+      const conn = openSqlite(path);
+      conn.exec('PRAGMA wal_autocheckpoint = 0');
+      conn.prepare('INSERT INTO padding VALUES (randomblob(4000))').run();
+      const wal = readFileSync(`${path}-wal`);
+      const shm = readFileSync(`${path}-shm`);
+      conn.close();
+      expect(wal.length).toBeGreaterThan(4000);
+      if (main === 'missing') rmSync(path);
+      else writeFileSync(path, '');
+      writeFileSync(`${path}-wal`, wal);
+      writeFileSync(`${path}-shm`, shm);
+
+      const out = await hookwatchRestore(['--from', backup], { HOOKWATCH_DB: path });
+      expect(out.stderr).toBe('');
+      expect(out.status).toBe(0);
+      const replaced = /the WAL is kept as it was, as (\S+)-wal\n$/.exec(out.stdout)?.[1] ?? '';
+      expect(replaced).toMatch(new RegExp(`^${path}\\.replaced-\\d{8}-\\d{6}$`));
+      expect(out.stdout).toBe(`restored ${backup} to ${path}: ${(statSync(backup).size / 1024).toFixed(1)} KiB (schema version ${MIGRATIONS.length}); the store it replaced had no database file beside its WAL (missing or empty): the WAL is kept as it was, as ${replaced}-wal\n`);
+      // The lock makes an empty database file where there was none: moved aside with the WAL.
+      expect(readdirSync(dir).sort()).toEqual(['hookwatch.db', 'hookwatch.db.lock', ...['', '-shm', '-wal'].map((s) => replaced.slice(dir.length + 1) + s)].sort());
+      expect(readFileSync(`${replaced}-wal`)).toEqual(wal);
+      expect(readFileSync(`${replaced}-shm`)).toEqual(shm);
+      expect(statSync(replaced).size).toBe(0);
+      expect(readFileSync(path)).toEqual(readFileSync(backup));
+    }, 60_000);
+  }
+
+  it('gives the restored store the owner of the store it replaces, when root runs the restore', async (ctx) => {
+    if (process.geteuid?.() !== 0) {
+      requireTool(false, 'root, to give a file another owner', 'run the tests as root, as .ci/run does');
+      return ctx.skip('not root');
+    }
+    const { path: backup } = await scratchStore('owned-backup', 5);
+    const { dir, path } = await scratchStore('owned', 1);
+    chownSync(dir, 1000, 1000);
+    chownSync(path, 1000, 1000);
+    const out = await hookwatchRestore(['--from', backup], { HOOKWATCH_DB: path });
+    expect(out.stderr).toBe('');
+    expect(out.status).toBe(0);
+    const replaced = /the store it replaced is kept as (\S+)\n$/.exec(out.stdout)?.[1] ?? '';
+    const restored = statSync(path);
+    expect({ uid: restored.uid, gid: restored.gid, mode: restored.mode & 0o777 }).toEqual({ uid: 1000, gid: 1000, mode: 0o600 });
+    expect(statSync(replaced)).toMatchObject({ uid: 1000, gid: 1000 });
+    expect(readFileSync(path)).toEqual(readFileSync(backup));
   }, 60_000);
 });

@@ -25,7 +25,11 @@ export async function runRestore(parsed: ParsedArgs, io: ToolIO): Promise<number
   const { result } = run;
   if (result.removedPartials.length > 0) io.stdout(`removed ${printable(result.removedPartials.join(', '))} beside ${printable(result.path)}: left by restores that were killed\n`);
   const migrated = result.schemaVersion < MIGRATIONS.length ? `, migrated to ${MIGRATIONS.length} when hookwatch starts` : '';
-  const kept = result.replaced === undefined ? 'there was no store to replace' : `the store it replaced is kept as ${result.replaced}${result.replacedWal === undefined ? '' : ` (with its WAL, ${result.replacedWal}, which could not be folded into it)`}`;
+  const kept = result.replaced === undefined
+    ? 'there was no store to replace'
+    : result.replacedWalOnly
+      ? `the store it replaced had no database file beside its WAL (missing or empty): the WAL is kept as it was, as ${result.replacedWal}`
+      : `the store it replaced is kept as ${result.replaced}${result.replacedWal === undefined ? '' : ` (with its WAL, ${result.replacedWal}, which could not be folded into it)`}`;
   io.stdout(printable(`restored ${resolve(io.cwd, from)} to ${db}: ${formatBytes(result.bytes)} (schema version ${result.schemaVersion}${migrated}); ${kept}`) + '\n');
   return 0;
 }

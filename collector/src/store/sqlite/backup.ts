@@ -17,7 +17,7 @@
  * What a killed backup left (SIGKILL, a crash) is removed by the next backup to the same target, once the process
  * that wrote it no longer runs.
  */
-import { closeSync, existsSync, fsyncSync, lstatSync, openSync, readdirSync, renameSync, rmSync, statSync, type BigIntStats } from 'node:fs';
+import { closeSync, existsSync, fsyncSync, lstatSync, openSync, readdirSync, renameSync, rmSync, statSync, type BigIntStats, type Stats } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -88,6 +88,18 @@ export function fileProblem(err: unknown): string {
   }
 }
 
+/** The file at `path` (links followed), or undefined when there is none; any other failure (EACCES...) is thrown. */
+export function statIfThere(path: string): Stats | undefined;
+export function statIfThere(path: string, opts: { bigint: true }): BigIntStats | undefined;
+export function statIfThere(path: string, opts?: { bigint: true }): Stats | BigIntStats | undefined {
+  try {
+    return opts ? statSync(path, opts) : statSync(path);
+  } catch (err) {
+    if (errnoCode(err) === 'ENOENT') return undefined;
+    throw err;
+  }
+}
+
 /** Removes a file if it is there; a failure to remove is not the error that matters. */
 export function removeQuietly(path: string): void {
   try {
@@ -110,8 +122,10 @@ function pidRuns(pid: number): boolean {
 /**
  * Removes what backups to `target` left when they were killed before they could clean up: files named exactly
  * `.<name>.<pid>.partial` (or its `-journal`) beside it, of a pid that no longer runs. Returns the names removed.
+ * `everyPid`: whatever their pid, for a caller that holds a lock no other writer of such files runs without (a
+ * restore holds the store's lock). A pid alone does not tell: in a container the command is pid 1 at every run.
  */
-export function removeStalePartials(target: string): string[] {
+export function removeStalePartials(target: string, everyPid = false): string[] {
   const folder = dirname(target);
   const prefix = `.${basename(target)}.`;
   let entries: string[];
@@ -124,7 +138,7 @@ export function removeStalePartials(target: string): string[] {
   for (const entry of entries) {
     if (!entry.startsWith(prefix)) continue;
     const pid = /^([1-9][0-9]*)\.partial(-journal)?$/.exec(entry.slice(prefix.length))?.[1];
-    if (pid === undefined || Number(pid) === process.pid || pidRuns(Number(pid))) continue;
+    if (pid === undefined || (!everyPid && (Number(pid) === process.pid || pidRuns(Number(pid))))) continue;
     const path = join(folder, entry);
     try {
       if (!lstatSync(path).isFile()) continue;
@@ -236,15 +250,6 @@ function openSource(db: string): { source: DatabaseSync; schemaVersion: number }
   }
 }
 
-/** The file at `path` (links followed), or undefined when there is none. */
-function fileAt(path: string): BigIntStats | undefined {
-  try {
-    return statSync(path, { bigint: true });
-  } catch {
-    return undefined;
-  }
-}
-
 const sameFile = (a: BigIntStats, b: BigIntStats): boolean => a.dev === b.dev && a.ino === b.ino;
 
 /** A file name as a file system that ignores case (and Unicode normalization, as macOS's) compares it. */
@@ -264,7 +269,7 @@ const foldCase = (name: string): string => name.normalize('NFC').toLowerCase();
  */
 export function serviceFile(path: string, db: string, queue: string | undefined): string | undefined {
   const target = (sqliteFiles(path)[0] as SqliteFile).file;
-  const targetFile = fileAt(target);
+  const targetFile = statIfThere(target, { bigint: true });
   const owners = [{ path: db, itself: 'the database itself', name: `the store ${db}` }];
   if (queue !== undefined && !isInMemory(queue)) {
     const name = `the forwarding queue (forward.queue.path) ${queue}`;
@@ -275,11 +280,11 @@ export function serviceFile(path: string, db: string, queue: string | undefined)
     for (const hit of sqliteFiles(owner.path)) {
       const what = hit.beside === '' ? owner.itself : `the ${hit.beside} file of ${owner.name}`;
       if (hit.file === target) return what;
-      const hitFile = fileAt(hit.file);
+      const hitFile = statIfThere(hit.file, { bigint: true });
       if (hitFile !== undefined && targetFile !== undefined && sameFile(hitFile, targetFile)) return what;
       if (byCase !== undefined || hitFile !== undefined || targetFile !== undefined) continue;
       if (foldCase(basename(hit.file)) !== foldCase(basename(target))) continue;
-      const [hitFolder, targetFolder] = [fileAt(dirname(hit.file)), fileAt(dirname(target))];
+      const [hitFolder, targetFolder] = [statIfThere(dirname(hit.file), { bigint: true }), statIfThere(dirname(target), { bigint: true })];
       if (hitFolder !== undefined && targetFolder !== undefined && sameFile(hitFolder, targetFolder)) {
         byCase = `${what} but for letter case (which a file system that ignores case, as macOS's does by default, takes for the same file)`;
       }
@@ -294,7 +299,12 @@ export function serviceFile(path: string, db: string, queue: string | undefined)
  * copy when it opens).
  */
 function checkTarget(db: string, to: string, force: boolean, queue: string | undefined): void {
-  const used = serviceFile(to, db, queue);
+  let used;
+  try {
+    used = serviceFile(to, db, queue);
+  } catch (err) {
+    throw new BackupError(`cannot write ${to}: ${fileProblem(err)}`);
+  }
   if (used !== undefined) throw new BackupError(`the target ${to} is ${used}, which hookwatch serve uses: give another path`);
   for (const suffix of ['-wal', '-shm']) {
     if (existsSync(to + suffix)) throw new BackupError(`${to + suffix} exists: a process has ${to} open, or did not close it; stop it, or remove the file if nothing uses it`);

@@ -6,20 +6,22 @@
  *    starts, as on an upgrade), passing `PRAGMA quick_check`. Nothing is written before this passes.
  * 2. The store's process lock (`<db>.lock`, process-lock.ts) is taken, so no `hookwatch serve` runs on it, nor
  *    starts while the restore runs.
- * 3. The backup is copied beside the store under a temporary name (`.<db>.<pid>.partial`, 0600), and synced.
+ * 3. The backup is copied beside the store under a temporary name (`.<db>.<pid>.partial`, 0600, owned as the store
+ *    it replaces), and synced.
  * 4. The store being replaced is made whole in one file: its WAL checkpointed into it (a killed service leaves
- *    one), or, when that cannot be done (a full disk, a damaged store), moved along with it.
+ *    one), or, when that cannot be done (a full disk, a damaged store, a main file missing or empty), moved along
+ *    with it.
  * 5. It is renamed to `<db>.replaced-<UTC time>`, its `-wal` (if kept) and `-journal` with it, the stale `-shm`
  *    removed, the copy renamed into place and the folder synced. A WAL left beside the copy would be applied to it
  *    by SQLite when it opens: the restored store would hold pages of the one it replaced, a mixed or corrupt store.
  * Until the copy is renamed into place, a failure or a signal leaves the store as it was, the copy removed.
  */
-import { closeSync, createReadStream, createWriteStream, existsSync, openSync, readSync, renameSync, rmSync, statSync, type Stats } from 'node:fs';
+import { closeSync, createReadStream, createWriteStream, existsSync, fchownSync, openSync, readSync, renameSync, rmSync, statSync, type Stats } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { pathToFileURL } from 'node:url';
 import { DatabaseSync } from 'node:sqlite';
-import { BackupAbortedError, BackupError, errnoCode, fileProblem, quickCheckApart, removeQuietly, removeStalePartials, serviceFile, syncApart, syncFolder, untilAborted } from './backup.ts';
+import { BackupAbortedError, BackupError, errnoCode, fileProblem, quickCheckApart, removeQuietly, removeStalePartials, serviceFile, statIfThere, syncApart, syncFolder, untilAborted } from './backup.ts';
 import { BUSY_TIMEOUT_MS, describeSqliteError, sqliteFault } from './database.ts';
 import { lockSqliteStore, StoreInUseError } from './process-lock.ts';
 import { MIGRATIONS } from './schema.ts';
@@ -48,7 +50,12 @@ export interface RestoreResult {
   replaced: string | undefined;
   /** The replaced store's WAL, kept beside it when it could not be folded into it. */
   replacedWal: string | undefined;
-  /** Temporary files of earlier restores whose process no longer runs, removed (names). */
+  /**
+   * The replaced store had no main file (missing or empty) beside its WAL: `replacedWal` (and its -shm) holds all
+   * there was of it, kept as it was.
+   */
+  replacedWalOnly: boolean;
+  /** Temporary files of earlier restores, which were stopped before they could remove them (names). */
   removedPartials: string[];
 }
 
@@ -99,12 +106,16 @@ function damaged(from: string, problems: string[]): BackupError {
   return new BackupError(`${from} fails PRAGMA quick_check, so the backup is damaged: ${problems.join('; ')}. Nothing was changed: restore another backup`);
 }
 
-function statIfThere(path: string): Stats | undefined {
+/**
+ * Gives the file open at `fd` the owner of the store it replaces (`owner`), so that the service's user can open the
+ * restored store when root ran the restore (sudo). Only root can: for anyone else the copy stays theirs (EPERM).
+ */
+function ownLike(fd: number, owner: Stats | undefined): void {
+  if (owner === undefined || (owner.uid === process.geteuid?.() && owner.gid === process.getegid?.())) return;
   try {
-    return statSync(path);
+    fchownSync(fd, owner.uid, owner.gid);
   } catch (err) {
-    if (errnoCode(err) === 'ENOENT') return undefined;
-    throw err;
+    if (errnoCode(err) !== 'EPERM') throw err;
   }
 }
 
@@ -112,7 +123,7 @@ function statIfThere(path: string): Stats | undefined {
 function replacedName(db: string, now: Date): string {
   const stamp = now.toISOString().replace(/\.\d+Z$/, '').replace(/-|:/g, '').replace('T', '-');
   let name = `${db}.replaced-${stamp}`;
-  for (let n = 2; [name, `${name}-wal`, `${name}-journal`].some((f) => existsSync(f)); n++) name = `${db}.replaced-${stamp}-${n}`;
+  for (let n = 2; [name, `${name}-wal`, `${name}-shm`, `${name}-journal`].some((f) => existsSync(f)); n++) name = `${db}.replaced-${stamp}-${n}`;
   return name;
 }
 
@@ -149,7 +160,12 @@ export async function restoreSqlite(opts: RestoreOptions): Promise<RestoreResult
   const { from, version, signal } = opts;
   if (isInMemory(opts.db)) throw new BackupError('the store is in memory (db is ":memory:"): there is no file to restore to');
   const db = resolve(opts.db);
-  const used = serviceFile(from, db, undefined);
+  let used;
+  try {
+    used = serviceFile(from, db, undefined);
+  } catch (err) {
+    throw new BackupError(`cannot read ${from}: ${fileProblem(err)}`);
+  }
   if (used !== undefined) throw new BackupError(`the backup ${from} is ${used}: give the file hookwatch backup wrote`);
   const fromStat = statIfThere(from);
   if (fromStat === undefined) throw new BackupError(`no backup at ${from}`);
@@ -185,12 +201,23 @@ export async function restoreSqlite(opts: RestoreOptions): Promise<RestoreResult
     // Where SQLite keeps the store (a link followed): its -wal and -shm are beside that file.
     const store = (sqliteFiles(db)[0] as { file: string }).file;
     const temp = join(dirname(store), `.${basename(store)}.${process.pid}.partial`);
-    const removedPartials = removeStalePartials(store);
+    // Every pid's: no other restore runs while this one holds the lock, and a pid that runs tells nothing (in a
+    // container restore is pid 1 at every run, the pid of the one that was killed).
+    const removedPartials = removeStalePartials(store, true);
+    // The store's owner, given to the copy: its main file's, or its WAL's when the main file is empty (the lock
+    // above makes an empty one where there was none).
+    const main = statIfThere(store);
+    const owner = (main?.size ?? 0) > 0 ? main : (statIfThere(`${store}-wal`) ?? main);
 
     // 3. The copy beside the store, private, whole on disk before it is used.
     try {
-      // Created here: private (0600) like the store, whatever the backup's mode.
-      closeSync(openSync(temp, 'wx', 0o600));
+      // Created here: private (0600) like the store, whatever the backup's mode, and owned as the store is.
+      const fd = openSync(temp, 'wx', 0o600);
+      try {
+        ownLike(fd, owner);
+      } finally {
+        closeSync(fd);
+      }
       const copy = createWriteStream(temp, { flags: 'r+' });
       await (signal ? pipeline(createReadStream(from), copy, { signal }) : pipeline(createReadStream(from), copy));
       // Seconds on a large copy or a slow disk: a signal meanwhile stops the restore at once, not after it.
@@ -206,8 +233,12 @@ export async function restoreSqlite(opts: RestoreOptions): Promise<RestoreResult
     // 4. The store it replaces, whole in one file where its WAL can be folded in.
     const current = statIfThere(store);
     const wal = statIfThere(`${store}-wal`);
-    const hasStore = (current?.size ?? 0) > 0 || (wal?.size ?? 0) > 0;
-    const walKept = hasStore && wal !== undefined && !checkpoint(store) && existsSync(`${store}-wal`);
+    const hasFile = (current?.size ?? 0) > 0;
+    const hasStore = hasFile || (wal?.size ?? 0) > 0;
+    // A WAL beside a missing or empty main file is not checkpointed: opening the store would make an empty
+    // database, and SQLite deletes the WAL of a database of no pages. It is moved aside as it is, its -shm with it.
+    const walOnly = hasStore && !hasFile;
+    const walKept = hasStore && wal !== undefined && (walOnly || !checkpoint(store)) && existsSync(`${store}-wal`);
     if (signal?.aborted) {
       removeQuietly(temp);
       throw aborted();
@@ -218,10 +249,9 @@ export async function restoreSqlite(opts: RestoreOptions): Promise<RestoreResult
     const moved: [string, string][] = [];
     try {
       if (replaced !== undefined) {
-        renameSync(store, replaced);
-        moved.push([store, replaced]);
-        for (const suffix of ['-wal', '-journal']) {
-          if (suffix === '-wal' && !walKept) continue;
+        if (moveIfThere(store, replaced)) moved.push([store, replaced]);
+        for (const suffix of ['-wal', '-shm', '-journal']) {
+          if ((suffix === '-wal' && !walKept) || (suffix === '-shm' && !walOnly)) continue;
           if (moveIfThere(store + suffix, replaced + suffix)) moved.push([store + suffix, replaced + suffix]);
         }
       }
@@ -241,7 +271,7 @@ export async function restoreSqlite(opts: RestoreOptions): Promise<RestoreResult
       removeQuietly(temp);
       throw new BackupError(`cannot restore ${from} to ${opts.db}: ${fileProblem(err)}${replaced !== undefined && existsSync(replaced) ? `; the store is kept as ${replaced}` : '; the store was left as it was'}`);
     }
-    return { path: store, bytes: statSync(store).size, schemaVersion, replaced, replacedWal: walKept && replaced !== undefined ? `${replaced}-wal` : undefined, removedPartials };
+    return { path: store, bytes: statSync(store).size, schemaVersion, replaced, replacedWal: walKept && replaced !== undefined ? `${replaced}-wal` : undefined, replacedWalOnly: walOnly, removedPartials };
   } finally {
     lock.release();
   }
