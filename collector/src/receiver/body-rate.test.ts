@@ -1,5 +1,5 @@
-import { describe, expect, it } from 'vitest';
-import { MIN_BODY_BYTES_PER_SECOND, MIN_BODY_RATE_GRACE_MS, tooSlow } from './body-rate.ts';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { MIN_BODY_BYTES_PER_SECOND, MIN_BODY_RATE_GRACE_MS, tooSlow, watchBodyRate, type TooSlow } from './body-rate.ts';
 
 const KB = 1000;
 const MB = 1000 * KB;
@@ -39,5 +39,43 @@ describe('the minimum body rate', () => {
     // Holding a declared 20 MiB past the grace period takes some 380 KiB/s, not a byte a second.
     expect(tooSlow(5000, 5 * 370 * 1024, 20 * MiB, 30_000)?.neededBytesPerSecond).toBe(Math.ceil((20 * MiB) / 55));
     expect(tooSlow(5000, 5 * 380 * 1024, 20 * MiB, 30_000)).toBeUndefined();
+  });
+});
+
+describe('watching a body\'s rate', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  /** What watchBodyRate reported of a body with `received` bytes of `declared` after `ms`, under pressure or not. */
+  function watch(ms: number, received: number, declared: number | undefined, pressed: () => boolean): TooSlow[] {
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval', 'performance'] });
+    const cut: TooSlow[] = [];
+    const stop = watchBodyRate(30_000, () => received, () => declared, pressed, (slow) => cut.push(slow));
+    vi.advanceTimersByTime(ms);
+    stop();
+    return cut;
+  }
+
+  it('cuts a stalled body only while the budget is under pressure', () => {
+    expect(watch(25_000, 100, undefined, () => false)).toEqual([]);
+    expect(watch(25_000, 100, 20 * MiB, () => false)).toEqual([]);
+    expect(watch(25_000, 100, undefined, () => true)).toHaveLength(1);
+    // Checked as pressure comes: the average since the headers.
+    let pressed = false;
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval', 'performance'] });
+    const cut: TooSlow[] = [];
+    const stop = watchBodyRate(30_000, () => 100, () => undefined, () => pressed, (slow) => cut.push(slow));
+    vi.advanceTimersByTime(9000);
+    expect(cut).toEqual([]);
+    pressed = true;
+    vi.advanceTimersByTime(1000);
+    stop();
+    expect(cut).toEqual([{ bytesPerSecond: 10, neededBytesPerSecond: MIN_BODY_BYTES_PER_SECOND, because: 'every body must average after its first 5 s' }]);
+  });
+
+  it('stops once the declared size has arrived, whatever follows (inflating it)', () => {
+    expect(watch(25_000, 3000, 3000, () => true)).toEqual([]);
+    expect(watch(25_000, 2999, 3000, () => true)).toHaveLength(1);
   });
 });

@@ -13,14 +13,24 @@
  *   Wi-Fi at 50 KB/s is six times over the floor.
  * - for a body whose size is declared (Content-Length; over gRPC the message's length prefix), enough that what is
  *   left would arrive before otlp.requestTimeout at twice that average: a body that could not even then is cut off
- *   at the timeout anyway (408 / DEADLINE_EXCEEDED), only later, holding its reservation meanwhile. Twice, so that a
+ *   at the timeout anyway, only later, holding its reservation meanwhile. Twice, so that a
  *   link that stalled for some seconds and then goes on at its speed is kept. This is what makes holding the budget
  *   cost bandwidth: 20 MiB declared must come at some 380 KiB/s (20 MiB in 55 s), not at a byte a second.
  *
  * The average since the headers, not a sliding window, as Kestrel measures it: a link that pauses (Wi-Fi
- * re-associating) is not cut off for the pause, only when the whole upload is too slow. It is always enforced, not
- * only while other requests wait for the budget: a body that slow holds its reservation for nothing either way, and a
- * rule that does not depend on other clients gives every client the same answer.
+ * re-associating) is not cut off for the pause, only when the whole upload is too slow.
+ *
+ * It is enforced only while the budget is under pressure: a request was refused for lack of it within the last
+ * BUDGET_PRESSURE_MS (inflight.ts). A slow body on a server with budget to spare hurts no one, and the OpenTelemetry
+ * JS exporter sends its body chunked (its size unknown, so only the floor applies): a small batch whose link pauses
+ * for 5 s would be cut and lost, where it has otlp.requestTimeout to arrive. A refusal, not a share of the budget
+ * reserved, is the sign: what one request reserves depends on the settings (a chunked body all of
+ * otlp.maxRequestBytes, a gRPC call twice it), so a lone slow upload can hold half of a small budget and hurt no one,
+ * while one holding a tenth can keep a gRPC call's reservation out. The window outlasts the grace period, so every
+ * request holding the budget when another was refused is checked past its grace before it ends.
+ *
+ * The answer says to try again (503 + Retry-After / UNAVAILABLE): the batch itself is fine, and OTLP clients resend
+ * a batch answered so, where they drop one answered 408.
  */
 
 /** How long after its headers a body is never too slow. */
@@ -68,18 +78,30 @@ export function tooSlow(elapsedMs: number, received: number, declared: number | 
 
 /** Says, in a refusal, what arrived too slowly (`what`: "request body", "request message"). */
 export function tooSlowMessage(what: string, slow: TooSlow): string {
-  return `the ${what} arrived at ${slow.bytesPerSecond} bytes/s, under the ${slow.neededBytesPerSecond} bytes/s ${slow.because}; send it faster, or in smaller batches`;
+  return `the ${what} arrived at ${slow.bytesPerSecond} bytes/s, under the ${slow.neededBytesPerSecond} bytes/s ${slow.because}, while other requests were refused otlp.maxInflightBytes; retry, faster or in smaller batches`;
 }
+
+/** How long, in seconds, a client answered for a body under the minimum rate is asked to wait (Retry-After, RetryInfo). */
+export const TOO_SLOW_RETRY_AFTER_SECONDS = 1;
 
 /**
  * Checks, every BODY_RATE_CHECK_MS from its start, the rate of a body whose bytes so far `received` reads and whose
- * size `declared` reads (undefined while unknown); calls `onTooSlow` once when it falls under the minimum. Returns
- * the function that stops the checks, to call once the body is whole or the request over.
+ * size `declared` reads (undefined while unknown), while `pressed` says the in-flight budget is under pressure; calls
+ * `onTooSlow` once when it falls under the minimum then. Stops by itself once the declared size has arrived (what
+ * is left, inflating it, is not the client's doing). Returns the function that stops the checks, to call once the
+ * body has arrived or the request is over.
  */
-export function watchBodyRate(timeoutMs: number, received: () => number, declared: () => number | undefined, onTooSlow: (slow: TooSlow) => void): () => void {
+export function watchBodyRate(timeoutMs: number, received: () => number, declared: () => number | undefined, pressed: () => boolean, onTooSlow: (slow: TooSlow) => void): () => void {
   const started = performance.now();
   const timer = setInterval(() => {
-    const slow = tooSlow(performance.now() - started, received(), declared(), timeoutMs);
+    const size = declared();
+    const bytes = received();
+    if (size !== undefined && bytes >= size) {
+      clearInterval(timer);
+      return;
+    }
+    if (!pressed()) return;
+    const slow = tooSlow(performance.now() - started, bytes, size, timeoutMs);
     if (!slow) return;
     clearInterval(timer);
     onTooSlow(slow);
@@ -88,7 +110,7 @@ export function watchBodyRate(timeoutMs: number, received: () => number, declare
   return () => clearInterval(timer);
 }
 
-/** A request refused for arriving under the minimum rate: 408 / DEADLINE_EXCEEDED, counted as request_too_slow. */
+/** A request refused for arriving under the minimum rate: 503 + Retry-After / UNAVAILABLE, counted as request_too_slow. */
 export class RequestTooSlowError extends Error {
   override name = 'RequestTooSlowError';
 }

@@ -23,8 +23,17 @@ function heldError(limitBytes: number): InflightFullError {
   return new InflightFullError(`hookwatch is holding otlp.maxInflightBytes (${limitBytes} bytes) of requests in memory; retry later`);
 }
 
+/**
+ * How long after a request was refused for lack of the budget it counts as under pressure, and uploads under the
+ * minimum body rate (body-rate.ts) are ended: longer than that rule's grace period and a check, so every request
+ * holding the budget at a refusal is checked past its grace.
+ */
+export const BUDGET_PRESSURE_MS = 10_000;
+
 export class InflightBudget {
   private used = 0;
+  /** performance.now() of the last refusal for lack of the budget. */
+  private refusedAtMs = -Infinity;
   readonly limitBytes: number;
   constructor(limitBytes: number) {
     this.limitBytes = limitBytes;
@@ -45,9 +54,22 @@ export class InflightBudget {
     return this.limitBytes - this.used;
   }
 
+  /** Whether a request was refused for lack of the budget within the last BUDGET_PRESSURE_MS. */
+  get underPressure(): boolean {
+    return performance.now() - this.refusedAtMs < BUDGET_PRESSURE_MS;
+  }
+
+  /** Notes a request refused for lack of the budget (InflightFullError). */
+  refused(): void {
+    this.refusedAtMs = performance.now();
+  }
+
   /** @internal used by InflightAccount. */
   tryTake(bytes: number): boolean {
-    if (this.used + bytes > this.limitBytes) return false;
+    if (this.used + bytes > this.limitBytes) {
+      this.refused();
+      return false;
+    }
     this.used += bytes;
     return true;
   }
@@ -69,6 +91,11 @@ export class InflightAccount {
   /** Bytes this request holds now. */
   get heldBytes(): number {
     return this.held;
+  }
+
+  /** Whether the process-wide budget is under pressure (InflightBudget.underPressure). */
+  get underPressure(): boolean {
+    return this.budget.underPressure;
   }
 
   /** Charges `bytes` more to this request; throws InflightFullError when the process-wide budget is spent. */
@@ -117,7 +144,10 @@ export async function decodeWithin<T>(account: InflightAccount, budget: Inflight
     decoded = await runPaced(steps(bound), charge);
   } catch (err) {
     if (!(err instanceof DecodeLimitError)) throw err;
-    if (bound.maxBytes < perRequest) throw heldError(budget.limitBytes);
+    if (bound.maxBytes < perRequest) {
+      budget.refused();
+      throw heldError(budget.limitBytes);
+    }
     throw new TooLargeError(`the request decodes to more than ${perRequest} bytes in memory (half of otlp.maxInflightBytes): too many log records or attributes for one request; send smaller batches`);
   }
   charge();

@@ -1,11 +1,13 @@
 /**
- * Uploads that stall or trickle while they hold the in-flight budget (otlp.maxInflightBytes) are ended once they fall
- * under the minimum body rate, after its grace period, instead of holding the budget until otlp.requestTimeout: other
+ * Uploads that stall or trickle while they hold the in-flight budget (otlp.maxInflightBytes) and others are refused
+ * it are ended once they fall under the minimum body rate, after its grace period, instead of holding the budget until
+ * otlp.requestTimeout, and answered 503 + Retry-After / UNAVAILABLE, so their clients send them again: other
  * clients' exports then get through within seconds. An upload that is slow but steady (a laptop on a poor link) is
- * kept whole. Real sockets on both OTLP ports.
+ * kept whole, and on a server with budget to spare a paused one keeps otlp.requestTimeout. Real sockets on both OTLP
+ * ports, the real OpenTelemetry JS exporter.
  */
 import { connect as connectHttp2 } from 'node:http2';
-import { connect, type Socket } from 'node:net';
+import { connect, createServer, type Server, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fixtureRequests, postOtlp, startTestService, type TestService } from '../helpers.ts';
 import { emitExecutions } from '../support/service.ts';
@@ -18,7 +20,6 @@ const TIMEOUT_MS = 20_000;
 const CUT_BY_MS = 14_000;
 const LOGS = '/opentelemetry.proto.collector.logs.v1.LogsService/Export';
 const UNAVAILABLE = 14;
-const DEADLINE_EXCEEDED = 4;
 
 let service: TestService;
 const sockets: Socket[] = [];
@@ -84,15 +85,29 @@ function rawUpload(contentType: string, length: number, first: Buffer, drip: () 
   return state;
 }
 
-describe('uploads under the minimum body rate', () => {
-  it('OTLP/HTTP uploads trickling at 1 byte/s that hold the budget are ended (408, counted), and another client gets through within seconds', async () => {
+/**
+ * Sends `attempt` until it is answered `refused`, as it is once the tricklers' headers are read and they hold the
+ * budget; until then it must be answered `ok`.
+ */
+async function untilRefused<T>(attempt: () => Promise<T>, ok: T, refused: T): Promise<void> {
+  const started = performance.now();
+  for (;;) {
+    const answer = await attempt();
+    if (answer === refused) return;
+    expect(answer).toBe(ok);
+    expect(performance.now() - started, 'the budget was never held').toBeLessThan(3000);
+    await sleep(20);
+  }
+}
+
+describe('uploads under the minimum body rate while others are refused the budget', () => {
+  it('OTLP/HTTP uploads trickling at 1 byte/s that hold the budget are ended (503 + Retry-After, counted), and another client gets through within seconds', async () => {
     const { body, contentType } = logsFixture();
     const before = service.receiver.stats.rejected.request_too_slow ?? 0;
     const started = performance.now();
     const tricklers = [0, 1].map(() => rawUpload('application/json', MiB, Buffer.from(' '.repeat(100)), () => Buffer.from(' '), 1000));
-    await sleep(300);
-    // The budget is held: an export is refused for now (retried by OTLP clients).
-    expect((await postOtlp(service.otlpHttpUrl, '/v1/logs', body, { 'content-type': contentType })).status).toBe(503);
+    // Once their headers are read, they hold the budget: an export is refused for now (retried by OTLP clients).
+    await untilRefused(async () => (await postOtlp(service.otlpHttpUrl, '/v1/logs', body, { 'content-type': contentType })).status, 200, 503);
     let okAfterMs: number | undefined;
     while (okAfterMs === undefined && performance.now() - started < TIMEOUT_MS + 3000) {
       const res = await postOtlp(service.otlpHttpUrl, '/v1/logs', body, { 'content-type': contentType });
@@ -105,15 +120,17 @@ describe('uploads under the minimum body rate', () => {
     expect(okAfterMs as number).toBeLessThan(CUT_BY_MS);
     await sleep(300);
     for (const t of tricklers) {
-      expect(t.answer).toMatch(/^HTTP\/1\.1 408 /);
+      // Retryable, so an OTLP client sends the batch again (a 408 it drops).
+      expect(t.answer).toMatch(/^HTTP\/1\.1 503 /);
+      expect(t.answer).toMatch(/\r\nRetry-After: 1\r\n/i);
       expect(t.answer).toMatch(/bytes\/s/);
       expect(t.closed, 'the trickler\'s connection is closed after the answer').toBe(true);
       expect(t.endedAfterMs as number).toBeGreaterThanOrEqual(4500);
       expect(t.endedAfterMs as number).toBeLessThan(CUT_BY_MS);
     }
     const status = JSON.parse(tricklers[0]?.answer.split('\r\n\r\n')[1] ?? '{}') as { code?: number; message?: string };
-    expect(status.code).toBe(DEADLINE_EXCEEDED);
-    expect(status.message).toMatch(/^the request body arrived at \d+ bytes\/s, under the \d+ bytes\/s/);
+    expect(status.code).toBe(UNAVAILABLE);
+    expect(status.message).toMatch(/^the request body arrived at \d+ bytes\/s, under the \d+ bytes\/s .*while other requests were refused otlp\.maxInflightBytes; retry/);
     expect((service.receiver.stats.rejected.request_too_slow ?? 0) - before).toBe(2);
     const metrics = await (await fetch(`${service.httpUrl}/metrics`)).text();
     expect(metrics).toMatch(/hookwatch_otlp_requests_rejected_total\{transport="http",reason="request_too_slow"\} [1-9]/);
@@ -136,7 +153,7 @@ describe('uploads under the minimum body rate', () => {
     expect(upload.endedAfterMs as number).toBeGreaterThan(6000);
   }, 40_000);
 
-  it('a gRPC call trickling its message while it holds the budget is ended (DEADLINE_EXCEEDED naming the rate, counted), and an exporter gets through within seconds', async () => {
+  it('a gRPC call trickling its message while it holds the budget is ended (UNAVAILABLE naming the rate, counted), and an exporter gets through within seconds', async () => {
     const { body } = logsFixture();
     const before = service.grpcReceiver.stats.rejected.request_too_slow ?? 0;
     const session = connectHttp2(service.otlpGrpcUrl);
@@ -165,9 +182,9 @@ describe('uploads under the minimum body rate', () => {
       timers.push(setInterval(() => {
         if (!req.closed) req.write(Buffer.alloc(1));
       }, 1000));
-      await sleep(300);
-      // The call holds the whole budget: another is refused for now (and retried by OTLP clients).
-      expect((await rawGrpcCall(service.otlpGrpcUrl, LOGS, grpcFrame(body, false), { giveUpMs: 10_000 })).code).toBe(UNAVAILABLE);
+      // Once its headers are read, the call holds the whole budget: another is refused for now (and retried by OTLP
+      // clients).
+      await untilRefused(async () => (await rawGrpcCall(service.otlpGrpcUrl, LOGS, grpcFrame(body, false), { giveUpMs: 10_000 })).code, 0, UNAVAILABLE);
       let okAfterMs: number | undefined;
       for (let i = 0; okAfterMs === undefined && performance.now() - started < TIMEOUT_MS + 3000; i++) {
         const codes = (await emitExecutions(service.otlpGrpcUrl, [{ hookEvent: 'SessionStart', hookName: `slow-body-${i}` }], {}, { protocol: 'grpc' })).codes;
@@ -177,8 +194,8 @@ describe('uploads under the minimum body rate', () => {
       expect(okAfterMs, 'the export never got through').toBeDefined();
       expect(okAfterMs as number).toBeLessThan(CUT_BY_MS);
       for (let i = 0; i < 30 && trickler.endedAfterMs === undefined; i++) await sleep(100);
-      expect(trickler.code).toBe(DEADLINE_EXCEEDED);
-      expect(trickler.message).toMatch(/^the request message arrived at \d+ bytes\/s, under the \d+ bytes\/s/);
+      expect(trickler.code).toBe(UNAVAILABLE);
+      expect(trickler.message).toMatch(/^the request message arrived at \d+ bytes\/s, under the \d+ bytes\/s .*; retry/);
       expect(trickler.endedAfterMs as number).toBeGreaterThanOrEqual(4500);
       expect(trickler.endedAfterMs as number).toBeLessThan(CUT_BY_MS);
       expect((service.grpcReceiver.stats.rejected.request_too_slow ?? 0) - before).toBe(1);
@@ -226,6 +243,92 @@ describe('uploads under the minimum body rate', () => {
       expect(result.afterMs).toBeGreaterThan(6000);
     } finally {
       session.destroy();
+    }
+  }, 40_000);
+});
+
+/**
+ * A TCP proxy to `port` that forwards each connection's request headers and the first half of the body bytes that
+ * come with or after them, then nothing more for `pauseMs` (a Wi-Fi link re-associating), then the rest.
+ */
+async function pausingProxy(port: number, pauseMs: number): Promise<{ url: string; paused: () => number; server: Server }> {
+  let paused = 0;
+  const server = createServer((client) => {
+    const upstream = connect(port, '127.0.0.1');
+    sockets.push(client, upstream);
+    client.on('error', () => upstream.destroy());
+    upstream.on('error', () => client.destroy());
+    upstream.pipe(client);
+    let head = Buffer.alloc(0);
+    let state: 'head' | 'body' | 'held' | 'through' = 'head';
+    const held: Buffer[] = [];
+    client.on('data', (chunk: Buffer) => {
+      if (state === 'through') {
+        upstream.write(chunk);
+        return;
+      }
+      if (state === 'held') {
+        held.push(chunk);
+        return;
+      }
+      let body = chunk;
+      if (state === 'head') {
+        head = Buffer.concat([head, chunk]);
+        const end = head.indexOf('\r\n\r\n');
+        if (end < 0) return;
+        upstream.write(head.subarray(0, end + 4));
+        body = head.subarray(end + 4);
+        state = 'body';
+        if (body.length === 0) return;
+      }
+      const half = Math.max(1, Math.floor(body.length / 2));
+      upstream.write(body.subarray(0, half));
+      held.push(body.subarray(half));
+      state = 'held';
+      paused++;
+      setTimeout(() => {
+        for (const b of held.splice(0)) upstream.write(b);
+        state = 'through';
+      }, pauseMs);
+    });
+    client.on('end', () => {
+      const end = (): void => {
+        if (state === 'held') setTimeout(end, 100);
+        else upstream.end();
+      };
+      end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  if (address === null || typeof address === 'string') throw new Error('proxy has no port');
+  return { url: `http://127.0.0.1:${address.port}`, paused: () => paused, server };
+}
+
+describe('a slow body on an idle server', () => {
+  let idle: TestService;
+  beforeAll(async () => {
+    idle = await startTestService({ HOOKWATCH_OTLP_REQUEST_TIMEOUT: `${TIMEOUT_MS}ms` });
+  });
+  afterAll(async () => {
+    await idle.close();
+  });
+
+  it('a gzip batch of the OpenTelemetry JS exporter (chunked, no Content-Length) whose link pauses 7 s mid-body is kept whole and answered 200', async () => {
+    const proxy = await pausingProxy(Number(new URL(idle.otlpHttpUrl).port), 7000);
+    try {
+      const started = performance.now();
+      const exporter = await emitExecutions(proxy.url, Array.from({ length: 12 }, (_, i) => ({ hookEvent: 'PreToolUse', hookName: `paused-link-${i}`, stdoutChars: 20_000 + i })), {}, { protocol: 'http/json', gzip: true });
+      const tookMs = performance.now() - started;
+      expect(exporter.errors).toEqual([]);
+      expect(exporter.codes).toEqual([0]);
+      // One request, paused mid-body past the grace period of the minimum rate, then sent whole.
+      expect(proxy.paused()).toBe(1);
+      expect(tookMs).toBeGreaterThan(7000);
+      expect(idle.receiver.stats.rejected.request_too_slow ?? 0).toBe(0);
+      expect(idle.receiver.stats.requests['logs:ok']).toBe(1);
+    } finally {
+      proxy.server.close();
     }
   }, 40_000);
 });

@@ -8,7 +8,7 @@
  * it refuses a missing or wrong token there, reserves the worst case (twice otlp.maxRequestBytes) from the
  * process-wide in-flight budget before letting the message be read, and ends a call whose message, and the end
  * of its stream, have not arrived within otlp.requestTimeout, or whose message arrives under the minimum rate
- * (body-rate.ts). A bomb thus costs nothing without the token, and at
+ * while others are refused the budget (body-rate.ts). A bomb thus costs nothing without the token, and at
  * most the reserved bytes with it. The calls of one HTTP/2 connection get no reservation past half of the budget,
  * so one client's streams that send headers and no message cannot hold it all.
  *
@@ -44,7 +44,7 @@ import { authCredentials, sameSecret, secretDigest } from '../../net/secret.ts';
 import { decodeLogs, decodeWithin, type InflightAccount } from '../inflight.ts';
 import { WRONG_PROTOCOL_LOG_INTERVAL_MS, type OtlpReceiverOptions, type ReceiverStats, type RejectReason } from '../options.ts';
 import { StoreHolds, wakeAtOnce, type HoldBackoff } from './store-hold.ts';
-import { tooSlowMessage, watchBodyRate } from '../body-rate.ts';
+import { TOO_SLOW_RETRY_AFTER_SECONDS, tooSlowMessage, watchBodyRate } from '../body-rate.ts';
 
 /** Commits a decoded request; resolves with the records rejected and the message of an OTLP partial success. */
 type Consume = () => Promise<{ rejected: number; message: string }>;
@@ -662,9 +662,12 @@ export class OtlpGrpcReceiver {
               resetStream(next);
             }, this.opts.requestTimeoutMs);
             stopRate = this.watchMessageRate(next, () => {
-              if (signal) this.count(this.stats.requests, `${signal}:${GrpcStatus.DEADLINE_EXCEEDED}`);
+              if (signal) this.count(this.stats.requests, `${signal}:${GrpcStatus.UNAVAILABLE}`);
             }, (details) => {
-              call.sendStatus({ code: GrpcStatus.DEADLINE_EXCEEDED, details, metadata: new Metadata() });
+              // UNAVAILABLE with RetryInfo: the client sends the batch again.
+              const metadata = new Metadata();
+              metadata.set(STATUS_DETAILS_KEY, encodeRetryStatus(GrpcStatus.UNAVAILABLE, details, TOO_SLOW_RETRY_AFTER_SECONDS * 1000));
+              call.sendStatus({ code: GrpcStatus.UNAVAILABLE, details, metadata });
               resetStream(next);
             });
             metadataNext(metadata);
@@ -708,7 +711,8 @@ export class OtlpGrpcReceiver {
 
   /**
    * Checks the rate at which a call's message arrives on its HTTP/2 stream, as the OTLP/HTTP port checks a body's
-   * (body-rate.ts): its size is the one its 5-byte prefix declares. A call under the minimum rate is counted as
+   * (body-rate.ts): its size is the one its 5-byte prefix declares. A call under the minimum rate while the in-flight
+   * budget is under pressure is counted as
    * request_too_slow (`counted` counts its outcome) and ended with `answer`'s status, which gives back its
    * reservation at once. The stream's bytes are read beside grpc-js's own reader, which keeps the stream paused
    * while it has a message to hand on: counting them never makes it read more. Returns the function that stops the
@@ -728,7 +732,7 @@ export class OtlpGrpcReceiver {
       }
     };
     stream.on('data', onData);
-    const stop = watchBodyRate(this.opts.requestTimeoutMs, () => received, () => declared, (slow) => {
+    const stop = watchBodyRate(this.opts.requestTimeoutMs, () => received, () => declared, () => this.opts.inflight.underPressure, (slow) => {
       stream.off('data', onData);
       this.count(this.stats.rejected, 'request_too_slow');
       counted();

@@ -59,8 +59,8 @@ const DEFLATE_MAX_RATIO = 1032;
  * many arrived or were inflated, never waiting for the body's end. Before a byte is read, the most the body can
  * grow to (its declared length, times 1032 when deflated, at most `limit`) is reserved from `account`, which
  * throws OverloadedError when the process holds too much already: a request is refused whole or admitted whole,
- * never half inflated. With `timeoutMs`, a body arriving under the minimum rate (body-rate.ts, for a request
- * timeout of `timeoutMs`) is refused with RequestTooSlowError, and reading stops; without it (a small body bounded
+ * never half inflated. With `timeoutMs`, a body arriving under the minimum rate while the budget is under pressure
+ * (body-rate.ts, for a request timeout of `timeoutMs`) is refused with RequestTooSlowError, and reading stops; without it (a small body bounded
  * by the HTTP port's own request timeout) the rate is not watched.
  */
 export function readBody(req: IncomingMessage, limit: number, account: InflightAccount, timeoutMs: number | undefined, codings: readonly BodyCoding[] = OTLP_CODINGS): Promise<Buffer> {
@@ -89,7 +89,7 @@ export function readBody(req: IncomingMessage, limit: number, account: InflightA
     const stopWatch =
       timeoutMs === undefined
         ? noop
-        : watchBodyRate(timeoutMs, () => rawSize, () => (known ? declared : undefined), (slow) => {
+        : watchBodyRate(timeoutMs, () => rawSize, () => (known ? declared : undefined), () => account.underPressure, (slow) => {
             // Nothing more of it is read: the answer closes the connection (net/unread-body.ts).
             req.pause();
             fail(new RequestTooSlowError(tooSlowMessage('request body', slow)));
@@ -128,6 +128,8 @@ export function readBody(req: IncomingMessage, limit: number, account: InflightA
       rawSize += chunk.length;
       if (rawSize > limit) fail(new TooLargeError(`request body exceeds the limit of ${limit} bytes`));
     });
+    // The body has arrived: inflating the rest of it (on the thread pool) is not the client's doing.
+    req.on('end', stopWatch);
     req.on('error', (err) => fail(err));
     req.on('aborted', () => fail(new ClientAbortedError('client aborted the request')));
     if (zlib) {
