@@ -20,7 +20,7 @@ export const RECEIVER_SETTINGS: readonly Setting[] = [
   },
   {
     key: 'otlp.requestTimeout', env: 'HOOKWATCH_OTLP_REQUEST_TIMEOUT', type: 'duration', default: 30_000, min: 1000, max: 600_000,
-    description: 'Time a client has to send a whole request; slower clients are cut off so they cannot hold connections open. A body (gRPC: message) still arriving after 5s is cut off sooner (408 / DEADLINE_EXCEEDED) when it averages under 8KiB/s, or when its declared size could not arrive within this even at twice its rate so far. On the gRPC port, a connection that starts no call within it (at most 60s, as the headers of an OTLP/HTTP request) is closed, with an HTTP/2 GOAWAY first; a client reconnects for its next export.',
+    description: 'Time a client has to send a whole request; slower clients are cut off so they cannot hold connections open. While other requests are refused otlp.maxInflightBytes (within the last 10s), a body (gRPC: message) still arriving after 5s is cut off sooner (503 with Retry-After / UNAVAILABLE, so the client sends it again) when it averages under 8KiB/s, or when its declared size could not arrive within this even at twice its rate so far. On the gRPC port, a connection that starts no call within it (at most 60s, as the headers of an OTLP/HTTP request) is closed, with an HTTP/2 GOAWAY first; a client reconnects for its next export.',
   },
   {
     key: 'otlp.maxPendingRequests', env: 'HOOKWATCH_OTLP_MAX_PENDING_REQUESTS', type: 'int', default: 64, min: 1, max: 100_000,
