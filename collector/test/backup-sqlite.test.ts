@@ -9,12 +9,11 @@
  * a check of the copy that cannot run (each cause said once); and a backup stopped by Ctrl-C or SIGTERM, or killed
  * (the next backup removes what it left); and a damaged store, whose copy fails PRAGMA quick_check.
  */
-import { execFileSync, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { once } from 'node:events';
-import { closeSync, existsSync, linkSync, mkdirSync, mkdtempSync, openSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, watch, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, linkSync, mkdirSync, openSync, readFileSync, readdirSync, statSync, symlinkSync, watch, writeFileSync, writeSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
@@ -23,8 +22,8 @@ import { openSqlite } from '../src/store/sqlite/database.ts';
 import { MIGRATIONS, SqliteStore } from '../src/store/sqlite/index.ts';
 import { startTestService, tempDir, type TestService } from './helpers.ts';
 import { ALERTING, hookwatchBackup, hookwatchRestore, notificationsAcrossRestore, run, seedHistory, startBackup, Stream, views } from './support/backup.ts';
-import { requireTool } from './required-tool.ts';
 import { emitExecutions } from './support/service.ts';
+import { mountTmpfs, unmountTmpfs } from './support/tmpfs.ts';
 
 let services: TestService[] = [];
 let after: (() => Promise<void>)[] = [];
@@ -36,18 +35,6 @@ afterEach(async () => {
   for (const f of after) await f();
   after = [];
 });
-
-/** Mounts a tmpfs of `size` on a fresh folder; undefined when this machine does not allow it (not root). */
-function mountTmpfs(size: string): string | undefined {
-  const dir = mkdtempSync(join(tmpdir(), 'hookwatch-backup-mount-'));
-  try {
-    execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${size}`, 'tmpfs', dir], { stdio: 'ignore' });
-    return dir;
-  } catch {
-    rmSync(dir, { recursive: true, force: true });
-    return undefined;
-  }
-}
 
 /**
  * A folder of its own holding an empty store with a `padding` table of `padRows` rows of 4,000 random bytes
@@ -229,16 +216,9 @@ describe('hookwatch backup on SQLite', () => {
 
   it('on a small file system of its own: a full disk, then the same mounted read-only, each said, nothing left', async (ctx) => {
     const { path } = await scratchStore('tmpfs', 600);
-    const mount = mountTmpfs('1m');
-    // CI runs as root, where a tmpfs mounts: a failed mount there is a broken check, not a reason to skip it.
-    if (mount === undefined) {
-      requireTool(false, 'mounting a 1 MiB tmpfs (root)', 'run the tests as root, as .ci/run does');
-      return ctx.skip('no tmpfs can be mounted here (not root)');
-    }
-    after.push(async () => {
-      await run('umount', [mount]);
-      rmSync(mount, { recursive: true, force: true });
-    });
+    const mount = mountTmpfs(1, 'hookwatch-backup-mount-');
+    if (mount === undefined) return ctx.skip('no tmpfs can be mounted here (not root)');
+    after.push(async () => unmountTmpfs(mount));
     const to = join(mount, 'copy.db');
     // The store is about 2.4 MiB: SQLite's writes fail with ENOSPC part way.
     const full = await hookwatchBackup(['--to', to], { HOOKWATCH_DB: path });

@@ -6,9 +6,9 @@
  * a file that is no SQLite database, a SQLite database that is no hookwatch store, a damaged backup, one from a
  * newer release; a full disk part way through the copy; and a signal during it.
  */
-import { execFileSync, spawnSync } from 'node:child_process';
-import { chownSync, closeSync, copyFileSync, linkSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, statSync, watch, writeFileSync, writeSync } from 'node:fs';
-import { hostname, tmpdir } from 'node:os';
+import { spawnSync } from 'node:child_process';
+import { chownSync, closeSync, copyFileSync, linkSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, statSync, watch, writeFileSync, writeSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
@@ -16,10 +16,11 @@ import { openSqlite } from '../src/store/sqlite/database.ts';
 import { MIGRATIONS, SqliteStore } from '../src/store/sqlite/index.ts';
 import { HOOKWATCH_VERSION } from '../src/version.ts';
 import { getJson, tempDir } from './helpers.ts';
-import { hookwatchBackup, hookwatchRestore, run, startRestore, views } from './support/backup.ts';
+import { hookwatchBackup, hookwatchRestore, startRestore, views } from './support/backup.ts';
 import { startReplica, type Replica } from './support/serve-process.ts';
 import { oldSchemaFile, OLD_SCHEMA, OLD_SCHEMA_EVENTS } from './support/old-schema.ts';
 import { emitExecutions } from './support/service.ts';
+import { mountTmpfs, unmountTmpfs } from './support/tmpfs.ts';
 import { requireTool } from './required-tool.ts';
 
 const tmp = tempDir('hookwatch-restore-');
@@ -76,18 +77,6 @@ async function scratchStore(name: string, padRows = 0, dir = join(tmp.dir, name)
 /** A file's bytes and the names in its folder: what a refused restore must leave as they were. */
 function snapshot(path: string, dir: string): { bytes: Buffer; names: string[] } {
   return { bytes: readFileSync(path), names: readdirSync(dir).sort() };
-}
-
-/** Mounts a tmpfs of `size` on a fresh folder; undefined when this machine does not allow it (not root). */
-function mountTmpfs(size: string): string | undefined {
-  const dir = mkdtempSync(join(tmpdir(), 'hookwatch-restore-mount-'));
-  try {
-    execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${size}`, 'tmpfs', dir], { stdio: 'ignore' });
-    return dir;
-  } catch {
-    rmSync(dir, { recursive: true, force: true });
-    return undefined;
-  }
 }
 
 describe('hookwatch restore on SQLite', () => {
@@ -226,15 +215,9 @@ describe('hookwatch restore on SQLite', () => {
   }, 60_000);
 
   it('on a disk that fills up part way through the copy: says so, leaves the store as it was and nothing beside it', async (ctx) => {
-    const mount = mountTmpfs('2m');
-    if (mount === undefined) {
-      requireTool(false, 'mounting a 2 MiB tmpfs (root)', 'run the tests as root, as .ci/run does');
-      return ctx.skip('no tmpfs can be mounted here (not root)');
-    }
-    after.push(async () => {
-      await run('umount', [mount]);
-      rmSync(mount, { recursive: true, force: true });
-    });
+    const mount = mountTmpfs(2, 'hookwatch-restore-mount-');
+    if (mount === undefined) return ctx.skip('no tmpfs can be mounted here (not root)');
+    after.push(async () => unmountTmpfs(mount));
     // A store of about 0.5 MiB on the 2 MiB disk, a backup of about 2.4 MiB elsewhere.
     const { path } = await scratchStore('small', 100, join(mount, 'data'));
     const { path: backup } = await scratchStore('large', 600);

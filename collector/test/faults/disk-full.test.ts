@@ -4,39 +4,20 @@
  * answer 503 + Retry-After (retryable), keep serving, acknowledge nothing it did not store, and take writes
  * again once space is back.
  */
-import { execFileSync } from 'node:child_process';
-import { closeSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { closeSync, openSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { HooksResponse } from '../../../shared/src/api.ts';
 import { batchTemplate, stamp } from '../../../bench/lib/batch.ts';
 import { getJson, postOtlp, startTestService, type TestService } from '../helpers.ts';
-import { requireTool } from '../required-tool.ts';
+import { mountTmpfs, unmountTmpfs } from '../support/tmpfs.ts';
 
-/** Mounts a tmpfs of `size` on a fresh directory; undefined when this machine does not allow it (not root). */
-function mountTmpfs(size: string): string | undefined {
-  const dir = mkdtempSync(join(tmpdir(), 'hookwatch-full-'));
-  try {
-    execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${size}`, 'tmpfs', dir], { stdio: 'ignore' });
-    return dir;
-  } catch {
-    rmSync(dir, { recursive: true, force: true });
-    return undefined;
-  }
-}
-
-const mount = mountTmpfs('4m');
-// CI runs as root, where a tmpfs mounts: a failed mount there is a broken check, not a reason to skip it.
-requireTool(mount !== undefined, 'mounting a 4 MiB tmpfs (root)', 'run the tests as root, as .ci/run does');
+const mount = mountTmpfs(4, 'hookwatch-full-');
 let service: TestService | undefined;
 
 afterAll(async () => {
   await service?.stop();
-  if (mount) {
-    execFileSync('umount', [mount]);
-    rmSync(mount, { recursive: true, force: true });
-  }
+  if (mount) unmountTmpfs(mount);
 });
 
 /** Fills the filesystem holding `dir` until it reports ENOSPC; returns the filler's path. */
