@@ -19,9 +19,9 @@ import { DatabaseSync } from 'node:sqlite';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { KIND_CODES } from '../src/store/sql.ts';
 import { openSqlite } from '../src/store/sqlite/database.ts';
-import { MIGRATIONS, SqliteStore } from '../src/store/sqlite/index.ts';
+import { MIGRATIONS } from '../src/store/sqlite/index.ts';
 import { startTestService, tempDir, type TestService } from './helpers.ts';
-import { ALERTING, hookwatchBackup, hookwatchRestore, notificationsAcrossRestore, run, seedHistory, startBackup, Stream, views } from './support/backup.ts';
+import { ALERTING, hookwatchBackup, hookwatchRestore, notificationsAcrossRestore, paddedStore, run, seedHistory, startBackup, Stream, views } from './support/backup.ts';
 import { emitExecutions } from './support/service.ts';
 import { mountTmpfs, unmountTmpfs } from './support/tmpfs.ts';
 
@@ -41,20 +41,10 @@ afterEach(async () => {
  * (about a page each), where its root page is, and an empty folder for copies.
  */
 async function scratchStore(name: string, padRows = 0): Promise<{ dir: string; path: string; copies: string; root: number; pageSize: number }> {
-  const dir = join(tmp.dir, name);
-  mkdirSync(dir);
-  const path = join(dir, 'hookwatch.db');
-  await new SqliteStore({ path }).close();
-  const db = openSqlite(path);
-  db.exec('CREATE TABLE padding (pad BLOB NOT NULL); BEGIN');
-  const insert = db.prepare('INSERT INTO padding VALUES (randomblob(4000))');
-  for (let i = 0; i < padRows; i++) insert.run();
-  db.exec('COMMIT');
-  const { root, size } = db.prepare('SELECT rootpage AS root, (SELECT page_size FROM pragma_page_size) AS size FROM sqlite_schema WHERE name = ?').get('padding') as { root: number; size: number };
-  db.close();
-  const copies = join(dir, 'copies');
+  const store = await paddedStore(join(tmp.dir, name), padRows);
+  const copies = join(store.dir, 'copies');
   mkdirSync(copies);
-  return { dir, path, copies, root, pageSize: size };
+  return { ...store, copies };
 }
 
 /** `hookwatch restore --from <backup>` into `dir`, where no store is yet, as an operator runs it. */

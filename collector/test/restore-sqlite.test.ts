@@ -13,10 +13,10 @@ import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { openSqlite } from '../src/store/sqlite/database.ts';
-import { MIGRATIONS, SqliteStore } from '../src/store/sqlite/index.ts';
+import { MIGRATIONS } from '../src/store/sqlite/index.ts';
 import { HOOKWATCH_VERSION } from '../src/version.ts';
 import { getJson, tempDir } from './helpers.ts';
-import { hookwatchBackup, hookwatchRestore, startRestore, views } from './support/backup.ts';
+import { hookwatchBackup, hookwatchRestore, paddedStore, startRestore, views } from './support/backup.ts';
 import { startReplica, type Replica } from './support/serve-process.ts';
 import { oldSchemaFile, OLD_SCHEMA, OLD_SCHEMA_EVENTS } from './support/old-schema.ts';
 import { emitExecutions } from './support/service.ts';
@@ -60,18 +60,8 @@ function storedEvents(path: string): number {
 }
 
 /** A folder of its own holding an empty hookwatch store, with `padRows` rows of about a page each. */
-async function scratchStore(name: string, padRows = 0, dir = join(tmp.dir, name)): Promise<{ dir: string; path: string; root: number; pageSize: number }> {
-  mkdirSync(dir, { recursive: true });
-  const path = join(dir, 'hookwatch.db');
-  await new SqliteStore({ path }).close();
-  const db = openSqlite(path);
-  db.exec('CREATE TABLE padding (pad BLOB NOT NULL); BEGIN');
-  const insert = db.prepare('INSERT INTO padding VALUES (randomblob(4000))');
-  for (let i = 0; i < padRows; i++) insert.run();
-  db.exec('COMMIT');
-  const { root, size } = db.prepare('SELECT rootpage AS root, (SELECT page_size FROM pragma_page_size) AS size FROM sqlite_schema WHERE name = ?').get('padding') as { root: number; size: number };
-  db.close();
-  return { dir, path, root, pageSize: size };
+function scratchStore(name: string, padRows = 0, dir = join(tmp.dir, name)): Promise<{ dir: string; path: string; root: number; pageSize: number }> {
+  return paddedStore(dir, padRows);
 }
 
 /** A file's bytes and the names in its folder: what a refused restore must leave as they were. */

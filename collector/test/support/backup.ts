@@ -5,12 +5,16 @@
  * restore.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { OTLPLogExporter } from '@opentelemetry/exporter-logs-otlp-proto';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BatchLogRecordProcessor, LoggerProvider, type LogRecordExporter, type ReadableLogRecord } from '@opentelemetry/sdk-logs';
 import { expect } from 'vitest';
+import { openSqlite } from '../../src/store/sqlite/database.ts';
+import { SqliteStore } from '../../src/store/sqlite/index.ts';
 import { getJson, withoutBucketEnds } from '../helpers.ts';
 import { startWebhookReceiver } from './postgres/replicas.ts';
 import { emitExecutions } from './service.ts';
@@ -133,6 +137,24 @@ export class Stream {
   shutdown(): Promise<void> {
     return this.provider.shutdown();
   }
+}
+
+/**
+ * A new folder `dir` holding an empty hookwatch store with a `padding` table of `padRows` rows of 4,000 random
+ * bytes (about a page each), and where the table's root page is.
+ */
+export async function paddedStore(dir: string, padRows: number): Promise<{ dir: string; path: string; root: number; pageSize: number }> {
+  mkdirSync(dir);
+  const path = join(dir, 'hookwatch.db');
+  await new SqliteStore({ path }).close();
+  const db = openSqlite(path);
+  db.exec('CREATE TABLE padding (pad BLOB NOT NULL); BEGIN');
+  const insert = db.prepare('INSERT INTO padding VALUES (randomblob(4000))');
+  for (let i = 0; i < padRows; i++) insert.run();
+  db.exec('COMMIT');
+  const { root, size } = db.prepare('SELECT rootpage AS root, (SELECT page_size FROM pragma_page_size) AS size FROM sqlite_schema WHERE name = ?').get('padding') as { root: number; size: number };
+  db.close();
+  return { dir, path, root, pageSize: size };
 }
 
 /** The views an operator reads, over `range`: every hook but `except`, its series, the alerts and the silences. */
