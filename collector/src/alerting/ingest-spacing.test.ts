@@ -5,19 +5,13 @@
  * stop runs that evaluation at once instead of dropping it or waiting for its time. Real SQLite store and state file,
  * a real webhook receiver.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { DatabaseSync } from 'node:sqlite';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, expect, it } from 'vitest';
-import type { AlertingConfig } from '../config/index.ts';
-import { parseReceivers } from '../notify/settings.ts';
-import { SqliteStore } from '../store/sqlite/index.ts';
 import { silentLogger } from '../telemetry/logger.ts';
-import { hookEvent, WebhookSink, type EventFacts } from '../../test/support/alerting.ts';
+import { hookEvent, type EventFacts } from '../../test/support/alerting.ts';
+import { engineConfig, engineFakes, outboxFiring } from '../../test/support/alerting-engine.ts';
 import { until } from '../../test/helpers.ts';
 import { startAlerting } from './index.ts';
-import { parseRules } from './settings.ts';
 
 const SPACING_MS = 60_000;
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -26,26 +20,13 @@ afterEach(async () => {
 });
 
 async function setUp(spacingMs = SPACING_MS) {
-  const dir = mkdtempSync(join(tmpdir(), 'hookwatch-ingest-spacing-'));
-  const store = new SqliteStore({ path: join(dir, 'hooks.db') });
-  const sink = new WebhookSink();
-  await sink.start();
-  const config: AlertingConfig = {
-    rules: parseRules([{ kind: 'persisted', window: '1h' }, { kind: 'headroom', window: '1h' }]),
-    receivers: parseReceivers([{ name: 'ops', url: `${sink.url}/hook` }]),
-    evaluationIntervalMs: 10_000,
-    repeatIntervalMs: 4 * 3_600_000,
-    externalUrl: 'http://hookwatch.test',
-    otlp: { endpoint: '', headers: {} },
-    delivery: { deadlineMs: 60_000, initialBackoffMs: 5, maxBackoffMs: 20, maxQueue: 100 },
-  };
+  const { dir, store, sink, close } = await engineFakes('hookwatch-ingest-spacing-', 'file');
+  const config = engineConfig(sink.url, [{ kind: 'persisted', window: '1h' }, { kind: 'headroom', window: '1h' }], 100);
   const db = join(dir, 'state.db');
   const alerting = await startAlerting({ config, db, store, logger: silentLogger, timer: false, random: () => 0.5, ingestSpacingMs: spacingMs });
   cleanups.push(async () => {
     await alerting.stop();
-    await store.close();
-    await sink.close();
-    rmSync(dir, { recursive: true, force: true });
+    await close();
   });
   // The evaluation the start queued is done.
   await alerting.engine.evaluate('notify');
@@ -61,14 +42,7 @@ const active = (alerting: Awaited<ReturnType<typeof setUp>>['alerting']): string
 
 /** The hooks the saved outbox holds a firing notification of. */
 function outboxHooks(db: string): string[] {
-  const sql = new DatabaseSync(db, { readOnly: true });
-  try {
-    return (sql.prepare('SELECT data FROM alert_notifications').all() as { data: string }[])
-      .map((r) => JSON.parse(r.data) as { status: string; alert: { labels: Record<string, string> } })
-      .filter((n) => n.status === 'firing').map((n) => n.alert.labels['hook_name'] ?? '').sort();
-  } finally {
-    sql.close();
-  }
+  return outboxFiring(db).map((labels) => labels['hook_name'] ?? '').sort();
 }
 
 it('evaluates the first batch after a quiet spell at once, and holds those within the spacing for the next start', { timeout: 30_000 }, async () => {

@@ -4,18 +4,13 @@
  * straight through, and a stop between slices ends it with nothing applied. The store answers in this thread
  * (':memory:'), so every turn the loop gets during an evaluation is one the evaluation gave it.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
 import { DatabaseSync } from 'node:sqlite';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { AlertingConfig } from '../config/index.ts';
-import { parseReceivers } from '../notify/settings.ts';
-import { SqliteStore } from '../store/sqlite/index.ts';
-import { FakeClock, hookEvent, WebhookSink } from '../../test/support/alerting.ts';
+import { FakeClock } from '../../test/support/alerting.ts';
+import { engineConfig, engineFakes, manyHooks } from '../../test/support/alerting-engine.ts';
 import { recordingLogger } from '../../test/support/recording-logger.ts';
 import { startAlerting } from './index.ts';
-import { parseRules } from './settings.ts';
 
 const HOOKS = 1000;
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -25,23 +20,10 @@ afterEach(async () => {
 
 /** `HOOKS` hooks with an execution each at the clock's time, one in ten over the cap, one in ten near it. */
 async function setUp() {
-  const dir = mkdtempSync(join(tmpdir(), 'hookwatch-paced-evaluation-'));
   const clock = new FakeClock(Date.now());
-  const store = new SqliteStore({ path: ':memory:' });
-  const sink = new WebhookSink(clock.now);
-  await sink.start();
-  await store.ingest(Array.from({ length: HOOKS }, (_, i) => hookEvent({
-    hookName: `PostToolUse:hook-${i}`, timeMs: clock.now(), additionalContextChars: i % 10 === 3 ? 12_000 : i % 10 === 7 ? 9_000 : 100, outputsPersisted: i % 10 === 3 ? 1 : 0,
-  })));
-  const config: AlertingConfig = {
-    rules: parseRules([{ kind: 'persisted', window: '1h' }, { kind: 'headroom' }, { kind: 'persisted_ratio', minExecutions: 1 }]),
-    receivers: parseReceivers([{ name: 'ops', url: `${sink.url}/hook` }]),
-    evaluationIntervalMs: 10_000,
-    repeatIntervalMs: 4 * 3_600_000,
-    externalUrl: 'http://hookwatch.test',
-    otlp: { endpoint: '', headers: {} },
-    delivery: { deadlineMs: 60_000, initialBackoffMs: 5, maxBackoffMs: 20, maxQueue: 10_000 },
-  };
+  const { dir, store, sink, close } = await engineFakes('hookwatch-paced-evaluation-', ':memory:', clock.now);
+  await store.ingest(manyHooks(HOOKS, clock.now()));
+  const config = engineConfig(sink.url, [{ kind: 'persisted', window: '1h' }, { kind: 'headroom' }, { kind: 'persisted_ratio', minExecutions: 1 }], 10_000);
   let n = 0;
   const start = async (evaluationSliceMs: number) => {
     const { logger, lines } = recordingLogger();
@@ -50,11 +32,7 @@ async function setUp() {
     cleanups.push(() => alerting.stop());
     return { alerting, lines, db };
   };
-  cleanups.push(async () => {
-    await store.close();
-    await sink.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  cleanups.push(close);
   return { start, sink };
 }
 

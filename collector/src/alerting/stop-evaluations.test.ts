@@ -5,18 +5,12 @@
  * stop before the stop waits for anything. Evaluations over a thousand hooks, in slices of 0 ms (a turn of the event
  * loop between every two steps), so a stop always lands mid-evaluation; the store answers in this thread.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { DatabaseSync } from 'node:sqlite';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, expect, it, vi } from 'vitest';
-import type { AlertingConfig } from '../config/index.ts';
-import { parseReceivers } from '../notify/settings.ts';
-import { SqliteStore } from '../store/sqlite/index.ts';
-import { hookEvent, WebhookSink, type EventFacts } from '../../test/support/alerting.ts';
+import { hookEvent, type EventFacts } from '../../test/support/alerting.ts';
+import { engineConfig, engineFakes, manyHooks, outboxFiring } from '../../test/support/alerting-engine.ts';
 import { recordingLogger } from '../../test/support/recording-logger.ts';
 import { startAlerting } from './index.ts';
-import { parseRules } from './settings.ts';
 
 const HOOKS = 1000;
 /** Long enough that no evaluation on ingest starts on its own timer during a test. */
@@ -32,32 +26,17 @@ afterEach(async () => {
  * evaluation of every rule reads here: the batches of the tests trigger `persisted` alone).
  */
 async function setUp() {
-  const dir = mkdtempSync(join(tmpdir(), 'hookwatch-stop-evaluations-'));
-  const store = new SqliteStore({ path: ':memory:' });
-  const sink = new WebhookSink();
-  await sink.start();
-  const config: AlertingConfig = {
-    rules: parseRules([{ kind: 'persisted', window: '1h' }, { kind: 'headroom' }]),
-    receivers: parseReceivers([{ name: 'ops', url: `${sink.url}/hook` }]),
-    evaluationIntervalMs: 10_000,
-    repeatIntervalMs: 4 * 3_600_000,
-    externalUrl: 'http://hookwatch.test',
-    otlp: { endpoint: '', headers: {} },
-    delivery: { deadlineMs: 60_000, initialBackoffMs: 5, maxBackoffMs: 20, maxQueue: 10_000 },
-  };
+  const { dir, store, sink, close } = await engineFakes('hookwatch-stop-evaluations-', ':memory:');
+  const config = engineConfig(sink.url, [{ kind: 'persisted', window: '1h' }, { kind: 'headroom' }], 10_000);
   const db = join(dir, 'state.db');
   const { logger, lines } = recordingLogger();
   const alerting = await startAlerting({ config, db, store, logger, timer: false, random: () => 0.5, evaluationSliceMs: 0, ingestSpacingMs: SPACING_MS });
   cleanups.push(async () => {
     await alerting.stop();
-    await store.close();
-    await sink.close();
-    rmSync(dir, { recursive: true, force: true });
+    await close();
   });
   await alerting.engine.evaluate('notify');
-  await store.ingest(Array.from({ length: HOOKS }, (_, i) => hookEvent({
-    hookName: `PostToolUse:hook-${i}`, timeMs: Date.now(), additionalContextChars: i % 10 === 3 ? 12_000 : i % 10 === 7 ? 9_000 : 100, outputsPersisted: i % 10 === 3 ? 1 : 0,
-  })));
+  await store.ingest(manyHooks(HOOKS, Date.now()));
   /** A committed batch of one persisted output (small: it triggers `persisted` only), as the hook stage reports it. */
   const ingest = async (hookName: string): Promise<void> => {
     const facts: EventFacts = { hookName, timeMs: Date.now(), additionalContextChars: 100, outputsPersisted: 1 };
@@ -77,16 +56,9 @@ const isFiring = (alerting: Awaited<ReturnType<typeof setUp>>['alerting'], hookN
 
 /** The hooks the saved outbox holds a firing notification of, by rule. */
 function outbox(db: string): { persisted: string[]; headroom: string[] } {
-  const sql = new DatabaseSync(db, { readOnly: true });
-  try {
-    const rows = (sql.prepare('SELECT data FROM alert_notifications').all() as { data: string }[])
-      .map((r) => JSON.parse(r.data) as { status: string; alert: { labels: Record<string, string> } })
-      .filter((n) => n.status === 'firing');
-    const of = (rule: string): string[] => rows.filter((n) => n.alert.labels['alertname'] === rule).map((n) => n.alert.labels['hook_name'] ?? '');
-    return { persisted: of('persisted'), headroom: of('headroom') };
-  } finally {
-    sql.close();
-  }
+  const rows = outboxFiring(db);
+  const of = (rule: string): string[] => rows.filter((labels) => labels['alertname'] === rule).map((labels) => labels['hook_name'] ?? '');
+  return { persisted: of('persisted'), headroom: of('headroom') };
 }
 
 /** `n` turns of the event loop: an evaluation started before is some slices in. */
@@ -94,17 +66,27 @@ async function turns(n: number): Promise<void> {
   for (let i = 0; i < n; i++) await new Promise<void>((resolve) => setImmediate(resolve));
 }
 
-it('evaluates at a stop the batch whose evaluation on ingest was queued behind an evaluation of every rule, and ends that one at its slice', { timeout: 60_000 }, async () => {
-  const { alerting, ingest, db, lines } = await setUp();
-  const all = alerting.engine.evaluate('all');
+/**
+ * An evaluation of every rule some slices in, a batch of `hookName` committed then, and a stop: the order in which
+ * the evaluation and the stop ended.
+ */
+async function stopDuringEvaluationOfEveryRule(t: Awaited<ReturnType<typeof setUp>>, hookName: string): Promise<string[]> {
+  const all = t.alerting.engine.evaluate('all');
   await turns(5);
-  // The first batch after a quiet spell: queued at once, behind the evaluation of every rule in progress.
-  await ingest('Stop:queued');
-  const evaluations = alerting.engine.stats.evaluations;
+  await t.ingest(hookName);
   const order: string[] = [];
-  const stopping = alerting.engine.stop().then(() => order.push('stop'));
+  const stopping = t.alerting.engine.stop().then(() => order.push('stop'));
   void all.then(() => order.push('evaluation of every rule'));
   await stopping;
+  return order;
+}
+
+it('evaluates at a stop the batch whose evaluation on ingest was queued behind an evaluation of every rule, and ends that one at its slice', { timeout: 60_000 }, async () => {
+  const t = await setUp();
+  const { alerting, db, lines } = t;
+  const evaluations = alerting.engine.stats.evaluations;
+  // The first batch after a quiet spell: queued at once, behind the evaluation of every rule in progress.
+  const order = await stopDuringEvaluationOfEveryRule(t, 'Stop:queued');
 
   // The evaluation of every rule ended before the stop did, with nothing applied (no headroom alert); the one on
   // ingest ran to its end: the batch's alert (and those of the stored hooks its rule reads) fires, saved with its
@@ -134,19 +116,14 @@ it('lets an evaluation on ingest in progress at a stop run to its end', { timeou
 });
 
 it('at a stop, ends an evaluation of every rule at its next slice and runs the evaluation on ingest waiting for its start', { timeout: 60_000 }, async () => {
-  const { alerting, ingest, db } = await setUp();
+  const t = await setUp();
+  const { alerting, ingest, db } = t;
   // An evaluation on ingest ran (the first batch's, at once): the next batch within the spacing waits for its start.
   await ingest('PreToolUse:first');
   await alerting.engine.evaluate('notify');
   expect(isFiring(alerting, 'PreToolUse:first')).toBe(true);
   const evaluations = alerting.engine.stats.evaluations;
-  const all = alerting.engine.evaluate('all');
-  await turns(5);
-  await ingest('Stop:held');
-  const order: string[] = [];
-  const stopping = alerting.engine.stop().then(() => order.push('stop'));
-  void all.then(() => order.push('evaluation of every rule'));
-  await stopping;
+  const order = await stopDuringEvaluationOfEveryRule(t, 'Stop:held');
 
   // The evaluation of every rule applied nothing (it would have raised the headroom alerts); the held one ran.
   expect(order).toEqual(['evaluation of every rule', 'stop']);
