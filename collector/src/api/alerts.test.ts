@@ -74,6 +74,18 @@ async function settle(r: Running): Promise<void> {
   await r.service.alerting.dispatcher.idle();
 }
 
+/** Makes `sink` hold every request until `release`; `arrived` lists the paths of those it holds or held. */
+function holdRequests(sink: WebhookSink): { arrived: string[]; release(): void } {
+  let release = (): void => {};
+  const held = new Promise<void>((resolve) => (release = resolve));
+  const arrived: string[] = [];
+  sink.reply = ({ path }) => {
+    arrived.push(path);
+    return { status: 200, hold: held };
+  };
+  return { arrived, release: () => release() };
+}
+
 function verify(headers: Record<string, string | string[] | undefined>, body: string): boolean {
   const key = Buffer.from(SECRET.slice('whsec_'.length), 'base64');
   const expected = createHmac('sha256', key).update(`${headers['webhook-id']}.${headers['webhook-timestamp']}.${body}`).digest();
@@ -594,13 +606,7 @@ alerting:
     - { name: team, url: "${url}/team" }
 ` });
     // A receiver slow to answer: it holds each request until released.
-    let release = (): void => {};
-    const held = new Promise<void>((resolve) => (release = resolve));
-    const arrived: string[] = [];
-    r.sink.reply = ({ path }) => {
-      arrived.push(path);
-      return { status: 200, hold: held };
-    };
+    const { arrived, release } = holdRequests(r.sink);
     const test = (name: string): Promise<Response> => fetch(`${r.service.httpUrl}/api/v1/receivers/${name}/test`, { method: 'POST' });
     const first = test('ops');
     while (arrived.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
@@ -632,13 +638,7 @@ alerting:
   receivers:
 ${names.map((n) => `    - { name: ${n}, url: "${url}/${n}", timeout: 30s }`).join('\n')}
 ` });
-    let release = (): void => {};
-    const held = new Promise<void>((resolve) => (release = resolve));
-    const arrived: string[] = [];
-    r.sink.reply = ({ path }) => {
-      arrived.push(path);
-      return { status: 200, hold: held };
-    };
+    const { arrived, release } = holdRequests(r.sink);
     const answers = new Map<string, Response>();
     const sends = names.map(async (n) => answers.set(n, await fetch(`${r.service.httpUrl}/api/v1/receivers/${n}/test`, { method: 'POST' })));
     const until = Date.now() + 10_000;
