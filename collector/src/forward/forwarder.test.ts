@@ -4,7 +4,7 @@
  * backlog through a destination too slow for large merged requests.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import { createServer as createHttp2Server } from 'node:http2';
 import { createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -82,15 +82,7 @@ async function slowDestination(msPerRequest: number): Promise<{ url: string; car
       }, requests * msPerRequest);
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    carried,
-    close: () => new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }),
-  };
+  return { ...(await listening(server)), carried };
 }
 
 it('sends fewer requests per attempt after a merged attempt timed out, so a backlog drains through a slow destination', { timeout: 30_000 }, async () => {
@@ -114,6 +106,18 @@ it('sends fewer requests per attempt after a merged attempt timed out, so a back
   expect(Math.max(...destination.carried.slice(-3))).toBeLessThanOrEqual(25);
 });
 
+/** `server` listening on 127.0.0.1:0 as a destination: its URL, and how to close it. */
+async function listening(server: Server): Promise<{ url: string; close(): Promise<void> }> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () => new Promise<void>((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    }),
+  };
+}
+
 /** An OTLP/HTTP destination on 127.0.0.1:0 that answers every request with `answer` after `delayMs`, or never when undefined. */
 async function answeringDestination(delayMs: number | undefined, answer: { status: number; retryAfter?: string; contentType?: string; body?: Buffer }): Promise<{ url: string; received: () => number; close(): Promise<void> }> {
   let received = 0;
@@ -128,15 +132,7 @@ async function answeringDestination(delayMs: number | undefined, answer: { statu
       }, delayMs);
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    received: () => received,
-    close: () => new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }),
-  };
+  return { ...(await listening(server)), received: () => received };
 }
 
 for (const [name, delayMs, timeoutMs] of [['answers 503 with Retry-After: 300 while hookwatch stops', 300, 10_000], ['does not answer within a long forward.timeout', undefined, 120_000]] as const) {
@@ -905,15 +901,7 @@ async function throttlingHttpDestination(status: number, retryAfter: string): Pr
       res.writeHead(status, { 'retry-after': retryAfter, 'content-type': 'text/plain' }).end('slow down');
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    received: () => received,
-    close: () => new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }),
-  };
+  return { ...(await listening(server)), received: () => received };
 }
 
 /**
