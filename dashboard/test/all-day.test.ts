@@ -594,30 +594,43 @@ describe('the token rotated while the page is open', () => {
   });
 });
 
+/**
+ * hookwatch under HTTP Basic (user team, password old-pw-7f3c9a) in a directory of its own, fed, and a page whose
+ * browser was given that password (401s and refused connections expected on it); `rotate` restarts hookwatch on
+ * the same port asking for new-pw-91ab2d.
+ */
+async function underBasicAuth(): Promise<WatchedPage & { svc: TestService; rotate(): Promise<TestService> }> {
+  const dir = mkdtempSync(join(tmpdir(), 'hookwatch-all-day-'));
+  cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+  const auth = (password: string) => ({ HOOKWATCH_HTTP_AUTH_MODE: 'basic', HOOKWATCH_HTTP_AUTH_USERNAME: 'team', HOOKWATCH_HTTP_AUTH_PASSWORD: password });
+  const svc = await hookwatch(dir, auth('old-pw-7f3c9a'));
+  await feed(svc);
+  const port = String((new URL(svc.httpUrl)).port);
+  const watched = await page(/status of 401|ERR_CONNECTION_REFUSED/, undefined, { username: 'team', password: 'old-pw-7f3c9a' });
+  const rotate = async (): Promise<TestService> => {
+    await svc.stop();
+    const next = await hookwatch(dir, { ...auth('new-pw-91ab2d'), HOOKWATCH_HTTP_ADDR: `127.0.0.1:${port}` });
+    cleanups.push(() => next.stop().then(() => undefined));
+    return next;
+  };
+  return { ...watched, svc, rotate };
+}
+
 describe('the password rotated while the page is open (HTTP Basic)', () => {
   it('says signed out at the next refresh, not once the read times out, and a reload asks for the new password', { timeout: 60_000 }, async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'hookwatch-all-day-'));
-    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
-    const auth = (password: string) => ({ HOOKWATCH_HTTP_AUTH_MODE: 'basic', HOOKWATCH_HTTP_AUTH_USERNAME: 'team', HOOKWATCH_HTTP_AUTH_PASSWORD: password });
-    let svc = await hookwatch(dir, auth('old-pw-7f3c9a'));
-    await feed(svc);
-    const port = String((new URL(svc.httpUrl)).port);
-
     // A person types the password into the browser's prompt, then leaves the page on a wall screen: a prompt the
     // browser opens from now on stays unanswered.
     // A refresh while hookwatch restarts finds nothing listening: the page says so until it answers again.
-    const { page: p, context } = await page(/status of 401|ERR_CONNECTION_REFUSED/, undefined, { username: 'team', password: 'old-pw-7f3c9a' });
+    const { svc: first, page: p, context, rotate } = await underBasicAuth();
     const refused: string[] = [];
     p.on('response', (r) => void (r.status() === 401 && refused.push(`${new URL(r.url()).pathname} ${r.headers()['www-authenticate'] ?? '(none)'}`)));
-    await p.goto(`${svc.httpUrl}/?range=7d&refresh=1s`);
+    await p.goto(`${first.httpUrl}/?range=7d&refresh=1s`);
     await waitLoaded(p);
     expect(await p.locator('#hook-rows tr').count()).toBeGreaterThan(0);
     await context.setHTTPCredentials(null);
 
     // The password is rotated: hookwatch comes back on the same port asking for the new one.
-    await svc.stop();
-    svc = await hookwatch(dir, { ...auth('new-pw-91ab2d'), HOOKWATCH_HTTP_ADDR: `127.0.0.1:${port}` });
-    cleanups.push(() => svc.stop().then(() => undefined));
+    const svc = await rotate();
     // Well inside the read timeout: a request held behind the browser's prompt would still be waiting then.
     await expect.poll(() => p.textContent('#error-alert'), { timeout: READ_TIMEOUT_MS / 4 }).toBe('Signed out: hookwatch asks for credentials again; reload the page to sign in');
     expect(await p.isVisible('#error-banner')).toBe(true);
@@ -637,13 +650,7 @@ describe('the password rotated while the page is open (HTTP Basic)', () => {
   });
 
   it('challenges none of a hook page\'s requests with Basic when the password is rotated in the middle of a refresh', { timeout: 60_000 }, async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'hookwatch-all-day-'));
-    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
-    const auth = (password: string) => ({ HOOKWATCH_HTTP_AUTH_MODE: 'basic', HOOKWATCH_HTTP_AUTH_USERNAME: 'team', HOOKWATCH_HTTP_AUTH_PASSWORD: password });
-    let svc = await hookwatch(dir, auth('old-pw-7f3c9a'));
-    await feed(svc);
-    const port = String((new URL(svc.httpUrl)).port);
-    const { page: p, context } = await page(/status of 401|ERR_CONNECTION_REFUSED/, undefined, { username: 'team', password: 'old-pw-7f3c9a' });
+    const { svc, page: p, context, rotate } = await underBasicAuth();
     await p.goto(`${svc.httpUrl}/hooks/${ID}?range=7d&refresh=1s`);
     await waitLoaded(p);
     await context.setHTTPCredentials(null);
@@ -663,9 +670,7 @@ describe('the password rotated while the page is open (HTTP Basic)', () => {
       await route.fulfill({ response: res });
     }, { times: 1 });
     await held;
-    await svc.stop();
-    svc = await hookwatch(dir, { ...auth('new-pw-91ab2d'), HOOKWATCH_HTTP_ADDR: `127.0.0.1:${port}` });
-    cleanups.push(() => svc.stop().then(() => undefined));
+    await rotate();
     // The API's answers from now on: the hook's, given before, and the new password's.
     const answers: string[] = [];
     p.on('response', (r) => {
