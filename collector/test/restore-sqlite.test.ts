@@ -7,7 +7,7 @@
  * newer release; a full disk part way through the copy; and a signal during it.
  */
 import { spawnSync } from 'node:child_process';
-import { chownSync, closeSync, copyFileSync, linkSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, statSync, watch, writeFileSync, writeSync } from 'node:fs';
+import { chownSync, closeSync, copyFileSync, linkSync, mkdirSync, openSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, watch, writeFileSync, writeSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
@@ -224,7 +224,7 @@ describe('hookwatch restore on SQLite', () => {
   }, 60_000);
 
   it('stops on SIGINT or SIGTERM during the copy: the store as it was, the partial copy removed, killed by the signal', async (ctx) => {
-    if (!requireTool(spawnSync('strace', ['-V']).status === 0, 'strace', 'install strace (apt-get install strace), as .ci/run does')) return ctx.skip('no strace here');
+    if (!requireTool(spawnSync('strace', ['-D', '-qq', '-o', '/dev/null', 'true']).status === 0, 'strace, allowed to trace', 'install strace (apt-get install strace), as .ci/run does, and allow ptrace (in a container: --cap-add SYS_PTRACE)')) return ctx.skip('no strace here');
     const { path: backup } = await scratchStore('big-backup', 200);
     const { dir, path } = await scratchStore('stopped', 10);
     const before = snapshot(path, dir);
@@ -236,7 +236,7 @@ describe('hookwatch restore on SQLite', () => {
       }));
       // The copy's sync held for five minutes (strace, the tracer forked off so that hookwatch keeps the pid the
       // partial copy is named after): the restore cannot get past the copy before the signal.
-      const held = `${dir}/.hookwatch.db.$$.partial`;
+      const held = `${realpathSync(dir)}/.hookwatch.db.$$.partial`;
       const { child, done } = startRestore(['--from', backup], { HOOKWATCH_DB: path }, undefined, `strace -D -f -qq -o /dev/null -P "${held}" -e trace=fsync -e inject=fsync:delay_enter=300000000`);
       // The copy appears beside the store once the backup is checked and the store's lock taken.
       partial = `.hookwatch.db.${child.pid}.partial`;
