@@ -264,7 +264,7 @@ describe('hookwatch restore on SQLite', () => {
   }, 60_000);
 
   for (const main of ['missing', 'empty'] as const) {
-    it(`keeps the WAL of a store whose database file is ${main} as it was, beside the restored store`, async () => {
+    it(`keeps the WAL of a store whose database file is ${main} as it was, alone, under a name SQLite pairs with no database`, async () => {
       const { path: backup } = await scratchStore(`wal-only-backup-${main}`, 5);
       const { dir, path } = await scratchStore(`wal-only-${main}`, 1);
       // A WAL holding commits, as a killed service leaves it, taken while the connection that wrote it is open.
@@ -283,14 +283,13 @@ describe('hookwatch restore on SQLite', () => {
       const out = await hookwatchRestore(['--from', backup], { HOOKWATCH_DB: path });
       expect(out.stderr).toBe('');
       expect(out.status).toBe(0);
-      const replaced = /the WAL is kept as it was, as (\S+)-wal\n$/.exec(out.stdout)?.[1] ?? '';
-      expect(replaced).toMatch(new RegExp(`^${path}\\.replaced-\\d{8}-\\d{6}$`));
-      expect(out.stdout).toBe(`restored ${backup} to ${path}: ${(statSync(backup).size / 1024).toFixed(1)} KiB (schema version ${MIGRATIONS.length}); the store it replaced had no database file beside its WAL (missing or empty): the WAL is kept as it was, as ${replaced}-wal\n`);
-      // The lock makes an empty database file where there was none: moved aside with the WAL.
-      expect(readdirSync(dir).sort()).toEqual(['hookwatch.db', 'hookwatch.db.lock', ...['', '-shm', '-wal'].map((s) => replaced.slice(dir.length + 1) + s)].sort());
-      expect(readFileSync(`${replaced}-wal`)).toEqual(wal);
-      expect(readFileSync(`${replaced}-shm`)).toEqual(shm);
-      expect(statSync(replaced).size).toBe(0);
+      const kept = /, as (\S+) \(a name SQLite pairs with no database, so that no open deletes it\)\n$/.exec(out.stdout)?.[1] ?? '';
+      expect(kept).toMatch(new RegExp(`^${path}\\.replaced-\\d{8}-\\d{6}\\.wal-only$`));
+      expect(out.stdout).toBe(`restored ${backup} to ${path}: ${(statSync(backup).size / 1024).toFixed(1)} KiB (schema version ${MIGRATIONS.length}); the store it replaced had no database file beside its WAL (missing or empty): the empty database file is removed, the WAL kept as it was, alone, as ${kept} (a name SQLite pairs with no database, so that no open deletes it)\n`);
+      // The empty database file (the lock makes one where there was none) gives its place to the copy; the -shm,
+      // an index of the WAL, goes: nothing beside the WAL that SQLite could open with it, and delete it.
+      expect(readdirSync(dir).sort()).toEqual(['hookwatch.db', 'hookwatch.db.lock', kept.slice(dir.length + 1)].sort());
+      expect(readFileSync(kept)).toEqual(wal);
       expect(readFileSync(path)).toEqual(readFileSync(backup));
     }, 60_000);
   }
@@ -310,6 +309,49 @@ describe('hookwatch restore on SQLite', () => {
     const replaced = /the store it replaced is kept as (\S+)\n$/.exec(out.stdout)?.[1] ?? '';
     const restored = statSync(path);
     expect({ uid: restored.uid, gid: restored.gid, mode: restored.mode & 0o777 }).toEqual({ uid: 1000, gid: 1000, mode: 0o600 });
+    expect(statSync(replaced)).toMatchObject({ uid: 1000, gid: 1000 });
+    expect(readFileSync(path)).toEqual(readFileSync(backup));
+  }, 60_000);
+
+  it('gives the restored store and its lock file the owner of the store\'s folder when there was no store (a fresh volume, restored with sudo)', async (ctx) => {
+    if (process.geteuid?.() !== 0) {
+      requireTool(false, 'root, to give a file another owner', 'run the tests as root, as .ci/run does');
+      return ctx.skip('not root');
+    }
+    const { path: backup } = await scratchStore('fresh-owned-backup', 5);
+    const dir = join(tmp.dir, 'fresh-owned');
+    mkdirSync(dir);
+    chownSync(dir, 1000, 1000);
+    const path = join(dir, 'hookwatch.db');
+    const out = await hookwatchRestore(['--from', backup], { HOOKWATCH_DB: path });
+    expect(out).toEqual({ status: 0, stderr: '', stdout: `restored ${backup} to ${path}: ${(statSync(backup).size / 1024).toFixed(1)} KiB (schema version ${MIGRATIONS.length}); there was no store to replace\n` });
+    expect(readdirSync(dir).sort()).toEqual(['hookwatch.db', 'hookwatch.db.lock']);
+    for (const file of [path, `${path}.lock`]) {
+      const { uid, gid, mode } = statSync(file);
+      expect({ file, uid, gid, mode: mode & 0o777 }).toEqual({ file, uid: 1000, gid: 1000, mode: 0o600 });
+    }
+    expect(readFileSync(path)).toEqual(readFileSync(backup));
+  }, 60_000);
+
+  it('keeps the restored store the restoring user\'s when the store\'s owner has no id where it runs (rootless podman, user-namespace-remapped Docker)', async (ctx) => {
+    if (process.geteuid?.() !== 0) {
+      requireTool(false, 'root, to give a file another owner', 'run the tests as root, as .ci/run does');
+      return ctx.skip('not root');
+    }
+    if (!requireTool(spawnSync('unshare', ['-r', 'true']).status === 0, 'unshare -r (a user namespace)', 'allow user namespaces (in a container: a seccomp profile that permits unshare)')) return ctx.skip('no user namespace here');
+    const { path: backup } = await scratchStore('unmapped-backup', 5);
+    const { dir, path } = await scratchStore('unmapped', 1);
+    // In a user namespace mapping root alone, uid 1000 is no one (it shows as 65534) and cannot be given a file.
+    // The folder and store open to all, so that root there can still replace them.
+    for (const file of [dir, path]) chownSync(file, 1000, 1000);
+    execFileSync('chmod', ['0777', dir]);
+    execFileSync('chmod', ['0666', path]);
+    const { stdout, stderr, status } = await startRestore(['--from', backup], { HOOKWATCH_DB: path }, undefined, 'unshare -r').done;
+    expect(stderr).toBe('');
+    expect(status).toBe(0);
+    const replaced = /the store it replaced is kept as (\S+)\n$/.exec(stdout)?.[1] ?? '';
+    expect(stdout).toBe(`restored ${backup} to ${path}: ${(statSync(backup).size / 1024).toFixed(1)} KiB (schema version ${MIGRATIONS.length}); the store it replaced is kept as ${replaced}\n`);
+    expect(statSync(path)).toMatchObject({ uid: 0, gid: 0 });
     expect(statSync(replaced)).toMatchObject({ uid: 1000, gid: 1000 });
     expect(readFileSync(path)).toEqual(readFileSync(backup));
   }, 60_000);

@@ -28,7 +28,7 @@ export async function runRestore(parsed: ParsedArgs, io: ToolIO): Promise<number
   const kept = result.replaced === undefined
     ? 'there was no store to replace'
     : result.replacedWalOnly
-      ? `the store it replaced had no database file beside its WAL (missing or empty): the WAL is kept as it was, as ${result.replacedWal}`
+      ? `the store it replaced had no database file beside its WAL (missing or empty): the empty database file is removed, the WAL kept as it was, alone, as ${result.replacedWal} (a name SQLite pairs with no database, so that no open deletes it)`
       : `the store it replaced is kept as ${result.replaced}${result.replacedWal === undefined ? '' : ` (with its WAL, ${result.replacedWal}, which could not be folded into it)`}`;
   io.stdout(printable(`restored ${resolve(io.cwd, from)} to ${db}: ${formatBytes(result.bytes)} (schema version ${result.schemaVersion}${migrated}); ${kept}`) + '\n');
   return 0;

@@ -7,16 +7,17 @@
  * 2. The store's process lock (`<db>.lock`, process-lock.ts) is taken, so no `hookwatch serve` runs on it, nor
  *    starts while the restore runs.
  * 3. The backup is copied beside the store under a temporary name (`.<db>.<pid>.partial`, 0600, owned as the store
- *    it replaces), and synced.
+ *    it replaces, or as its folder when there is none: so is the lock file when the restore made it), and synced.
  * 4. The store being replaced is made whole in one file: its WAL checkpointed into it (a killed service leaves
  *    one), or, when that cannot be done (a full disk, a damaged store, a main file missing or empty), moved along
  *    with it.
  * 5. It is renamed to `<db>.replaced-<UTC time>`, its `-wal` (if kept) and `-journal` with it, the stale `-shm`
- *    removed, the copy renamed into place and the folder synced. A WAL left beside the copy would be applied to it
+ *    removed, the copy renamed into place and the folder synced. A WAL without its main file is kept alone, as
+ *    `<db>.replaced-<UTC time>.wal-only`: beside an empty main file, SQLite would delete it at the first open. A WAL left beside the copy would be applied to it
  *    by SQLite when it opens: the restored store would hold pages of the one it replaced, a mixed or corrupt store.
  * Until the copy is renamed into place, a failure or a signal leaves the store as it was, the copy removed.
  */
-import { closeSync, createReadStream, createWriteStream, existsSync, fchownSync, openSync, readSync, renameSync, rmSync, statSync, type Stats } from 'node:fs';
+import { chownSync, closeSync, createReadStream, createWriteStream, existsSync, fchownSync, openSync, readSync, renameSync, rmSync, statSync, type Stats } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { pathToFileURL } from 'node:url';
@@ -46,13 +47,13 @@ export interface RestoreResult {
   bytes: number;
   /** The backup's schema version (its highest migration). */
   schemaVersion: number;
-  /** Where the store it replaced is kept; undefined when there was none. */
+  /** Where the store it replaced is kept (its WAL alone when `replacedWalOnly`); undefined when there was none. */
   replaced: string | undefined;
   /** The replaced store's WAL, kept beside it when it could not be folded into it. */
   replacedWal: string | undefined;
   /**
-   * The replaced store had no main file (missing or empty) beside its WAL: `replacedWal` (and its -shm) holds all
-   * there was of it, kept as it was.
+   * The replaced store had no main file (missing or empty) beside its WAL: `replacedWal` (`replaced` too) holds all
+   * there was of it, kept as it was under a name SQLite pairs with no database (`<db>.replaced-<UTC time>.wal-only`).
    */
   replacedWalOnly: boolean;
   /** Temporary files of earlier restores, which were stopped before they could remove them (names). */
@@ -107,23 +108,36 @@ function damaged(from: string, problems: string[]): BackupError {
 }
 
 /**
- * Gives the file open at `fd` the owner of the store it replaces (`owner`), so that the service's user can open the
- * restored store when root ran the restore (sudo). Only root can: for anyone else the copy stays theirs (EPERM).
+ * Gives the file open at `fd` (or at `path`) the owner of the store it replaces (`owner`), so that the service's user
+ * can open the restored store when root ran the restore (sudo). Only root can: for anyone else the file stays
+ * theirs (EPERM). Nor can root give it to a user it has no id for (EINVAL: in rootless podman or a
+ * user-namespace-remapped Docker, a file of a user outside the namespace shows as 65534): it stays root's, as when
+ * anyone else restores.
  */
-function ownLike(fd: number, owner: Stats | undefined): void {
+function ownLike(file: number | string, owner: Stats | undefined): void {
   if (owner === undefined || (owner.uid === process.geteuid?.() && owner.gid === process.getegid?.())) return;
   try {
-    fchownSync(fd, owner.uid, owner.gid);
+    // By path for the lock file: a descriptor of it opened and closed here would let go of the lock this process holds.
+    if (typeof file === 'number') fchownSync(file, owner.uid, owner.gid);
+    else chownSync(file, owner.uid, owner.gid);
   } catch (err) {
-    if (errnoCode(err) !== 'EPERM') throw err;
+    const code = errnoCode(err);
+    if (code !== 'EPERM' && code !== 'EINVAL') throw err;
   }
 }
+
+/**
+ * The suffix of a replaced store's WAL kept without its main file (missing or empty): a name SQLite pairs with no
+ * database. As `<name>-wal` beside an empty `<name>`, the first sqlite3 to open `<name>` would find a database of no
+ * pages and delete the WAL.
+ */
+const WAL_ONLY = '.wal-only';
 
 /** `<db>.replaced-<YYYYMMDD-HHMMSS>` (UTC), with `-2`, `-3`... when that name is taken. */
 function replacedName(db: string, now: Date): string {
   const stamp = now.toISOString().replace(/\.\d+Z$/, '').replace(/-|:/g, '').replace('T', '-');
   let name = `${db}.replaced-${stamp}`;
-  for (let n = 2; [name, `${name}-wal`, `${name}-shm`, `${name}-journal`].some((f) => existsSync(f)); n++) name = `${db}.replaced-${stamp}-${n}`;
+  for (let n = 2; [name, `${name}-wal`, `${name}-shm`, `${name}-journal`, `${name}${WAL_ONLY}`].some((f) => existsSync(f)); n++) name = `${db}.replaced-${stamp}-${n}`;
   return name;
 }
 
@@ -188,6 +202,8 @@ export async function restoreSqlite(opts: RestoreOptions): Promise<RestoreResult
 
   // 2. No service on the store while it is replaced.
   let lock;
+  const lockFile = `${db}.lock`;
+  const lockMade = !existsSync(lockFile);
   try {
     lock = lockSqliteStore(db);
   } catch (err) {
@@ -205,9 +221,18 @@ export async function restoreSqlite(opts: RestoreOptions): Promise<RestoreResult
     // container restore is pid 1 at every run, the pid of the one that was killed).
     const removedPartials = removeStalePartials(store, true);
     // The store's owner, given to the copy: its main file's, or its WAL's when the main file is empty (the lock
-    // above makes an empty one where there was none).
+    // above makes an empty one where there was none); where there is neither (a fresh volume), its folder's.
     const main = statIfThere(store);
-    const owner = (main?.size ?? 0) > 0 ? main : (statIfThere(`${store}-wal`) ?? main);
+    const walFile = statIfThere(`${store}-wal`);
+    const owner = (main?.size ?? 0) > 0 ? main : (walFile?.size ?? 0) > 0 ? walFile : statSync(dirname(store));
+    // The lock file made above, the service's to open at every start: its owner too.
+    if (lockMade) {
+      try {
+        ownLike(lockFile, owner);
+      } catch (err) {
+        throw new BackupError(`cannot restore ${from} to ${opts.db}: ${fileProblem(err)}; the store was left as it was`);
+      }
+    }
 
     // 3. The copy beside the store, private, whole on disk before it is used.
     try {
@@ -236,7 +261,9 @@ export async function restoreSqlite(opts: RestoreOptions): Promise<RestoreResult
     const hasFile = (current?.size ?? 0) > 0;
     const hasStore = hasFile || (wal?.size ?? 0) > 0;
     // A WAL beside a missing or empty main file is not checkpointed: opening the store would make an empty
-    // database, and SQLite deletes the WAL of a database of no pages. It is moved aside as it is, its -shm with it.
+    // database, and SQLite deletes the WAL of a database of no pages. For the same reason it is not kept beside the
+    // empty main file: it is moved aside as it is, alone, under a name SQLite pairs with no database (WAL_ONLY); the
+    // empty main file gives its place to the copy, and the -shm (an index SQLite makes again from the WAL) goes.
     const walOnly = hasStore && !hasFile;
     const walKept = hasStore && wal !== undefined && (walOnly || !checkpoint(store)) && existsSync(`${store}-wal`);
     if (signal?.aborted) {
@@ -248,10 +275,12 @@ export async function restoreSqlite(opts: RestoreOptions): Promise<RestoreResult
     const replaced = hasStore ? replacedName(store, (opts.now ?? (() => new Date()))()) : undefined;
     const moved: [string, string][] = [];
     try {
-      if (replaced !== undefined) {
+      if (replaced !== undefined && walOnly) {
+        if (moveIfThere(`${store}-wal`, replaced + WAL_ONLY)) moved.push([`${store}-wal`, replaced + WAL_ONLY]);
+      } else if (replaced !== undefined) {
         if (moveIfThere(store, replaced)) moved.push([store, replaced]);
-        for (const suffix of ['-wal', '-shm', '-journal']) {
-          if ((suffix === '-wal' && !walKept) || (suffix === '-shm' && !walOnly)) continue;
+        for (const suffix of ['-wal', '-journal']) {
+          if (suffix === '-wal' && !walKept) continue;
           if (moveIfThere(store + suffix, replaced + suffix)) moved.push([store + suffix, replaced + suffix]);
         }
       }
@@ -271,7 +300,8 @@ export async function restoreSqlite(opts: RestoreOptions): Promise<RestoreResult
       removeQuietly(temp);
       throw new BackupError(`cannot restore ${from} to ${opts.db}: ${fileProblem(err)}${replaced !== undefined && existsSync(replaced) ? `; the store is kept as ${replaced}` : '; the store was left as it was'}`);
     }
-    return { path: store, bytes: statSync(store).size, schemaVersion, replaced, replacedWal: walKept && replaced !== undefined ? `${replaced}-wal` : undefined, replacedWalOnly: walOnly, removedPartials };
+    const replacedWal = walKept && replaced !== undefined ? (walOnly ? replaced + WAL_ONLY : `${replaced}-wal`) : undefined;
+    return { path: store, bytes: statSync(store).size, schemaVersion, replaced: walOnly ? replacedWal : replaced, replacedWal, replacedWalOnly: walOnly, removedPartials };
   } finally {
     lock.release();
   }
