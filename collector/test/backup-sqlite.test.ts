@@ -11,7 +11,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { once } from 'node:events';
-import { closeSync, existsSync, linkSync, mkdirSync, openSync, readFileSync, readdirSync, statSync, symlinkSync, watch, writeFileSync, writeSync } from 'node:fs';
+import { chownSync, closeSync, existsSync, linkSync, mkdirSync, openSync, readFileSync, readdirSync, statSync, symlinkSync, watch, writeFileSync, writeSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -24,6 +24,7 @@ import { startTestService, tempDir, type TestService } from './helpers.ts';
 import { ALERTING, hookwatchBackup, hookwatchRestore, notificationsAcrossRestore, paddedStore, run, seedHistory, startBackup, Stream, views } from './support/backup.ts';
 import { emitExecutions } from './support/service.ts';
 import { mountTmpfs, unmountTmpfs } from './support/tmpfs.ts';
+import { requireTool } from './required-tool.ts';
 
 let services: TestService[] = [];
 let after: (() => Promise<void>)[] = [];
@@ -295,6 +296,25 @@ describe('hookwatch backup on SQLite', () => {
     const out = await hookwatchBackup(['--to', copy], env);
     expect(out.stderr).toBe('');
     expect(out.status).toBe(0);
+  }, 60_000);
+
+  it('refuses a target it cannot tell apart from the service\'s files, naming the file it could not look at', async (ctx) => {
+    // Root looks at any file; root in a user namespace mapping root alone does not, in a folder of a user who is no
+    // one there (as a user other than the service's, which cannot look into the queue's 0700 folder).
+    if (process.geteuid?.() !== 0) {
+      requireTool(false, 'root, to give a file another owner', 'run the tests as root, as .ci/run does');
+      return ctx.skip('not root');
+    }
+    if (!requireTool(spawnSync('unshare', ['-r', 'true']).status === 0, 'unshare -r (a user namespace)', 'allow user namespaces (in a container: a seccomp profile that permits unshare)')) return ctx.skip('no user namespace here');
+    const { dir, path } = await scratchStore('unseen-queue', 1);
+    const queueDir = join(dir, 'queue');
+    mkdirSync(queueDir, { mode: 0o700 });
+    chownSync(queueDir, 1000, 1000);
+    const queue = join(queueDir, 'forward-queue.db');
+    const to = join(dir, 'copy.db');
+    const out = await startBackup(['--to', to], { HOOKWATCH_DB: path, HOOKWATCH_FORWARD_QUEUE_PATH: queue }, undefined, 'unshare -r').done;
+    expect(out).toEqual({ status: 1, signal: null, stdout: '', stderr: `hookwatch: cannot tell whether ${to} is a file hookwatch serve uses, so it is not written: cannot look at ${queue}: permission denied; run backup as the service's user\n` });
+    expect(existsSync(to)).toBe(false);
   }, 60_000);
 
   it('stops on SIGINT or SIGTERM, removes its temporary file and ends killed by the same signal', async () => {

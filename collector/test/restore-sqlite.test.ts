@@ -6,7 +6,7 @@
  * a file that is no SQLite database, a SQLite database that is no hookwatch store, a damaged backup, one from a
  * newer release; a full disk part way through the copy; and a signal during it.
  */
-import { spawnSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { chownSync, closeSync, copyFileSync, linkSync, mkdirSync, openSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, watch, writeFileSync, writeSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';

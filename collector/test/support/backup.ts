@@ -29,8 +29,8 @@ export interface Run {
 }
 
 /** `hookwatch backup ...` started in a process of its own, as an operator (or kubectl exec) runs it. */
-export function startBackup(args: string[], env: Record<string, string> = {}, shell?: string): { child: ChildProcess; done: Promise<Run & { signal: NodeJS.Signals | null }> } {
-  return startCommand('backup', args, env, shell);
+export function startBackup(args: string[], env: Record<string, string> = {}, shell?: string, wrap?: string): { child: ChildProcess; done: Promise<Run & { signal: NodeJS.Signals | null }> } {
+  return startCommand('backup', args, env, shell, wrap);
 }
 
 /**

@@ -88,6 +88,15 @@ export function fileProblem(err: unknown): string {
   }
 }
 
+/**
+ * Why serviceFile could not tell what a path is: the file it could not look at (the store's, the forwarding queue's,
+ * or the one given), and why. A file that cannot be looked at cannot be proven another one, so the caller refuses.
+ */
+export function unseenProblem(err: unknown): string {
+  const path = (err as NodeJS.ErrnoException | undefined)?.path;
+  return path === undefined ? fileProblem(err) : `cannot look at ${path}: ${fileProblem(err)}`;
+}
+
 /** The file at `path` (links followed), or undefined when there is none; any other failure (EACCES...) is thrown. */
 export function statIfThere(path: string): Stats | undefined;
 export function statIfThere(path: string, opts: { bigint: true }): BigIntStats | undefined;
@@ -303,7 +312,7 @@ function checkTarget(db: string, to: string, force: boolean, queue: string | und
   try {
     used = serviceFile(to, db, queue);
   } catch (err) {
-    throw new BackupError(`cannot write ${to}: ${fileProblem(err)}`);
+    throw new BackupError(`cannot tell whether ${to} is a file hookwatch serve uses, so it is not written: ${unseenProblem(err)}; run backup as the service's user`);
   }
   if (used !== undefined) throw new BackupError(`the target ${to} is ${used}, which hookwatch serve uses: give another path`);
   for (const suffix of ['-wal', '-shm']) {
