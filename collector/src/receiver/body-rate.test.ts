@@ -49,9 +49,14 @@ describe('watching a body\'s rate', () => {
 
   /** What watchBodyRate reported of a body with `received` bytes of `declared` after `ms`, under pressure or not. */
   function watch(ms: number, received: number, declared: number | undefined, pressed: () => boolean): TooSlow[] {
+    return watchRetry(ms, received, declared, () => (pressed() ? 10_000 : 0)).map(([slow]) => slow);
+  }
+
+  /** What watchBodyRate reported, with the seconds to wait, of a body while `pressureLeftMs` says the window left. */
+  function watchRetry(ms: number, received: number, declared: number | undefined, pressureLeftMs: () => number): [TooSlow, number][] {
     vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval', 'performance'] });
-    const cut: TooSlow[] = [];
-    const stop = watchBodyRate(30_000, () => received, () => declared, pressed, (slow) => cut.push(slow));
+    const cut: [TooSlow, number][] = [];
+    const stop = watchBodyRate(30_000, () => received, () => declared, pressureLeftMs, (slow, retryAfterSeconds) => cut.push([slow, retryAfterSeconds]));
     vi.advanceTimersByTime(ms);
     stop();
     return cut;
@@ -65,13 +70,21 @@ describe('watching a body\'s rate', () => {
     let pressed = false;
     vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval', 'performance'] });
     const cut: TooSlow[] = [];
-    const stop = watchBodyRate(30_000, () => 100, () => undefined, () => pressed, (slow) => cut.push(slow));
+    const stop = watchBodyRate(30_000, () => 100, () => undefined, () => (pressed ? 10_000 : 0), (slow) => cut.push(slow));
     vi.advanceTimersByTime(9000);
     expect(cut).toEqual([]);
     pressed = true;
     vi.advanceTimersByTime(1000);
     stop();
     expect(cut).toEqual([{ bytesPerSecond: 10, neededBytesPerSecond: MIN_BODY_BYTES_PER_SECOND, because: 'every body must average after its first 5 s' }]);
+  });
+
+  it('asks the client to wait out what is left of the pressure window, rounded up, at least 1 s', () => {
+    expect(watchRetry(6000, 100, undefined, () => 9200).map(([, s]) => s)).toEqual([10]);
+    expect(watchRetry(6000, 100, undefined, () => 3001).map(([, s]) => s)).toEqual([4]);
+    expect(watchRetry(6000, 100, undefined, () => 3000).map(([, s]) => s)).toEqual([3]);
+    expect(watchRetry(6000, 100, undefined, () => 40).map(([, s]) => s)).toEqual([1]);
+    expect(watchRetry(25_000, 100, undefined, () => 0)).toEqual([]);
   });
 
   it('stops once the declared size has arrived, whatever follows (inflating it)', () => {

@@ -81,17 +81,25 @@ export function tooSlowMessage(what: string, slow: TooSlow): string {
   return `the ${what} arrived at ${slow.bytesPerSecond} bytes/s, under the ${slow.neededBytesPerSecond} bytes/s ${slow.because}, while other requests were refused otlp.maxInflightBytes; retry, faster or in smaller batches`;
 }
 
-/** How long, in seconds, a client answered for a body under the minimum rate is asked to wait (Retry-After, RetryInfo). */
-export const TOO_SLOW_RETRY_AFTER_SECONDS = 1;
+/**
+ * How long, in seconds, a client answered for a body under the minimum rate is asked to wait (Retry-After,
+ * RetryInfo), `pressureLeftMs` before the budget stops being under pressure: the rest of that window, rounded up, at
+ * least 1 s. A retry sooner would be checked again on the same link, cut again, and reserve the budget again
+ * meanwhile; once the window is over it has otlp.requestTimeout.
+ */
+export function tooSlowRetryAfterSeconds(pressureLeftMs: number): number {
+  return Math.max(1, Math.ceil(pressureLeftMs / 1000));
+}
 
 /**
  * Checks, every BODY_RATE_CHECK_MS from its start, the rate of a body whose bytes so far `received` reads and whose
- * size `declared` reads (undefined while unknown), while `pressed` says the in-flight budget is under pressure; calls
- * `onTooSlow` once when it falls under the minimum then. Stops by itself once the declared size has arrived (what
+ * size `declared` reads (undefined while unknown), while `pressureLeftMs` says the in-flight budget is under pressure
+ * (the ms left of that window, 0 when it is not); calls `onTooSlow` once when it falls under the minimum then, with
+ * the seconds its client is to wait before it retries (tooSlowRetryAfterSeconds). Stops by itself once the declared size has arrived (what
  * is left, inflating it, is not the client's doing). Returns the function that stops the checks, to call once the
  * body has arrived or the request is over.
  */
-export function watchBodyRate(timeoutMs: number, received: () => number, declared: () => number | undefined, pressed: () => boolean, onTooSlow: (slow: TooSlow) => void): () => void {
+export function watchBodyRate(timeoutMs: number, received: () => number, declared: () => number | undefined, pressureLeftMs: () => number, onTooSlow: (slow: TooSlow, retryAfterSeconds: number) => void): () => void {
   const started = performance.now();
   const timer = setInterval(() => {
     const size = declared();
@@ -100,11 +108,12 @@ export function watchBodyRate(timeoutMs: number, received: () => number, declare
       clearInterval(timer);
       return;
     }
-    if (!pressed()) return;
+    const pressureLeft = pressureLeftMs();
+    if (pressureLeft <= 0) return;
     const slow = tooSlow(performance.now() - started, bytes, size, timeoutMs);
     if (!slow) return;
     clearInterval(timer);
-    onTooSlow(slow);
+    onTooSlow(slow, tooSlowRetryAfterSeconds(pressureLeft));
   }, BODY_RATE_CHECK_MS);
   timer.unref();
   return () => clearInterval(timer);
@@ -113,4 +122,10 @@ export function watchBodyRate(timeoutMs: number, received: () => number, declare
 /** A request refused for arriving under the minimum rate: 503 + Retry-After / UNAVAILABLE, counted as request_too_slow. */
 export class RequestTooSlowError extends Error {
   override name = 'RequestTooSlowError';
+  /** Seconds the client is asked to wait (Retry-After): tooSlowRetryAfterSeconds. */
+  readonly retryAfterSeconds: number;
+  constructor(message: string, retryAfterSeconds: number) {
+    super(message);
+    this.retryAfterSeconds = retryAfterSeconds;
+  }
 }

@@ -59,6 +59,11 @@ export class InflightBudget {
     return performance.now() - this.refusedAtMs < BUDGET_PRESSURE_MS;
   }
 
+  /** ms left before the budget stops being under pressure (BUDGET_PRESSURE_MS after the last refusal); 0 when it is not. */
+  get pressureLeftMs(): number {
+    return Math.max(0, BUDGET_PRESSURE_MS - (performance.now() - this.refusedAtMs));
+  }
+
   /** Notes a request refused for lack of the budget (InflightFullError). */
   refused(): void {
     this.refusedAtMs = performance.now();
@@ -93,9 +98,9 @@ export class InflightAccount {
     return this.held;
   }
 
-  /** Whether the process-wide budget is under pressure (InflightBudget.underPressure). */
-  get underPressure(): boolean {
-    return this.budget.underPressure;
+  /** ms left of the budget's pressure window (InflightBudget.pressureLeftMs). */
+  get pressureLeftMs(): number {
+    return this.budget.pressureLeftMs;
   }
 
   /** Charges `bytes` more to this request; throws InflightFullError when the process-wide budget is spent. */

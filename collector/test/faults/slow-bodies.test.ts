@@ -100,6 +100,76 @@ async function untilRefused<T>(attempt: () => Promise<T>, ok: T, refused: T): Pr
   }
 }
 
+/** RetryInfo's delay, in seconds, in a grpc-status-details-bin (google.rpc.Status whose details hold a RetryInfo). */
+function retryDelaySeconds(detailsBin: string): number | undefined {
+  const fields = (buf: Buffer): Map<number, Buffer | number> => {
+    const out = new Map<number, Buffer | number>();
+    let i = 0;
+    const varint = (): number => {
+      let v = 0;
+      let shift = 0;
+      for (;;) {
+        const b = buf[i++] as number;
+        v += (b & 0x7f) * 2 ** shift;
+        if (b < 0x80) return v;
+        shift += 7;
+      }
+    };
+    while (i < buf.length) {
+      const key = varint();
+      if ((key & 7) === 0) out.set(key >> 3, varint());
+      else {
+        const len = varint();
+        out.set(key >> 3, buf.subarray(i, i + len));
+        i += len;
+      }
+    }
+    return out;
+  };
+  const any = fields(Buffer.from(detailsBin, 'base64')).get(3);
+  if (!Buffer.isBuffer(any)) return undefined;
+  const retryInfo = fields(any).get(2);
+  if (!Buffer.isBuffer(retryInfo)) return undefined;
+  const delay = fields(retryInfo).get(1);
+  if (!Buffer.isBuffer(delay)) return undefined;
+  const seconds = fields(delay).get(1);
+  return typeof seconds === 'number' ? seconds : 0;
+}
+
+/**
+ * Keeps the in-flight budget under pressure on purpose while `running()`: every `everyMs` sends `attempt`, which the
+ * budget held by the upload under test must refuse. `done()` stops it and gives the answers that came while it ran.
+ */
+function keepPressure<T>(attempt: () => Promise<T>, everyMs: number, running: () => boolean): { done: () => Promise<T[]> } {
+  const answers: T[] = [];
+  let stopped = false;
+  const loop = (async () => {
+    // Once the upload's headers are read and it holds its reservation.
+    await sleep(300);
+    while (!stopped) {
+      const answer = await attempt();
+      if (stopped || !running()) break;
+      answers.push(answer);
+      await sleep(everyMs);
+    }
+  })();
+  return {
+    done: async () => {
+      stopped = true;
+      await loop;
+      return answers;
+    },
+  };
+}
+
+/** Refusals counted on /metrics, all reasons, on `transport`. */
+async function refusals(transport: string): Promise<number> {
+  const metrics = await (await fetch(`${service.httpUrl}/metrics`)).text();
+  let sum = 0;
+  for (const m of metrics.matchAll(new RegExp(`^hookwatch_otlp_requests_rejected_total\\{transport="${transport}",reason="overloaded"\\} (\\d+)$`, 'gm'))) sum += Number(m[1]);
+  return sum;
+}
+
 describe('uploads under the minimum body rate while others are refused the budget', () => {
   it('OTLP/HTTP uploads trickling at 1 byte/s that hold the budget are ended (503 + Retry-After, counted), and another client gets through within seconds', async () => {
     const { body, contentType } = logsFixture();
@@ -122,7 +192,11 @@ describe('uploads under the minimum body rate while others are refused the budge
     for (const t of tricklers) {
       // Retryable, so an OTLP client sends the batch again (a 408 it drops).
       expect(t.answer).toMatch(/^HTTP\/1\.1 503 /);
-      expect(t.answer).toMatch(/\r\nRetry-After: 1\r\n/i);
+      // Asked to wait out the pressure window (10 s after the last refusal, a moment before): a retry within it would
+      // be checked again on the same link and cut again.
+      const retryAfter = Number(/\r\nRetry-After: (\d+)\r\n/i.exec(t.answer)?.[1]);
+      expect(retryAfter).toBeGreaterThanOrEqual(8);
+      expect(retryAfter).toBeLessThanOrEqual(10);
       expect(t.answer).toMatch(/bytes\/s/);
       expect(t.closed, 'the trickler\'s connection is closed after the answer').toBe(true);
       expect(t.endedAfterMs as number).toBeGreaterThanOrEqual(4500);
@@ -146,11 +220,19 @@ describe('uploads under the minimum body rate while others are refused the budge
       sent += piece.length;
       return piece;
     };
+    const refusedBefore = await refusals('grpc');
     const upload = rawUpload('application/x-protobuf', body.length, Buffer.alloc(0), next, 100);
+    // While it arrives, a gRPC call (reserving twice otlp.maxRequestBytes, the whole budget) is refused every 2 s:
+    // the budget stays under pressure, so the upload's rate is checked all along.
+    const pressure = keepPressure(async () => (await rawGrpcCall(service.otlpGrpcUrl, LOGS, grpcFrame(one, false), { giveUpMs: 5000 })).code, 2000, () => upload.endedAfterMs === undefined);
     for (let i = 0; i < 200 && upload.endedAfterMs === undefined; i++) await sleep(100);
+    const pressed = await pressure.done();
     expect(upload.answer).toMatch(/^HTTP\/1\.1 200 /);
-    // It took past the grace period: the rate was checked, and it was enough.
+    // It took past the grace period while others were refused the budget: the rate was checked, and it was enough.
     expect(upload.endedAfterMs as number).toBeGreaterThan(6000);
+    expect(pressed.length).toBeGreaterThanOrEqual(3);
+    expect(pressed.every((code) => code === UNAVAILABLE), String(pressed)).toBe(true);
+    expect((await refusals('grpc')) - refusedBefore).toBeGreaterThanOrEqual(pressed.length);
   }, 40_000);
 
   it('a gRPC call trickling its message while it holds the budget is ended (UNAVAILABLE naming the rate, counted), and an exporter gets through within seconds', async () => {
@@ -159,17 +241,19 @@ describe('uploads under the minimum body rate while others are refused the budge
     const session = connectHttp2(service.otlpGrpcUrl);
     session.on('error', () => {});
     const started = performance.now();
-    const trickler = { code: undefined as number | undefined, message: '', endedAfterMs: undefined as number | undefined };
+    const trickler = { code: undefined as number | undefined, message: '', details: '', endedAfterMs: undefined as number | undefined };
     try {
       const req = session.request({ ':method': 'POST', ':path': LOGS, 'content-type': 'application/grpc', te: 'trailers' }, { endStream: false });
       req.on('trailers', (h) => {
         trickler.code = Number(h['grpc-status']);
         trickler.message = decodeURIComponent(String(h['grpc-message'] ?? ''));
+        trickler.details = String(h['grpc-status-details-bin'] ?? '');
       });
       req.on('response', (h) => {
         if (h['grpc-status'] !== undefined) {
           trickler.code = Number(h['grpc-status']);
           trickler.message = decodeURIComponent(String(h['grpc-message'] ?? ''));
+          trickler.details = String(h['grpc-status-details-bin'] ?? '');
         }
       });
       req.on('data', () => {});
@@ -196,6 +280,10 @@ describe('uploads under the minimum body rate while others are refused the budge
       for (let i = 0; i < 30 && trickler.endedAfterMs === undefined; i++) await sleep(100);
       expect(trickler.code).toBe(UNAVAILABLE);
       expect(trickler.message).toMatch(/^the request message arrived at \d+ bytes\/s, under the \d+ bytes\/s .*; retry/);
+      // RetryInfo asks for what is left of the pressure window after the exporter's last refusal, rounded up.
+      const delay = retryDelaySeconds(trickler.details);
+      expect(delay).toBeGreaterThanOrEqual(2);
+      expect(delay).toBeLessThanOrEqual(10);
       expect(trickler.endedAfterMs as number).toBeGreaterThanOrEqual(4500);
       expect(trickler.endedAfterMs as number).toBeLessThan(CUT_BY_MS);
       expect((service.grpcReceiver.stats.rejected.request_too_slow ?? 0) - before).toBe(1);
@@ -210,7 +298,12 @@ describe('uploads under the minimum body rate while others are refused the budge
     const session = connectHttp2(service.otlpGrpcUrl);
     session.on('error', () => {});
     const started = performance.now();
+    const refusedBefore = await refusals('http');
+    let ended = false;
     try {
+      // While it arrives (its call reserves the whole budget), an OTLP/HTTP export is refused every 2 s: the budget
+      // stays under pressure, so the call's rate is checked all along.
+      const pressure = keepPressure(async () => (await postOtlp(service.otlpHttpUrl, '/v1/logs', one, { 'content-type': logsFixture().contentType })).status, 2000, () => !ended);
       const result = await new Promise<{ code: number | undefined; message: string; afterMs: number }>((resolve) => {
         const req = session.request({ ':method': 'POST', ':path': LOGS, 'content-type': 'application/grpc', te: 'trailers' }, { endStream: false });
         let code: number | undefined;
@@ -224,7 +317,10 @@ describe('uploads under the minimum body rate while others are refused the budge
         req.on('trailers', take);
         req.on('data', () => {});
         req.on('error', () => {});
-        req.on('close', () => resolve({ code, message: text, afterMs: performance.now() - started }));
+        req.on('close', () => {
+          ended = true;
+          resolve({ code, message: text, afterMs: performance.now() - started });
+        });
         let sent = 0;
         const t = setInterval(() => {
           if (req.closed) return;
@@ -239,8 +335,13 @@ describe('uploads under the minimum body rate while others are refused the budge
         }, 100);
         timers.push(t);
       });
+      const pressed = await pressure.done();
       expect(result.code, result.message).toBe(0);
+      // It took past the grace period while others were refused the budget: the rate was checked, and it was enough.
       expect(result.afterMs).toBeGreaterThan(6000);
+      expect(pressed.length).toBeGreaterThanOrEqual(3);
+      expect(pressed.every((status) => status === 503), String(pressed)).toBe(true);
+      expect((await refusals('http')) - refusedBefore).toBeGreaterThanOrEqual(pressed.length);
     } finally {
       session.destroy();
     }
@@ -318,7 +419,7 @@ describe('a slow body on an idle server', () => {
     const proxy = await pausingProxy(Number(new URL(idle.otlpHttpUrl).port), 7000);
     try {
       const started = performance.now();
-      const exporter = await emitExecutions(proxy.url, Array.from({ length: 12 }, (_, i) => ({ hookEvent: 'PreToolUse', hookName: `paused-link-${i}`, stdoutChars: 20_000 + i })), {}, { protocol: 'http/json', gzip: true });
+      const exporter = await emitExecutions(proxy.url, Array.from({ length: 12 }, (_, i) => ({ hookEvent: 'PreToolUse', hookName: `paused-link-${i}`, stdoutChars: 20_000 + i })), {}, { protocol: 'http/json', gzip: true, timeoutMillis: 25_000 });
       const tookMs = performance.now() - started;
       expect(exporter.errors).toEqual([]);
       expect(exporter.codes).toEqual([0]);

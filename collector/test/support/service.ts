@@ -113,12 +113,13 @@ export class RecordingExporter implements LogRecordExporter {
 /**
  * Sends executions through the OpenTelemetry exporter of `protocol` (http/protobuf or http/json to `${otlpUrl}/v1/logs`, or gRPC
  * to `otlpUrl`, `headers` and `gzip` (compression gzip) over HTTP only) in batches and resolves once the exporter got its answers: what it reported of each export, after
- * its own retries. They happened a second before `atMs` (default: now), a millisecond apart.
+ * its own retries. They happened a second before `atMs` (default: now), a millisecond apart. `timeoutMillis`: the exporter's
+ * timeout for each export (default 10 s).
  */
-export async function emitExecutions(otlpUrl: string, executions: readonly SyntheticExecution[], headers: Record<string, string> = {}, opts: { atMs?: number; protocol?: 'http/protobuf' | 'http/json' | 'grpc'; gzip?: boolean } = {}): Promise<RecordingExporter> {
+export async function emitExecutions(otlpUrl: string, executions: readonly SyntheticExecution[], headers: Record<string, string> = {}, opts: { atMs?: number; protocol?: 'http/protobuf' | 'http/json' | 'grpc'; gzip?: boolean; timeoutMillis?: number } = {}): Promise<RecordingExporter> {
   const exporter = new RecordingExporter(opts.protocol === 'grpc'
-    ? new GrpcLogExporter({ url: otlpUrl, timeoutMillis: 10_000 })
-    : new (opts.protocol === 'http/json' ? JsonLogExporter : OTLPLogExporter)({ url: `${otlpUrl}/v1/logs`, headers, timeoutMillis: 10_000, ...(opts.gzip ? { compression: GZIP } : {}) }));
+    ? new GrpcLogExporter({ url: otlpUrl, timeoutMillis: opts.timeoutMillis ?? 10_000 })
+    : new (opts.protocol === 'http/json' ? JsonLogExporter : OTLPLogExporter)({ url: `${otlpUrl}/v1/logs`, headers, timeoutMillis: opts.timeoutMillis ?? 10_000, ...(opts.gzip ? { compression: GZIP } : {}) }));
   const provider = new LoggerProvider({
     resource: resourceFromAttributes({ 'service.name': 'claude-code', 'service.version': '2.1.332' }),
     // One batch per call, as Claude Code's exporter sends them (every 5 s, up to 512 records).

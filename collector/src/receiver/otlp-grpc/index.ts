@@ -44,7 +44,7 @@ import { authCredentials, sameSecret, secretDigest } from '../../net/secret.ts';
 import { decodeLogs, decodeWithin, type InflightAccount } from '../inflight.ts';
 import { WRONG_PROTOCOL_LOG_INTERVAL_MS, type OtlpReceiverOptions, type ReceiverStats, type RejectReason } from '../options.ts';
 import { StoreHolds, wakeAtOnce, type HoldBackoff } from './store-hold.ts';
-import { TOO_SLOW_RETRY_AFTER_SECONDS, tooSlowMessage, watchBodyRate } from '../body-rate.ts';
+import { tooSlowMessage, watchBodyRate } from '../body-rate.ts';
 
 /** Commits a decoded request; resolves with the records rejected and the message of an OTLP partial success. */
 type Consume = () => Promise<{ rejected: number; message: string }>;
@@ -663,10 +663,10 @@ export class OtlpGrpcReceiver {
             }, this.opts.requestTimeoutMs);
             stopRate = this.watchMessageRate(next, () => {
               if (signal) this.count(this.stats.requests, `${signal}:${GrpcStatus.UNAVAILABLE}`);
-            }, (details) => {
-              // UNAVAILABLE with RetryInfo: the client sends the batch again.
+            }, (details, retryAfterSeconds) => {
+              // UNAVAILABLE with RetryInfo: the client sends the batch again, once the budget is no longer under pressure.
               const metadata = new Metadata();
-              metadata.set(STATUS_DETAILS_KEY, encodeRetryStatus(GrpcStatus.UNAVAILABLE, details, TOO_SLOW_RETRY_AFTER_SECONDS * 1000));
+              metadata.set(STATUS_DETAILS_KEY, encodeRetryStatus(GrpcStatus.UNAVAILABLE, details, retryAfterSeconds * 1000));
               call.sendStatus({ code: GrpcStatus.UNAVAILABLE, details, metadata });
               resetStream(next);
             });
@@ -713,12 +713,13 @@ export class OtlpGrpcReceiver {
    * Checks the rate at which a call's message arrives on its HTTP/2 stream, as the OTLP/HTTP port checks a body's
    * (body-rate.ts): its size is the one its 5-byte prefix declares. A call under the minimum rate while the in-flight
    * budget is under pressure is counted as
-   * request_too_slow (`counted` counts its outcome) and ended with `answer`'s status, which gives back its
+   * request_too_slow (`counted` counts its outcome) and ended with `answer`'s status (its details, and the seconds its
+   * client is to wait: tooSlowRetryAfterSeconds), which gives back its
    * reservation at once. The stream's bytes are read beside grpc-js's own reader, which keeps the stream paused
    * while it has a message to hand on: counting them never makes it read more. Returns the function that stops the
    * checks; a grpc-js that hides the stream leaves the call to otlp.requestTimeout.
    */
-  private watchMessageRate(call: ServerInterceptingCallInterface, counted: () => void, answer: (details: string) => void): () => void {
+  private watchMessageRate(call: ServerInterceptingCallInterface, counted: () => void, answer: (details: string, retryAfterSeconds: number) => void): () => void {
     const stream = callStream(call);
     if (!stream || typeof stream.on !== 'function') return () => {};
     let received = 0;
@@ -732,11 +733,11 @@ export class OtlpGrpcReceiver {
       }
     };
     stream.on('data', onData);
-    const stop = watchBodyRate(this.opts.requestTimeoutMs, () => received, () => declared, () => this.opts.inflight.underPressure, (slow) => {
+    const stop = watchBodyRate(this.opts.requestTimeoutMs, () => received, () => declared, () => this.opts.inflight.pressureLeftMs, (slow, retryAfterSeconds) => {
       stream.off('data', onData);
       this.count(this.stats.rejected, 'request_too_slow');
       counted();
-      answer(tooSlowMessage('request message', slow));
+      answer(tooSlowMessage('request message', slow), retryAfterSeconds);
     });
     return () => {
       stop();

@@ -89,10 +89,10 @@ export function readBody(req: IncomingMessage, limit: number, account: InflightA
     const stopWatch =
       timeoutMs === undefined
         ? noop
-        : watchBodyRate(timeoutMs, () => rawSize, () => (known ? declared : undefined), () => account.underPressure, (slow) => {
+        : watchBodyRate(timeoutMs, () => rawSize, () => (known ? declared : undefined), () => account.pressureLeftMs, (slow, retryAfterSeconds) => {
             // Nothing more of it is read: the answer closes the connection (net/unread-body.ts).
             req.pause();
-            fail(new RequestTooSlowError(tooSlowMessage('request body', slow)));
+            fail(new RequestTooSlowError(tooSlowMessage('request body', slow), retryAfterSeconds));
           });
     const fail = (err: Error): void => {
       if (done) return;

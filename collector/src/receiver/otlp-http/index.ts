@@ -18,7 +18,7 @@ import { closeServer, trackConnections } from '../../net/close-server.ts';
 import { CLOSE_AFTER_UNREAD_BODIES } from '../../net/unread-body.ts';
 import { authCredentials, onlyAuthorization, sameSecret, secretDigest } from '../../net/secret.ts';
 import { ClientAbortedError, readBody } from './body.ts';
-import { RequestTooSlowError, TOO_SLOW_RETRY_AFTER_SECONDS } from '../body-rate.ts';
+import { RequestTooSlowError } from '../body-rate.ts';
 import { WRONG_PROTOCOL_LOG_INTERVAL_MS, type OtlpReceiverOptions, type ReceiverStats, type RejectReason } from '../options.ts';
 import { ThrottledLine } from '../../telemetry/throttled-line.ts';
 import { decodeLogs, decodeWithin } from '../inflight.ts';
@@ -259,7 +259,7 @@ export class OtlpHttpReceiver {
         // otlp.requestTimeout.
         this.count(this.stats.requests, `${signal}:503`);
         this.count(this.stats.rejected, 'request_too_slow');
-        this.fail(res, answerIn, 503, RpcCode.UNAVAILABLE, err.message, { 'retry-after': String(TOO_SLOW_RETRY_AFTER_SECONDS) });
+        this.fail(res, answerIn, 503, RpcCode.UNAVAILABLE, err.message, { 'retry-after': String(err.retryAfterSeconds) });
         return;
       }
       const m = mapError(err);
