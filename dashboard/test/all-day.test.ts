@@ -288,7 +288,7 @@ describe('a new version deployed whose API the page cannot use', () => {
     /** Runs the clock `ms` on, to the refresh that asks for the overview the `n`th time, and waits for it to end. */
     const tries = async (ms: number, n: number): Promise<void> => {
       await p.clock.runFor(ms);
-      await expect.poll(() => asked.overview).toBe(n);
+      await expect.poll(() => asked.overview, { timeout: 10_000 }).toBe(n);
       await p.waitForSelector('body:not([aria-busy])', { state: 'attached' });
     };
     // hookwatch answers, but not with the overview: the dashboard served is the one the page runs, asked once, not
@@ -339,7 +339,7 @@ describe('a new version deployed whose API the page cannot use', () => {
       await p.clock.runFor(ms);
       await expect.poll(() => asked.overview).toBe(n);
       await p.waitForSelector('body:not([aria-busy])', { state: 'attached' });
-      await expect.poll(() => asked.build).toBe(builds);
+      await expect.poll(() => asked.build, { timeout: 10_000 }).toBe(builds);
     };
     const overview = (u: URL): boolean => u.pathname === '/api/v1/overview';
     const buildPath = (u: URL): boolean => u.pathname === '/dashboard/build';
