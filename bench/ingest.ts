@@ -370,8 +370,8 @@ const msList = (xs: number[]): string => xs.map((x) => x.toFixed(0)).join(', ');
  * One request taken as the server takes it: decoded in slices with a turn of the event loop between them (as
  * decodeWithin does; a JSON body parsed on `thread`, as the OTLP/HTTP receiver parses one over
  * JSON_THREAD_MIN_BYTES; a protobuf one keeping the attributes of the records the hook stage reads only), then through the hook stage (HookIngest: extraction in slices, commit in parts); or, as
- * before slicing, straight through: decoded (JSON.parse on the event loop) and extracted in one call, its events
- * in one store.ingest().
+ * before slicing, straight through: decoded (JSON.parse on the event loop; a protobuf one keeping the same
+ * attributes only) and extracted in one call, its events in one store.ingest().
  */
 async function ingestOnce(config: Config, encoding: WireEncoding, body: Buffer, paced: boolean, thread: JsonThread): Promise<number> {
   const opts = { nearThreshold: config.delivery.nearThreshold, dimensions: config.dimensions };
@@ -379,9 +379,10 @@ async function ingestOnce(config: Config, encoding: WireEncoding, body: Buffer, 
     const ingest = new HookIngest({ store, ...opts, maxPending: 1, logger: silentLogger });
     const raw = { signal: 'logs', body, encoding, receivedAtMs: Date.now() } as const;
     return longestStall(async () => {
-      // The receivers' decode (decodeWithin's bound aside): in slices, or run to its end in one call.
+      // The receivers' decode (decodeWithin's bound aside): in slices, or run to its end in one call; either keeps
+      // the attributes of the records the hook stage reads only (protobuf), so both do the same work.
       if (paced) await ingest.consumeLogs(await runPaced(decodeLogs(encoding, body, unbounded(), thread, ingest.eventNames)), raw);
-      else await store.ingest(extractHookEvents(runToEnd(decodeLogs(encoding, body, unbounded())), opts).events);
+      else await store.ingest(extractHookEvents(encoding === 'protobuf' ? decodeLogsProto(body, unbounded(), ingest.eventNames) : runToEnd(decodeLogs(encoding, body, unbounded())), opts).events);
     });
   });
 }
