@@ -54,11 +54,6 @@ export class InflightBudget {
     return this.limitBytes - this.used;
   }
 
-  /** Whether a request was refused for lack of the budget within the last BUDGET_PRESSURE_MS. */
-  get underPressure(): boolean {
-    return performance.now() - this.refusedAtMs < BUDGET_PRESSURE_MS;
-  }
-
   /** ms left before the budget stops being under pressure (BUDGET_PRESSURE_MS after the last refusal); 0 when it is not. */
   get pressureLeftMs(): number {
     return Math.max(0, BUDGET_PRESSURE_MS - (performance.now() - this.refusedAtMs));
