@@ -4,6 +4,7 @@
  */
 import { statSync } from 'node:fs';
 import type { DatabaseSync } from 'node:sqlite';
+import { isInMemory } from '../../store/settings.ts';
 import { Statements, classifySqliteError, inTransaction, openSqlite } from '../../store/sqlite/database.ts';
 import type { Notification, NotificationOutcome } from '../../notify/model.ts';
 import type { AlertRecord, SilenceRecord, StateChanges, StoredAttempt } from '../model.ts';
@@ -99,7 +100,7 @@ export class SqliteAlertStateStore implements AlertStateStore {
   }
 
   private identity(): { ino: number; dev: number } | undefined {
-    if (this.path === ':memory:' || this.path === '') return undefined;
+    if (isInMemory(this.path)) return undefined;
     try {
       const st = statSync(this.path);
       return { ino: st.ino, dev: st.dev };

@@ -7,6 +7,7 @@ import { stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import { makeDir } from '../../make-dir.ts';
+import { isInMemory } from '../settings.ts';
 import { StoreUnavailableError } from '../store.ts';
 
 /** How long a connection waits for another connection's lock before SQLite gives up ("database is locked"). */
@@ -19,7 +20,7 @@ export const BUSY_TIMEOUT_MS = 5000;
  * and SQLite gives its -wal and -shm files the database file's mode.
  */
 export function openSqlite(path: string, synchronous: 'full' | 'normal' = 'full'): DatabaseSync {
-  const onDisk = path !== ':memory:' && path !== '';
+  const onDisk = !isInMemory(path);
   if (onDisk) createPrivateFile(path);
   const db = new DatabaseSync(path, { timeout: BUSY_TIMEOUT_MS });
   try {
@@ -48,7 +49,7 @@ export function openSqlite(path: string, synchronous: 'full' | 'normal' = 'full'
  * Undefined for an in-memory database, which has no file.
  */
 export async function sqliteFileBytes(path: string): Promise<{ database: number; wal: number } | undefined> {
-  if (path === ':memory:' || path === '') return undefined;
+  if (isInMemory(path)) return undefined;
   const database = (await stat(path)).size;
   const wal = await stat(`${path}-wal`).then((s) => s.size, (err: unknown) => {
     if ((err as { code?: string }).code === 'ENOENT') return 0;

@@ -26,6 +26,7 @@ import type { TranscriptFinding } from '../../hooks/transcript-findings.ts';
 import { FINDING_COLUMNS, FINDING_ON_CONFLICT, commandsQuery, findingValues, notStoredUnderPreviousId, toCommandRow, uniqueFindings, type FindingsResult } from '../transcript-findings.ts';
 import { guardTrimSql, guardTrimStats, guardTrimValues, type GuardTrim, type GuardTrimStats } from '../guard-trims.ts';
 import { StoreUnavailableError, fleetBreakdownFrom, hookCountersFrom, untilStopped, splitExpired, expiredBefore, type Arrival, type ArrivalQuery, type HookInfo, type LatePersistedQuery, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store, type StoreSize, type FleetBucket } from '../store.ts';
+import { isInMemory } from '../settings.ts';
 
 export interface SqliteStoreOptions {
   path: string;
@@ -207,7 +208,7 @@ export class SqliteStore implements Store {
    * An in-memory database belongs to its one connection: it is migrated as it opens.
    */
   static async open(opts: SqliteStoreOptions, onMigrating?: () => void): Promise<SqliteStore> {
-    if (opts.path !== ':memory:' && opts.path !== '') {
+    if (!isInMemory(opts.path)) {
       logMigrated(opts.logger, await migrateOnWorker({ path: opts.path, synchronous: opts.synchronous ?? 'full', cacheBytes: opts.cacheBytes ?? DEFAULT_WRITE_CACHE_BYTES, dimensions: opts.dimensions ?? [] }, onMigrating));
     }
     return new SqliteStore(opts);

@@ -9,6 +9,7 @@ import { hostname } from 'node:os';
 import { resolve } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { pathToFileURL } from 'node:url';
+import { isInMemory } from '../settings.ts';
 import { createPrivateFile } from './database.ts';
 
 const LOCK_SUFFIX = '.lock';
@@ -87,7 +88,7 @@ export function lockSqliteStore(dbPath: string): StoreLock {
 
 /** Takes the lock of the SQLite file at `dbPath` (`<dbPath>.lock`), or throws StoreInUseError naming `file`. */
 export function lockSqliteFile(dbPath: string, file: LockedFile): StoreLock {
-  if (dbPath === ':memory:' || dbPath === '') return { release: () => {} };
+  if (isInMemory(dbPath)) return { release: () => {} };
   const path = resolve(`${dbPath}${LOCK_SUFFIX}`);
   if (held.has(path)) throw inUse(dbPath, path, file);
   // The database file first: a path that names a folder (or a file hookwatch may not open) fails here, with the
