@@ -116,14 +116,6 @@ interface VariantFigures {
   wallMs: number;
 }
 
-/** The server's hookwatch_alert_evaluations_total, read from its /metrics. */
-async function alertEvaluations(httpUrl: string): Promise<number> {
-  const text = await (await fetch(`${httpUrl}/metrics`)).text();
-  const line = text.split('\n').find((l) => l.startsWith('hookwatch_alert_evaluations_total '));
-  if (line === undefined) throw new Error('the benchmark server\'s /metrics has no hookwatch_alert_evaluations_total');
-  return Number(line.split(' ')[1]);
-}
-
 /** How long the server is watched at a time for settle's idle check, and the CPU share of one core it stays under. */
 const IDLE_WINDOW_MS = 100;
 const IDLE_CPU_SHARE = 0.05;
@@ -197,15 +189,13 @@ async function runVariant(v: Variant, batches: number, env: Record<string, strin
     // The warm-up's last evaluation is not the timed batches' work; theirs, up to INGEST_SPACING_MS after the last
     // one, is: each snapshot once the server is idle (on both servers, the `rules: []` one too).
     await settle(server);
-    const evaluationsBefore = await alertEvaluations(server.httpUrl);
     const before = await server.stats();
     const t0 = performance.now();
     failures += await postAll(agent, url, bodies.slice(WARM_UP), headers, CONCURRENCY);
     wallMs = performance.now() - t0;
     await settle(server);
     const after = await server.stats();
-    // Read after the CPU figure: the scrape is not the server's ingest work.
-    evaluations = (await alertEvaluations(server.httpUrl)) - evaluationsBefore;
+    evaluations = after.alertEvaluations - before.alertEvaluations;
     cpu = serverCpuMicros(before, after);
     stored = after.stored;
   } finally {
