@@ -243,15 +243,7 @@ function openSource(db: string): { source: DatabaseSync; schemaVersion: number }
   try {
     // One read transaction for the whole copy (see the top of this file); its first read fixes the snapshot.
     source.exec('BEGIN');
-    let version: unknown;
-    try {
-      version = (source.prepare('SELECT MAX(version) AS v FROM schema_migrations').get() as { v: unknown } | undefined)?.v;
-    } catch (err) {
-      if (/no such table/i.test(describeSqliteError(err))) throw new BackupError(`${db} is not a hookwatch database (it has no schema_migrations table)`);
-      throw err;
-    }
-    if (typeof version !== 'number') throw new BackupError(`${db} is not a hookwatch database (no migration has run on it)`);
-    return { source, schemaVersion: version };
+    return { source, schemaVersion: storeSchemaVersion(source, db) };
   } catch (err) {
     source.close();
     if (err instanceof BackupError) throw err;
@@ -390,4 +382,20 @@ export async function backupSqlite(opts: BackupOptions): Promise<BackupResult> {
     source.close();
   }
   return { path: target, bytes: statSync(target).size, pages, schemaVersion, durationMs: performance.now() - started, removedPartials };
+}
+
+/**
+ * The schema version of the hookwatch store open as `db` (`path` in messages). A database that is not a hookwatch
+ * store (no schema_migrations table, or no migration run on it) is a BackupError; other errors are thrown as they are.
+ */
+export function storeSchemaVersion(db: DatabaseSync, path: string): number {
+  let version: unknown;
+  try {
+    version = (db.prepare('SELECT MAX(version) AS v FROM schema_migrations').get() as { v: unknown } | undefined)?.v;
+  } catch (err) {
+    if (/no such table/i.test(describeSqliteError(err))) throw new BackupError(`${path} is not a hookwatch database (it has no schema_migrations table)`);
+    throw err;
+  }
+  if (typeof version !== 'number') throw new BackupError(`${path} is not a hookwatch database (no migration has run on it)`);
+  return version;
 }

@@ -22,7 +22,7 @@ import { basename, dirname, join, resolve } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { pathToFileURL } from 'node:url';
 import { DatabaseSync } from 'node:sqlite';
-import { BackupAbortedError, BackupError, errnoCode, fileProblem, quickCheckApart, removeQuietly, removeStalePartials, serviceFile, statIfThere, syncApart, syncFolder, untilAborted } from './backup.ts';
+import { BackupAbortedError, BackupError, errnoCode, fileProblem, quickCheckApart, removeQuietly, removeStalePartials, serviceFile, statIfThere, storeSchemaVersion, syncApart, syncFolder, untilAborted } from './backup.ts';
 import { BUSY_TIMEOUT_MS, describeSqliteError, sqliteFault } from './database.ts';
 import { lockSqliteStore, StoreInUseError } from './process-lock.ts';
 import { MIGRATIONS } from './schema.ts';
@@ -87,15 +87,14 @@ function backupVersion(from: string, version: string): number {
     throw new BackupError(`cannot open ${from}: ${sqliteFault(err) ?? describeSqliteError(err)}`);
   }
   try {
-    let v: unknown;
+    let v: number;
     try {
-      v = (db.prepare('SELECT MAX(version) AS v FROM schema_migrations').get() as { v: unknown } | undefined)?.v;
+      v = storeSchemaVersion(db, from);
     } catch (err) {
-      if (/no such table/i.test(describeSqliteError(err))) throw new BackupError(`${from} is not a hookwatch database (it has no schema_migrations table)`);
+      if (err instanceof BackupError) throw err;
       if (sqliteFault(err) === 'the database file is corrupt') throw damaged(from, [describeSqliteError(err)]);
       throw new BackupError(`cannot read ${from}: ${sqliteFault(err) ?? describeSqliteError(err)}`);
     }
-    if (typeof v !== 'number') throw new BackupError(`${from} is not a hookwatch database (no migration has run on it)`);
     if (v > MIGRATIONS.length) throw new BackupError(`${from} is from a newer hookwatch (schema version ${v}) than this one (${version}, schema version ${MIGRATIONS.length}): restore it with the release that wrote it, or a later one`);
     return v;
   } finally {
