@@ -98,6 +98,11 @@ export function durationOrderProblem(raw: unknown): string | undefined {
   return `${text} gives a unit twice or out of order: write the units from the largest to the smallest, each at most once (1h30m)`;
 }
 
+/** The whole values either side of a fraction, as a setting would be written: `below or above` (`above` alone when below is 0). */
+function eitherSide(below: number, above: number, format: (n: number) => string): string {
+  return (below > 0 ? [below, above] : [above]).map(format).join(' or ');
+}
+
 /**
  * The message for a duration finer than a millisecond, or undefined: a fraction of one (`1.5ms`, `1.0005s`), with
  * the whole durations either side of it, or a unit below ms (`100us`, `5ns`).
@@ -111,19 +116,18 @@ export function durationFractionProblem(raw: unknown): string | undefined {
   if (parts === undefined || !inUnitOrder(parts)) return undefined;
   const ms = durationMs(parts);
   if ('whole' in ms) return undefined;
-  const nearest = [...(ms.below > 0 ? [ms.below] : []), ms.above].map((n) => formatDuration(n)).join(' or ');
-  return `${text} is not a whole number of milliseconds, the smallest unit hookwatch counts (as Prometheus does): write ${nearest}`;
+  return `${text} is not a whole number of milliseconds, the smallest unit hookwatch counts (as Prometheus does): write ${eitherSide(ms.below, ms.above, formatDuration)}`;
+}
+
+/** Why `raw` is no setting's duration though it reads as a number of units: no unit, units twice or out of order, or finer than a millisecond. */
+export function durationProblem(raw: unknown): string | undefined {
+  return unitlessDuration(raw) ?? durationOrderProblem(raw) ?? durationFractionProblem(raw);
 }
 
 /**
  * The message for a duration setting written without a unit (other than 0), or undefined. Prometheus and the
  * OpenTelemetry Collector refuse them too: `window: 3600` meant an hour to whoever wrote it, and would be 3.6 s.
  */
-/** Why `raw` is no setting's duration though it reads as a number of units: no unit, units twice or out of order, or finer than a millisecond. */
-export function durationProblem(raw: unknown): string | undefined {
-  return unitlessDuration(raw) ?? durationOrderProblem(raw) ?? durationFractionProblem(raw);
-}
-
 export function unitlessDuration(raw: unknown): string | undefined {
   const text = typeof raw === 'number' ? String(raw) : typeof raw === 'string' ? raw.trim() : undefined;
   if (text === undefined || !/^\d+(\.\d+)?$/.test(text) || Number(text) === 0) return undefined;
@@ -190,8 +194,7 @@ export function sizeFractionProblem(raw: unknown): string | undefined {
   const { numerator, scale } = exactly(...parts);
   if (numerator % scale === 0n) return undefined;
   const below = Number(numerator / scale);
-  const nearest = [...(below > 0 ? [below] : []), below + 1].map((n) => formatSize(n)).join(' or ');
-  return `${String(raw).trim()} is not a whole number of bytes: write ${nearest}`;
+  return `${String(raw).trim()} is not a whole number of bytes: write ${eitherSide(below, below + 1, formatSize)}`;
 }
 
 /**
