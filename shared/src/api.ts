@@ -194,6 +194,13 @@ export interface ApiError {
   error: { code: string; message: string; parameter?: string };
 }
 
+/**
+ * The header on every answer of hookwatch's HTTP port, its errors and refusals included (`X-Hookwatch: 1`): a 401 or
+ * 403 without it is not hookwatch's but that of a server in front of it (a sign-in proxy, an API gateway), whatever
+ * its body says. A proxy passes it on with hookwatch's answers; its own answers do not carry it.
+ */
+export const OWN_ANSWER_HEADER = 'x-hookwatch';
+
 /** Alert states, as in Prometheus: pending until `for` has passed, then firing, then resolved. */
 export type AlertState = 'pending' | 'firing' | 'resolved';
 

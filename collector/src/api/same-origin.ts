@@ -8,6 +8,7 @@
  * are not browsers (curl, scripts) send neither and are unaffected; reads are not refused by this check.
  */
 import type { NextFunction, Request, Response } from 'express';
+import { OWN_ANSWER_HEADER } from '../../../shared/src/api.ts';
 import { hostCheck, hostOf, requestHost, type AllowedHostsOptions } from '../net/allowed-hosts.ts';
 
 const SAFE = new Set(['GET', 'HEAD', 'OPTIONS']);
@@ -47,6 +48,8 @@ export function rejectCrossSiteWrites(opts: SameOriginOptions = {}): (req: Reque
  * API says: hook names, session and user ids stay out of the browser's disk cache and shared caches (`no-store`),
  * JSON is never sniffed into a script or a page (`nosniff`, a CSP that allows nothing), and no other site frames
  * it (clickjacking); over https, a browser is told to come back over https only (HSTS). The dashboard's routes set their own Content-Security-Policy and Cache-Control over these.
+ * And hookwatch's mark (OWN_ANSWER_HEADER), by which the dashboard tells a refusal of hookwatch's from one of a
+ * sign-in proxy's in front of it.
  */
 export const API_CONTENT_SECURITY_POLICY = "default-src 'none'; frame-ancestors 'none'";
 
@@ -62,6 +65,7 @@ export function browserHardening(opts: { hstsMaxAgeSeconds?: number } = {}): (re
     res.setHeader('X-Frame-Options', 'DENY');
     res.setHeader('Content-Security-Policy', API_CONTENT_SECURITY_POLICY);
     res.setHeader('Referrer-Policy', 'no-referrer');
+    res.setHeader(OWN_ANSWER_HEADER, '1');
     next();
   };
 }

@@ -9,6 +9,7 @@ import { request } from 'node:http';
 import { hostname } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestService, type TestService } from '../helpers.ts';
+import { OWN_ANSWER_HEADER } from '../../../shared/src/api.ts';
 
 let service: TestService;
 
@@ -133,6 +134,8 @@ describe('answers a browser keeps or reinterprets', () => {
     expect(headers.get('x-content-type-options'), what).toBe('nosniff');
     expect(headers.get('x-frame-options'), what).toBe('DENY');
     expect(headers.get('content-security-policy'), what).toContain("frame-ancestors 'none'");
+    // And hookwatch's mark, by which the dashboard tells hookwatch's refusals from a sign-in proxy's in front of it.
+    expect(headers.get(OWN_ANSWER_HEADER), what).toBe('1');
   };
 
   it('are not cached, sniffed or framed: API answers, errors, /metrics and /readyz', async () => {
