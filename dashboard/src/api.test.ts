@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { OWN_ANSWER_HEADER } from '../../shared/src/api.ts';
 import { signInLost, withQuery } from './api.ts';
 
 describe('API requests', () => {
@@ -9,7 +10,10 @@ describe('API requests', () => {
 });
 
 describe('an answer a sign-in proxy gave in place of hookwatch', () => {
-  const answer = (status: number, type: string | null, body = ''): Response => new Response(status === 204 ? null : body, { status, headers: type ? { 'content-type': type } : {} });
+  const answer = (status: number, type: string | null, body = '', headers: Record<string, string> = {}): Response =>
+    new Response(status === 204 ? null : body, { status, headers: { ...(type ? { 'content-type': type } : {}), ...headers } });
+  /** An answer of hookwatch's own, with its mark. */
+  const own = (status: number, type: string | null, body = ''): Response => answer(status, type, body, { [OWN_ANSWER_HEADER]: '1' });
   const lost = (res: Response): [number, string, string | undefined] | undefined => {
     const f = signInLost(res);
     return f && [f.status, f.message, f.signIn];
@@ -24,11 +28,20 @@ describe('an answer a sign-in proxy gave in place of hookwatch', () => {
     expect(lost(answer(403, 'application/xhtml+xml', '<html/>'))?.[2]).toBe('proxy');
   });
 
+  it('reads a 401 or 403 in JSON without hookwatch\'s mark as the proxy\'s, whatever its body', () => {
+    expect(lost(answer(401, 'application/json', '{"message":"Unauthorized"}'))).toEqual([401, 'the sign-in session has expired (the server in front of hookwatch answered 401); reload the page to sign in', 'proxy']);
+    expect(lost(answer(401, 'application/json; charset=utf-8', '{"error":{"code":"unauthorized","message":"authentication required"}}'))?.[2]).toBe('proxy');
+    expect(lost(answer(403, 'application/json', '{"message":"Forbidden"}'))).toEqual([403,
+      'the server in front of hookwatch refused the request (403): the sign-in session may have expired, or this account is not let in; reload the page to sign in', 'proxy']);
+    // hookwatch's mark on an answer that is not JSON: no answer of hookwatch's.
+    expect(lost(own(401, 'text/html', '<h1>401</h1>'))?.[2]).toBe('proxy');
+  });
+
   it('reads hookwatch\'s own 401 as its sign-in, and leaves its other answers and a gateway\'s error page as they are', () => {
-    expect(lost(answer(401, 'application/json; charset=utf-8', '{"error":{}}'))).toEqual([401, 'hookwatch asks for credentials again; reload the page to sign in', 'hookwatch']);
+    expect(lost(own(401, 'application/json; charset=utf-8', '{"error":{}}'))).toEqual([401, 'hookwatch asks for credentials again; reload the page to sign in', 'hookwatch']);
     expect(lost(answer(200, 'application/json', '{}'))).toBeUndefined();
     expect(lost(answer(204, null))).toBeUndefined();
-    expect(lost(answer(403, 'application/json', '{"error":{}}'))).toBeUndefined();
+    expect(lost(own(403, 'application/json', '{"error":{}}'))).toBeUndefined();
     expect(lost(answer(502, 'text/html', '<h1>502 Bad Gateway</h1>'))).toBeUndefined();
     expect(lost(answer(503, 'application/json', '{"error":{}}'))).toBeUndefined();
     expect(lost(answer(200, 'text/plain', 'ok'))).toBeUndefined();

@@ -3,6 +3,7 @@ import type {
   AlertDetailResponse, AlertsResponse, BreakdownResponse, FleetSeriesResponse, HooksResponse, OverviewResponse, SeriesResponse, Silence, SilenceMatcher, SilencesResponse,
 } from '../../shared/src/api.ts';
 import type { ApiError, ClusterResponse, ForwardingResponse, HookSummary, ReplayResponse } from '../../shared/src/api.ts';
+import { OWN_ANSWER_HEADER } from '../../shared/src/api.ts';
 import type { GuardTrimsResponse } from '../../shared/src/guard-trims.ts';
 import type { TranscriptCommandsResponse } from '../../shared/src/transcript-api.ts';
 
@@ -41,11 +42,20 @@ function kindOf(res: Response): 'json' | 'page' | 'other' {
 }
 
 /**
+ * Whether the answer is hookwatch's own JSON: hookwatch marks every answer (OWN_ANSWER_HEADER), which a proxy passes
+ * on with it; a proxy's or a gateway's own JSON (`{"message":"Unauthorized"}`, even one shaped as hookwatch's errors)
+ * has no mark.
+ */
+function hookwatchJson(res: Response): boolean {
+  return kindOf(res) === 'json' && res.headers.has(OWN_ANSWER_HEADER);
+}
+
+/**
  * The answer of a sign-in proxy whose session ended, in place of hookwatch's: a redirect to its login page, that page
- * itself (a 2xx web page where hookwatch answers JSON), or a refusal that is not hookwatch's JSON (401, 403);
- * undefined for an answer that may be hookwatch's own, which reads as it says. A 5xx page (a gateway's "502 Bad
- * Gateway") is not one: hookwatch is away, not the sign-in. Told apart by what hookwatch never does: it answers the
- * API in JSON, and redirects no call of the page's.
+ * itself (a 2xx web page where hookwatch answers JSON), or a refusal that is not hookwatch's JSON (401, 403: a web
+ * page, plain text, or JSON of its own); undefined for an answer that may be hookwatch's own, which reads as it says.
+ * A 5xx page (a gateway's "502 Bad Gateway") is not one: hookwatch is away, not the sign-in. Told apart by what
+ * hookwatch never does: it answers the API in JSON that carries its mark, and redirects no call of the page's.
  */
 export function signInLost(res: Response): ApiFailure | undefined {
   const again = 'reload the page to sign in';
@@ -54,10 +64,10 @@ export function signInLost(res: Response): ApiFailure | undefined {
   const kind = kindOf(res);
   const how = kind === 'page' ? ' with a web page' : '';
   if (res.status === 401) {
-    if (kind === 'json') return new ApiFailure(401, `hookwatch asks for credentials again; ${again}`, 'hookwatch');
+    if (hookwatchJson(res)) return new ApiFailure(401, `hookwatch asks for credentials again; ${again}`, 'hookwatch');
     return new ApiFailure(401, `the sign-in session has expired (the server in front of hookwatch answered 401${how}); ${again}`, 'proxy');
   }
-  if (res.status === 403 && kind !== 'json') {
+  if (res.status === 403 && !hookwatchJson(res)) {
     return new ApiFailure(403, `the server in front of hookwatch refused the request (403${how}): the sign-in session may have expired, or this account is not let in; ${again}`, 'proxy');
   }
   if (res.ok && kind === 'page') {

@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import express from 'express';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Route } from 'playwright-core';
-import type { HooksResponse, OverviewResponse, SeriesResponse } from '../../shared/src/api.ts';
+import { OWN_ANSWER_HEADER, type HooksResponse, type OverviewResponse, type SeriesResponse } from '../../shared/src/api.ts';
 import { FIXTURE_RUNS, fixtureRequests, getJson, postOtlp, startTestService, type TestService } from '../../collector/test/helpers.ts';
 import { hookId } from '../../collector/src/hooks/extract.ts';
 import { createDashboardRouter } from '../server.ts';
@@ -662,7 +662,8 @@ describe('signed out', () => {
   };
 
   it('says signed out on a 401, stops asking, and shows no endless "Loading…"', async () => {
-    const srv = await serve((res) => void res.status(401).json({ error: { code: 'unauthorized', message: 'authentication required' } }));
+    // hookwatch's own 401: its JSON, with its mark.
+    const srv = await serve((res) => void res.status(401).set(OWN_ANSWER_HEADER, '1').json({ error: { code: 'unauthorized', message: 'authentication required' } }));
     try {
       const { page: p } = await page({ allow: /status of 401/ });
       await p.goto(`${srv.url}/alerts?refresh=1s`);

@@ -3,7 +3,8 @@
  * session expires while the page is open, in headless Chromium: a real hookwatch fed the captured Claude Code
  * requests, and in front of it a small proxy that passes whoever holds its session cookie and, once the session is
  * gone, answers the page's API calls the ways such proxies do. The page says it is signed out and offers the
- * reload, which the proxy takes to its login page; signed in again, the reload brings the data back.
+ * reload, which the proxy takes to its login page; signed in again, the reload brings the data back. hookwatch's own
+ * refusals, passed on by the proxy, still read as hookwatch's.
  */
 import { createServer, request, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -16,9 +17,10 @@ import { IDLE_RELOAD_MS, RELOAD_AGAIN_MS } from '../src/shell-state.ts';
 
 /**
  * How the proxy answers a call of the page's, the session gone: its login page in place (200), a redirect to its
- * login page on the same origin or on another (the identity provider's), or a refusal as a web page (401, 403).
+ * login page on the same origin or on another (the identity provider's), or a refusal as a web page (401, 403) or in
+ * JSON of its own (an API gateway's `{"message":"Unauthorized"}`; one in the very shape of hookwatch's errors).
  */
-type Expired = 'login page' | 'redirect, same origin' | 'redirect, other origin' | '401 page' | '403 page';
+type Expired = 'login page' | 'redirect, same origin' | 'redirect, other origin' | '401 page' | '403 page' | '401 JSON' | '403 JSON';
 
 let browser: Browser;
 let svc: TestService;
@@ -50,13 +52,17 @@ interface SignInProxy {
   pagesOpen: boolean;
   /** The page's calls (not navigations) the proxy refused since the last expiry. */
   refused(): number;
+  /** The user the proxy names to hookwatch in X-Forwarded-User (hookwatch's `proxy-header` mode); none when undefined. */
+  user: string | undefined;
+  /** The Host the proxy passes on to hookwatch, when not the browser's (a public name hookwatch is not told of). */
+  host: string | undefined;
 }
 
-async function signInProxy(expired: Expired): Promise<SignInProxy> {
+async function signInProxy(expired: Expired, to: TestService = svc): Promise<SignInProxy> {
   let session = randomUUID();
   let refused = 0;
-  const upstream = new URL(svc.httpUrl);
-  const state = { idpSession: false, down: false, pagesOpen: false };
+  const upstream = new URL(to.httpUrl);
+  const state: { idpSession: boolean; down: boolean; pagesOpen: boolean; user: string | undefined; host: string | undefined } = { idpSession: false, down: false, pagesOpen: false, user: undefined, host: undefined };
   const callback = (proxy: string, rd: string): string => `${proxy}/oauth2/callback?rd=${encodeURIComponent(rd)}`;
   // The identity provider, on an origin of its own.
   const idp = await listen((req, res) => {
@@ -91,6 +97,8 @@ async function signInProxy(expired: Expired): Promise<SignInProxy> {
       if (expired === 'login page') res.writeHead(200, html).end(loginPage(`/oauth2/callback?rd=%2F`));
       else if (expired === '401 page') res.writeHead(401, html).end('<html><body><h1>401 Unauthorized</h1><a href="/oauth2/sign_in">Sign in</a></body></html>');
       else if (expired === '403 page') res.writeHead(403, html).end('<html><body><h1>403 Forbidden</h1><p>Sign in again.</p></body></html>');
+      else if (expired === '401 JSON') res.writeHead(401, { 'content-type': 'application/json' }).end('{"message":"Unauthorized"}');
+      else if (expired === '403 JSON') res.writeHead(403, { 'content-type': 'application/json; charset=utf-8' }).end('{"error":{"code":"forbidden","message":"Forbidden"}}');
       else res.writeHead(302, { location: signInAt('/') }).end();
       return;
     }
@@ -98,7 +106,8 @@ async function signInProxy(expired: Expired): Promise<SignInProxy> {
       res.writeHead(502, { 'content-type': 'text/html' }).end('<html><body><center><h1>502 Bad Gateway</h1></center></body></html>');
       return;
     }
-    const forwarded = request({ host: upstream.hostname, port: upstream.port, path: req.url, method: req.method, headers: req.headers }, (up) => {
+    const headers = { ...req.headers, ...(state.user === undefined ? {} : { 'x-forwarded-user': state.user }), ...(state.host === undefined ? {} : { host: state.host }) };
+    const forwarded = request({ host: upstream.hostname, port: upstream.port, path: req.url, method: req.method, headers }, (up) => {
       // hookwatch gone in the middle of its answer: the page sees the connection drop, as through a real proxy.
       up.on('error', () => res.destroy());
       res.writeHead(up.statusCode ?? 502, up.headers);
@@ -125,6 +134,10 @@ async function signInProxy(expired: Expired): Promise<SignInProxy> {
     get pagesOpen() { return state.pagesOpen; },
     set pagesOpen(v: boolean) { state.pagesOpen = v; },
     refused: () => refused,
+    get user() { return state.user; },
+    set user(v: string | undefined) { state.user = v; },
+    get host() { return state.host; },
+    set host(v: string | undefined) { state.host = v; },
   };
 }
 
@@ -177,6 +190,8 @@ describe('the sign-in session expires while the page is open', () => {
     'redirect, other origin': /^Signed out: the sign-in session has expired \(the server redirected to a login page\); reload the page to sign in$/,
     '401 page': /^Signed out: the sign-in session has expired \(the server in front of hookwatch answered 401 with a web page\); reload the page to sign in$/,
     '403 page': /^Signed out: the server in front of hookwatch refused the request \(403 with a web page\): the sign-in session may have expired, or this account is not let in; reload the page to sign in$/,
+    '401 JSON': /^Signed out: the sign-in session has expired \(the server in front of hookwatch answered 401\); reload the page to sign in$/,
+    '403 JSON': /^Signed out: the server in front of hookwatch refused the request \(403\): the sign-in session may have expired, or this account is not let in; reload the page to sign in$/,
   };
 
   it.each(Object.keys(reasons) as Expired[])('says signed out when the proxy answers with %s, stops asking, and a reload through the login page brings the data back', { timeout: 60_000 }, async (expired) => {
@@ -231,6 +246,42 @@ describe('the sign-in session expires while the page is open', () => {
     expect(await p.locator('#error-banner button.reload').count()).toBe(0);
     proxy.down = false;
     await p.waitForSelector('#error-banner', { state: 'hidden', timeout: 20_000 });
+  });
+
+  it('still shows hookwatch\'s own 403 passed on by the proxy as hookwatch says it, and tries again', { timeout: 60_000 }, async () => {
+    const proxy = await signInProxy('401 JSON');
+    const p = await page();
+    await signIn(p, `${proxy.url}/?range=7d&refresh=1s`);
+    const rows = await p.locator('#hook-rows tr').count();
+    // What the proxy refused itself: the browser's ask for a favicon before signing in.
+    const refused = proxy.refused();
+    // The proxy, its session good, passes on a public name that hookwatch, on loopback, is not told of.
+    proxy.host = 'dashboard.example';
+    await p.waitForSelector('#error-banner:not([hidden])');
+    expect(await p.textContent('#error-alert')).toBe('Could not refresh: host "dashboard.example" is not allowed: add it to http.allowedHosts to reach hookwatch by that name');
+    expect(await p.textContent('#error-age')).toMatch(new RegExp(`^ \\(showing data from ${await shownAt(p)}, \\d+ s ago; retrying (less often, )?every \\d+ s\\)$`));
+    expect(await p.locator('#error-banner button.reload').count()).toBe(0);
+    expect(await p.locator('#hook-rows tr').count()).toBe(rows);
+    expect(proxy.refused()).toBe(refused);
+    proxy.host = undefined;
+    await p.waitForSelector('#error-banner', { state: 'hidden', timeout: 20_000 });
+  });
+
+  it('says hookwatch asks for credentials again when its own 401 comes through the proxy, without reloading by itself', { timeout: 60_000 }, async () => {
+    const guarded = await startTestService({ HOOKWATCH_OTLP_GRPC_ADDR: '127.0.0.1:0', HOOKWATCH_HTTP_AUTH_MODE: 'proxy-header', HOOKWATCH_HTTP_AUTH_PROXY_HEADER: 'X-Forwarded-User' });
+    cleanups.push(() => guarded.close());
+    const proxy = await signInProxy('401 JSON', guarded);
+    proxy.user = 'dev@example.test';
+    const p = await page();
+    await signIn(p, `${proxy.url}/?range=7d&refresh=1s`);
+    const refused = proxy.refused();
+    // The proxy, its session good, stops naming the user to hookwatch (its configuration changed).
+    proxy.user = undefined;
+    await p.waitForSelector('#error-banner:not([hidden])');
+    expect(await p.textContent('#error-alert')).toBe('Signed out: hookwatch asks for credentials again; reload the page to sign in');
+    expect(await p.textContent('#error-age')).toMatch(new RegExp(`^ \\(showing data from ${await shownAt(p)}, \\d+ s ago; refresh stopped\\)$`));
+    expect(await p.locator('#error-banner button.reload').textContent()).toBe('Reload to sign in');
+    expect(proxy.refused()).toBe(refused);
   });
 
   it('reloads a wall screen left unused by itself, through the identity provider, and shows the data again', { timeout: 60_000 }, async () => {
