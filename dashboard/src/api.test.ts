@@ -1,6 +1,8 @@
-import { describe, expect, it } from 'vitest';
+import { createServer, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { OWN_ANSWER_HEADER } from '../../shared/src/api.ts';
-import { signInLost, withQuery } from './api.ts';
+import { ApiFailure, api, signInLost, withQuery } from './api.ts';
 
 describe('API requests', () => {
   it('send a filter on the empty value (the events without the attribute) and leave out the parameters not given', () => {
@@ -45,5 +47,55 @@ describe('an answer a sign-in proxy gave in place of hookwatch', () => {
     expect(lost(answer(502, 'text/html', '<h1>502 Bad Gateway</h1>'))).toBeUndefined();
     expect(lost(answer(503, 'application/json', '{"error":{}}'))).toBeUndefined();
     expect(lost(answer(200, 'text/plain', 'ok'))).toBeUndefined();
+  });
+});
+
+describe('an answer whose body is not JSON', () => {
+  // A server on a real socket; the page's calls name a path, which is asked of it as a browser asks the page's origin.
+  let server: Server;
+  let base = '';
+  let answer: (res: ServerResponse) => void = (res) => void res.end();
+  const fetchFromPage = globalThis.fetch;
+
+  beforeAll(async () => {
+    server = createServer((_req, res) => answer(res));
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  beforeEach(() => {
+    vi.stubGlobal('fetch', (input: string, init?: RequestInit) => fetchFromPage(new URL(input, base), init));
+  });
+  afterEach(() => {
+    vi.unstubAllGlobals();
+  });
+  afterAll(async () => {
+    server.closeAllConnections();
+    await new Promise((r) => server.close(r));
+  });
+
+  /** How the page's ask for the dashboard hookwatch serves failed: status, message, and whether the body was not JSON. */
+  const failed = async (): Promise<[number, string, boolean]> => {
+    const err: unknown = await api.build().then(() => undefined, (e: unknown) => e);
+    if (!(err instanceof ApiFailure)) throw new Error(`not an ApiFailure: ${String(err)}`);
+    return [err.status, err.message, err.notJson];
+  };
+
+  it('is marked not JSON: a gateway\'s error page, plain text, JSON that does not parse', async () => {
+    answer = (res) => void res.writeHead(502, { 'content-type': 'text/html' }).end('<html><body><center><h1>502 Bad Gateway</h1></center></body></html>');
+    expect(await failed()).toEqual([502, 'GET /dashboard/build answered 502 with a body that is not JSON', true]);
+    answer = (res) => void res.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
+    expect(await failed()).toEqual([200, 'GET /dashboard/build answered 200 with a body that is not JSON', true]);
+    answer = (res) => void res.writeHead(503, { 'content-type': 'application/json' }).end('{"error":');
+    expect(await failed()).toEqual([503, 'GET /dashboard/build answered 503 with a body that is not JSON', true]);
+  });
+
+  it('is not set for a refusal in JSON, whose message is read, nor for a sign-in proxy\'s page, which is signed out', async () => {
+    answer = (res) => void res.writeHead(404, { 'content-type': 'application/json; charset=utf-8' }).end('{"error":{"code":"not_found","message":"no such API route"}}');
+    expect(await failed()).toEqual([404, 'no such API route', false]);
+    answer = (res) => void res.writeHead(500, { 'content-type': 'application/json' }).end('{}');
+    expect(await failed()).toEqual([500, 'GET /dashboard/build answered 500', false]);
+    answer = (res) => void res.writeHead(200, { 'content-type': 'text/html' }).end('<html>Sign in</html>');
+    const err: unknown = await api.build().then(() => undefined, (e: unknown) => e);
+    expect(err instanceof ApiFailure && [err.status, err.signedOut, err.notJson]).toEqual([200, true, false]);
   });
 });
