@@ -38,6 +38,7 @@ import { openFor } from './config/setting.ts';
 import { reachableHost, reachableUrl, splitAddr } from './net/addr.ts';
 import { TlsCredentials } from './net/tls.ts';
 import { HandshakeFailures, registerHandshakeMetrics } from './net/handshake-failures.ts';
+import { answerPlainHttp } from './net/plain-http-on-tls.ts';
 import { discardPassThrough, type PassThroughConsumer } from './pipeline/consumer.ts';
 import { HookIngest } from './pipeline/hook-ingest.ts';
 import { OpeningIntake } from './pipeline/opening.ts';
@@ -385,7 +386,10 @@ async function start(config: HookwatchConfig, opts: ServiceOptions, opened: (() 
   const httpLimits = { ...slowClientLimits(config.http.requestTimeoutMs), ...HOST_CHECKED_BY_PORT };
   let http: Server;
   if (httpTls) {
-    const server = createHttpsServer({ ...httpLimits, ...httpTls.serverOptions(), handshakeTimeout: handshakeTimeout(config.http.requestTimeoutMs) });
+    const httpHandshakeMs = handshakeTimeout(config.http.requestTimeoutMs);
+    const server = createHttpsServer({ ...httpLimits, ...httpTls.serverOptions(), handshakeTimeout: httpHandshakeMs });
+    // An http:// URL for this port gets 400 saying to use https://, not a reset connection.
+    answerPlainHttp(server, { section: 'http.tls', handshakeTimeoutMs: httpHandshakeMs, onPlain: (socket) => handshakes.plainHttp('http', socket) });
     // A rotated certificate serves the connections made from now on.
     httpTls.onChange((context) => server.setSecureContext(context));
     handshakes.watch('http', server);

@@ -55,7 +55,7 @@ describe.skipIf(!HAVE_OPENSSL)('the HTTP port over TLS', () => {
 
   const tlsEnv = (files: CertFiles, extra: Record<string, string> = {}): Record<string, string> => ({ HOOKWATCH_HTTP_TLS_CERT_FILE: files.certFile, HOOKWATCH_HTTP_TLS_KEY_FILE: files.keyFile, ...extra });
 
-  it('serves the API, the dashboard, /metrics and the probes over https; plain http to the port fails', async () => {
+  it('serves the API, the dashboard, /metrics and the probes over https; plain http to the port gets 400', async () => {
     service = await startServiceUnderTest(tlsEnv(pki.server));
     expect(service.httpUrl).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/);
     // Without alerting.externalUrl, notifications link to the port as it is opened: over https.
@@ -77,7 +77,9 @@ describe.skipIf(!HAVE_OPENSSL)('the HTTP port over TLS', () => {
     expect((await get(`${service.httpUrl}/metrics`, { ca: pki.ca.certFile })).body).toContain('hookwatch_hook_executions_total');
     expect((await get(`${service.httpUrl}/healthz`, { ca: pki.ca.certFile })).status).toBe(200);
     expect((await get(`${service.httpUrl}/readyz`, { ca: pki.ca.certFile })).status).toBe(200);
-    await expect(fetch(`${service.httpUrl.replace('https://', 'http://')}/healthz`)).rejects.toThrow();
+    // Plain http to the port: a 400 saying to use https://, not a page.
+    const plain = await fetch(`${service.httpUrl.replace('https://', 'http://')}/healthz`);
+    expect([plain.status, await plain.text()]).toEqual([400, 'Client sent an HTTP request to an HTTPS server: this port speaks TLS (http.tls), so use an https:// URL for it.\n']);
   });
 
   it('keeps the DNS-rebinding check over https: a name not allowed gets 403, localhost and allowed names pass; same-site writes work', async () => {

@@ -116,11 +116,14 @@ describe.skipIf(!HAVE_OPENSSL)('OTLP receivers over TLS', () => {
     expect(service.receiver.stats.requests).toEqual({ 'logs:ok': 2 });
   });
 
-  it('plain text to a TLS port fails, and a TLS version below otlp.tls.minVersion is refused', async () => {
+  it('plain text to a TLS port fails (plain HTTP with a 400 saying so), and a TLS version below otlp.tls.minVersion is refused', async () => {
     service = await startServiceUnderTest(tlsEnv(pki.server, { HOOKWATCH_OTLP_TLS_MIN_VERSION: '1.3' }));
     const plainHttp = service.otlpHttpUrl.replace('https://', 'http://');
-    await expect(fetch(`${plainHttp}/v1/logs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })).rejects.toThrow();
-    expect((await send('http/protobuf', plainHttp, 'SessionStart:plain', {}, 2000)).codes).toEqual([1]);
+    const refused = await fetch(`${plainHttp}/v1/logs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+    expect([refused.status, await refused.text()]).toEqual([400, 'Client sent an HTTP request to an HTTPS server: this port speaks TLS (otlp.tls), so use an https:// URL for it.\n']);
+    const plainSent = await send('http/protobuf', plainHttp, 'SessionStart:plain', {}, 2000);
+    expect(plainSent.codes).toEqual([1]);
+    expect(plainSent.errors).toEqual(['Bad Request']);
     expect((await send('grpc', service.otlpGrpcUrl.replace('https://', 'http://'), 'SessionStart:plain', {}, 2000)).codes).toEqual([1]);
     expect(service.ingest.stats.stored).toBe(0);
     for (const port of [portOf(service.otlpHttpUrl), portOf(service.otlpGrpcUrl)]) {

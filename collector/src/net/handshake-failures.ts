@@ -27,7 +27,8 @@ const SECTION: Record<TlsListener, string> = { otlp_http: 'otlp.tls', otlp_grpc:
  * - bad_client_certificate: the client's certificate is not signed by the client CA, is out of date or unusable;
  * - server_certificate_refused: the client said (a TLS alert) that it does not accept the served certificate;
  * - protocol_version: no TLS version both sides allow (a client below otlp.tls.minVersion / http.tls.minVersion);
- * - not_tls: the client spoke plain text (an http:// URL for an https:// port);
+ * - not_tls: the client spoke plain text (an http:// URL for an https:// port; a plain-HTTP request is answered 400
+ *   first, see plain-http-on-tls.ts);
  * - other: anything else (a client that hung up mid-handshake, no common cipher, the handshake timeout).
  */
 export const HANDSHAKE_FAILURE_REASONS = ['no_client_certificate', 'bad_client_certificate', 'server_certificate_refused', 'protocol_version', 'not_tls', 'other'] as const;
@@ -103,7 +104,16 @@ export class HandshakeFailures {
     });
   }
 
-  private note(listener: TlsListener, reason: HandshakeFailureReason, peer: string, code: string): void {
+  /**
+   * A plain-HTTP request on `listener`, answered 400 before any handshake (answerPlainHttp): counted as not_tls, and
+   * logged as the other failures are, saying what the client did.
+   */
+  plainHttp(listener: TlsListener, socket: Socket): void {
+    const peer = this.peers.get(socket) ?? `${socket.remoteAddress ?? ''}:${socket.remotePort ?? ''}`;
+    this.note(listener, 'not_tls', peer, undefined, `${SECTION[listener]}: a client sent plain HTTP to this TLS port and was answered 400 (its URL says http:// where https:// is needed; logged at most once a minute; each is counted in hookwatch_tls_handshake_failures_total as not_tls)`);
+  }
+
+  private note(listener: TlsListener, reason: HandshakeFailureReason, peer: string, code: string | undefined, message?: string): void {
     const c = this.listeners.get(listener);
     if (!c) return;
     c.byReason[reason]++;
@@ -111,7 +121,8 @@ export class HandshakeFailures {
     const now = this.now();
     if (now - c.lastLogMs < LOG_INTERVAL_MS) return;
     c.lastLogMs = now;
-    this.logger.warn(`${SECTION[listener]}: a TLS handshake with a client failed (logged at most once a minute; each is counted in hookwatch_tls_handshake_failures_total)`, { listener, peer, reason, code, failedHandshakes: c.unlogged });
+    const text = message ?? `${SECTION[listener]}: a TLS handshake with a client failed (logged at most once a minute; each is counted in hookwatch_tls_handshake_failures_total)`;
+    this.logger.warn(text, { listener, peer, reason, ...(code === undefined ? {} : { code }), failedHandshakes: c.unlogged });
     c.unlogged = 0;
   }
 }

@@ -24,6 +24,7 @@ import { ThrottledLine } from '../../telemetry/throttled-line.ts';
 import { decodeLogs, decodeWithin } from '../inflight.ts';
 import { hostCheck, requestHost, targetPath } from '../../net/allowed-hosts.ts';
 import { handshakeTimeout, slowClientLimits } from '../../net/slow-clients.ts';
+import { answerPlainHttp } from '../../net/plain-http-on-tls.ts';
 import { KEEP_ALIVE_TIMEOUT_MS } from '../../net/settings.ts';
 import { answerParserRefusals, malformedMessage, parserRefusal, refusalStatus, type ParserRefusal } from '../../net/parser-refusals.ts';
 import { HOST_CHECKED_BY_PORT, answerServerRefusals, type ServerRefusal } from '../../net/server-refusals.ts';
@@ -107,7 +108,10 @@ export class OtlpHttpReceiver {
     };
     const tls = opts.tls;
     if (tls) {
-      const server = createHttpsServer({ ...options, ...tls.serverOptions(), handshakeTimeout: handshakeTimeout(opts.requestTimeoutMs) });
+      const handshakeTimeoutMs = handshakeTimeout(opts.requestTimeoutMs);
+      const server = createHttpsServer({ ...options, ...tls.serverOptions(), handshakeTimeout: handshakeTimeoutMs });
+      // An exporter given http:// for this port reads 400 saying to use https://, not a reset it retries.
+      answerPlainHttp(server, { section: tls.config.section, handshakeTimeoutMs, onPlain: (socket) => opts.handshakes?.plainHttp('otlp_http', socket) });
       // A rotated certificate serves the connections made from now on.
       tls.onChange((context) => server.setSecureContext(context));
       opts.handshakes?.watch('otlp_http', server);

@@ -1,0 +1,136 @@
+/**
+ * A plain-HTTP request on a port serving TLS (a client given http:// for an https:// port) is answered as Go's
+ * server, and so the OpenTelemetry Collector, answers it: `400 Bad Request`, a body saying the port speaks TLS and
+ * to use an https:// URL, and the connection closed. Handed to TLS, the request's first bytes fail the handshake
+ * and the connection is closed unanswered: the client reads a reset ("socket hang up", ECONNRESET), which an OTLP
+ * exporter retries as a network error until its timeout and then logs as nothing more telling.
+ *
+ * The first bytes of each TCP connection are looked at before TLS gets them, and no more than that: a request line
+ * starts with a method (ASCII capitals, `-` or `_`) and a space within its first MAX_METHOD_BYTES + 1 bytes. Any
+ * other byte decides at once that it is none (a TLS ClientHello starts with 0x16), and the connection goes on to
+ * TLS with the bytes read put back, as it did before. HTTP/2's preface (`PRI * HTTP/2.0`, a gRPC client sending in
+ * plain text) goes on to TLS too: an HTTP/1 answer means nothing to it. A connection that has not shown which it
+ * is within the handshake timeout is closed, as TLS would close it, and one handed to TLS still has to finish its
+ * handshake within the handshake timeout counted from when it connected, not from when it was handed on.
+ */
+import type { Socket } from 'node:net';
+import type { Server as TlsServer, TLSSocket } from 'node:tls';
+
+/** The longest method taken for one: the registered ones are shorter (UNSUBSCRIBE, 11; BASELINE-CONTROL, 16). */
+const MAX_METHOD_BYTES = 20;
+/** After the answer, the rest of the request is read and dropped for this long, up to LINGER_BYTES, before the connection is closed. */
+const LINGER_MS = 1000;
+const LINGER_BYTES = 64 * 1024;
+
+const SPACE = 0x20;
+const isMethodByte = (b: number, at: number): boolean => (b >= 0x41 && b <= 0x5a) || (at > 0 && (b === 0x2d || b === 0x5f));
+
+/**
+ * What the first bytes of a connection are: the method of a plain-HTTP request line, `tls` (anything else, for TLS
+ * to take), or `more` while they could still be either.
+ */
+export function firstBytes(seen: Buffer): { method: string } | 'tls' | 'more' {
+  const end = Math.min(seen.length, MAX_METHOD_BYTES + 1);
+  for (let i = 0; i < end; i++) {
+    const b = seen[i] as number;
+    if (b === SPACE) {
+      const method = seen.toString('latin1', 0, i);
+      return i >= 3 && method !== 'PRI' ? { method } : 'tls';
+    }
+    if (!isMethodByte(b, i)) return 'tls';
+  }
+  return seen.length > MAX_METHOD_BYTES ? 'tls' : 'more';
+}
+
+/** The answer's body: what is wrong and what to do, naming the listener's TLS settings (`otlp.tls`, `http.tls`). */
+export function plainHttpMessage(section: string): string {
+  return `Client sent an HTTP request to an HTTPS server: this port speaks TLS (${section}), so use an https:// URL for it.\n`;
+}
+
+export interface PlainHttpOptions {
+  /** The listener's TLS settings, named in the answer. */
+  section: string;
+  /** How long a connection may take to show what it speaks: the server's handshake timeout. */
+  handshakeTimeoutMs: number;
+  /** Called with the TCP socket of each plain-HTTP request answered, to count and log it. */
+  onPlain?: (socket: Socket) => void;
+}
+
+/**
+ * Answers plain-HTTP requests on `server` (node:https) with 400 before TLS sees them. Call it when the server is
+ * made, before anything else listens to its connections: TLS's own listener is moved behind the look at the first
+ * bytes; those added later see each TCP connection as it opens, as before.
+ */
+export function answerPlainHttp(server: TlsServer, opts: PlainHttpOptions): void {
+  const tls = server.listeners('connection') as ((this: TlsServer, socket: Socket) => void)[];
+  server.removeAllListeners('connection');
+  const answer = plainHttpMessage(opts.section);
+  /** The TCP sockets handed to TLS whose handshake has not finished, with the timer that ends it at the handshake timeout. */
+  const handshaking = new WeakMap<Socket, NodeJS.Timeout>();
+  server.on('secureConnection', (tlsSocket: TLSSocket) => {
+    // Node's TCP socket under the TLS one.
+    const tcp = (tlsSocket as TLSSocket & { _parent?: Socket | null })._parent;
+    if (tcp) clearTimeout(handshaking.get(tcp));
+  });
+  server.on('connection', (socket: Socket) => {
+    const openedMs = performance.now();
+    let seen: Buffer = Buffer.alloc(0);
+    const done = (): void => {
+      clearTimeout(timer);
+      socket.off('data', onData);
+      socket.off('end', gone);
+      socket.off('error', gone);
+    };
+    const gone = (): void => {
+      done();
+      socket.destroy();
+    };
+    const onData = (chunk: Buffer): void => {
+      seen = seen.length === 0 ? chunk : Buffer.concat([seen, chunk]);
+      const verdict = firstBytes(seen);
+      if (verdict === 'more') return;
+      done();
+      socket.pause();
+      if (verdict === 'tls') {
+        // The handshake timeout counts from the connection, not from here: what it took to show it is none is spent.
+        const left = opts.handshakeTimeoutMs - (performance.now() - openedMs);
+        const deadline = setTimeout(() => socket.destroy(), Math.max(0, left));
+        deadline.unref();
+        handshaking.set(socket, deadline);
+        socket.once('close', () => clearTimeout(deadline));
+        // TLS reads what is buffered on the socket first (Node's TLSSocket takes a socket that has read already).
+        socket.unshift(seen);
+        for (const listener of tls) listener.call(server, socket);
+        return;
+      }
+      opts.onPlain?.(socket);
+      respond(socket, verdict.method, answer);
+    };
+    const timer = setTimeout(gone, opts.handshakeTimeoutMs);
+    timer.unref();
+    socket.on('data', onData);
+    // A client that hangs up, or fails, before showing what it speaks: nothing to hand on.
+    socket.on('end', gone);
+    socket.on('error', gone);
+  });
+}
+
+/**
+ * Writes the 400 (HTTP/1.0, as Go's server does, so no client expects the connection kept) and closes the sending
+ * side. The rest of the request is read and dropped for a moment: a socket closed with bytes unread is reset, and
+ * the reset can reach the client before it read the answer.
+ */
+function respond(socket: Socket, method: string, body: string): void {
+  const head = `HTTP/1.0 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n`;
+  socket.on('error', () => socket.destroy());
+  socket.end(method === 'HEAD' ? head : head + body);
+  let dropped = 0;
+  const linger = setTimeout(() => socket.destroy(), LINGER_MS);
+  linger.unref();
+  socket.on('close', () => clearTimeout(linger));
+  socket.on('data', (chunk: Buffer) => {
+    dropped += chunk.length;
+    if (dropped > LINGER_BYTES) socket.destroy();
+  });
+  socket.resume();
+}
