@@ -38,7 +38,7 @@ export function tlsSettings(section: string, envPrefix: string, where: string, s
   return [
     {
       key: `${section}.certFile`, env: `${envPrefix}_CERT_FILE`, type: 'file', default: TLS_DEFAULTS.certFile,
-      description: `PEM certificate for ${where}, followed by any intermediate certificates. Set with \`${section}.keyFile\`, it turns TLS on there (${speaks}) and a client speaking plain text is refused. Unset (the default): plain text.`,
+      description: `PEM certificate for ${where}, followed by any intermediate certificates. Set with \`${section}.keyFile\`, it turns TLS on there (${speaks}) and a client speaking plain text is refused: a plain-HTTP request (an \`http://\` URL) gets 400 saying to use \`https://\`, anything else a closed connection. Unset (the default): plain text.`,
     },
     {
       key: `${section}.keyFile`, env: `${envPrefix}_KEY_FILE`, type: 'file', default: TLS_DEFAULTS.keyFile,
