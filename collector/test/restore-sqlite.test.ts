@@ -4,7 +4,7 @@
  * restore, and a hookwatch started on the result serves exactly what the backup held, while the store it replaced
  * is kept whole beside it. Then what restore refuses, leaving the store as it was: a running service on the store,
  * a file that is no SQLite database, a SQLite database that is no hookwatch store, a damaged backup, one from a
- * newer release; a full disk part way through the copy; and a signal during it.
+ * newer release; a full disk part way through the copy; a copy the disk did not keep; and a signal during it.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { chownSync, closeSync, copyFileSync, linkSync, mkdirSync, openSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, watch, writeFileSync, writeSync } from 'node:fs';
@@ -246,6 +246,41 @@ describe('hookwatch restore on SQLite', () => {
       expect(await done).toEqual({ status: -1, signal, stdout: '', stderr: `hookwatch: restore of ${backup} to ${path} stopped (${signal}): the store was left as it was, the partial copy removed\n` });
       expect(snapshot(path, dir)).toEqual({ ...before, names: [...new Set([...before.names, 'hookwatch.db.lock'])].sort() });
     }
+  }, 60_000);
+
+  it('reads the copy back before it replaces the store: a write the disk did not keep leaves the store as it was, the copy removed', async (ctx) => {
+    if (!requireTool(spawnSync('strace', ['-D', '-qq', '-o', '/dev/null', 'true']).status === 0, 'strace, allowed to trace', 'install strace (apt-get install strace), as .ci/run does, and allow ptrace (in a container: --cap-add SYS_PTRACE)')) return ctx.skip('no strace here');
+    // A backup of whole 64 KiB chunks (the reads and writes of the copy), at least three of them.
+    const { path: backup } = await scratchStore('unkept-backup', 40);
+    const grow = new DatabaseSync(backup);
+    const insert = grow.prepare('INSERT INTO padding VALUES (randomblob(4000))');
+    for (let i = 0; i < 64 && statSync(backup).size % 65_536 !== 0; i++) {
+      insert.run();
+      grow.exec('PRAGMA wal_checkpoint(TRUNCATE)');
+    }
+    grow.close();
+    expect(statSync(backup).size % 65_536).toBe(0);
+    expect(statSync(backup).size).toBeGreaterThanOrEqual(3 * 65_536);
+    const { dir, path } = await scratchStore('unkept', 1);
+    const before = snapshot(path, dir);
+    const partial = `${realpathSync(dir)}/.hookwatch.db.$$.partial`;
+    // Writes to the copy that report success but do not reach the file (strace skips them): the second one, then
+    // every one. One thread for file writes, which strace counts per thread.
+    const dropped = async (when: string): Promise<{ status: number; stdout: string; stderr: string }> => {
+      const { status, stdout, stderr } = await startRestore(['--from', backup], { HOOKWATCH_DB: path, UV_THREADPOOL_SIZE: '1' }, undefined, `strace -D -f -qq -o /dev/null -P "${partial}" -e trace=write -e inject=write:retval=65536:when=${when}`).done;
+      return { status, stdout, stderr };
+    };
+    const advice = `, so it is not the backup: the disk under ${dir} did not keep what was written (or ${backup} changed during the copy). The copy was removed, the store left as it was: check the disk, then restore again\n`;
+
+    const skipped = await dropped('2');
+    expect(skipped).toMatchObject({ status: 1, stdout: '' });
+    expect(skipped.stderr).toMatch(new RegExp(`^hookwatch: the copy of ${backup} written beside the store fails PRAGMA quick_check: [^\\n]+${advice.replace(/[.()]/g, '\\$&')}$`));
+    expect(snapshot(path, dir)).toEqual({ ...before, names: [...before.names, 'hookwatch.db.lock'].sort() });
+
+    const empty = await dropped('1+');
+    expect(empty).toEqual({ status: 1, stdout: '', stderr: `hookwatch: the copy of ${backup} written beside the store holds no hookwatch store (the backup is schema version ${MIGRATIONS.length})${advice}` });
+    expect(snapshot(path, dir)).toEqual({ ...before, names: [...before.names, 'hookwatch.db.lock'].sort() });
+    expect(storedEvents(path)).toBe(0);
   }, 60_000);
 
   it('removes the partial copy a killed restore left, whatever process now has its pid (in a container restore is pid 1 at every run)', async () => {

@@ -7,7 +7,9 @@
  * 2. The store's process lock (`<db>.lock`, process-lock.ts) is taken, so no `hookwatch serve` runs on it, nor
  *    starts while the restore runs.
  * 3. The backup is copied beside the store under a temporary name (`.<db>.<pid>.partial`, 0600, owned as the store
- *    it replaces, or as its folder when there is none: so is the lock file when the restore made it), and synced.
+ *    it replaces, or as its folder when there is none: so is the lock file when the restore made it), synced, and
+ *    read back as the backup was (`PRAGMA quick_check`, the same schema version): a write the disk did not keep
+ *    must not become the store.
  * 4. The store being replaced is made whole in one file: its WAL checkpointed into it (a killed service leaves
  *    one), or, when that cannot be done (a full disk, a damaged store, a main file missing or empty), moved along
  *    with it.
@@ -100,6 +102,36 @@ function backupVersion(from: string, version: string): number {
   } finally {
     db.close();
   }
+}
+
+/**
+ * What is wrong with the copy at `path` of a backup of schema version `schemaVersion`, read back before it replaces
+ * the store (as the backup was read before it was copied); undefined when it is whole and that backup's. A write the
+ * disk did not keep, or a backup changed during the copy, shows here.
+ */
+async function copyProblem(path: string, schemaVersion: number, signal: AbortSignal | undefined, aborted: () => BackupAbortedError): Promise<string | undefined> {
+  try {
+    const problems = await quickCheckApart(path, signal, aborted);
+    if (problems.length > 0) return `fails PRAGMA quick_check: ${problems.join('; ')}`;
+  } catch (err) {
+    if (err instanceof BackupError) throw err;
+    const fault = sqliteFault(err);
+    return `fails PRAGMA quick_check: ${fault ? `${fault}: ${describeSqliteError(err)}` : describeSqliteError(err)}`;
+  }
+  const url = pathToFileURL(path);
+  url.searchParams.set('immutable', '1');
+  let copy: DatabaseSync | undefined;
+  let v: number;
+  try {
+    copy = new DatabaseSync(url, { readOnly: true });
+    v = storeSchemaVersion(copy, path);
+  } catch (err) {
+    if (err instanceof BackupError) return `holds no hookwatch store (the backup is schema version ${schemaVersion})`;
+    return `cannot be read back: ${sqliteFault(err) ?? describeSqliteError(err)}`;
+  } finally {
+    copy?.close();
+  }
+  return v === schemaVersion ? undefined : `is schema version ${v}, the backup ${schemaVersion}`;
 }
 
 function damaged(from: string, problems: string[]): BackupError {
@@ -246,6 +278,10 @@ export async function restoreSqlite(opts: RestoreOptions): Promise<RestoreResult
       await (signal ? pipeline(createReadStream(from), copy, { signal }) : pipeline(createReadStream(from), copy));
       // Seconds on a large copy or a slow disk: a signal meanwhile stops the restore at once, not after it.
       await untilAborted(syncApart(temp), signal, aborted);
+      // Read back before it replaces anything: a short write, or a disk that returns other bytes than it was given,
+      // would otherwise become the store.
+      const problem = await copyProblem(temp, schemaVersion, signal, aborted);
+      if (problem !== undefined) throw new BackupError(`the copy of ${from} written beside the store ${problem}, so it is not the backup: the disk under ${dirname(store)} did not keep what was written (or ${from} changed during the copy). The copy was removed, the store left as it was: check the disk, then restore again`);
       if (signal?.aborted) throw aborted();
     } catch (err) {
       removeQuietly(temp);
