@@ -4,16 +4,18 @@
  * restore, and a hookwatch started on the result serves exactly what the backup held, while the store it replaced
  * is kept whole beside it. Then what restore refuses, leaving the store as it was: a running service on the store,
  * a file that is no SQLite database, a SQLite database that is no hookwatch store, a damaged backup, one from a
- * newer release; a full disk part way through the copy; a copy the disk did not keep; and a signal during it.
+ * newer release; a full disk part way through the copy; a copy the disk did not keep; a signal during it; a lock
+ * file the restoring user cannot open.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { chownSync, closeSync, copyFileSync, linkSync, mkdirSync, openSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, watch, writeFileSync, writeSync } from 'node:fs';
+import { chmodSync, chownSync, closeSync, copyFileSync, linkSync, mkdirSync, openSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, watch, writeFileSync, writeSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { openSqlite } from '../src/store/sqlite/database.ts';
 import { MIGRATIONS } from '../src/store/sqlite/index.ts';
+import { lockSqliteStore } from '../src/store/sqlite/process-lock.ts';
 import { HOOKWATCH_VERSION } from '../src/version.ts';
 import { getJson, tempDir } from './helpers.ts';
 import { hookwatchBackup, hookwatchRestore, paddedStore, startRestore, views } from './support/backup.ts';
@@ -389,5 +391,33 @@ describe('hookwatch restore on SQLite', () => {
     expect(statSync(path)).toMatchObject({ uid: 0, gid: 0 });
     expect(statSync(replaced)).toMatchObject({ uid: 1000, gid: 1000 });
     expect(readFileSync(path)).toEqual(readFileSync(backup));
+  }, 60_000);
+
+  /** The words that run restore as uid 1000 (setpriv), and whether they can here (under CI=true, a test fails when not). */
+  const asUser = 'setpriv --reuid=1000 --regid=1000 --clear-groups';
+  const canRunAsUser = (): boolean => requireTool(spawnSync('setpriv', ['--reuid=1000', '--regid=1000', '--clear-groups', 'true']).status === 0, 'setpriv (util-linux)', 'install util-linux (apt-get install util-linux)');
+
+  it('names a lock file left by a hookwatch run as root, which the restoring user cannot open, and what to do', async (ctx) => {
+    if (process.geteuid?.() !== 0) {
+      requireTool(false, 'root, to give a file another owner', 'run the tests as root, as .ci/run does');
+      return ctx.skip('not root');
+    }
+    if (!canRunAsUser()) return ctx.skip('no setpriv here');
+    chmodSync(tmp.dir, 0o755);
+    const { dir: backups, path: backup } = await scratchStore('root-lock-backup', 5);
+    const { dir, path } = await scratchStore('root-lock', 1);
+    for (const file of [backups, backup, dir, path]) chownSync(file, 1000, 1000);
+    // The lock file as a `sudo hookwatch serve` that has since stopped leaves it: root's, private.
+    lockSqliteStore(path).release();
+    const lock = `${path}.lock`;
+    expect(statSync(lock)).toMatchObject({ uid: 0, gid: 0 });
+    const before = snapshot(path, dir);
+    const { status, stdout, stderr } = await startRestore(['--from', backup], { HOOKWATCH_DB: path }, undefined, asUser).done;
+    expect({ status, stdout, stderr }).toEqual({
+      status: 1, stdout: '',
+      stderr: `hookwatch: cannot take the store's lock ${lock}: permission denied: it belongs to uid 0, not to this user (uid 1000), left by hookwatch run as that user (sudo hookwatch serve, say). Give it to this user (sudo chown 1000:1000 ${lock}), or run restore as root; the store was left as it was\n`,
+    });
+    expect(snapshot(path, dir)).toEqual(before);
+    expect(statSync(lock)).toMatchObject({ uid: 0, gid: 0 });
   }, 60_000);
 });
