@@ -5,7 +5,7 @@
  * is kept whole beside it. Then what restore refuses, leaving the store as it was: a running service on the store,
  * a file that is no SQLite database, a SQLite database that is no hookwatch store, a damaged backup, one from a
  * newer release; a full disk part way through the copy; a copy the disk did not keep; a signal during it; a lock
- * file the restoring user cannot open.
+ * file or a store folder the restoring user cannot open.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { chmodSync, chownSync, closeSync, copyFileSync, linkSync, mkdirSync, openSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, watch, writeFileSync, writeSync } from 'node:fs';
@@ -419,5 +419,26 @@ describe('hookwatch restore on SQLite', () => {
     });
     expect(snapshot(path, dir)).toEqual(before);
     expect(statSync(lock)).toMatchObject({ uid: 0, gid: 0 });
+  }, 60_000);
+
+  it('names the store\'s file, not the backup, when it cannot look at the store', async (ctx) => {
+    if (process.geteuid?.() !== 0) {
+      requireTool(false, 'root, to give a file another owner', 'run the tests as root, as .ci/run does');
+      return ctx.skip('not root');
+    }
+    if (!canRunAsUser()) return ctx.skip('no setpriv here');
+    chmodSync(tmp.dir, 0o755);
+    const { dir: backups, path: backup } = await scratchStore('unseen-store-backup', 5);
+    for (const file of [backups, backup]) chownSync(file, 1000, 1000);
+    // The store in a folder private to root, as the service's own user keeps it (0700).
+    const { dir, path } = await scratchStore('unseen-store', 1);
+    chmodSync(dir, 0o700);
+    const before = snapshot(path, dir);
+    const { status, stdout, stderr } = await startRestore(['--from', backup], { HOOKWATCH_DB: path }, undefined, asUser).done;
+    expect({ status, stdout, stderr }).toEqual({
+      status: 1, stdout: '',
+      stderr: `hookwatch: cannot tell whether the backup ${backup} is a file of the store ${path}, so nothing was changed: cannot look at ${path}: permission denied; run restore as the service's user\n`,
+    });
+    expect(snapshot(path, dir)).toEqual(before);
   }, 60_000);
 });

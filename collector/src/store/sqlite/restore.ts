@@ -24,7 +24,7 @@ import { basename, dirname, join, resolve } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { pathToFileURL } from 'node:url';
 import { DatabaseSync } from 'node:sqlite';
-import { BackupAbortedError, BackupError, errnoCode, fileProblem, quickCheckApart, removeQuietly, removeStalePartials, serviceFile, statIfThere, storeSchemaVersion, syncApart, syncFolder, untilAborted } from './backup.ts';
+import { BackupAbortedError, BackupError, errnoCode, fileProblem, quickCheckApart, removeQuietly, removeStalePartials, serviceFile, statIfThere, storeSchemaVersion, syncApart, syncFolder, unseenProblem, untilAborted } from './backup.ts';
 import { BUSY_TIMEOUT_MS, describeSqliteError, sqliteFault } from './database.ts';
 import { lockSqliteStore, StoreInUseError } from './process-lock.ts';
 import { MIGRATIONS } from './schema.ts';
@@ -234,7 +234,8 @@ export async function restoreSqlite(opts: RestoreOptions): Promise<RestoreResult
   try {
     used = serviceFile(from, db, undefined);
   } catch (err) {
-    throw new BackupError(`cannot read ${from}: ${fileProblem(err)}`);
+    // The backup's file, or one of the store's (its folder closed to this user): named by unseenProblem.
+    throw new BackupError(`cannot tell whether the backup ${from} is a file of the store ${opts.db}, so nothing was changed: ${unseenProblem(err)}; run restore as the service's user`);
   }
   if (used !== undefined) throw new BackupError(`the backup ${from} is ${used}: give the file hookwatch backup wrote`);
   const fromStat = statIfThere(from);
