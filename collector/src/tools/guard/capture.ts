@@ -4,15 +4,32 @@ import { StringDecoder } from 'node:string_decoder';
 /** Stdout kept in memory (as raw bytes, so output within budget passes unchanged); past it, it goes to a file. */
 export const DEFAULT_SPILL_BYTES = 8 * 1024 * 1024;
 
-/** What a hook wrote to stdout: whole in memory, or spilled to a file with only its head in memory. */
+/**
+ * What a hook wrote to stdout: whole in memory (`held`); spilled to a file with only its head in memory
+ * (`spilled`); or passed on as it came (`passed`), when past the memory's share there was no file to spill it to
+ * (`problem` says why).
+ */
 export type CapturedStdout =
-  | { spilled: false; bytes: Buffer; text: string }
-  | { spilled: true; path: string; head: string; chars: number };
+  | { kind: 'held'; bytes: Buffer }
+  | { kind: 'spilled'; path: string; head: string; chars: number }
+  | { kind: 'passed'; problem: string };
+
+/** How a StdoutCapture keeps what it is given. */
+export interface CaptureOptions {
+  /** Bytes held in memory before the rest goes to a file. */
+  spillBytes: number;
+  headChars: number;
+  /** The file to spill to; throws when there can be none (a folder that cannot be made, or is not safe). */
+  spillPath: () => string;
+  /** Writes to the guard's stdout, once nothing can be spilled; resolves once written (or dropped), never rejects. */
+  passOn: (data: Buffer) => Promise<void>;
+}
 
 /**
  * Collects a hook's stdout in bounded memory. Up to `spillBytes` the raw bytes are kept; past that they are
- * written to `spillPath()` as they arrive and only the first `headChars` code units stay in memory, while the
- * UTF-16 length of the whole stream is still counted (that is what Claude Code would have measured).
+ * written to `spillPath()` as they arrive and only the first `headChars` code units stay in memory, while the UTF-16 length of the whole stream is still
+ * counted (that is what Claude Code would have measured). Where no spill file can be made, what is held and all
+ * that follows is passed on to stdout as it comes, unchanged: held on, it would grow with the output.
  */
 export class StdoutCapture {
   private chunks: Buffer[] = [];
@@ -22,50 +39,67 @@ export class StdoutCapture {
   private chars = 0;
   private fd: number | undefined;
   private path: string | undefined;
-  private spillFailed = false;
-  private readonly spillBytes: number;
-  private readonly headChars: number;
-  private readonly spillPath: () => string;
+  /** Why nothing could be spilled, once output is passed on instead. */
+  private problem: string | undefined;
+  /** The write of what was passed on last. */
+  private writing: Promise<void> = Promise.resolve();
+  private readonly options: CaptureOptions;
 
-  constructor(options: { spillBytes: number; headChars: number; spillPath: () => string }) {
-    this.spillBytes = options.spillBytes;
-    this.headChars = options.headChars;
-    this.spillPath = options.spillPath;
+  constructor(options: CaptureOptions) {
+    this.options = options;
   }
 
-  push(chunk: Buffer): void {
+  /**
+   * Takes the next chunk of stdout. Returns the write of a chunk passed on: no more should be read until it
+   * resolves, so that a slow reader of the guard's stdout holds the hook back rather than fill memory.
+   */
+  push(chunk: Buffer): Promise<void> | undefined {
+    if (this.problem !== undefined) return this.pass(chunk);
     const text = this.decoder.write(chunk);
     this.chars += text.length;
-    if (this.head.length < this.headChars) this.head += text.slice(0, this.headChars - this.head.length);
+    if (this.head.length < this.options.headChars) this.head += text.slice(0, this.options.headChars - this.head.length);
     if (this.fd !== undefined) {
       writeSync(this.fd, chunk);
-      return;
+      return undefined;
     }
     this.chunks.push(chunk);
     this.bytes += chunk.length;
-    if (this.bytes > this.spillBytes && !this.spillFailed) {
-      try {
-        this.path = this.spillPath();
-        this.fd = openSync(this.path, 'wx', 0o600);
-      } catch {
-        // Nowhere to put it: keep it in memory, as Claude Code itself would, rather than lose the hook's output.
-        this.spillFailed = true;
-        return;
-      }
-      for (const kept of this.chunks) writeSync(this.fd, kept);
+    if (this.bytes <= this.options.spillBytes) return undefined;
+    try {
+      this.path = this.options.spillPath();
+      this.fd = openSync(this.path, 'wx', 0o600);
+    } catch (error) {
+      // Nowhere to put it: passed on as written, as Claude Code would have had it, rather than held or lost.
+      this.problem = (error as Error).message;
+      const held = Buffer.concat(this.chunks, this.bytes);
       this.chunks = [];
+      return this.pass(held);
     }
+    for (const kept of this.chunks) writeSync(this.fd, kept);
+    this.chunks = [];
+    return undefined;
+  }
+
+  /** Waits for what was passed on to be written. */
+  passedOn(): Promise<void> {
+    return this.writing;
   }
 
   finish(): CapturedStdout {
+    if (this.problem !== undefined) return { kind: 'passed', problem: this.problem };
     const rest = this.decoder.end();
     this.chars += rest.length;
     if (this.fd !== undefined && this.path !== undefined) {
       closeSync(this.fd);
-      if (this.head.length < this.headChars) this.head += rest.slice(0, this.headChars - this.head.length);
-      return { spilled: true, path: this.path, head: this.head, chars: this.chars };
+      this.fd = undefined;
+      if (this.head.length < this.options.headChars) this.head += rest.slice(0, this.options.headChars - this.head.length);
+      return { kind: 'spilled', path: this.path, head: this.head, chars: this.chars };
     }
-    const bytes = Buffer.concat(this.chunks, this.bytes);
-    return { spilled: false, bytes, text: bytes.toString('utf8') };
+    return { kind: 'held', bytes: Buffer.concat(this.chunks, this.bytes) };
+  }
+
+  private pass(data: Buffer): Promise<void> {
+    this.writing = this.writing.then(() => this.options.passOn(data)).catch(() => undefined);
+    return this.writing;
   }
 }

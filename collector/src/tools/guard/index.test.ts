@@ -12,7 +12,7 @@ import { descendants } from '../common/processes.ts';
 import { shellQuote } from '../common/shell-quote.ts';
 import { hookwatchThroughNpm, PACKAGE_ROOT, shellPath } from '../../../test/support/npm-run.ts';
 import { alive, waitFor } from '../../../test/support/processes.ts';
-import { experimentalWarningsPreload } from '../../../test/support/preloads.ts';
+import { experimentalWarningsPreload, writePreload } from '../../../test/support/preloads.ts';
 
 const BIN = fileURLToPath(new URL('../../../bin/hookwatch.mjs', import.meta.url));
 const MAIN = fileURLToPath(new URL('../../main.ts', import.meta.url));
@@ -54,6 +54,8 @@ interface HookOptions {
   uid?: number;
   /** Close the reading end of stdout before the input is written, as Claude Code does once it gave up on a hook. */
   closeStdout?: boolean;
+  /** Given, each chunk of stdout goes here and none is kept (for outputs too large to hold). */
+  onStdout?: (chunk: Buffer) => void;
 }
 
 function spawnHook(file: string, args: string[], options: HookOptions): Promise<Ran> {
@@ -62,7 +64,7 @@ function spawnHook(file: string, args: string[], options: HookOptions): Promise<
     const out: Buffer[] = [];
     let err = '';
     if (options.closeStdout === true) child.stdout.destroy();
-    else child.stdout.on('data', (c: Buffer) => out.push(c));
+    else child.stdout.on('data', options.onStdout ?? ((c: Buffer) => out.push(c)));
     child.stderr.on('data', (c: Buffer) => (err += c.toString()));
     child.on('error', reject);
     child.on('close', (code, signal) => resolve({ stdout: Buffer.concat(out), stderr: err, code, signal }));
@@ -571,6 +573,57 @@ describe('hookwatch guard', () => {
     expect(spilled.stdout.length).toBe(3_000_000);
   });
 
+  it('passes an output too large to hold straight on when it cannot be saved, in bounded memory, its exit status and blocking stderr kept', async () => {
+    // 200 MB, far past the 8 MiB held in memory: a folder others may write in, or one that cannot be made, takes
+    // no file, and what the guard held and all that follows goes straight to stdout, as written.
+    const open = join(dir, 'unsaveable-open');
+    await mkdir(open);
+    await chmod(open, 0o777);
+    const rssFile = join(dir, 'guard-max-rss');
+    const preload = await writePreload(dir, 'max-rss.mjs', [
+      "import { writeFileSync } from 'node:fs';",
+      `process.on('exit', () => writeFileSync(${JSON.stringify(rssFile)}, String(process.resourceUsage().maxRSS * 1024)));`,
+    ]);
+    const bytes = 200_000_000;
+    const as = Buffer.alloc(1024 * 1024, 'a');
+    for (const [args, code] of [[['--dir', open], 2], [['--dir', '/proc/nope'], 0]] as const) {
+      const label = `${args[1]} exit ${code}`;
+      let delivered = 0;
+      let unchanged = true;
+      await rm(rssFile, { force: true });
+      const line = `head -c ${bytes} /dev/zero | tr '\\0' a; echo "blocked: reason" >&2; exit ${code}`;
+      const ran = await spawnHook(process.execPath, ['--import', preload, BIN, 'guard', ...args, '--', line], {
+        killAfterMs: 120_000,
+        onStdout: (chunk) => {
+          delivered += chunk.length;
+          unchanged &&= chunk.length <= as.length && chunk.equals(as.subarray(0, chunk.length));
+        },
+      });
+      expect([ran.code, ran.signal], label).toEqual([code, null]);
+      expect([delivered, unchanged], label).toEqual([bytes, true]);
+      // The stderr of a command that blocks stays exactly its own; else one line says the output was not saved.
+      if (code === 2) expect(ran.stderr, label).toBe('blocked: reason\n');
+      else expect(ran.stderr, label).toMatch(/^blocked: reason\nhookwatch guard: cannot save the full output in \/proc\/nope \([^\n]+\); output passed through unchanged\n$/);
+      // Held whole, the output alone would take 200 MB. Node itself takes some 60, and the buffers written on
+      // wait for its garbage collector a while.
+      expect(Number(await readFile(rssFile, 'utf8')), label).toBeLessThan(180 * 1024 * 1024);
+    }
+    expect(await readdir(open)).toEqual([]);
+  }, 300_000);
+
+  it('ends with the command\'s own exit status when the output cannot be delivered, its blocking stderr exactly its own', async () => {
+    // The hook removes the file its output was spilled to: there is nothing left to pass on.
+    const folder = join(dir, 'vanishing-spill');
+    await mkdir(folder, { mode: 0o700 });
+    for (const code of [2, 3]) {
+      const line = `head -c 3000000 /dev/zero | tr '\\0' v; rm -f ${shellQuote(folder)}/*-spill.txt; echo why >&2; exit ${code}`;
+      const ran = await guard(['--dir', folder, '--', line], { env: { HOOKWATCH_GUARD_SPILL_BYTES: String(1024 * 1024) } });
+      expect([ran.code, ran.signal], String(code)).toEqual([code, null]);
+      if (code === 2) expect(ran.stderr).toBe('why\n');
+      else expect(ran.stderr).toMatch(/^why\nhookwatch guard: cannot deliver the output \(ENOENT[^\n]*\)\n$/);
+    }
+  });
+
   it('never saves into a folder others may write in, or one another user made first in a shared tmp: the output passes through', async () => {
     const line = `head -c 12000 /dev/zero | tr '\\0' q`;
     // Another user could replace a saved output there, and so choose what the model reads.
@@ -755,6 +808,7 @@ describe('hookwatch guard', () => {
     const path = /the full output is in (\S+)\]$/.exec(out)?.[1] ?? '';
     expect((await stat(path)).size).toBe(20_000_000);
   });
+
 });
 
 describe('the saved outputs the guard keeps', () => {
@@ -920,14 +974,16 @@ describe('the guard start-up', () => {
 describe('StdoutCapture', () => {
   it('holds only the head in memory once past the spill size, while counting every code unit', async () => {
     const spill = join(dir, 'spill.txt');
-    const capture = new StdoutCapture({ spillBytes: 1024 * 1024, headChars: 9_500, spillPath: () => spill });
+    const passed: Buffer[] = [];
+    const capture = new StdoutCapture({ spillBytes: 1024 * 1024, headChars: 9_500, spillPath: () => spill, passOn: async (data) => void passed.push(data) });
     const chunk = Buffer.from('é😀abc'.repeat(10_000));
     const before = process.memoryUsage().arrayBuffers;
-    for (let i = 0; i < 300; i++) capture.push(chunk);
+    for (let i = 0; i < 300; i++) expect(capture.push(chunk)).toBeUndefined();
     const grown = process.memoryUsage().arrayBuffers - before;
     const result = capture.finish();
-    expect(result.spilled).toBe(true);
-    if (!result.spilled) return;
+    expect(result.kind).toBe('spilled');
+    if (result.kind !== 'spilled') return;
+    expect(passed).toEqual([]);
     expect(result.chars).toBe('é😀abc'.length * 10_000 * 300);
     expect(result.head.length).toBe(9_500);
     expect((await stat(spill)).size).toBe(chunk.length * 300);

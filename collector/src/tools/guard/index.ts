@@ -14,6 +14,7 @@ import { DEFAULT_SPILL_BYTES } from './capture.ts';
 import { DEFAULT_KEEP_FOR_MS, DEFAULT_KEEP_SIZE_BYTES, parseKeepFor, parseKeepSize, pruneSaved, savedName } from './keep.ts';
 import type { Keep, SavedKind } from './keep.ts';
 import { runGuarded } from './run.ts';
+import type { GuardedRunResult } from './run.ts';
 import { DEFAULT_GUARD_BUDGET, guardStdout, MIN_GUARD_BUDGET, trimAbove, trimText } from './trim.ts';
 import type { Trimmed } from './trim.ts';
 
@@ -37,6 +38,7 @@ the top level) are trimmed separately and the rest is untouched, a top-level add
 Code neither delivers nor caps it). Output with nothing to trim, and the output of a command that exits non-zero,
 passes through byte for byte, but for a stopped run's output past the 8 MiB held in memory: cut as plain text,
 so the guard ends at once.
+Where the full output cannot be saved (--dir), it passes through unchanged, one past 8 MiB as it comes.
 
 One argument after -- is a command line run by the shell (as in a settings file); several are run directly. In a
 settings file, single-quote the command line after -- (as --install does): -- '"$CLAUDE_PROJECT_DIR"/hook.sh'.
@@ -264,6 +266,16 @@ function ownLine(line: string): string {
 export async function runGuard(argv: readonly string[], processIO: GuardIO): Promise<GuardExit> {
   // Every message the guard writes on stderr is one line (the command's stderr does not pass through here).
   const io: GuardIO = { ...processIO, stderr: (line) => processIO.stderr(ownLine(line)) };
+  try {
+    return await guard(argv, io);
+  } catch (error) {
+    // One line, not a stack. Once the command has run, guardCommand ends as it did whatever goes wrong.
+    io.stderr(`hookwatch guard: ${error instanceof Error ? error.message : String(error)}\n`);
+    return { code: 1 };
+  }
+}
+
+async function guard(argv: readonly string[], io: GuardIO): Promise<GuardExit> {
   const split = argv.indexOf('--');
   const own = split === -1 ? [...argv] : argv.slice(0, split);
   const command = split === -1 ? [] : argv.slice(split + 1);
@@ -438,6 +450,17 @@ async function guardCommand(command: readonly string[], options: GuardOptions, i
     checkPrivateDir(options.dir);
   };
   const { spillBytes } = options;
+  // Why the output could not be written in full (Claude Code closed the pipe after its timeout): then it never
+  // reached the model, and no trim of it is reported.
+  let unwritten: string | undefined;
+  const write = async (data: string | Buffer): Promise<void> => {
+    if (unwritten !== undefined) return;
+    try {
+      await io.stdout(data);
+    } catch (error) {
+      unwritten = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
+    }
+  };
   const result = await runGuarded({
     command,
     shell: options.shell,
@@ -450,37 +473,60 @@ async function guardCommand(command: readonly string[], options: GuardOptions, i
       ensureDir();
       return pathFor('spill');
     },
+    passOn: write,
   });
   if (result.spawnError !== undefined) {
     io.stderr(`hookwatch guard: cannot run ${command[0] ?? ''}: ${result.spawnError.message}\n`);
     // As a shell (and env, timeout) says it: 126 for a command found but not to be run, 127 for one not found.
     return { code: NOT_RUNNABLE.has(result.spawnError.code ?? '') ? 126 : 127 };
   }
-  const captured = result.stdout;
   const ended: GuardExit = result.signal !== null ? { signal: result.signal } : { code: result.exitCode ?? 1 };
-  // Why the output could not be written in full (Claude Code closed the pipe after its timeout): then it never
-  // reached the model, and no trim of it is reported. Said on stderr, unless the command blocked (exit 2): that
-  // stderr stays exactly the command's.
-  let unwritten: string | undefined;
-  const write = async (data: string | Buffer): Promise<void> => {
-    if (unwritten !== undefined) return;
-    try {
-      await io.stdout(data);
-    } catch (error) {
-      unwritten = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
-      if (result.exitCode !== 2) io.stderr(`hookwatch guard: the output could not be written (${unwritten})\n`);
+  // A command that exits 2 blocks: Claude Code gives its stderr to the model as the reason, which stays exactly the
+  // command's, so the guard says nothing there of its own.
+  const blocked = 'code' in ended && ended.code === 2;
+  try {
+    await deliver(result, options, io, { pathFor, ensureDir, write, unwritten: () => unwritten, blocked });
+  } catch (error) {
+    // Whatever went wrong once the command ran (its spill file removed under the guard, say), the guard ends as
+    // the command did: an exit of its own would turn a hook that blocks, or one that succeeded, into an error.
+    if (!blocked) io.stderr(`hookwatch guard: cannot deliver the output (${(error as Error).message})\n`);
+  }
+  if (unwritten !== undefined && !blocked) io.stderr(`hookwatch guard: the output could not be written (${unwritten})\n`);
+  return ended;
+}
+
+/** What deliver shares with guardCommand. */
+interface Delivery {
+  pathFor: (field: SavedKind) => string;
+  ensureDir: () => void;
+  /** Writes to stdout; never rejects (a failure is kept for `unwritten`). */
+  write: (data: string | Buffer) => Promise<void>;
+  /** Why the output could not be written in full, once it could not. */
+  unwritten: () => string | undefined;
+  /** Whether the command exits 2 (a block): then the guard writes nothing of its own on stderr. */
+  blocked: boolean;
+}
+
+/** Delivers the output of a command that ran: as written, or trimmed with the full output saved. */
+async function deliver(result: GuardedRunResult, options: GuardOptions, io: GuardIO, { pathFor, ensureDir, write, unwritten, blocked }: Delivery): Promise<void> {
+  const captured = result.stdout;
+  if (captured.kind === 'passed') {
+    // No file to spill to: the output went on as it came, unchanged. Said where it would have been cut.
+    if ((result.exitCode === 0 || result.stopped) && !blocked) {
+      io.stderr(`hookwatch guard: cannot save the full output in ${options.dir} (${captured.problem}); output passed through unchanged\n`);
     }
-  };
+    return;
+  }
   // The output exactly as the command wrote it.
   const passThrough = async (): Promise<void> => {
-    if (!captured.spilled) {
+    if (captured.kind === 'held') {
       if (captured.bytes.length > 0) await write(captured.bytes);
       return;
     }
     const { createReadStream } = await import('node:fs');
     for await (const chunk of createReadStream(captured.path)) {
       await write(chunk as Buffer);
-      if (unwritten !== undefined) break;
+      if (unwritten() !== undefined) break;
     }
     // Passed through whole: no pointer names the spill file, so it goes.
     rmSync(captured.path, { force: true });
@@ -489,21 +535,21 @@ async function guardCommand(command: readonly string[], options: GuardOptions, i
   // but for the output of a stopped run spilled to its file: the stop is to end the hook in time, and writing
   // what it printed until then (gigabytes, from `yes`) would keep it running on. That output is cut as plain
   // text, as one of a hook that exits 0 would be, and the pointer line names the file that holds it all.
-  if (result.exitCode !== 0 && !(result.stopped && captured.spilled)) {
+  if (result.exitCode !== 0 && !(result.stopped && captured.kind === 'spilled')) {
     await passThrough();
-    return ended;
+    return;
   }
   // The whole output as text: in memory, or a spilled one that may be a JSON object, read back to be parsed
   // (Claude Code parses it too; trimmed as plain text, its decision and other fields would be lost).
   let whole: string | undefined;
-  if (!captured.spilled) whole = captured.text;
+  if (captured.kind === 'held') whole = captured.bytes.toString('utf8');
   else if (!result.stopped && mayBeOneObject(captured.head, captured.path)) {
-    const maxJsonBytes = MAX_SPILLED_JSON_SPILLS * spillBytes;
+    const maxJsonBytes = MAX_SPILLED_JSON_SPILLS * options.spillBytes;
     const size = statSync(captured.path).size;
     if (size > maxJsonBytes) {
       io.stderr(`hookwatch guard: a JSON output of ${size} bytes is more than the guard parses (${maxJsonBytes}); passed through unchanged\n`);
       await passThrough();
-      return ended;
+      return;
     }
     whole = readFileSync(captured.path, 'utf8');
   }
@@ -511,14 +557,14 @@ async function guardCommand(command: readonly string[], options: GuardOptions, i
   let trimmed: Trimmed[];
   // The files this run saved and a pointer line names.
   let saved: string[] = [];
-  if (captured.spilled && guarded?.format !== 'json') {
+  if (captured.kind === 'spilled' && guarded?.format !== 'json') {
     // Plain text too large to hold: measured whole, like Claude Code would; the spill file holds the full output.
     const cut = trimText(captured.head, options.budget, captured.path, captured.chars, options.limit);
     if (cut === undefined) {
       // Nothing to trim, though spilled (HOOKWATCH_GUARD_SPILL_BYTES under the cap's size): the head in memory holds
       // only the budget, so the output goes as written, from its file.
       await passThrough();
-      return ended;
+      return;
     }
     await write(cut.text);
     trimmed = [{ field: 'stdout', sentChars: captured.chars, keptChars: cut.text.length, full: '' }];
@@ -529,25 +575,25 @@ async function guardCommand(command: readonly string[], options: GuardOptions, i
       // 'wx': a new file only, never through a link someone else left in the folder. Plain stdout is saved as
       // the bytes the command wrote (invalid UTF-8 included), a JSON field as its text.
       for (const cut of guarded.trimmed) {
-        writeFileSync(pathFor(cut.field), cut.field === 'stdout' && !captured.spilled ? captured.bytes : cut.full, { mode: 0o600, flag: 'wx' });
+        writeFileSync(pathFor(cut.field), cut.field === 'stdout' && captured.kind === 'held' ? captured.bytes : cut.full, { mode: 0o600, flag: 'wx' });
       }
     } catch (error) {
       // A pointer to a file that is not there helps nobody: deliver what Claude Code would have got without the guard.
       io.stderr(`hookwatch guard: cannot save the full output in ${options.dir} (${(error as Error).message}); output passed through unchanged\n`);
       await passThrough();
-      return ended;
+      return;
     }
     if (guarded.replacement === undefined) await passThrough();
     else {
       await write(guarded.replacement);
       // A spilled JSON output's fields are saved on their own: the spill file is not pointed at.
-      if (captured.spilled) rmSync(captured.path, { force: true });
+      if (captured.kind === 'spilled') rmSync(captured.path, { force: true });
     }
     trimmed = guarded.trimmed;
     saved = trimmed.map((cut) => pathFor(cut.field));
   } else trimmed = [];
   // A stopped run's output never reached the model: no trim of it is reported.
-  if (trimmed.length > 0 && options.report !== undefined && unwritten === undefined && !result.stopped) {
+  if (trimmed.length > 0 && options.report !== undefined && unwritten() === undefined && !result.stopped) {
     // Loaded only when there is something to report: most runs trim nothing.
     const { reportInBackground } = await import('./report.ts');
     const { hookIdentity } = await import('./hook-identity.ts');
@@ -559,5 +605,4 @@ async function guardCommand(command: readonly string[], options: GuardOptions, i
     const problem = pruneSaved(options.dir, options.keep, new Set(saved.map((path) => basename(path))));
     if (problem !== undefined) io.stderr(`hookwatch guard: cannot remove old saved outputs in ${options.dir} (${problem}); they are kept\n`);
   }
-  return ended;
 }

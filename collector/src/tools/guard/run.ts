@@ -34,6 +34,8 @@ export interface GuardedRun {
   spillBytes: number;
   headChars: number;
   spillPath: () => string;
+  /** Writes stdout on, where it cannot be spilled (StdoutCapture); never rejects. */
+  passOn: (data: Buffer) => Promise<void>;
 }
 
 /** How the wrapped command ended. */
@@ -61,7 +63,7 @@ export interface GuardedRunResult {
  */
 export function runGuarded(run: GuardedRun): Promise<GuardedRunResult> {
   return new Promise((resolve) => {
-    const capture = new StdoutCapture({ spillBytes: run.spillBytes, headChars: run.headChars, spillPath: run.spillPath });
+    const capture = new StdoutCapture({ spillBytes: run.spillBytes, headChars: run.headChars, spillPath: run.spillPath, passOn: run.passOn });
     const interactive = run.stdin.isTTY === true;
     const [file, ...args] = commandArgv(run.command, run.shell);
     // Listened for before the command starts: spawn() may return only once the command has run for a while, and
@@ -170,7 +172,10 @@ export function runGuarded(run: GuardedRun): Promise<GuardedRunResult> {
       run.stdin.off('data', onInput);
       run.stdin.unpipe();
       run.stdin.pause();
-      resolve({ exitCode, signal, stdout: capture.finish(), stopped: stoppedBy !== null, input: Buffer.concat(inputParts).toString('utf8'), spawnError });
+      const stdout = capture.finish();
+      const result = { exitCode, signal, stdout, stopped: stoppedBy !== null, input: Buffer.concat(inputParts).toString('utf8'), spawnError };
+      // What was passed on as it came is written before the run ends.
+      void capture.passedOn().then(() => resolve(result));
     };
 
     /** While a stop waits out its grace period, whether what it signalled besides the command still runs. */
@@ -200,7 +205,13 @@ export function runGuarded(run: GuardedRun): Promise<GuardedRunResult> {
       }, STOPPED_OUTPUT_GRACE_MS));
     };
 
-    child.stdout?.on('data', (chunk: Buffer) => capture.push(chunk));
+    child.stdout?.on('data', (chunk: Buffer) => {
+      const writing = capture.push(chunk);
+      // Output passed on as it comes is read no faster than it is written: memory stays bounded.
+      if (writing === undefined) return;
+      child.stdout?.pause();
+      void writing.then(() => child.stdout?.resume());
+    });
     child.on('error', (error) => settle(null, null, error));
     child.on('exit', (code, signal) => {
       exited = { code, signal };
