@@ -6,18 +6,20 @@ export const DEFAULT_SPILL_BYTES = 8 * 1024 * 1024;
 
 /**
  * What a hook wrote to stdout: whole in memory (`held`); spilled to a file with only its head in memory
- * (`spilled`); or passed on as it came (`passed`), when past the memory's share there was no file to spill it to
- * (`problem` says why).
+ * (`spilled`), the file cut at `cutAt` bytes when the output went on past what may be saved; or passed on as it
+ * came (`passed`), when past the memory's share there was no file to spill it to (`problem` says why).
  */
 export type CapturedStdout =
   | { kind: 'held'; bytes: Buffer }
-  | { kind: 'spilled'; path: string; head: string; chars: number }
+  | { kind: 'spilled'; path: string; head: string; chars: number; cutAt: number | undefined }
   | { kind: 'passed'; problem: string };
 
 /** How a StdoutCapture keeps what it is given. */
 export interface CaptureOptions {
   /** Bytes held in memory before the rest goes to a file. */
   spillBytes: number;
+  /** Most bytes written to that file: past them the output is only counted (at least spillBytes). */
+  saveBytes: number;
   headChars: number;
   /** The file to spill to; throws when there can be none (a folder that cannot be made, or is not safe). */
   spillPath: () => string;
@@ -27,7 +29,8 @@ export interface CaptureOptions {
 
 /**
  * Collects a hook's stdout in bounded memory. Up to `spillBytes` the raw bytes are kept; past that they are
- * written to `spillPath()` as they arrive and only the first `headChars` code units stay in memory, while the UTF-16 length of the whole stream is still
+ * written to `spillPath()` as they arrive, up to `saveBytes` (so that no hook fills the disk, `yes` included), and
+ * only the first `headChars` code units stay in memory, while the UTF-16 length of the whole stream is still
  * counted (that is what Claude Code would have measured). Where no spill file can be made, what is held and all
  * that follows is passed on to stdout as it comes, unchanged: held on, it would grow with the output.
  */
@@ -39,6 +42,9 @@ export class StdoutCapture {
   private chars = 0;
   private fd: number | undefined;
   private path: string | undefined;
+  /** Bytes written to the spill file, and where it was cut (the saveBytes, or a write that failed: a full disk). */
+  private saved = 0;
+  private cutAt: number | undefined;
   /** Why nothing could be spilled, once output is passed on instead. */
   private problem: string | undefined;
   /** The write of what was passed on last. */
@@ -46,7 +52,7 @@ export class StdoutCapture {
   private readonly options: CaptureOptions;
 
   constructor(options: CaptureOptions) {
-    this.options = options;
+    this.options = { ...options, saveBytes: Math.max(options.saveBytes, options.spillBytes) };
   }
 
   /**
@@ -59,7 +65,7 @@ export class StdoutCapture {
     this.chars += text.length;
     if (this.head.length < this.options.headChars) this.head += text.slice(0, this.options.headChars - this.head.length);
     if (this.fd !== undefined) {
-      writeSync(this.fd, chunk);
+      this.save(chunk);
       return undefined;
     }
     this.chunks.push(chunk);
@@ -75,7 +81,7 @@ export class StdoutCapture {
       this.chunks = [];
       return this.pass(held);
     }
-    for (const kept of this.chunks) writeSync(this.fd, kept);
+    for (const kept of this.chunks) this.save(kept);
     this.chunks = [];
     return undefined;
   }
@@ -93,7 +99,7 @@ export class StdoutCapture {
       closeSync(this.fd);
       this.fd = undefined;
       if (this.head.length < this.options.headChars) this.head += rest.slice(0, this.options.headChars - this.head.length);
-      return { kind: 'spilled', path: this.path, head: this.head, chars: this.chars };
+      return { kind: 'spilled', path: this.path, head: this.head, chars: this.chars, cutAt: this.cutAt };
     }
     return { kind: 'held', bytes: Buffer.concat(this.chunks, this.bytes) };
   }
@@ -101,5 +107,23 @@ export class StdoutCapture {
   private pass(data: Buffer): Promise<void> {
     this.writing = this.writing.then(() => this.options.passOn(data)).catch(() => undefined);
     return this.writing;
+  }
+
+  /** Writes `chunk` to the spill file, as far as saveBytes go; a write that fails (a full disk) cuts the file there. */
+  private save(chunk: Buffer): void {
+    if (this.fd === undefined || this.cutAt !== undefined) return;
+    const room = this.options.saveBytes - this.saved;
+    let data = chunk.length > room ? chunk.subarray(0, room) : chunk;
+    try {
+      while (data.length > 0) {
+        const written = writeSync(this.fd, data);
+        this.saved += written;
+        data = data.subarray(written);
+      }
+    } catch {
+      this.cutAt = this.saved;
+      return;
+    }
+    if (chunk.length > room) this.cutAt = this.saved;
   }
 }

@@ -809,6 +809,40 @@ describe('hookwatch guard', () => {
     expect((await stat(path)).size).toBe(20_000_000);
   });
 
+  it('cuts the saved copy of an output at --keep-size (never under the 8 MiB held in memory), still counting all it printed', async () => {
+    // A spill size of 1 MiB here, so that a 2 MiB cut is allowed and the test writes little.
+    const env = { HOOKWATCH_GUARD_SPILL_BYTES: String(1024 * 1024) };
+    const cutAt = 2 * 1024 * 1024;
+    const pointer = /\n\[hookwatch guard: ([\d,]+) more characters left out; the first 2,097,152 bytes of the full output are in (\S+)\]$/;
+    const count = (text: string | undefined): number => Number(text?.replace(/,/g, ''));
+    // Cut as plain text whatever the exit status: a copy of the first 2 MiB cannot be passed on as written, nor
+    // parsed as the JSON object it begins.
+    const cases = [
+      [['--keep-size', '2MiB', '--', `head -c 5000000 /dev/zero | tr '\\0' c`], {}, 0, 5_000_000],
+      [['--', `head -c 5000000 /dev/zero | tr '\\0' c; exit 1`], { HOOKWATCH_GUARD_KEEP_SIZE: '2MiB' }, 1, 5_000_000],
+      [['--keep-size', '2MiB', ...nodeHook(`process.stdout.write(JSON.stringify({ systemMessage: 'c'.repeat(3_000_000) }))`)], {}, 0, 3_000_020],
+    ] as const;
+    for (const [args, more, code, chars] of cases) {
+      const label = JSON.stringify(args.slice(-1));
+      const ran = await guard([...args], { env: { ...env, ...more } });
+      expect([ran.code, ran.stderr], label).toEqual([code, '']);
+      const out = ran.stdout.toString();
+      expect(out.length, label).toBeLessThanOrEqual(9_500);
+      const match = pointer.exec(out);
+      expect(match, label).not.toBeNull();
+      const front = out.slice(0, out.indexOf('\n[hookwatch guard:'));
+      expect(count(match?.[1]), label).toBe(chars - front.length);
+      const saved = await readFile(match?.[2] ?? '', 'utf8');
+      expect(saved.length, label).toBe(cutAt);
+      expect(saved.startsWith(front), label).toBe(true);
+    }
+    // A hook that prints without end fills no disk: `yes` until the guard's timeout stops it.
+    const ran = await guard(['--timeout', '2', '--', 'yes'], { env: { ...env, HOOKWATCH_GUARD_KEEP_SIZE: '2MiB' }, killAfterMs: 30_000 });
+    expect([ran.code, ran.signal]).toEqual([null, 'SIGTERM']);
+    const match = pointer.exec(ran.stdout.toString());
+    expect(count(match?.[1])).toBeGreaterThan(cutAt);
+    expect((await stat(match?.[2] ?? '')).size).toBe(cutAt);
+  });
 });
 
 describe('the saved outputs the guard keeps', () => {
@@ -975,7 +1009,7 @@ describe('StdoutCapture', () => {
   it('holds only the head in memory once past the spill size, while counting every code unit', async () => {
     const spill = join(dir, 'spill.txt');
     const passed: Buffer[] = [];
-    const capture = new StdoutCapture({ spillBytes: 1024 * 1024, headChars: 9_500, spillPath: () => spill, passOn: async (data) => void passed.push(data) });
+    const capture = new StdoutCapture({ spillBytes: 1024 * 1024, saveBytes: 1024 ** 3, headChars: 9_500, spillPath: () => spill, passOn: async (data) => void passed.push(data) });
     const chunk = Buffer.from('é😀abc'.repeat(10_000));
     const before = process.memoryUsage().arrayBuffers;
     for (let i = 0; i < 300; i++) expect(capture.push(chunk)).toBeUndefined();
@@ -983,7 +1017,7 @@ describe('StdoutCapture', () => {
     const result = capture.finish();
     expect(result.kind).toBe('spilled');
     if (result.kind !== 'spilled') return;
-    expect(passed).toEqual([]);
+    expect([result.cutAt, passed]).toEqual([undefined, []]);
     expect(result.chars).toBe('é😀abc'.length * 10_000 * 300);
     expect(result.head.length).toBe(9_500);
     expect((await stat(spill)).size).toBe(chunk.length * 300);

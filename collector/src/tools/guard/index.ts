@@ -37,7 +37,7 @@ hookSpecificOutput.additionalContext, systemMessage, and initialUserMessage unde
 the top level) are trimmed separately and the rest is untouched, a top-level additionalContext included (Claude
 Code neither delivers nor caps it). Output with nothing to trim, and the output of a command that exits non-zero,
 passes through byte for byte, but for a stopped run's output past the 8 MiB held in memory: cut as plain text,
-so the guard ends at once.
+so the guard ends at once; and for one past what is saved of it (--keep-size): cut as plain text too.
 Where the full output cannot be saved (--dir), it passes through unchanged, one past 8 MiB as it comes.
 
 One argument after -- is a command line run by the shell (as in a settings file); several are run directly. In a
@@ -65,7 +65,9 @@ Options:
                        7d; HOOKWATCH_GUARD_KEEP_FOR)
   --keep-size <size>   then the oldest others until those left fit this size (default 1GiB; HOOKWATCH_GUARD_KEEP_SIZE);
                        only files the guard saved are removed, never the ones of the run itself, nor to fit the
-                       size one saved in the last minute
+                       size one saved in the last minute. One output is saved up to this size (at least 8MiB):
+                       past it, it is counted but not written, and the pointer line says the file holds its first
+                       bytes only
   --report <url>       send one OTLP log record per trimmed output to this hookwatch (e.g. http://hookwatch:4318;
                        HOOKWATCH_GUARD_REPORT), in the background, without delaying the hook, once the output is
                        written in full (a stopped or killed run, or a closed stdout, reports nothing);
@@ -468,6 +470,8 @@ async function guardCommand(command: readonly string[], options: GuardOptions, i
     timeoutMs: options.timeoutMs,
     killGraceMs: options.killGraceMs,
     spillBytes,
+    // No one output's copy is larger than the folder may hold (but for the share held in memory, saved whole).
+    saveBytes: options.keep.sizeBytes,
     headChars: options.budget,
     spillPath: () => {
       ensureDir();
@@ -531,11 +535,14 @@ async function deliver(result: GuardedRunResult, options: GuardOptions, io: Guar
     // Passed through whole: no pointer names the spill file, so it goes.
     rmSync(captured.path, { force: true });
   };
+  /** Where the spill file was cut (the output went on past what is saved), if it was. */
+  const cutAt = captured.kind === 'spilled' ? captured.cutAt : undefined;
   // Claude Code only measures (and only delivers) the stdout of a hook that exits 0: anything else passes as is,
   // but for the output of a stopped run spilled to its file: the stop is to end the hook in time, and writing
   // what it printed until then (gigabytes, from `yes`) would keep it running on. That output is cut as plain
-  // text, as one of a hook that exits 0 would be, and the pointer line names the file that holds it all.
-  if (result.exitCode !== 0 && !(result.stopped && captured.kind === 'spilled')) {
+  // text, as one of a hook that exits 0 would be, and the pointer line names the file that holds it all. So is
+  // one past what is saved: its file does not hold it all, to be passed on as written.
+  if (result.exitCode !== 0 && !(captured.kind === 'spilled' && (result.stopped || cutAt !== undefined))) {
     await passThrough();
     return;
   }
@@ -543,7 +550,7 @@ async function deliver(result: GuardedRunResult, options: GuardOptions, io: Guar
   // (Claude Code parses it too; trimmed as plain text, its decision and other fields would be lost).
   let whole: string | undefined;
   if (captured.kind === 'held') whole = captured.bytes.toString('utf8');
-  else if (!result.stopped && mayBeOneObject(captured.head, captured.path)) {
+  else if (!result.stopped && cutAt === undefined && mayBeOneObject(captured.head, captured.path)) {
     const maxJsonBytes = MAX_SPILLED_JSON_SPILLS * options.spillBytes;
     const size = statSync(captured.path).size;
     if (size > maxJsonBytes) {
@@ -558,8 +565,9 @@ async function deliver(result: GuardedRunResult, options: GuardOptions, io: Guar
   // The files this run saved and a pointer line names.
   let saved: string[] = [];
   if (captured.kind === 'spilled' && guarded?.format !== 'json') {
-    // Plain text too large to hold: measured whole, like Claude Code would; the spill file holds the full output.
-    const cut = trimText(captured.head, options.budget, captured.path, captured.chars, options.limit);
+    // Plain text too large to hold: measured whole, like Claude Code would; the spill file holds the full output,
+    // or as much of it as is saved (then it is cut here, whatever its length: it cannot pass on as written).
+    const cut = trimText(captured.head, options.budget, captured.path, captured.chars, cutAt === undefined ? options.limit : 0, cutAt);
     if (cut === undefined) {
       // Nothing to trim, though spilled (HOOKWATCH_GUARD_SPILL_BYTES under the cap's size): the head in memory holds
       // only the budget, so the output goes as written, from its file.

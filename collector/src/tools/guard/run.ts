@@ -32,6 +32,8 @@ export interface GuardedRun {
   /** How long a stopped command gets before SIGKILL (KILL_GRACE_MS). */
   killGraceMs: number;
   spillBytes: number;
+  /** Most bytes of stdout saved to the spill file (StdoutCapture). */
+  saveBytes: number;
   headChars: number;
   spillPath: () => string;
   /** Writes stdout on, where it cannot be spilled (StdoutCapture); never rejects. */
@@ -63,7 +65,7 @@ export interface GuardedRunResult {
  */
 export function runGuarded(run: GuardedRun): Promise<GuardedRunResult> {
   return new Promise((resolve) => {
-    const capture = new StdoutCapture({ spillBytes: run.spillBytes, headChars: run.headChars, spillPath: run.spillPath, passOn: run.passOn });
+    const capture = new StdoutCapture({ spillBytes: run.spillBytes, saveBytes: run.saveBytes, headChars: run.headChars, spillPath: run.spillPath, passOn: run.passOn });
     const interactive = run.stdin.isTTY === true;
     const [file, ...args] = commandArgv(run.command, run.shell);
     // Listened for before the command starts: spawn() may return only once the command has run for a while, and

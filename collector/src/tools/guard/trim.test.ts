@@ -103,6 +103,20 @@ describe('trimText', () => {
     }
   });
 
+  it('says, with or without the path, that the file holds only the first bytes of an output cut where it is saved', () => {
+    const text = 'word '.repeat(2_000);
+    for (const length of [20, 600]) {
+      const path = `/${'d'.repeat(length - 1)}`;
+      const cut = trimText(text, MIN_GUARD_BUDGET, path, 3_000_000, MIN_GUARD_BUDGET, 1_048_576);
+      expect(cut?.text.length, String(length)).toBeLessThanOrEqual(MIN_GUARD_BUDGET);
+      const omitted = 3_000_000 - (cut?.keptFront.length ?? 0);
+      const saved = length === 20
+        ? `the first 1,048,576 bytes of the full output are in ${path}]`
+        : 'the first 1,048,576 bytes of the full output are saved, its path is too long for the budget]';
+      expect(cut?.text.endsWith(`\n[hookwatch guard: ${omitted.toLocaleString('en-US')} more characters left out; ${saved}`), String(length)).toBe(true);
+    }
+  });
+
   it('frontAtBoundary falls back to a hard cut when there is no boundary nearby', () => {
     expect(frontAtBoundary(`${'a'.repeat(10)}\n${'b'.repeat(5_000)}`, 4_000)).toBe(`${'a'.repeat(10)}\n${'b'.repeat(5_000)}`.slice(0, 4_000));
   });

@@ -50,17 +50,25 @@ export interface Trimmed {
   full: string;
 }
 
-/** The pointer line appended to a trimmed string. */
-export function pointerLine(omitted: number, path: string): string {
-  return `[hookwatch guard: ${omitted.toLocaleString('en-US')} more characters left out; the full output is in ${path}]`;
+/** What the saved file holds: the full output, or (`savedBytes` given) only its first bytes. */
+function savedOutput(savedBytes: number | undefined): string {
+  return savedBytes === undefined ? 'the full output is' : `the first ${savedBytes.toLocaleString('en-US')} bytes of the full output are`;
+}
+
+/**
+ * The pointer line appended to a trimmed string; with `savedBytes`, it says the file holds only that many bytes
+ * of the output (a stdout that went on past what is saved).
+ */
+export function pointerLine(omitted: number, path: string, savedBytes?: number): string {
+  return `[hookwatch guard: ${omitted.toLocaleString('en-US')} more characters left out; ${savedOutput(savedBytes)} in ${path}]`;
 }
 
 /**
  * The pointer line when the file's path does not fit the budget with it (a long --dir, a small budget): it says
  * that the full output was saved but cannot be named in the space there is.
  */
-export function pointerLineWithoutPath(omitted: number): string {
-  return `[hookwatch guard: ${omitted.toLocaleString('en-US')} more characters left out; the full output is saved, its path is too long for the budget]`;
+export function pointerLineWithoutPath(omitted: number, savedBytes?: number): string {
+  return `[hookwatch guard: ${omitted.toLocaleString('en-US')} more characters left out; ${savedOutput(savedBytes)} saved, its path is too long for the budget]`;
 }
 
 function isHighSurrogate(unit: number): boolean {
@@ -113,14 +121,14 @@ export function frontAtBoundary(text: string, max: number): string {
 /**
  * `text` cut to fit `budget` code units with the pointer line, or undefined when it is no longer than `limit` (the
  * budget unless told: see trimAbove). `text` may be only the head of a longer output of `totalChars` (a spilled
- * stdout). The pointer's own length depends on the
+ * stdout, of which the file holds `savedBytes` only when given). The pointer's own length depends on the
  * count it states, so the front is sized for the longest possible count first. A pointer line that would not fit
  * the budget leaves the path out (pointerLineWithoutPath), so the result never overruns the budget.
  */
-export function trimText(text: string, budget: number, path: string, totalChars = text.length, limit = budget): { text: string; keptFront: string } | undefined {
+export function trimText(text: string, budget: number, path: string, totalChars = text.length, limit = budget, savedBytes?: number): { text: string; keptFront: string } | undefined {
   if (totalChars <= limit) return undefined;
-  const withPath = pointerLine(totalChars, path).length <= budget;
-  const pointer = (omitted: number): string => (withPath ? pointerLine(omitted, path) : pointerLineWithoutPath(omitted));
+  const withPath = pointerLine(totalChars, path, savedBytes).length <= budget;
+  const pointer = (omitted: number): string => (withPath ? pointerLine(omitted, path, savedBytes) : pointerLineWithoutPath(omitted, savedBytes));
   const room = budget - pointer(totalChars).length - 1;
   const front = frontAtBoundary(text, Math.max(0, room));
   const separator = front.endsWith('\n') || front === '' ? '' : '\n';
