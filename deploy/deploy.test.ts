@@ -1237,7 +1237,7 @@ describe('container helpers', () => {
       const tls = { HOOKWATCH_HTTP_TLS_CERT_FILE: cert.certFile, HOOKWATCH_HTTP_TLS_KEY_FILE: cert.keyFile };
       // As the image runs it: the same variables for hookwatch and the check.
       expect(await check(tls, (port) => ({ ...tls, HOOKWATCH_HTTP_ADDR: `0.0.0.0:${port}` }))).toBe(0);
-      // TLS from the config file: the check sees only the address, and is hung up on over plain HTTP first.
+      // TLS from the config file: the check sees only the address, and is answered 400 over plain HTTP first.
       expect(await check(tls, (port) => ({ HOOKWATCH_HTTP_ADDR: `0.0.0.0:${port}` }))).toBe(0);
       const mutual = { ...tls, HOOKWATCH_HTTP_TLS_CLIENT_CA_FILE: ca.certFile };
       expect(await check(mutual, (port) => ({ ...mutual, HOOKWATCH_HTTP_ADDR: `0.0.0.0:${port}` }))).toBe(0);

@@ -2,7 +2,8 @@
 // Plain JavaScript with Node's http and https, because the slim base image has no curl or wget.
 //
 // With TLS on that port (http.tls.*) it asks over https: at once when HOOKWATCH_HTTP_TLS_CERT_FILE is set, else
-// after plain HTTP was hung up on (TLS set in the config file). This checks its own process on loopback, so the
+// after plain HTTP was answered 400 (a TLS port's answer to a plain-HTTP request; /healthz never answers 400) or
+// hung up on (TLS set in the config file). This checks its own process on loopback, so the
 // certificate, which names the service rather than 127.0.0.1, is not verified. Under mutual TLS the check has no
 // client certificate: a handshake the server completes and then refuses for want of one still shows that the
 // process answers, which is what /healthz says.
@@ -38,9 +39,10 @@ async function healthy() {
   if (process.env.HOOKWATCH_HTTP_TLS_CERT_FILE) return overHttps();
   try {
     const status = await ask(httpGet);
+    if (status === 400) return overHttps();
     return status >= 200 && status < 300;
   } catch (err) {
-    // Nothing listens, or nothing answers: unhealthy. A TLS port hangs up on plain HTTP instead.
+    // Nothing listens, or nothing answers: unhealthy. A TLS port answers plain HTTP 400 (above), or hangs up on it.
     if (err?.code === 'ECONNREFUSED' || err?.code === 'ETIMEDOUT') return false;
     return overHttps();
   }
