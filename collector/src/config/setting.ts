@@ -48,8 +48,8 @@ export class SettingPathError extends Error {
   /** What went wrong, without the setting: `cannot make its folder (ENOENT: ...)`. */
   readonly detail: string;
 
-  constructor(setting: string, path: string, cause: NodeJS.ErrnoException) {
-    const detail = `${cause.syscall === 'mkdir' ? 'cannot make its folder' : 'cannot open it'} (${cause.message})`;
+  /** `detail`: what the caller can say of `cause` (the file and what to do), in place of the system's error. */
+  constructor(setting: string, path: string, cause: NodeJS.ErrnoException, detail = `${cause.syscall === 'mkdir' ? 'cannot make its folder' : 'cannot open it'} (${cause.message})`) {
     super(`${setting} ${path}: ${detail}`, { cause });
     this.setting = setting;
     this.path = path;
@@ -57,11 +57,16 @@ export class SettingPathError extends Error {
   }
 }
 
-/** Runs `open`; a file system error it throws comes back as a SettingPathError naming `setting`. */
-export function openFor<T>(setting: string, path: string, open: () => T): T {
+/**
+ * Runs `open`; a file system error it throws comes back as a SettingPathError naming `setting`, as does any error
+ * `explain` has words for (what failed and what to do, said in place of the error's message).
+ */
+export function openFor<T>(setting: string, path: string, open: () => T, explain: (err: unknown) => string | undefined = () => undefined): T {
   try {
     return open();
   } catch (err) {
+    const detail = explain(err);
+    if (detail !== undefined) throw new SettingPathError(setting, path, err as NodeJS.ErrnoException, detail);
     if (typeof (err as NodeJS.ErrnoException).syscall === 'string') throw new SettingPathError(setting, path, err as NodeJS.ErrnoException);
     throw err;
   }

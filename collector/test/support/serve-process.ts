@@ -33,11 +33,14 @@ export interface ReplicaOptions {
   startTimeoutMs?: number;
   /** Called with the process as soon as it is spawned, before it has started (to kill it during its start). */
   onSpawn?: (child: ChildProcess) => void;
+  /** A command that runs the one after it in the same process (setpriv, to serve as another user). */
+  wrap?: readonly string[];
 }
 
 /** Starts one replica and resolves once it logs `hookwatch started` with its bound URLs. */
 export async function startReplica(opts: ReplicaOptions): Promise<Replica> {
-  const child = spawn(process.execPath, [MAIN, 'serve'], {
+  const [file, ...args] = opts.wrap ? [...opts.wrap, process.execPath, MAIN, 'serve'] : [process.execPath, MAIN, 'serve'];
+  const child = spawn(file as string, args, {
     cwd: opts.cwd,
     env: {
       PATH: process.env['PATH'] ?? '',

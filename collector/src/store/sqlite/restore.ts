@@ -26,6 +26,7 @@ import { pathToFileURL } from 'node:url';
 import { DatabaseSync } from 'node:sqlite';
 import { BackupAbortedError, BackupError, errnoCode, fileProblem, quickCheckApart, removeQuietly, removeStalePartials, serviceFile, statIfThere, storeSchemaVersion, syncApart, syncFolder, unseenProblem, untilAborted } from './backup.ts';
 import { BUSY_TIMEOUT_MS, describeSqliteError, sqliteFault } from './database.ts';
+import { unopenedStoreFile, unopenedStoreFileProblem } from './file-owner.ts';
 import { lockSqliteStore, StoreInUseError } from './process-lock.ts';
 import { MIGRATIONS } from './schema.ts';
 import { isInMemory, sqliteFiles } from '../settings.ts';
@@ -158,26 +159,14 @@ function ownLike(file: number | string, owner: Stats | undefined): void {
 }
 
 /**
- * Why the store's lock (or the store's file, which the lock opens first) could not be taken, naming the file. A lock
- * file another user owns and this one may not open (left by `sudo hookwatch serve`) is named with its owner and
- * what to do: changing its owner is safe even while a service holds it.
+ * Why the store's lock (or the store's file, which the lock opens first) could not be taken, naming the file. One
+ * another user owns and this one may not open (left by `sudo hookwatch serve`) is named with its owner and what to
+ * do (file-owner.ts).
  */
-function lockProblem(err: unknown, from: string, db: string, lockFile: string): string {
+function lockProblem(err: unknown, from: string, db: string): string {
+  const unopened = unopenedStoreFile(db, err);
+  if (unopened !== undefined) return `${unopenedStoreFileProblem(db, unopened.file, unopened.err, 'restore')}; the store was left as it was`;
   const path = (err as NodeJS.ErrnoException | undefined)?.path;
-  const code = errnoCode(err);
-  if (path === lockFile && (code === 'EACCES' || code === 'EPERM')) {
-    let owner: Stats | undefined;
-    try {
-      owner = statIfThere(lockFile);
-    } catch {
-      // Not even looked at: named without its owner.
-    }
-    const [uid, gid] = [process.geteuid?.(), process.getegid?.()];
-    if (owner !== undefined && uid !== undefined && owner.uid !== uid) {
-      return `cannot take the store's lock ${lockFile}: ${fileProblem(err)}: it belongs to uid ${owner.uid}, not to this user (uid ${uid}), left by hookwatch run as that user (sudo hookwatch serve, say). Give it to this user (sudo chown ${uid}:${gid} ${lockFile}), or run restore as root; the store was left as it was`;
-    }
-    return `cannot take the store's lock ${lockFile}: ${fileProblem(err)}: give this user write access to it, or run restore as the service's user; the store was left as it was`;
-  }
   const what = path === undefined ? '' : `cannot ${(err as NodeJS.ErrnoException).syscall === 'mkdir' ? 'make' : 'open'} ${path}: `;
   return `cannot restore ${from} to ${db}: ${what}${fileProblem(err)}; the store was left as it was`;
 }
@@ -268,7 +257,7 @@ export async function restoreSqlite(opts: RestoreOptions): Promise<RestoreResult
       const who = err.holder ? `hookwatch serve (pid ${err.holder.pid} on ${err.holder.host})` : `another process (it holds ${err.lock})`;
       throw new BackupError(`${who} uses the store ${opts.db}: stop it first (in Kubernetes, scale the Deployment to 0), then restore`);
     }
-    throw new BackupError(lockProblem(err, from, opts.db, lockFile));
+    throw new BackupError(lockProblem(err, from, opts.db));
   }
   try {
     // Where SQLite keeps the store (a link followed): its -wal and -shm are beside that file.

@@ -15,6 +15,7 @@ import { startWorker } from '../../worker-thread.ts';
 import type { Logger } from '../../telemetry/logger.ts';
 import { formatDuration } from '../../config/values.ts';
 import { BUSY_TIMEOUT_MS, describeSqliteError, inTransaction, openSqlite, sqliteFault } from './database.ts';
+import { unopenedStoreFile, unopenedStoreFileProblem } from './file-owner.ts';
 
 /** Versioned migrations; append only. Version n is MIGRATIONS[n - 1]. */
 export const MIGRATIONS: readonly string[] = [
@@ -169,9 +170,19 @@ function lockedFailure(path: string, err: unknown): string | undefined {
   return `another process writes to db ${path}: it held the file's write lock past the busy timeout (${formatDuration(BUSY_TIMEOUT_MS)}), and SQLite does not say which; let it finish or stop it, then start hookwatch again`;
 }
 
+/**
+ * A file of the store at `path` that this user may not open (its -wal or -shm left to root by `sudo hookwatch
+ * serve`), named with what to do (file-owner.ts): SQLite says "unable to open database file" or "attempt to write
+ * a readonly database" without saying which. Undefined for any other failure.
+ */
+function unopenedFailure(path: string, err: unknown): string | undefined {
+  const unopened = unopenedStoreFile(path, err);
+  return unopened && `db ${path}: ${unopenedStoreFileProblem(path, unopened.file, unopened.err)}`;
+}
+
 /** A failure to open the file at `path`: SQLite says "unable to open database file" without saying which. */
 function openFailure(path: string, err: unknown): StoreUnavailableError {
-  return new StoreUnavailableError(lockedFailure(path, err) ?? `cannot open the SQLite database ${path}: ${describeSqliteError(err)}`);
+  return new StoreUnavailableError(lockedFailure(path, err) ?? unopenedFailure(path, err) ?? `cannot open the SQLite database ${path}: ${describeSqliteError(err)}`);
 }
 
 /**
@@ -182,7 +193,7 @@ export function schemaFailure(path: string, err: unknown): Error {
   const locked = lockedFailure(path, err);
   if (locked) return new Error(locked, { cause: err });
   const fault = sqliteFault(err);
-  if (fault) return new StoreUnavailableError(`cannot open the SQLite database ${path}: ${fault}: ${describeSqliteError(err)}`);
+  if (fault) return new StoreUnavailableError(unopenedFailure(path, err) ?? `cannot open the SQLite database ${path}: ${fault}: ${describeSqliteError(err)}`);
   return err instanceof Error ? err : new Error(String(err));
 }
 
