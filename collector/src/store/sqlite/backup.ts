@@ -3,8 +3,8 @@
  * (node:sqlite `backup`) on a read-only connection of this process. The connection holds one read transaction
  * from the first page to the last, so the copy is the store as it was at one commit, the WAL's committed frames
  * included. In WAL mode a reader never blocks the writer: ingest goes on committing meanwhile (into the WAL, which
- * the next checkpoint folds back once the backup ends: until then the WAL grows by every commit, as docs/deploy.md
- * measures). Without that transaction each step would start a read of its own, and any commit between two steps
+ * the next checkpoint folds back once the backup ends, and the commit after it cuts back to WAL_SIZE_LIMIT_BYTES:
+ * until then the WAL grows by every commit, as docs/deploy.md measures). Without that transaction each step would start a read of its own, and any commit between two steps
  * would start the copy over: under a steady feed it would never end.
  *
  * The service's process lock (`<db>.lock`, process-lock.ts) is a file of its own, so a backup is not refused by it

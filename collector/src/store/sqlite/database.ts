@@ -14,7 +14,17 @@ import { StoreUnavailableError } from '../store.ts';
 export const BUSY_TIMEOUT_MS = 5000;
 
 /**
- * Opens (creating its folder) a database in WAL mode, waiting up to BUSY_TIMEOUT_MS for another connection's lock.
+ * The size a `-wal` is cut back to once a checkpoint has folded it all into the database (PRAGMA
+ * journal_size_limit): SQLite otherwise writes over the file from its start again and never makes it smaller, so a
+ * WAL grown while a reader held it (a backup's read transaction, which no checkpoint gets past) would keep that size
+ * until the last connection closes. Above the WAL of a steady feed (checkpointed at about 4 MiB, 1000 pages), which
+ * is never cut; the first commit after a checkpoint cuts a larger file back to this size.
+ */
+export const WAL_SIZE_LIMIT_BYTES = 16 * 1024 * 1024;
+
+/**
+ * Opens (creating its folder) a database in WAL mode, waiting up to BUSY_TIMEOUT_MS for another connection's lock,
+ * its `-wal` cut back to WAL_SIZE_LIMIT_BYTES after a checkpoint.
  * The files hold telemetry about people (who ran which hook, when), so only hookwatch's user may read them:
  * a folder it creates is 0700, the database file is created (or tightened) to 0600 before SQLite opens it,
  * and SQLite gives its -wal and -shm files the database file's mode.
@@ -24,7 +34,7 @@ export function openSqlite(path: string, synchronous: 'full' | 'normal' = 'full'
   if (onDisk) createPrivateFile(path);
   const db = new DatabaseSync(path, { timeout: BUSY_TIMEOUT_MS });
   try {
-    db.exec(`PRAGMA journal_mode = WAL; PRAGMA synchronous = ${synchronous === 'normal' ? 'NORMAL' : 'FULL'};`);
+    db.exec(`PRAGMA journal_mode = WAL; PRAGMA synchronous = ${synchronous === 'normal' ? 'NORMAL' : 'FULL'}; PRAGMA journal_size_limit = ${WAL_SIZE_LIMIT_BYTES};`);
   } catch (err) {
     // A file locked or not a database: the caller gets the error, not a connection it would never close.
     db.close();

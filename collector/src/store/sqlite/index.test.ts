@@ -1,12 +1,12 @@
 /** The SQLite store's reuse of closed rollup segments must never serve a stale answer. */
-import { copyFileSync, existsSync, readdirSync } from 'node:fs';
+import { copyFileSync, existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { afterAll, describe, expect, it } from 'vitest';
 import { extractHookEvents } from '../../hooks/extract.ts';
 import type { LogsRequest } from '../../otlp/model.ts';
 import { tempDir } from '../../../test/helpers.ts';
-import { openSqlite } from './database.ts';
+import { openSqlite, WAL_SIZE_LIMIT_BYTES } from './database.ts';
 import { LATE_ARRIVAL_EVENTS, LATE_PERSISTED_EVENTS, SqliteStore } from './index.ts';
 import { lateArrivalsQuery, latePersistedQuery } from '../sql.ts';
 import { loadHistory } from '../../../test/support/history.ts';
@@ -271,6 +271,38 @@ describe('opening a file another connection holds', () => {
     const db = openSqlite(path);
     expect((db.prepare('PRAGMA journal_mode').get() as { journal_mode: string }).journal_mode).toBe('wal');
     db.close();
+  });
+});
+
+describe('the write-ahead log', () => {
+  it('grown while a reader held it (as a backup does), is cut back once the reader lets go and a checkpoint runs', { timeout: 180_000 }, async () => {
+    const path = join(tmp.dir, 'wal.db');
+    const store = new SqliteStore({ path });
+    try {
+      const now = Date.now();
+      const walBytes = (): number => statSync(`${path}-wal`).size;
+      // A backup's read transaction: begun before the writes, held until they end; no checkpoint gets past it.
+      const reader = new DatabaseSync(path, { readOnly: true });
+      reader.exec('BEGIN');
+      reader.prepare('SELECT COUNT(*) AS n FROM events').get();
+      await loadHistory(store, { events: 120_000, fromMs: now - 2 * DAY, toMs: now - DAY, hooks: 50 });
+      const grown = walBytes();
+      expect(grown).toBeGreaterThan(2 * WAL_SIZE_LIMIT_BYTES);
+      reader.exec('COMMIT');
+      reader.close();
+      // Commits go on: the first past the checkpoint size folds the WAL into the file, the next starts it over.
+      const sizes: number[] = [];
+      for (let seq = 1; seq <= 20; seq++) {
+        await store.ingest(events(now, seq, 0));
+        sizes.push(walBytes());
+      }
+      expect(sizes.at(-1)).toBeLessThanOrEqual(WAL_SIZE_LIMIT_BYTES);
+      // Cut at once, not worn down: the second commit after the reader let go starts the WAL over.
+      expect(sizes.slice(1).every((size) => size <= WAL_SIZE_LIMIT_BYTES)).toBe(true);
+      expect([...(await store.hookCounters({ fromMs: now - 60_000, toMs: now + 60_000 })).values()].map((c) => c.executions)).toEqual([20]);
+    } finally {
+      await store.close();
+    }
   });
 });
 
