@@ -285,6 +285,39 @@ describe('hookwatch restore on SQLite', () => {
     expect(storedEvents(path)).toBe(0);
   }, 60_000);
 
+  it('names the store\'s file it cannot look at once it holds the lock, and what to do; the store left as it was, the copy removed', async (ctx) => {
+    if (!requireTool(spawnSync('strace', ['-D', '-qq', '-o', '/dev/null', 'true']).status === 0, 'strace, allowed to trace', 'install strace (apt-get install strace), as .ci/run does, and allow ptrace (in a container: --cap-add SYS_PTRACE)')) return ctx.skip('no strace here');
+    const { path: backup } = await scratchStore('unlooked-backup', 5);
+    const { dir, path } = await scratchStore('unlooked', 1);
+    const wal = `${realpathSync(dir)}/hookwatch.db-wal`;
+    const lock = `${realpathSync(dir)}/hookwatch.db.lock`;
+    // Which looks at the store's -wal (stat, links followed) come once the lock is held, in a restore that goes
+    // through: the look for the copy's owner, then the one after the copy, before the store is moved aside.
+    const trace = join(tmp.dir, 'unlooked.trace');
+    const traced = await startRestore(['--from', backup], { HOOKWATCH_DB: path }, undefined, `strace -D -f -qq -o "${trace}" -P "${wal}" -P "${lock}" -e trace=statx,openat`).done;
+    expect(traced).toMatchObject({ status: 0, stderr: '' });
+    const calls = readFileSync(trace, 'utf8').split('\n').filter((l) => /\b(statx|openat)\(/.test(l));
+    const locked = calls.findIndex((l) => l.includes(`openat(AT_FDCWD, "${lock}"`));
+    const walLooks = calls.map((l, i) => ({ i, l })).filter(({ l }) => l.includes(`statx(AT_FDCWD, "${wal}"`));
+    const afterLock = walLooks.flatMap(({ i, l }, n) => (i > locked && !l.includes('AT_SYMLINK_NOFOLLOW') ? [n + 1] : []));
+    expect(locked).toBeGreaterThan(-1);
+    expect(afterLock.length).toBeGreaterThanOrEqual(2);
+
+    const { dir: dir2, path: path2 } = await scratchStore('unlooked-2', 1);
+    const wal2 = `${realpathSync(dir2)}/hookwatch.db-wal`;
+    const before = snapshot(path2, dir2);
+    // Each of the first two refused (EACCES, as a folder this user may not search, or an NFS export squashing
+    // root, refuses it), on a store like the one traced.
+    for (const when of afterLock.slice(0, 2)) {
+      const { status, stdout, stderr } = await startRestore(['--from', backup], { HOOKWATCH_DB: path2 }, undefined, `strace -D -f -qq -o /dev/null -P "${wal2}" -e trace=statx -e inject=statx:error=EACCES:when=${when}`).done;
+      expect({ when, status, stdout, stderr }).toEqual({
+        when, status: 1, stdout: '',
+        stderr: `hookwatch: cannot restore ${backup} to ${path2}: cannot look at ${wal2}: permission denied: run restore as the service's user; the store was left as it was\n`,
+      });
+      expect(snapshot(path2, dir2)).toEqual({ ...before, names: [...before.names, 'hookwatch.db.lock'].sort() });
+    }
+  }, 60_000);
+
   it('removes the partial copy a killed restore left, whatever process now has its pid (in a container restore is pid 1 at every run)', async () => {
     const { path: backup } = await scratchStore('partial-backup', 5);
     const { dir, path } = await scratchStore('partial-left', 1);

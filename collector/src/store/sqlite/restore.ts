@@ -246,6 +246,21 @@ export async function restoreSqlite(opts: RestoreOptions): Promise<RestoreResult
   if (problems.length > 0) throw damaged(from, problems);
   if (signal?.aborted) throw aborted();
 
+  /**
+   * A file of the store (or its folder) once the lock is held, or undefined when there is none; a BackupError naming
+   * it when it cannot be looked at (EACCES: a folder on its path this user may not search, an NFS export that
+   * squashes root), with what to do.
+   */
+  const lookAt = (path: string): Stats | undefined => {
+    try {
+      return statIfThere(path);
+    } catch (err) {
+      const code = errnoCode(err);
+      const advice = code === 'EACCES' || code === 'EPERM' ? ": run restore as the service's user" : '';
+      throw new BackupError(`cannot restore ${from} to ${opts.db}: ${unseenProblem(err)}${advice}; the store was left as it was`);
+    }
+  };
+
   // 2. No service on the store while it is replaced.
   let lock;
   const lockFile = `${db}.lock`;
@@ -268,9 +283,9 @@ export async function restoreSqlite(opts: RestoreOptions): Promise<RestoreResult
     const removedPartials = removeStalePartials(store, true);
     // The store's owner, given to the copy: its main file's, or its WAL's when the main file is empty (the lock
     // above makes an empty one where there was none); where there is neither (a fresh volume), its folder's.
-    const main = statIfThere(store);
-    const walFile = statIfThere(`${store}-wal`);
-    const owner = (main?.size ?? 0) > 0 ? main : (walFile?.size ?? 0) > 0 ? walFile : statSync(dirname(store));
+    const main = lookAt(store);
+    const walFile = lookAt(`${store}-wal`);
+    const owner = (main?.size ?? 0) > 0 ? main : (walFile?.size ?? 0) > 0 ? walFile : lookAt(dirname(store));
     // The lock file made above, the service's to open at every start: its owner too.
     if (lockMade) {
       try {
@@ -306,8 +321,15 @@ export async function restoreSqlite(opts: RestoreOptions): Promise<RestoreResult
     }
 
     // 4. The store it replaces, whole in one file where its WAL can be folded in.
-    const current = statIfThere(store);
-    const wal = statIfThere(`${store}-wal`);
+    let current: Stats | undefined;
+    let wal: Stats | undefined;
+    try {
+      current = lookAt(store);
+      wal = lookAt(`${store}-wal`);
+    } catch (err) {
+      removeQuietly(temp);
+      throw err;
+    }
     const hasFile = (current?.size ?? 0) > 0;
     const hasStore = hasFile || (wal?.size ?? 0) > 0;
     // A WAL beside a missing or empty main file is not checkpointed: opening the store would make an empty
