@@ -4,7 +4,7 @@
  * restore, and a hookwatch started on the result serves exactly what the backup held, while the store it replaced
  * is kept whole beside it. Then what restore refuses, leaving the store as it was: a running service on the store,
  * a file that is no SQLite database, a SQLite database that is no hookwatch store, a damaged backup, one from a
- * newer release; a full disk part way through the copy; a copy the disk did not keep; a signal during it; a lock
+ * newer release; a full disk part way through the copy; a copy not written whole; a signal during it; a lock
  * file or a store folder the restoring user cannot open.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
@@ -250,7 +250,7 @@ describe('hookwatch restore on SQLite', () => {
     }
   }, 60_000);
 
-  it('reads the copy back before it replaces the store: a write the disk did not keep leaves the store as it was, the copy removed', async (ctx) => {
+  it('reads the copy back before it replaces the store: a write that did not land whole leaves the store as it was, the copy removed', async (ctx) => {
     if (!requireTool(spawnSync('strace', ['-D', '-qq', '-o', '/dev/null', 'true']).status === 0, 'strace, allowed to trace', 'install strace (apt-get install strace), as .ci/run does, and allow ptrace (in a container: --cap-add SYS_PTRACE)')) return ctx.skip('no strace here');
     // A backup of whole 64 KiB chunks (the reads and writes of the copy), at least three of them.
     const { path: backup } = await scratchStore('unkept-backup', 40);
@@ -272,7 +272,7 @@ describe('hookwatch restore on SQLite', () => {
       const { status, stdout, stderr } = await startRestore(['--from', backup], { HOOKWATCH_DB: path, UV_THREADPOOL_SIZE: '1' }, undefined, `strace -D -f -qq -o /dev/null -P "${partial}" -e trace=write -e inject=write:retval=65536:when=${when}`).done;
       return { status, stdout, stderr };
     };
-    const advice = `, so it is not the backup: the disk under ${dir} did not keep what was written (or ${backup} changed during the copy). The copy was removed, the store left as it was: check the disk, then restore again\n`;
+    const advice = `, so it is not the backup: what was written under ${dir} did not land whole (or ${backup} changed during the copy). The copy was removed, the store left as it was: check the disk, then restore again\n`;
 
     const skipped = await dropped('2');
     expect(skipped).toMatchObject({ status: 1, stdout: '' });

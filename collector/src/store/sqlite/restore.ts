@@ -8,8 +8,9 @@
  *    starts while the restore runs.
  * 3. The backup is copied beside the store under a temporary name (`.<db>.<pid>.partial`, 0600, owned as the store
  *    it replaces, or as its folder when there is none: so is the lock file when the restore made it), synced, and
- *    read back as the backup was (`PRAGMA quick_check`, the same schema version): a write the disk did not keep
- *    must not become the store.
+ *    read back as the backup was (`PRAGMA quick_check`, the same schema version): a write that reported success
+ *    but did not land whole (a short write, a file system error) must not become the store. The read comes mostly
+ *    from the system's cache: it vouches for what was written, not for the disk under it.
  * 4. The store being replaced is made whole in one file: its WAL checkpointed into it (a killed service leaves
  *    one), or, when that cannot be done (a full disk, a damaged store, a main file missing or empty), moved along
  *    with it.
@@ -107,8 +108,8 @@ function backupVersion(from: string, version: string): number {
 
 /**
  * What is wrong with the copy at `path` of a backup of schema version `schemaVersion`, read back before it replaces
- * the store (as the backup was read before it was copied); undefined when it is whole and that backup's. A write the
- * disk did not keep, or a backup changed during the copy, shows here.
+ * the store (as the backup was read before it was copied); undefined when it is whole and that backup's. A write that
+ * did not land whole, or a backup changed during the copy, shows here.
  */
 async function copyProblem(path: string, schemaVersion: number, signal: AbortSignal | undefined, aborted: () => BackupAbortedError): Promise<string | undefined> {
   try {
@@ -311,7 +312,7 @@ export async function restoreSqlite(opts: RestoreOptions): Promise<RestoreResult
       // Read back before it replaces anything: a short write, or a disk that returns other bytes than it was given,
       // would otherwise become the store.
       const problem = await copyProblem(temp, schemaVersion, signal, aborted);
-      if (problem !== undefined) throw new BackupError(`the copy of ${from} written beside the store ${problem}, so it is not the backup: the disk under ${dirname(store)} did not keep what was written (or ${from} changed during the copy). The copy was removed, the store left as it was: check the disk, then restore again`);
+      if (problem !== undefined) throw new BackupError(`the copy of ${from} written beside the store ${problem}, so it is not the backup: what was written under ${dirname(store)} did not land whole (or ${from} changed during the copy). The copy was removed, the store left as it was: check the disk, then restore again`);
       if (signal?.aborted) throw aborted();
     } catch (err) {
       removeQuietly(temp);
