@@ -1,7 +1,7 @@
 /**
  * startWorker in a real process started with options Node refuses in a worker's execArgv (V8 flags, an option of
  * the whole process) and a preload: the worker runs its module with its workerData, the preload ran in it too,
- * and its heap is bounded as the main thread's is.
+ * and its heap is bounded as the main thread's is, or by the bound it is given (heapLimits), whatever the flag.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -30,10 +30,19 @@ it('starts a worker in a process given V8 and whole-process options, with its pr
   const main = writeModule('main.mjs', [
     "import { pathToFileURL } from 'node:url';",
     "import { getHeapStatistics } from 'node:v8';",
-    `const { startWorker } = await import(${JSON.stringify(new URL('./worker-thread.ts', import.meta.url).href)});`,
-    `const worker = startWorker(pathToFileURL(${JSON.stringify(module)}), { workerData: { path: 'x.db' } });`,
-    "worker.once('error', (err) => { console.log(JSON.stringify({ error: err.message })); process.exit(1); });",
-    "worker.once('message', (m) => { console.log(JSON.stringify({ ...m, mainHeapLimit: getHeapStatistics().heap_size_limit })); void worker.terminate(); });",
+    `const { heapLimits, startWorker } = await import(${JSON.stringify(new URL('./worker-thread.ts', import.meta.url).href)});`,
+    'const answer = (worker) => new Promise((resolve, reject) => {',
+    '  worker.once(\'error\', reject);',
+    '  worker.once(\'message\', (m) => { resolve(m); void worker.terminate(); });',
+    '});',
+    'try {',
+    `  const m = await answer(startWorker(pathToFileURL(${JSON.stringify(module)}), { workerData: { path: 'x.db' } }));`,
+    `  const bounded = await answer(startWorker(pathToFileURL(${JSON.stringify(module)}), { workerData: {}, resourceLimits: heapLimits(40 * 1024 * 1024) }));`,
+    '  console.log(JSON.stringify({ ...m, boundedHeapLimit: bounded.heapLimit, mainHeapLimit: getHeapStatistics().heap_size_limit }));',
+    '} catch (err) {',
+    '  console.log(JSON.stringify({ error: err.message }));',
+    '  process.exit(1);',
+    '}',
   ]);
   const nodeArgs = ['--max-old-space-size=96', '--expose-gc', '--title=hookwatch-worker-test', '--import', preload];
   const r = spawnSync(process.execPath, [...nodeArgs, main], { encoding: 'utf8', timeout: 20_000 });
@@ -43,5 +52,8 @@ it('starts a worker in a process given V8 and whole-process options, with its pr
   expect(answer['heapLimit']).toBe(answer['mainHeapLimit']);
   // 96 MiB of old generation, and the young generation's share: far below the default of some 4 GiB.
   expect(answer['heapLimit']).toBeLessThan(512 * 1024 * 1024);
+  // A worker given a bound of its own has it, not the flag's (which V8 would otherwise apply to every heap):
+  // 40 MiB of old space and the young generation's 24 MiB.
+  expect(answer['boundedHeapLimit']).toBe((40 + 24) * 1024 * 1024);
   expect(r.status).toBe(0);
 });
