@@ -35,7 +35,7 @@ export async function openStore(config: HookwatchConfig, opts: { logger?: Logger
     return PostgresStore.open({ url: config.db, dimensions: config.dimensions, poolSize: config.postgres.poolSize, readers: config.store.readers, maxHooks: config.store.maxHooks, retention, ...now, ...(opts.logger ? { logger: opts.logger } : {}), ...(opts.onMigrationLock ? { onMigrationLock: opts.onMigrationLock } : {}), ...(opts.onMigrationLockWait ? { onMigrationLockWait: opts.onMigrationLockWait } : {}), ...(opts.migrationLockWaitMs === undefined ? {} : { migrationLockWaitMs: opts.migrationLockWaitMs }) });
   }
   // Migrated on a worker thread: the ports answer meanwhile.
-  return SqliteStore.open({ path: config.db, synchronous: config.sqlite.synchronous, cacheBytes: config.sqlite.cacheBytes, dimensions: config.dimensions, readers: config.store.readers, maxHooks: config.store.maxHooks, retention, ...now, ...(opts.logger ? { logger: opts.logger } : {}) }, opts.onMigrationLock);
+  return SqliteStore.open({ path: config.db, synchronous: config.sqlite.synchronous, cacheBytes: config.sqlite.cacheBytes, dimensions: config.dimensions, readers: config.store.readers, readerMaxOldSpace: config.store.readerMaxOldSpace, maxHooks: config.store.maxHooks, retention, ...now, ...(opts.logger ? { logger: opts.logger } : {}) }, opts.onMigrationLock);
 }
 
 /** The wait after the first failed attempt to reach PostgreSQL at start; it doubles after each one, up to the cap. */

@@ -80,6 +80,15 @@ export function isPostgresUrl(db: string): boolean {
  */
 const MISWRITTEN_POSTGRES_URL = /^(?:[\s"'`]+postgres(?:ql)?\s*[:;]|postgres(?:ql)?(?:\s+[:;]|;\/|:\/?(?!\/)|\/\/[^/]*[@:]))/i;
 
+/**
+ * store.readerMaxOldSpace's default: a SQLite read worker's old space (worker-thread.ts heapLimits). Over a store of
+ * a million events of some 9,000 hooks (store.maxHooks is 10,000), the largest answers (the fleet series of 30 days
+ * at a step of 30 minutes or an hour, every hook's rows) were read in 32 MiB of old space and not in 24, the
+ * dashboard's own views and the hooks list in 24: four times the most, for the rows of larger stores. A worker
+ * that needs more fails the query it held (503) and is replaced.
+ */
+export const DEFAULT_READER_MAX_OLD_SPACE = 128 * MiB;
+
 export const STORE_SETTINGS: readonly Setting[] = [
   {
     key: 'db', env: 'HOOKWATCH_DB', type: 'string', default: './data/hookwatch.db',
@@ -137,6 +146,10 @@ export const STORE_SETTINGS: readonly Setting[] = [
     key: 'store.readers', env: 'HOOKWATCH_STORE_READERS', type: 'int', default: 2, min: 1, max: 64,
     description: 'Connections that answer API and dashboard queries, apart from the ones ingest writes on, so no query makes an OTLP request wait. SQLite: worker threads, each with its own read-only connection to the file (an in-memory database reads on its one connection). PostgreSQL: the size of a read pool beside the postgres.poolSize connections that ingest uses.',
   },
+  {
+    key: 'store.readerMaxOldSpace', env: 'HOOKWATCH_STORE_READER_MAX_OLD_SPACE', type: 'bytes', default: DEFAULT_READER_MAX_OLD_SPACE, min: 16 * MiB, max: 64 * 1024 * MiB,
+    description: 'SQLite: the old space of each of the store.readers worker threads, as node\'s --max-old-space-size sets the main thread\'s (the young generation adds 24MiB to each worker\'s heap). A query whose rows need more fails alone with 503 (the worker is replaced for the next one) instead of growing the process to the container\'s memory limit; its 503 names this setting. The default is four times what the largest answers of a store of a million events over some 9,000 hooks needed; raise it with store.maxHooks, or when the fleet series of a much larger store at a fine step answers 503. PostgreSQL reads on connections, not threads: unused.',
+  },
 ];
 
 export interface StoreSettings {
@@ -145,7 +158,7 @@ export interface StoreSettings {
   /** Used when db is a postgres:// URL; startTimeoutMs 0: the start waits for the database without a bound. */
   postgres: { poolSize: number; leaseTtlMs: number; startTimeoutMs: number };
   retention: { eventsMs: number; rollupsMs: number; minuteRollupsMs: number };
-  store: { maxHooks: number; readers: number };
+  store: { maxHooks: number; readers: number; readerMaxOldSpace: number };
 }
 
 export function storeConfig(r: SettingValues): StoreSettings {
@@ -154,7 +167,7 @@ export function storeConfig(r: SettingValues): StoreSettings {
     sqlite: { synchronous: r.oneOf('sqlite.synchronous', ['full', 'normal']), cacheBytes: r.number('sqlite.cacheBytes') },
     postgres: { poolSize: r.number('postgres.poolSize'), leaseTtlMs: r.number('postgres.leaseTtl'), startTimeoutMs: r.number('postgres.startTimeout') },
     retention: retentionOf(r),
-    store: { maxHooks: r.number('store.maxHooks'), readers: r.number('store.readers') },
+    store: { maxHooks: r.number('store.maxHooks'), readers: r.number('store.readers'), readerMaxOldSpace: r.number('store.readerMaxOldSpace') },
   };
 }
 

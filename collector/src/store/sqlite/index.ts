@@ -43,6 +43,8 @@ export interface SqliteStoreOptions {
   checkIntervalMs?: number;
   /** store.readers: worker threads answering read queries, each on its own read-only connection (default 2). */
   readers?: number;
+  /** store.readerMaxOldSpace: each read worker's old space (default DEFAULT_READER_MAX_OLD_SPACE). */
+  readerMaxOldSpace?: number;
   /**
    * retention.events and retention.minuteRollups: minutes older than the minute horizon are read from the raw
    * events, and beyond the events from whole hours (minute-sources.ts). Without it minute rollups serve every minute.
@@ -195,7 +197,7 @@ export class SqliteStore implements Store {
     this.maxHooks = opts.maxHooks ?? DEFAULT_MAX_HOOKS;
     this.known = new KnownHooks(this.maxHooks);
     this.c = this.connect();
-    this.readers = this.path === ':memory:' ? undefined : new SqliteReaders(this.path, opts.readers ?? 2);
+    this.readers = this.path === ':memory:' ? undefined : new SqliteReaders(this.path, opts.readers ?? 2, opts.readerMaxOldSpace);
     if (this.path !== ':memory:') {
       this.checkTimer = setInterval(() => this.check(), opts.checkIntervalMs ?? 2000);
       this.checkTimer.unref();

@@ -5,9 +5,12 @@
  * the process alive, a query in flight does until it is answered).
  */
 import { execFileSync } from 'node:child_process';
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
+import { getHeapStatistics } from 'node:v8';
+import type { Worker } from 'node:worker_threads';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { HookEvent } from '../../hooks/model.ts';
 import { tempDir } from '../../../test/helpers.ts';
@@ -21,6 +24,7 @@ afterAll(() => tmp.cleanup());
 
 const DAY = 86_400_000;
 const MINUTE = 60_000;
+const MIB = 1024 * 1024;
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 const executions = (m: Map<string, { executions: number }>): number => [...m.values()].reduce((n, c) => n + c.executions, 0);
 
@@ -184,6 +188,58 @@ describe('SQLite reads on worker threads', () => {
       }
     } finally {
       await readers.close();
+      await store.close();
+    }
+  });
+
+  it('a query whose rows outgrow the worker\'s heap fails alone (503, naming store.readerMaxOldSpace); the next query gets a new worker', { timeout: 60_000 }, async () => {
+    const path = join(tmp.dir, 'heap.db');
+    const store = new SqliteStore({ path });
+    // A worker of 16 MiB of old space; the rows below are some 200 MiB of strings.
+    const readers = new SqliteReaders(path, 1, 16 * MIB);
+    try {
+      const big = 'WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 200000) SELECT i, printf(\'%.*c\', 1000, \'x\') AS pad FROM n';
+      const failed = await readers.all(big, []).then(() => 'answered', (e: unknown) => e);
+      expect(failed).toBeInstanceOf(StoreUnavailableError);
+      expect((failed as Error).message).toBe('the SQLite read worker ran out of its heap (store.readerMaxOldSpace, 16 MiB of old space) answering a query; it is replaced for the next one');
+      expect(readers.size).toBe(0);
+      // This process (the event loop, the store's own connection) goes on; the next query has a new worker.
+      expect(await readers.all('SELECT 1 AS one', [])).toEqual([{ one: 1 }]);
+      expect(readers.size).toBe(1);
+      expect(await store.lastEventMs()).toBeNull();
+      // Rows within the bound are answered whole.
+      const rows = await readers.all('WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2000) SELECT i, printf(\'%.*c\', 1000, \'x\') AS pad FROM n', []);
+      expect(rows).toHaveLength(2000);
+      expect(rows[1999]).toEqual({ i: 2000, pad: 'x'.repeat(1000) });
+    } finally {
+      await readers.close();
+      await store.close();
+    }
+  });
+
+  it('each worker has the heap bound it is given, the main thread\'s left as it is', async () => {
+    const path = join(tmp.dir, 'bound.db');
+    const store = new SqliteStore({ path });
+    const started: Worker[] = [];
+    const onWorker = (m: unknown): void => {
+      started.push((m as { worker: Worker }).worker);
+    };
+    subscribe('worker_threads', onWorker);
+    const small = new SqliteReaders(path, 1, 40 * MIB);
+    const large = new SqliteReaders(path, 1, 300 * MIB);
+    try {
+      await small.all('SELECT 1', []);
+      await large.all('SELECT 1', []);
+      expect(started).toHaveLength(2);
+      const [a, b] = await Promise.all(started.map((w) => w.getHeapStatistics()));
+      // The old space given, and the young generation's 24 MiB (WORKER_YOUNG_GENERATION_MB, as V8 counts it).
+      expect(a?.heap_size_limit).toBe((40 + 24) * MIB);
+      expect(b?.heap_size_limit).toBe((300 + 24) * MIB);
+      expect(getHeapStatistics().heap_size_limit).not.toBe(a?.heap_size_limit);
+    } finally {
+      unsubscribe('worker_threads', onWorker);
+      await small.close();
+      await large.close();
       await store.close();
     }
   });

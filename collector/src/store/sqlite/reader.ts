@@ -6,11 +6,14 @@
  */
 import type { Worker } from 'node:worker_threads';
 import type { SQLInputValue } from 'node:sqlite';
+import { DEFAULT_READER_MAX_OLD_SPACE } from '../settings.ts';
 import { StoreUnavailableError } from '../store.ts';
 import type { ReadRequest, ReadResponse } from './read-worker.ts';
-import { startWorker } from '../../worker-thread.ts';
+import { heapLimits, startWorker } from '../../worker-thread.ts';
 
 type Row = Record<string, unknown>;
+
+const MiB = 1024 * 1024;
 
 interface Pending {
   resolve: (rows: Row[]) => void;
@@ -41,13 +44,19 @@ export class SqliteReaders {
   /** Workers at most: read queries that can run at once. */
   private readonly count: number;
   private readonly readers: Reader[] = [];
+  /** store.readerMaxOldSpace: each worker's old space (heapLimits). */
+  private readonly maxOldSpaceBytes: number;
   private nextId = 1;
   private closed = false;
 
-  /** `count` workers at most, started on the first queries (a store nobody queries starts none). */
-  constructor(path: string, count: number) {
+  /**
+   * `count` workers at most, started on the first queries (a store nobody queries starts none), each with an old
+   * space of `maxOldSpaceBytes`: a query whose rows outgrow it fails alone (503), its worker replaced.
+   */
+  constructor(path: string, count: number, maxOldSpaceBytes = DEFAULT_READER_MAX_OLD_SPACE) {
     this.path = path;
     this.count = Math.max(1, count);
+    this.maxOldSpaceBytes = maxOldSpaceBytes;
   }
 
   /** Rows of a read query. */
@@ -133,7 +142,7 @@ export class SqliteReaders {
   }
 
   private start(): Reader {
-    const worker = startWorker(new URL('./read-worker.ts', import.meta.url), { workerData: { path: this.path } });
+    const worker = startWorker(new URL('./read-worker.ts', import.meta.url), { workerData: { path: this.path }, resourceLimits: heapLimits(this.maxOldSpaceBytes) });
     worker.unref();
     const reader: Reader = { worker, pending: new Map(), sessions: 0 };
     worker.on('message', (m: ReadResponse) => {
@@ -150,7 +159,9 @@ export class SqliteReaders {
       if (i >= 0) this.readers.splice(i, 1);
       this.fail(reader, err);
     };
-    worker.on('error', (err) => gone(new StoreUnavailableError(`the SQLite read worker failed: ${err.message}`)));
+    worker.on('error', (err) => gone(new StoreUnavailableError((err as NodeJS.ErrnoException).code === 'ERR_WORKER_OUT_OF_MEMORY'
+      ? `the SQLite read worker ran out of its heap (store.readerMaxOldSpace, ${Math.ceil(this.maxOldSpaceBytes / MiB)} MiB of old space) answering a query; it is replaced for the next one`
+      : `the SQLite read worker failed: ${err.message}`)));
     worker.on('exit', (code) => gone(new StoreUnavailableError(`the SQLite read worker stopped (exit code ${code})`)));
     this.readers.push(reader);
     return reader;
