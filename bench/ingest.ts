@@ -599,7 +599,7 @@ export async function run(opts: BenchOptions): Promise<BenchResult[]> {
   out.push(...(await breakdown(batches, protobufPerEvent)));
   if (evaluation) out.push(evaluation);
   // The OTLP/JSON parser thread the OTLP/HTTP receiver would use, started with the first JSON body.
-  const thread = new JsonThread();
+  const thread = new JsonThread({ maxRequestBytes: MAX_REQUEST_BYTES });
   try {
     for (const encoding of ['protobuf', 'json'] as const) out.push(await stall(encoding, opts.quick ? 1 : 3, thread));
     out.push(await recordStall(opts.quick ? 1 : 3, thread));

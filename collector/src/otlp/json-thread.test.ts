@@ -42,7 +42,8 @@ function thrown(work: () => unknown): unknown {
   throw new Error('expected a throw');
 }
 
-const thread = new JsonThread();
+const MIB = 1024 * 1024;
+const thread = new JsonThread({ maxRequestBytes: MAX_REQUEST_BYTES });
 afterAll(() => thread.close());
 
 describe('the OTLP/JSON parser thread', () => {
@@ -115,22 +116,54 @@ describe('the OTLP/JSON parser thread', () => {
 
   it('a worker that fails fails only its body, with an error naming the thread; the next body gets a new worker', async () => {
     // A heap too small for the parse of a maximum-size body: the worker runs out of memory.
-    const small = new JsonThread({ resourceLimits: { maxOldGenerationSizeMb: 24, maxYoungGenerationSizeMb: 4 } });
+    const small = new JsonThread({ maxRequestBytes: MAX_REQUEST_BYTES, resourceLimits: { maxOldGenerationSizeMb: 24, maxYoungGenerationSizeMb: 4 } });
     try {
       const [failed, next] = await Promise.all([
         run(small.decodeLogsSteps(maxSizeRequest('json').body, unbounded())),
         run(small.checkSteps('traces', Buffer.from('{"resourceSpans":[]}'), unbounded())),
       ]);
       expect(failed.err).toBeInstanceOf(Error);
-      expect((failed.err as Error).message).toMatch(/^the OTLP\/JSON parser thread (failed|stopped)/);
+      // Stopped by its own heap bound (ERR_WORKER_OUT_OF_MEMORY): this process goes on.
+      expect((failed.err as Error).message).toBe('the OTLP/JSON parser thread failed: Worker terminated due to reaching memory limit: JS heap out of memory');
       expect(next).toEqual({ value: undefined, pauses: 0 });
     } finally {
       await small.close();
     }
   });
 
+  it('bounds its worker\'s heap by otlp.maxRequestBytes, with room for the costliest body of that size', { timeout: 120_000 }, async () => {
+    const started: Worker[] = [];
+    const onWorker = (m: unknown): void => {
+      started.push((m as { worker: Worker }).worker);
+    };
+    subscribe('worker_threads', onWorker);
+    // Its parse takes seconds, more on a loaded machine: the bound is what this is about, not the time. Both
+    // workers are kept until their heaps are read.
+    const large = new JsonThread({ maxRequestBytes: MAX_REQUEST_BYTES, timeoutMs: 60_000, idleMs: 60_000 });
+    const small = new JsonThread({ maxRequestBytes: 1024 * 1024, idleMs: 60_000 });
+    const records = '{"timeUnixNano":"1","body":{"stringValue":"x"}}';
+    // The smallest records the decode bound admits, otlp.maxRequestBytes of them: the most the parse holds.
+    const costly = Buffer.from(`{"resourceLogs":[{"scopeLogs":[{"logRecords":[${Array(Math.floor((MAX_REQUEST_BYTES - 100) / (records.length + 1))).fill(records).join(',')}]}]}]}`);
+    try {
+      const r = await run(large.decodeLogsSteps(costly, new DecodeBudget(128 * MIB)));
+      expect(r.err).toBeUndefined();
+      expect(r.value?.resourceLogs[0]?.scopeLogs[0]?.logRecords.length).toBe(Math.floor((MAX_REQUEST_BYTES - 100) / (records.length + 1)));
+      expect(await run(small.checkSteps('traces', Buffer.from('{"resourceSpans":[]}'), unbounded()))).toEqual({ value: undefined, pauses: 0 });
+      // The worker of each, as it runs: twelve times the largest body of old space (at least 64 MiB), and the
+      // young generation's 24 MiB (as V8 counts WORKER_YOUNG_GENERATION_MB).
+      expect(started).toHaveLength(2);
+      const limits = await Promise.all(started.map(async (w) => (await w.getHeapStatistics()).heap_size_limit));
+      expect(limits).toEqual([12 * MAX_REQUEST_BYTES + 24 * MIB, (64 + 24) * MIB]);
+      expect(large.resourceLimits).toEqual({ maxOldGenerationSizeMb: (12 * MAX_REQUEST_BYTES) / MIB, maxYoungGenerationSizeMb: 16 });
+    } finally {
+      unsubscribe('worker_threads', onWorker);
+      await large.close();
+      await small.close();
+    }
+  });
+
   it('stopped, fails the body it holds with 503 (retry), and starts again for the next one', async () => {
-    const stopping = new JsonThread();
+    const stopping = new JsonThread({ maxRequestBytes: MAX_REQUEST_BYTES });
     const held = run(stopping.checkSteps('metrics', maxSizeRequest('json').body, unbounded()));
     // The body is sent to the worker on the first step, which run() takes synchronously.
     await stopping.close();
@@ -147,7 +180,7 @@ describe('the OTLP/JSON parser thread', () => {
       started.push((m as { worker: Worker }).worker);
     };
     subscribe('worker_threads', onWorker);
-    const idle = new JsonThread({ idleMs: 200 });
+    const idle = new JsonThread({ maxRequestBytes: MAX_REQUEST_BYTES, idleMs: 200 });
     try {
       expect(await run(idle.checkSteps('traces', maxSizePassThrough('traces', MAX_REQUEST_BYTES, 'json').body, unbounded()))).toEqual({ value: undefined, pauses: 0 });
       expect(started).toHaveLength(1);

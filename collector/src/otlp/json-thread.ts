@@ -17,7 +17,7 @@ import type { ResourceLimits, Worker } from 'node:worker_threads';
 import type { Signal } from '../pipeline/consumer.ts';
 import { OverloadedError } from '../pipeline/errors.ts';
 import { awaiting, type PacedSteps } from '../paced.ts';
-import { startWorker } from '../worker-thread.ts';
+import { heapLimits, startWorker } from '../worker-thread.ts';
 import { DecodeError, DecodeLimitError, type Attributes, type DecodeBudget, type LogRecord, type LogsRequest, type ResourceLogs, type ScopeLogs } from './model.ts';
 
 /**
@@ -36,6 +36,23 @@ const JSON_THREAD_TIMEOUT_MS = 10_000;
  * 100 ms, off the event loop).
  */
 const JSON_THREAD_IDLE_MS = 5_000;
+
+/**
+ * The thread's old space per byte of otlp.maxRequestBytes (heapLimits; 240 MiB for the default 20 MiB). A body of
+ * that size needs some four to eight times itself while it is parsed (its text, the parsed document, the model and
+ * its fragments): bench/lib/batch.ts's maxSizeRequest, Claude Code's records, parsed in an old space of 88 MiB and
+ * not 72; a body of the smallest records the decode bound admits (some 430,000 of 50 bytes) in 160 and not 136.
+ * Past this bound the thread stops (ERR_WORKER_OUT_OF_MEMORY) and fails only the body it held.
+ */
+const JSON_THREAD_OLD_SPACE_PER_BODY_BYTE = 12;
+
+/** Least old space of the thread, whatever otlp.maxRequestBytes: its code and a small body's parse. */
+const JSON_THREAD_MIN_OLD_SPACE = 64 * 1024 * 1024;
+
+/** The heap bound of the thread that parses bodies of up to `maxRequestBytes` (otlp.maxRequestBytes). */
+export function jsonThreadLimits(maxRequestBytes: number): ResourceLimits {
+  return heapLimits(Math.max(JSON_THREAD_MIN_OLD_SPACE, JSON_THREAD_OLD_SPACE_PER_BODY_BYTE * maxRequestBytes));
+}
 
 /** What the event loop sends the worker: the body (a copy of its own, transferred), and the request's decode bound. */
 export interface JsonJob {
@@ -103,13 +120,17 @@ export class JsonThread {
   private readonly timeoutMs: number;
   private readonly idleMs: number;
   private idleTimer: NodeJS.Timeout | undefined;
-  private readonly resourceLimits: ResourceLimits | undefined;
+  /** The worker's own heap bound (and stack): a body whose parse needs more fails alone. */
+  readonly resourceLimits: ResourceLimits;
 
-  /** `resourceLimits`: the worker's own (its heap, its stack); unset, Node's defaults. */
-  constructor(opts: { timeoutMs?: number; idleMs?: number; resourceLimits?: ResourceLimits } = {}) {
+  /**
+   * For bodies of up to `maxRequestBytes` (otlp.maxRequestBytes), with a heap bound for them (jsonThreadLimits);
+   * `resourceLimits` replaces that bound.
+   */
+  constructor(opts: { maxRequestBytes: number; timeoutMs?: number; idleMs?: number; resourceLimits?: ResourceLimits }) {
     this.timeoutMs = opts.timeoutMs ?? JSON_THREAD_TIMEOUT_MS;
     this.idleMs = opts.idleMs ?? JSON_THREAD_IDLE_MS;
-    this.resourceLimits = opts.resourceLimits;
+    this.resourceLimits = opts.resourceLimits ?? jsonThreadLimits(opts.maxRequestBytes);
   }
 
   /** decodeLogsJson of `body` on the thread, within `bound`; the model taken in on the event loop in slices. */
@@ -197,7 +218,7 @@ export class JsonThread {
   }
 
   private start(): Worker {
-    const worker = startWorker(new URL('./json-worker.ts', import.meta.url), this.resourceLimits ? { resourceLimits: this.resourceLimits } : {});
+    const worker = startWorker(new URL('./json-worker.ts', import.meta.url), { resourceLimits: this.resourceLimits });
     worker.on('message', (answer: JsonAnswer) => {
       if (worker !== this.worker || this.running?.id !== answer.id) return;
       this.finish()?.resolve(answer);

@@ -159,7 +159,7 @@ describe('a maximum-size OTLP/JSON request', () => {
   });
 
   it('a parser thread that does not answer in time fails its request with 503, and the port keeps serving', async () => {
-    const thread = new JsonThread({ timeoutMs: 1 });
+    const thread = new JsonThread({ maxRequestBytes: MAX_REQUEST_BYTES, timeoutMs: 1 });
     const hung = start({ jsonThread: thread });
     try {
       const url = await hung.url;

@@ -93,7 +93,7 @@ export class OtlpHttpReceiver {
 
   constructor(opts: OtlpReceiverOptions) {
     this.opts = opts;
-    this.json = opts.jsonThread ?? new JsonThread();
+    this.json = opts.jsonThread ?? new JsonThread({ maxRequestBytes: opts.maxRequestBytes });
     this.grpcClients = new ThrottledLine(WRONG_PROTOCOL_LOG_INTERVAL_MS, () => performance.now(), (connections) => {
       opts.logger.warn('otlp http: an OTLP/gRPC client connected; a gRPC exporter (OTEL_EXPORTER_OTLP_PROTOCOL=grpc) goes to the OTLP/gRPC port (otlp.grpc.addr, 4317 by default), an OTLP/HTTP one to this port needs OTEL_EXPORTER_OTLP_PROTOCOL http/protobuf or http/json', { port: this.port, connections });
     });
