@@ -15,7 +15,9 @@ import { parseAllDocuments, parse as parseYaml } from 'yaml';
 import { loadConfig, toConfig } from '../collector/src/config/index.ts';
 import { SETTINGS } from '../collector/src/config/schema.ts';
 import { isServiceLinkName } from '../collector/src/config/env-names.ts';
+import { jsonThreadLimits } from '../collector/src/otlp/json-thread.ts';
 import { REJECT_REASONS, type RejectReason } from '../collector/src/receiver/options.ts';
+import { heapLimits } from '../collector/src/worker-thread.ts';
 import { hasPromtool, parseExposition } from '../collector/test/support/prometheus-text.ts';
 import { startServiceUnderTest, type ServiceUnderTest } from '../collector/test/support/service.ts';
 import { requireTool, runs } from '../collector/test/required-tool.ts';
@@ -830,11 +832,22 @@ describe('Kubernetes manifests', () => {
     const imageNode = /^NODE_IMAGE=node:(\d+\.\d+\.\d+)-slim$/.exec(dockerfile().find((i) => i.op === 'ARG' && i.args.startsWith('NODE_IMAGE='))?.args ?? '')?.[1];
     const node = join(ROOT, 'node_modules/.bin/node');
     expect(spawnSync(node, ['--version'], { encoding: 'utf8', timeout: 30_000 }).stdout.trim(), node).toBe(`v${imageNode ?? '(no NODE_IMAGE)'}`);
-    // The heap limit of the main thread and of a worker thread, started as hookwatch starts its own (the OTLP/JSON
-    // decode thread, the SQLite store's store.readers read workers, a schema migration): no resourceLimits.
-    const heapLimits = `const v8 = require('node:v8'); const { Worker } = require('node:worker_threads');
-      const w = new Worker("require('node:worker_threads').parentPort.postMessage(require('node:v8').getHeapStatistics().heap_size_limit)", { eval: true });
-      w.once('message', (worker) => { process.stdout.write(JSON.stringify({ main: v8.getHeapStatistics().heap_size_limit, worker })); void w.terminate(); });`;
+    // The heap limit of the main thread and of worker threads started as hookwatch starts its own
+    // (worker-thread.ts startWorker): one given no bound (a schema migration's, a backup's check), one with the
+    // OTLP/JSON decode thread's and one with a read worker's (argv[2], argv[3]).
+    const heapScript = `import { getHeapStatistics } from 'node:v8';
+      const { startWorker } = await import(${JSON.stringify(new URL('../collector/src/worker-thread.ts', import.meta.url).href)});
+      const module = new URL('data:text/javascript,' + encodeURIComponent("import { parentPort } from 'node:worker_threads'; import { getHeapStatistics } from 'node:v8'; parentPort.postMessage(getHeapStatistics().heap_size_limit);"));
+      const limitOf = (resourceLimits) => new Promise((resolve) => {
+        const w = startWorker(module, resourceLimits ? { resourceLimits } : {});
+        w.once('message', (limit) => { resolve(limit); void w.terminate(); });
+      });
+      const [worker, json, reader] = [await limitOf(undefined), await limitOf(JSON.parse(process.argv[2])), await limitOf(JSON.parse(process.argv[3]))];
+      process.stdout.write(JSON.stringify({ main: getHeapStatistics().heap_size_limit, worker, json, reader }));`;
+    // A file, not -e: a worker would inherit --input-type, which Node refuses without the -e string.
+    const scriptDir = mkdtempSync(join(tmpdir(), 'hookwatch-heap-limits-'));
+    const script = join(scriptDir, 'heap-limits.mjs');
+    writeFileSync(script, heapScript);
     const budgets = new Set<string>();
     for (const overlay of ['sqlite', 'postgres']) {
       const { c, env } = renderedPod(overlay);
@@ -846,21 +859,28 @@ describe('Kubernetes manifests', () => {
       const options = env['NODE_OPTIONS'] ?? '';
       for (const flag of imageOptions.split(/\s+/)) expect(options.split(/\s+/), `${overlay}: NODE_OPTIONS`).toContain(flag);
       expect(options, `${overlay}: NODE_OPTIONS`).toMatch(/--max-old-space-size=\d+/);
-      const r = spawnSync(node, ['-e', heapLimits], { env: { PATH: process.env['PATH'] ?? '', NODE_OPTIONS: options }, encoding: 'utf8', timeout: 30_000 });
+      const config = loadConfig({ env, readFile: () => read('deploy/kubernetes/base/hookwatch.yaml') }).values;
+      const bounds = [jsonThreadLimits(config.get('otlp.maxRequestBytes') as number), heapLimits(config.get('store.readerMaxOldSpace') as number)];
+      const r = spawnSync(node, [script, ...bounds.map((b) => JSON.stringify(b))], { env: { PATH: process.env['PATH'] ?? '', NODE_OPTIONS: options }, encoding: 'utf8', timeout: 30_000 });
       expect(r.status, r.stderr).toBe(0);
-      const heap = JSON.parse(r.stdout) as { main: number; worker: number };
-      // The flag bounds each thread's heap, each worker's as the main thread's: not their sum, so the budget below
-      // is one of measured figures, not a bound the process cannot pass.
+      const heap = JSON.parse(r.stdout) as { main: number; worker: number; json: number; reader: number };
+      // The flag bounds the main thread's heap, and a worker's given no bound of its own as the main thread's.
       expect(heap.worker, `${overlay}: a worker thread's heap limit`).toBe(heap.main);
+      // The decode thread and each read worker have theirs, below it: the heaps' bounds, as docs/deploy.md adds them.
+      expect(heap.json, `${overlay}: the OTLP/JSON decode thread's heap limit`).toBeLessThan(heap.main);
+      expect(heap.reader, `${overlay}: a read worker's heap limit`).toBeLessThan(heap.main);
+      const readers = config.get('store.readers') as number;
+      const mib = (n: number): number => n / 1024 ** 2;
+      budgets.add(`${mib(heap.main)} + ${mib(heap.json)} + ${readers} × ${mib(heap.reader)} = ${mib(heap.main + heap.json + readers * heap.reader)} MiB`);
       // Beside the main thread's heap: the request bodies held (otlp.maxInflightBytes, Buffers outside the heap),
       // the store's page cache (sqlite.cacheBytes), and 128 MiB for the worker threads and the code (the whole of
       // it, caches and bodies included, measured 170 MiB idle and 244 MiB under load). A tenth of the limit stays
       // free for what that leaves out: the budget is not the limit.
-      const config = loadConfig({ env, readFile: () => read('deploy/kubernetes/base/hookwatch.yaml') }).values;
       const beside = (config.get('otlp.maxInflightBytes') as number) + (config.get('sqlite.cacheBytes') as number) + 128 * 1024 ** 2;
       expect(heap.main + beside, `${overlay}: heap limit ${heap.main} + ${beside} against 0.9 x the memory limit ${limit}`).toBeLessThanOrEqual(0.9 * limit);
       budgets.add(`${heap.main / 1024 ** 2} MiB of heap|${(heap.main + beside) / 1024 ** 2} MiB, ${(limit - heap.main - beside) / 1024 ** 2} MiB below the limit`);
     }
+    rmSync(scriptDir, { recursive: true, force: true });
     const section = kubernetesDocs();
     expect(section).toContain('--max-old-space-size');
     // The figures docs/deploy.md gives are these.
