@@ -159,9 +159,11 @@ export function headroomCondition(rule: Pick<RuleConfig, 'windowMs' | 'threshold
   const b = blindness(c);
   const blind = b.note ? `; ${b.note}` : '';
   return {
-    // Sizes are sums over the hooks of an execution: a sum can pass the cap while no single output did.
+    // Sizes are sums over the hooks of an execution: a sum can pass the cap while no single output did. "None was
+    // persisted" is not known: a client that sends the sizes without num_outputs_persisted adds nothing to the
+    // count, as one that reports 0 does, and the counters do not tell the two apart.
     summary: max > OUTPUT_CAP_CHARS
-      ? `${scope}: largest output in the last ${w} is ${b.atLeast}${fmt(max)} characters, ${b.atLeast}${fmt(max - OUTPUT_CAP_CHARS)} over the ${fmt(OUTPUT_CAP_CHARS)}-character cap summed over the hooks that ran; none was persisted (alert above ${fmt(limit)})${blind}.`
+      ? `${scope}: largest output in the last ${w} is ${b.atLeast}${fmt(max)} characters, ${b.atLeast}${fmt(max - OUTPUT_CAP_CHARS)} over the ${fmt(OUTPUT_CAP_CHARS)}-character cap summed over the hooks that ran; no output was reported persisted (alert above ${fmt(limit)})${blind}.`
       : `${scope}: largest output in the last ${w} is ${b.atLeast}${fmt(max)} characters, ${b.atMost}${fmt(OUTPUT_CAP_CHARS - max)} below the ${fmt(OUTPUT_CAP_CHARS)}-character cap (alert above ${fmt(limit)})${blind}.`,
     description: `Past the cap the model gets a ~${fmt(PREVIEW_CHARS)}-character preview instead. Sizes are sums over the hooks that ran, so this is an upper bound of the largest single output. ${NEAR_ACTION}`,
     largest_output: String(max),

@@ -961,6 +961,18 @@ describe('other rule kinds', () => {
     expect(summary).not.toMatch(/-\d+ below/);
   });
 
+  it('headroom: a sum over the cap from a client that does not send num_outputs_persisted never reads "none was persisted"', async () => {
+    const h = await harness([{ kind: 'headroom' }]);
+    // Two hooks whose additionalContext sums to 12,000 (neither string proved over the cap), from a client that sends
+    // the sizes but not num_outputs_persisted: whether an output was persisted is unknown, not "none".
+    const unreported = { ...hookEvent({ hookName: 'PreToolUse:Bash', numHooks: 2, additionalContextChars: 12_000, stdoutChars: 12_100, outputsPersisted: 0, timeMs: h.clock.now() }), outputsPersisted: null, status: 'near' as const };
+    h.alerting.engine.onIngested((await h.store.ingest([unreported])).inserted);
+    await h.alerting.engine.evaluate('notify');
+    await h.alerting.dispatcher.idle();
+    const summaries = h.sink.bodies<AlertmanagerWebhookBody>().map((b) => `${b.status} ${b.alerts[0]?.labels['alertname']}: ${b.alerts[0]?.annotations['summary']}`);
+    expect(summaries).toEqual(['firing headroom: PreToolUse:Bash: largest output in the last 24h is 12,100 characters, 2,100 over the 10,000-character cap summed over the hooks that ran; no output was reported persisted (alert above 8,000).']);
+  });
+
   it('growth: a daily largest output on course to cross the cap within the horizon', async () => {
     // Four days up to today, 1,000 more a day: 8,000 today, the cap two days after today's start.
     const start = T0 - 3 * DAY;
