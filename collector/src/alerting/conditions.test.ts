@@ -31,7 +31,9 @@ describe('conditions', () => {
 
   it('persisted: holds for an output saved to a file while the hook reported success, names late arrivals', () => {
     expect(persistedCondition(counters({ executions: 3, success: 3 }), 'h', HOUR, undefined)).toBeNull();
-    expect(persistedCondition(counters({ executions: 1, outputsPersisted: 1, executionsWithPersisted: 1, success: 0 }), 'h', HOUR, undefined)).toBeNull();
+    // No success counted (num_success absent, or a failing hook): the output was lost all the same.
+    expect(persistedCondition(counters({ executions: 1, outputsPersisted: 1, executionsWithPersisted: 1, success: 0 }), 'h', HOUR, undefined)?.['summary']).toBe('h: 1 output over the 10,000-character cap saved to a file instead of delivered in the last 1h; the hook did not report its outcome (no success or failure counted).');
+    expect(persistedCondition(counters({ executions: 3, executionsWithPersisted: 3, blocking: 2, cancelled: 1, largest: 12_000 }), 'h', HOUR, undefined)?.['summary']).toBe('h: 3 executions in the last 1h with an output over the 10,000-character cap, which Claude Code saves to a file instead of delivering it; the hook reported no success (2 blocking errors, 1 cancelled) (measured size: this client does not report num_outputs_persisted).');
     const c = counters({ executions: 4, success: 4, outputsPersisted: 2, executionsWithPersisted: 1, largest: 12_000 });
     const a = persistedCondition(c, 'SessionStart:startup', HOUR, undefined);
     expect(a).toMatchObject({ outputs_persisted: '2', executions: '4', largest_output: '12000' });

@@ -101,12 +101,34 @@ const PERSISTED_ACTION = `Keep each output under ${fmt(OUTPUT_CAP_CHARS)} charac
 /** Before the cap: find the string that grows and shorten it; `--budget` makes check fail before the cap does. */
 const NEAR_ACTION = `Shorten it before it crosses: ${CHECK_ACTION} (with \`--budget ${DEFAULT_GUARD_BUDGET}\` it fails above that, for CI).`;
 
-/** persisted: outputs saved to a file while the hook reported success; `late` names arrivals stamped before the window. */
+/**
+ * What a `persisted` alert says of the hook's outcome in its window: success (the headline divergence: the model got
+ * a preview while the hook said all was well), no success (the failures counted), or nothing reported. A record
+ * without num_success adds nothing to the counts: unknown, neither a success nor a failure.
+ */
+function outcomeOf(c: Pick<HookCounters, 'success' | 'blocking' | 'nonBlockingError' | 'cancelled'>): { success: boolean; text: string } {
+  if (c.success > 0) return { success: true, text: `the model saw only a ~${fmt(PREVIEW_CHARS)}-character preview while the hook reported success` };
+  const failures = [
+    c.blocking > 0 ? plural(c.blocking, 'blocking error') : '',
+    c.nonBlockingError > 0 ? plural(c.nonBlockingError, 'non-blocking error') : '',
+    c.cancelled > 0 ? plural(c.cancelled, 'cancelled', 'cancelled') : '',
+  ].filter(Boolean);
+  if (failures.length > 0) return { success: false, text: `the hook reported no success (${failures.join(', ')})` };
+  return { success: false, text: 'the hook did not report its outcome (no success or failure counted)' };
+}
+
+/**
+ * persisted: outputs saved to a file instead of delivered, whatever the hook reported of its outcome (outcomeOf);
+ * `late` names arrivals stamped before the window.
+ */
 export function persistedCondition(c: HookCounters, scope: string, windowMs: number, late: ArrivalCounters | undefined): Annotations | null {
   // The headline divergence: Claude Code saved output to a file while the hook reported success. A client that
-  // does not send num_outputs_persisted (older than 2.1.280) still shows it: a measured output over the cap.
+  // does not send num_outputs_persisted (older than 2.1.280) still shows it: a measured output over the cap. A hook
+  // that reported no success, or no outcome at all (a record without num_success), lost the output all the same:
+  // the alert is raised and says what the hook reported.
   const inferred = c.outputsPersisted <= 0 ? c.executionsWithPersisted : 0;
-  if ((c.outputsPersisted <= 0 && inferred <= 0) || c.success <= 0) return null;
+  if (c.outputsPersisted <= 0 && inferred <= 0) return null;
+  const outcome = outcomeOf(c);
   const w = windowText(windowMs);
   const max = largestOutput(c);
   const b = blindness(c);
@@ -118,8 +140,8 @@ export function persistedCondition(c: HookCounters, scope: string, windowMs: num
   const outputs = partlyMeasured ? persistedAtLeast(c) : c.outputsPersisted;
   return {
     summary: inferred > 0
-      ? `${scope}: ${b.atLeast}${plural(inferred, 'execution')} in the last ${w} with an output over the ${fmt(OUTPUT_CAP_CHARS)}-character cap, which Claude Code saves to a file; the model saw only a ~${fmt(PREVIEW_CHARS)}-character preview while the hook reported success (measured size: this client does not report num_outputs_persisted).`
-      : `${scope}: ${b.atLeast || (partlyMeasured ? 'at least ' : '')}${plural(outputs, 'output')} over the ${fmt(OUTPUT_CAP_CHARS)}-character cap saved to a file in the last ${w}; the model saw only a ~${fmt(PREVIEW_CHARS)}-character preview while the hook reported success${partlyMeasured ? ' (measured size where a client does not report num_outputs_persisted)' : ''}.`,
+      ? `${scope}: ${b.atLeast}${plural(inferred, 'execution')} in the last ${w} with an output over the ${fmt(OUTPUT_CAP_CHARS)}-character cap, which Claude Code saves to a file${outcome.success ? '' : ' instead of delivering it'}; ${outcome.text} (measured size: this client does not report num_outputs_persisted).`
+      : `${scope}: ${b.atLeast || (partlyMeasured ? 'at least ' : '')}${plural(outputs, 'output')} over the ${fmt(OUTPUT_CAP_CHARS)}-character cap saved to a file${outcome.success ? '' : ' instead of delivered'} in the last ${w}; ${outcome.text}${partlyMeasured ? ' (measured size where a client does not report num_outputs_persisted)' : ''}.`,
     description: `${capitalized(`${b.atLeast}${fmt(c.executionsWithPersisted)}`)} of ${plural(c.executions, 'execution')} lost output${max !== null ? `; largest reported output ${b.atLeast}${fmt(max)} characters` : ''}.${b.sentence}${lateText} ${PERSISTED_ACTION} It clears once ${w} passes with no output persisted${late ? ' (late ones counted from their arrival)' : ''}.`,
     // A count the clients did not report (executions over the cap without it) is not given, never as 0.
     ...(measuredOnly(c) > 0 ? {} : { outputs_persisted: String(c.outputsPersisted) }),

@@ -426,6 +426,25 @@ describe('persisted rule', () => {
     expect(notes[0]?.labels).toMatchObject({ alertname: 'persisted', hook_name: 'SessionStart:startup', team: 'platform' });
   });
 
+  it('fires for outputs persisted whatever the hook reported of its outcome, and says what it reported', async () => {
+    const h = await harness([{ kind: 'persisted', window: '1h' }]);
+    const at = h.clock.now();
+    // A record without num_success (unknown, never 0); one whose hook failed (num_success 0, one non-blocking
+    // error); one whose hook reported success. Each lost an output: the dashboard shows each hook "over".
+    const unreported = { ...hookEvent({ ...over, hookName: 'Stop:no-outcome', timeMs: at }), numSuccess: null, numBlocking: null, numNonBlockingError: null, numCancelled: null };
+    const failed = { ...hookEvent({ ...over, hookName: 'Stop:failed', success: 0, timeMs: at }), numNonBlockingError: 1 };
+    const succeeded = hookEvent({ ...over, hookName: 'Stop:succeeded', timeMs: at });
+    h.alerting.engine.onIngested((await h.store.ingest([unreported, failed, succeeded])).inserted);
+    await h.alerting.engine.evaluate('notify');
+    await h.alerting.dispatcher.idle();
+    const summaries = Object.fromEntries(h.sink.bodies<AlertmanagerWebhookBody>().map((b) => [`${b.status} ${b.alerts[0]?.labels['alertname']} ${b.alerts[0]?.labels['hook_name']}`, b.alerts[0]?.annotations['summary']]));
+    expect(summaries).toEqual({
+      'firing persisted Stop:no-outcome': 'Stop:no-outcome: 1 output over the 10,000-character cap saved to a file instead of delivered in the last 1h; the hook did not report its outcome (no success or failure counted).',
+      'firing persisted Stop:failed': 'Stop:failed: 1 output over the 10,000-character cap saved to a file instead of delivered in the last 1h; the hook reported no success (1 non-blocking error).',
+      'firing persisted Stop:succeeded': 'Stop:succeeded: 1 output over the 10,000-character cap saved to a file in the last 1h; the model saw only a ~2,000-character preview while the hook reported success.',
+    });
+  });
+
   it('with groupBy, a late persisted output alerts its own team, whether or not the hook has other events in the window', async () => {
     const h = await harness([{ kind: 'persisted', window: '1h', groupBy: 'team' }]);
     // The hook runs fine for team web in the window.
