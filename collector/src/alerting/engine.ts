@@ -16,10 +16,10 @@ import type { Logger } from '../telemetry/logger.ts';
 import { AlertSet } from './alert-set.ts';
 import type { AlertRecord } from './model.ts';
 import { announceTransitions } from './announce.ts';
-import type { RuleConfig } from './settings.ts';
+import type { RuleConfig, RuleKind } from './settings.ts';
 import { applyEvaluation, MAX_ALERTS_PER_RULE, type RuleOutcome } from './evaluation.ts';
 import { fingerprint, restoredAlert, type Transition } from './lifecycle.ts';
-import { lastNotifiedAt, markNotified, markSuperseded, noteLastNotified, planForOwedReceivers, planNotifications, rulesToRead } from './notification-plan.ts';
+import { lastNotifiedAt, markNotified, markSuperseded, noteLastNotified, planForOwedReceivers, planNotifications, rulesToRead, supersedes } from './notification-plan.ts';
 import { AlertReadModel } from './read-model.ts';
 import { evaluateRule, evaluatesOnIngest, readGuardNoteSince, readsGuardTrims, ruleTriggeredBy, withEvidence } from './rules.ts';
 import { Silences } from './silencing.ts';
@@ -605,7 +605,15 @@ export class AlertEngine implements IngestListener {
       if (this.halted(scope) || !this.acting()) throw new EvaluationStopped('alert evaluation stopped');
     });
     const outcomes = await this.query(scope, rules, now, pause);
-    const step = applyEvaluation(this.set, outcomes, { now, sweep: scope === 'all' || typeof scope === 'object', configured: rules.map((r) => r.name), resolvedRetentionMs: keep });
+    const kindOf = (name: string): RuleKind | undefined => rules.find((r) => r.name === name)?.kind;
+    // Asked once the rules without hooks over the cap are stepped (the persisted rules among them), whose alerts the
+    // rest do not change: their active alerts are listed once, at the first question.
+    let persistedAlerts: AlertRecord[] | undefined;
+    const superseded = (hookId: string): boolean => {
+      persistedAlerts ??= rules.filter((r) => r.kind === 'persisted').flatMap((r) => [...this.set.activeOf(r.name).values()]);
+      return supersedes(persistedAlerts, hookId, kindOf) !== undefined;
+    };
+    const step = applyEvaluation(this.set, outcomes, { now, sweep: scope === 'all' || typeof scope === 'object', configured: rules.map((r) => r.name), resolvedRetentionMs: keep, superseded });
     for (const f of step.failed) {
       this.stats.ruleErrors++;
       this.opts.logger.warn('alert rule evaluation failed', { rule: f.rule, err: f.error });
@@ -628,7 +636,7 @@ export class AlertEngine implements IngestListener {
     // not when this evaluation began: one created while its queries ran mutes what it would send.
     const silencedAt = Math.max(now, this.now());
     const muted = (labels: Record<string, string>): boolean => this.silences.mutedBy(labels, silencedAt).length > 0;
-    markSuperseded(this.set.activeAlerts(), step.transitions, (name) => rules.find((r) => r.name === name)?.kind);
+    markSuperseded(this.set.activeAlerts(), step.transitions, kindOf);
     const notifications = planNotifications(this.set.activeAlerts(), step.transitions, step.upsert, { now, receivers, repeatIntervalMs, muted, hadFiring });
     // Resolved alerts are owed only the resolutions given up on: a receiver added since never had their firing.
     const owed = (a: AlertRecord): string[] => a.state === 'resolved' ? this.undeliveredDue(a, now, receivers) : [...new Set([...added, ...(missed.get(a.id) ?? []), ...this.undeliveredDue(a, now, receivers)])];

@@ -55,6 +55,26 @@ describe('applyEvaluation', () => {
     expect([state('firing'), state('pending'), state('new')]).toEqual([['firing', { summary: 'firing' }], ['pending', { summary: 'pending' }], undefined]);
   });
 
+  it('holds the alerts of hooks over the cap until an alert superseding them fires, stepped after the other rules', () => {
+    const set = new AlertSet();
+    const headroom = { ...rule, name: 'headroom' };
+    const slow = { ...rule, forMs: 60_000 };
+    const near = (hook: string): Candidate => ({ ...candidate(hook), labels: { alertname: 'headroom', hook_name: hook } });
+    applyEvaluation(set, [{ rule: headroom, candidates: [near('a'), near('b')] }], opts({ now: NOW - 60_000 }));
+    const overCap = (hook: string): Candidate => ({ ...near(hook), annotations: {}, overCap: true });
+    // The persisted alert of `a` goes pending: its headroom alert is held, not resolved; `b`'s condition cleared.
+    const superseded = (hookId: string): boolean => set.activeAlerts().some((a) => a.rule === 'persisted' && a.state === 'firing' && a.hookId === hookId);
+    const held = applyEvaluation(set, [{ rule: headroom, candidates: [overCap('a'), overCap('new')] }, { rule: slow, candidates: [candidate('a')] }], opts({ now: NOW - 30_000, superseded }));
+    expect(held.transitions.map((t) => `${t.alert.rule} ${t.alert.hookId} ${t.from}->${t.to}`)).toEqual(['persisted a null->pending', 'headroom b firing->resolved']);
+    expect(set.activeAlerts().map((a) => `${a.rule} ${a.hookId} ${a.state}`).sort()).toEqual(['headroom a firing', 'persisted a pending']);
+    // The persisted alert fires in this very evaluation, read after the headroom rule: the headroom alert resolves.
+    const resolved = applyEvaluation(set, [{ rule: headroom, candidates: [overCap('a')] }, { rule: slow, candidates: [candidate('a')] }], opts({ now: NOW + 30_000, superseded }));
+    expect(resolved.transitions.map((t) => `${t.alert.rule} ${t.alert.hookId} ${t.from}->${t.to}`)).toEqual(['persisted a pending->firing', 'headroom a firing->resolved']);
+    // Without the question, nothing supersedes: held.
+    applyEvaluation(set, [{ rule: headroom, candidates: [near('c')] }], opts({ now: NOW + 40_000 }));
+    expect(applyEvaluation(set, [{ rule: headroom, candidates: [overCap('c')] }], opts({ now: NOW + 50_000 })).transitions).toEqual([]);
+  });
+
   it('resolves the alerts of a rule no longer configured on a full evaluation only', () => {
     const set = new AlertSet();
     set.replace([alertRecord({ id: 'old', rule: 'removed_rule', state: 'firing' })]);

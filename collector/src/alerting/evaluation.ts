@@ -28,6 +28,12 @@ export interface EvaluationOptions {
   configured: readonly string[];
   /** How long resolved alerts stay listed (with sweep). */
   resolvedRetentionMs: number;
+  /**
+   * Whether an alert superseding the headroom and growth alerts of a hook fires (a `persisted` one:
+   * notification-plan.ts supersedes), asked of the hooks over the cap (Candidate.overCap) once the rules without
+   * any are stepped. Without it none does: their alerts are held.
+   */
+  superseded?: (hookId: string) => boolean;
 }
 
 export interface EvaluationStep {
@@ -52,18 +58,23 @@ export function applyEvaluation(alerts: AlertSet, outcomes: readonly RuleOutcome
     step.transitions.push(...s.transitions);
     for (const t of s.transitions) if (t.to === 'resolved') alerts.addResolved(t.alert);
   };
-  for (const outcome of outcomes) {
+  // Rules with label sets of hooks over the cap come last: whether those resolve (as superseded) or are held
+  // depends on the persisted alerts this very evaluation may fire.
+  const overCap = (o: RuleOutcome): boolean => 'candidates' in o && o.candidates.some((c) => c.overCap);
+  for (const outcome of [...outcomes.filter((o) => !overCap(o)), ...outcomes.filter(overCap)]) {
     if ('error' in outcome) {
       step.failed.push({ rule: outcome.rule.name, error: outcome.error });
       continue;
     }
+    // Over the cap: absent once an alert superseding them fires on the hook, held until then.
+    const all = outcome.candidates.flatMap((c): Candidate[] => (!c.overCap ? [c] : c.hookId !== null && opts.superseded?.(c.hookId) ? [] : [{ ...c, held: true }]));
     // Held label sets raise no alert: they count against no limit, and keep the active alerts they name.
-    let candidates = outcome.candidates.filter((c) => !c.held);
+    let candidates = all.filter((c) => !c.held);
     if (candidates.length > MAX_ALERTS_PER_RULE) {
       step.overLimit.push({ rule: outcome.rule.name, dropped: candidates.length - MAX_ALERTS_PER_RULE });
       candidates = candidates.slice(0, MAX_ALERTS_PER_RULE);
     }
-    if (candidates.length < outcome.candidates.length) candidates = [...candidates, ...outcome.candidates.filter((c) => c.held)];
+    if (candidates.length < all.length) candidates = [...candidates, ...all.filter((c) => c.held)];
     apply(stepRule(outcome.rule, alerts.activeOf(outcome.rule.name), candidates, now));
   }
   if (opts.sweep) {

@@ -961,6 +961,58 @@ describe('other rule kinds', () => {
     ]);
   });
 
+  describe('headroom: a hook that goes over the cap while its persisted alert is pending', () => {
+    const near = { hookName: 'PreToolUse:Bash', stdoutChars: 9_000, outputsPersisted: 0 };
+    const overCap = { hookName: 'PreToolUse:Bash', stdoutChars: 12_100, additionalContextChars: 12_000, outputsPersisted: 1 };
+
+    it('keeps the headroom alert firing until the persisted alert fires, then resolves it as superseded', async () => {
+      const h = await harness([{ kind: 'persisted', window: '1m', for: '1m' }, { kind: 'headroom', window: '1m' }]);
+      await h.push(near);
+      h.clock.advance(4_000);
+      await h.push(overCap);
+      // The hook got worse: no all-clear while the persisted alert waits for its `for`.
+      expect(supersedeTrail(h).map((x) => x.slice(0, 3))).toEqual([['firing', 'headroom', null]]);
+      expect(h.alerting.engine.alerts().map((a) => [a.labels['alertname'], a.state]).sort()).toEqual([['headroom', 'firing'], ['persisted', 'pending']]);
+      await h.run(MIN - 4_000 + TICK);
+      const sent = supersedeTrail(h);
+      expect(sent.map((x) => x.slice(0, 3))).toEqual([['firing', 'headroom', null], ['firing', 'persisted', null], ['resolved', 'headroom', 'persisted']]);
+      expect(sent[2]?.[3]).toMatch(/^Superseded: the hook went over the cap \(alert persisted is firing\)\./);
+      const at = h.notes().map((n) => n.at);
+      expect(at[1]).toBeGreaterThanOrEqual(4_000 + MIN);
+      expect(at[2]).toBe(at[1]);
+    });
+
+    it('a Slack channel never reads [RESOLVED] for it', async () => {
+      const h = await harness([{ kind: 'persisted', window: '1m', for: '1m' }, { kind: 'headroom', window: '1m' }], { receiverType: 'slack' });
+      await h.push(near);
+      h.clock.advance(4_000);
+      await h.push(overCap);
+      await h.run(MIN + TICK);
+      const heads = h.sink.delivered().map((r) => (JSON.parse(r.body) as { text: string }).text.split('\n')[0]);
+      expect(heads).toEqual([
+        ':rotating_light: *[FIRING] headroom* · PreToolUse:Bash',
+        ':rotating_light: *[FIRING] persisted* · PreToolUse:Bash',
+        ':warning: *[SUPERSEDED by persisted] headroom* · PreToolUse:Bash',
+      ]);
+    });
+
+    it('keeps the headroom alert firing when the persisted alert drops without firing, for as long as the output over the cap is in its window', async () => {
+      // The persisted rule's `for` outlasts the output in its window: it never fires.
+      const h = await harness([{ kind: 'persisted', window: '1m', for: '10m' }, { kind: 'headroom', window: '5m' }]);
+      await h.push(near);
+      h.clock.advance(4_000);
+      await h.push(overCap);
+      await h.run(3 * MIN);
+      expect(h.alerting.engine.alerts().filter((a) => a.state !== 'resolved').map((a) => [a.labels['alertname'], a.state])).toEqual([['headroom', 'firing']]);
+      expect(h.notes().map((n) => [n.status, n.alertname])).toEqual([['firing', 'headroom']]);
+      // Once the window holds neither the output over the cap nor the one near it, the alert resolves.
+      await h.run(3 * MIN + TICK);
+      const notes = h.notes();
+      expect(notes.map((n) => [n.status, n.alertname])).toEqual([['firing', 'headroom'], ['resolved', 'headroom']]);
+      expect(notes[1]?.at).toBeGreaterThanOrEqual(4_000 + 5 * MIN);
+    });
+  });
+
   it('headroom: superseded by a persisted rule whatever the two rules are named', async () => {
     const h = await harness([{ kind: 'headroom', name: 'near_cap', window: '1m' }, { kind: 'persisted', name: 'hook_output_lost', window: '1m' }]);
     await h.push({ hookName: 'PreToolUse:Bash', additionalContextChars: 9_500, stdoutChars: 9_600, outputsPersisted: 0 });

@@ -153,8 +153,7 @@ export function markSuperseded(active: readonly AlertRecord[], transitions: read
     const a = t.alert;
     const kind = kindOf(a.rule);
     if (t.to !== 'resolved' || kind === undefined || !SUPERSEDED_BY_PERSISTED.has(kind) || a.hookId === null) continue;
-    // Firing, not pending: a persisted alert that clears before its `for` never tells anyone the hook went over.
-    const by = active.find((x) => kindOf(x.rule) === 'persisted' && x.state === 'firing' && x.hookId === a.hookId);
+    const by = supersedes(active, a.hookId, kindOf);
     if (!by) continue;
     a.annotations = {
       ...a.annotations,
@@ -162,6 +161,15 @@ export function markSuperseded(active: readonly AlertRecord[], transitions: read
       superseded_by: by.rule,
     };
   }
+}
+
+/**
+ * The alert that supersedes the headroom and growth alerts of hook `hookId`: a firing `persisted` alert of it. Firing,
+ * not pending: a persisted alert that clears before its `for` never tells anyone the hook went over, so until it
+ * fires they are held (rules.ts Candidate.overCap), never resolved.
+ */
+export function supersedes(active: readonly AlertRecord[], hookId: string, kindOf: (rule: string) => RuleKind | undefined): AlertRecord | undefined {
+  return active.find((x) => kindOf(x.rule) === 'persisted' && x.state === 'firing' && x.hookId === hookId);
 }
 
 /** One notification of `a` to one receiver. */

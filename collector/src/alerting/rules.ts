@@ -39,6 +39,13 @@ export interface Candidate {
    * alert of these labels stays as it is (unknown is not the all-clear), and no alert is raised.
    */
   held?: true;
+  /**
+   * `headroom`, `growth`: the hook went over the cap in the window, which is a `persisted` rule's. An active alert
+   * of these labels resolves (as superseded: notification-plan.ts markSuperseded) once a `persisted` alert of its
+   * hook fires, and stays as it is until then (held): one pending for its `for`, or one that clears before it fires,
+   * leaves it firing instead of sending an all-clear for a hook that got worse. None is raised.
+   */
+  overCap?: true;
 }
 
 export interface RuleContext {
@@ -158,7 +165,7 @@ function guarded(rule: RuleConfig, ctx: RuleContext, fromMs: number, toMs: numbe
   const read = (hookId: string): Promise<Record<string, string> | null> => readGuardNote(ctx.store, rule, hookId, fromMs, toMs, false);
   for (const c of candidates) {
     const hookId = c.hookId;
-    if (hookId === null || c.held) continue;
+    if (hookId === null || c.held || c.overCap) continue;
     c.readGuard = () => {
       const known = reads.get(hookId) ?? read(hookId);
       reads.set(hookId, known);
@@ -185,10 +192,11 @@ async function* inSlices<H extends { info: HookInfo }, A>(hooks: readonly H[], r
 
 /**
  * Per hook, or per hook and dimension value when the rule has groupBy; `evidence` says what of the counters the
- * condition counts, for when it begins (Candidate.readEvidence). Where the condition does not hold, `mayHold` says
- * whether it may among the executions without size data: those label sets come last, held (Candidate.held).
+ * condition counts, for when it begins (Candidate.readEvidence). Where the condition does not hold, `overCap` says
+ * whether the hook went over the cap (Candidate.overCap), else `mayHold` whether it may hold among the executions
+ * without size data (Candidate.held): those label sets come last.
  */
-async function perHook(rule: RuleConfig, ctx: RuleContext, fromMs: number, toMs: number, cond: HookCondition, evidence: Evidence, mayHold?: (c: HookCounters) => boolean): Promise<Candidate[]> {
+async function perHook(rule: RuleConfig, ctx: RuleContext, fromMs: number, toMs: number, cond: HookCondition, evidence: Evidence, mayHold?: (c: HookCounters) => boolean, overCap?: (c: HookCounters) => boolean): Promise<Candidate[]> {
   const counters = [...(await ctx.store.hookCounters({ fromMs, toMs })).values()];
   const out: Candidate[] = [];
   const held: Candidate[] = [];
@@ -198,6 +206,7 @@ async function perHook(rule: RuleConfig, ctx: RuleContext, fromMs: number, toMs:
       await ctx.pause?.();
       const annotations = cond(c, c.info, scopeText(rule, c.info, undefined));
       if (annotations) out.push({ labels: hookLabels(rule, c.info), annotations, hookId: c.info.id, readEvidence: evidenceReader(ctx, c.info.id, fromMs, toMs, evidence) });
+      else if (overCap?.(c)) held.push({ labels: hookLabels(rule, c.info), annotations: {}, hookId: c.info.id, overCap: true });
       else if (mayHold?.(c)) held.push({ labels: hookLabels(rule, c.info), annotations: {}, hookId: c.info.id, held: true });
     }
     return [...out, ...held];
@@ -210,6 +219,7 @@ async function perHook(rule: RuleConfig, ctx: RuleContext, fromMs: number, toMs:
         const annotations = cond(row, c.info, scopeText(rule, c.info, row.value), row.value);
         // A filter on '' matches the events without the dimension, the row '' counts.
         if (annotations) out.push({ labels: groupLabels(rule, c.info, row.value), annotations, hookId: c.info.id, readEvidence: evidenceReader(ctx, c.info.id, fromMs, toMs, evidence, { [groupBy]: row.value }) });
+        else if (overCap?.(row)) held.push({ labels: groupLabels(rule, c.info, row.value), annotations: {}, hookId: c.info.id, overCap: true });
         else if (mayHold?.(row)) held.push({ labels: groupLabels(rule, c.info, row.value), annotations: {}, hookId: c.info.id, held: true });
       }
     }
@@ -304,8 +314,9 @@ function persistedRatio(rule: RuleConfig, ctx: RuleContext): Promise<Candidate[]
 async function headroom(rule: RuleConfig, ctx: RuleContext): Promise<Candidate[]> {
   const fromMs = windowStartMs(rule, ctx.now);
   const toMs = ctx.now + FUTURE_SKEW_MS;
-  // A hook over the cap is the persisted rule's: its headroom alert resolves as superseded, never held.
-  return guarded(rule, ctx, fromMs, toMs, await perHook(rule, ctx, fromMs, toMs, (c, _info, scope) => headroomCondition(rule, c, scope), (b) => (largestOutput(b) ?? 0) > rule.threshold * OUTPUT_CAP_CHARS, (c) => !persistedEvidence(c) && mayHoldUnmeasured(c)));
+  // A hook over the cap is the persisted rule's: its headroom alert resolves as superseded once a persisted alert
+  // of the hook fires, and stays until then (Candidate.overCap).
+  return guarded(rule, ctx, fromMs, toMs, await perHook(rule, ctx, fromMs, toMs, (c, _info, scope) => headroomCondition(rule, c, scope), (b) => (largestOutput(b) ?? 0) > rule.threshold * OUTPUT_CAP_CHARS, mayHoldUnmeasured, persistedEvidence));
 }
 
 function neverCompleted(rule: RuleConfig, ctx: RuleContext): Promise<Candidate[]> {
@@ -318,9 +329,16 @@ async function growth(rule: RuleConfig, ctx: RuleContext): Promise<Candidate[]> 
   const fromMs = windowStartMs(rule, ctx.now);
   const toMs = ctx.now + FUTURE_SKEW_MS;
   const counters = await ctx.store.hookCounters({ fromMs, toMs });
-  const hooks = [...counters.values()].filter((c) => !persistedEvidence(c));
   const out: Candidate[] = [];
   const held: Candidate[] = [];
+  // A hook over the cap is the persisted rule's: its growth alert resolves as superseded once a persisted alert of
+  // the hook fires, and stays until then (Candidate.overCap).
+  const overCap = (info: HookInfo): Candidate => ({ labels: hookLabels(rule, info), annotations: {}, hookId: info.id, overCap: true });
+  const hooks: (HookCounters & { info: HookInfo })[] = [];
+  for (const c of counters.values()) {
+    if (persistedEvidence(c)) held.push(overCap(c.info));
+    else hooks.push(c);
+  }
   for await (const [some, buckets] of inSlices(hooks, (hookIds) => ctx.store.fleetSeries({ fromMs, toMs, stepMs: DAY, hookIds }))) {
     const daily = new Map<string, FleetBucket[]>();
     for (const b of buckets) {
@@ -333,7 +351,10 @@ async function growth(rule: RuleConfig, ctx: RuleContext): Promise<Candidate[]> 
       const series = daily.get(c.info.id) ?? [];
       // A hook over the cap is the persisted rule's: also when the output over it was stored after the counters
       // were read, which the series, read later, holds (its trend would reach the cap at once, and resolve next time).
-      if (series.some(persistedEvidence)) continue;
+      if (series.some(persistedEvidence)) {
+        held.push(overCap(c.info));
+        continue;
+      }
       const points: Point[] = series
         .map((b) => ({ t: b.bucketMs, value: b.largest }))
         .filter((p): p is Point => p.value !== null)
