@@ -184,6 +184,15 @@ describe('POST /-/reload', () => {
     expect(summary(ops)).toEqual(['firing persisted', 'resolved persisted']);
   });
 
+  it('refuses a silence rule whose after is not shorter than its window, naming the rule and both values', { timeout: 30_000 }, async () => {
+    const { service, file } = await startFromFile('alerting:\n  evaluationInterval: 100ms\n  rules:\n    - { kind: silence, window: 1h, after: 10m }\n');
+    writeFileSync(file, 'alerting:\n  evaluationInterval: 100ms\n  rules:\n    - { kind: silence, name: quiet_hooks, window: 1m, after: 3m }\n');
+    const refused = await reload(service);
+    expect(refused.status).toBe(400);
+    expect((refused.body['error'] as { message: string }).message).toMatch(/alerting\.rules\[0\] \(quiet_hooks\): after 3m is not shorter than window 1m: /);
+    expect((await reloadMetrics(service)).successful).toBe(0);
+  });
+
   it('refuses an invalid file with 400 naming the problem, keeps the running configuration, and never shows a secret', { timeout: 30_000 }, async () => {
     const ops = await sink();
     const { service, file, lines } = await startFromFile(`alerting:\n  evaluationInterval: 100ms\n  rules:\n    - { kind: persisted, window: 1h }\n  receivers:\n    - { name: ops, url: "${ops.url}/hook" }\n`);

@@ -324,6 +324,21 @@ export function quietHookCondition(rule: Pick<RuleConfig, 'afterMs'>, hookName: 
 }
 
 /**
+ * silence (hook): the annotations an alert on a quiet hook ends with once retention has removed the hook's data
+ * (`annotations`, its last ones, name when it was last seen): it ends because hookwatch no longer keeps the hook,
+ * never as heard again.
+ */
+export function expiredHookAnnotations(annotations: Readonly<Annotations>, hookName: string): Annotations {
+  const last = annotations['last_seen'];
+  return {
+    ...annotations,
+    summary: `${hookName}: the hook's data left retention with no execution since${last ? ` ${last}` : ''}: this alert ends because hookwatch no longer keeps the hook, not because it was heard again.`,
+    description: 'hookwatch removes a hook once none of its events or rollups is left in retention (retention.events, retention.rollups). If the hook should still run: removed from settings, failing before it runs, or its clients stopped exporting.',
+    data_expired: 'true',
+  };
+}
+
+/**
  * hook_limit: events of new hook names counted under an overflow hook (store.maxHooks reached); `c` counts those of
  * the window by event time and by arrival, `late` names the arrivals stamped before the window.
  */

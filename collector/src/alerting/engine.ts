@@ -714,10 +714,10 @@ export class AlertEngine implements IngestListener {
     for (const rule of rules) {
       await pause();
       try {
-        const candidates = await evaluateRule(rule, { store: this.opts.store, now, pause });
+        const active = this.set.activeOf(rule.name);
+        const candidates = await evaluateRule(rule, { store: this.opts.store, now, pause, active: [...active.values()] });
         // When the evidence begins, for the links of the alerts that become active now, and what guard trimmed of
         // their hooks (those past the rule's limit are dropped, unread).
-        const active = this.set.activeOf(rule.name);
         const isNew = (c: { labels: Record<string, string> }): boolean => !active.has(fingerprint(c.labels));
         const kept = await withEvidence(candidates.slice(0, MAX_ALERTS_PER_RULE), isNew, (err) => {
           this.opts.logger.warn('cannot read when an alert\'s evidence begins or what guard trimmed of its hook; the links of the alerts this evaluation raises start from when they became active', { rule: rule.name, err });

@@ -68,13 +68,15 @@ export function applyEvaluation(alerts: AlertSet, outcomes: readonly RuleOutcome
     }
     // Over the cap: absent once an alert superseding them fires on the hook, held until then.
     const all = outcome.candidates.flatMap((c): Candidate[] => (!c.overCap ? [c] : c.hookId !== null && opts.superseded?.(c.hookId) ? [] : [{ ...c, held: true }]));
-    // Held label sets raise no alert: they count against no limit, and keep the active alerts they name.
-    let candidates = all.filter((c) => !c.held);
+    // Held and ended label sets raise no alert: they count against no limit, and keep (or end) the active alerts
+    // they name.
+    const aside = (c: Candidate): boolean => c.held === true || c.ended === true;
+    let candidates = all.filter((c) => !aside(c));
     if (candidates.length > MAX_ALERTS_PER_RULE) {
       step.overLimit.push({ rule: outcome.rule.name, dropped: candidates.length - MAX_ALERTS_PER_RULE });
       candidates = candidates.slice(0, MAX_ALERTS_PER_RULE);
     }
-    if (candidates.length < all.length) candidates = [...candidates, ...all.filter((c) => c.held)];
+    if (candidates.length < all.length) candidates = [...candidates, ...all.filter(aside)];
     apply(stepRule(outcome.rule, alerts.activeOf(outcome.rule.name), candidates, now));
   }
   if (opts.sweep) {

@@ -1104,6 +1104,55 @@ describe('other rule kinds', () => {
     expect(h.notes().map((n) => n.status)).toEqual(['firing', 'resolved']);
   });
 
+  it('silence (hook): stays firing while the hook stays quiet past the window, until it is heard again', async () => {
+    const h = await harness([{ kind: 'silence', after: '10m', window: '30m' }]);
+    const heard = h.clock.now();
+    await h.push(fine);
+    await h.run(10 * MIN + TICK);
+    expect(h.notes().map((n) => [n.status, n.alertname])).toEqual([['firing', 'silence']]);
+    // The last execution leaves the 30m window (31 minutes at the latest): the hook is still quiet.
+    await h.run(50 * MIN - TICK);
+    expect(h.notes().map((n) => n.status)).toEqual(['firing']);
+    const alert = h.alerting.engine.alerts().find((a) => a.labels['alertname'] === 'silence');
+    expect(alert).toMatchObject({ state: 'firing', annotations: { last_seen: new Date(heard).toISOString() } });
+    expect(alert?.annotations['summary']).toBe(`UserPromptSubmit: no executions for 1h (alert after 10m); last seen ${new Date(heard).toISOString()}.`);
+    await h.push(fine);
+    await h.run(TICK);
+    expect(h.notes().map((n) => n.status)).toEqual(['firing', 'resolved']);
+  });
+
+  it('silence (hook): a hook gone for good ends once retention removed its data, saying so, never as heard again', async () => {
+    for (const receiverType of [undefined, 'slack'] as const) {
+      const h = await harness([{ kind: 'silence', after: '10m', window: '30m' }], receiverType ? { receiverType } : {});
+      const heard = h.clock.now();
+      await h.push(fine);
+      await h.run(40 * MIN);
+      expect(h.sink.delivered()).toHaveLength(1);
+      // Retention removes every event and rollup of the hook, and the hook with them.
+      await h.store.prune(h.clock.now() + HOUR, h.clock.now() + HOUR);
+      expect(await h.store.hook(hookId('UserPromptSubmit', 'UserPromptSubmit'))).toBeUndefined();
+      await h.run(TICK);
+      const sent = h.sink.delivered();
+      expect(sent).toHaveLength(2);
+      if (receiverType === 'slack') {
+        const text = (JSON.parse(sent[1]?.body ?? '{}') as { text: string }).text;
+        expect(text.split('\n').slice(0, 2)).toEqual([
+          ':heavy_minus_sign: *[ENDED: hook data expired] silence* · UserPromptSubmit',
+          `UserPromptSubmit: the hook's data left retention with no execution since ${new Date(heard).toISOString()}: this alert ends because hookwatch no longer keeps the hook, not because it was heard again.`,
+        ]);
+        expect(text).not.toContain('[RESOLVED]');
+      } else {
+        const body = JSON.parse(sent[1]?.body ?? '{}') as AlertmanagerWebhookBody;
+        expect(body.status).toBe('resolved');
+        expect(body.alerts[0]?.annotations).toMatchObject({
+          data_expired: 'true',
+          last_seen: new Date(heard).toISOString(),
+          summary: `UserPromptSubmit: the hook's data left retention with no execution since ${new Date(heard).toISOString()}: this alert ends because hookwatch no longer keeps the hook, not because it was heard again.`,
+        });
+      }
+    }
+  });
+
   it('silence (feed): the whole feed quiet, its evidence from the feed\'s last event', async () => {
     const h = await harness([{ kind: 'silence', scope: 'feed', after: '30m' }]);
     const heard = h.clock.now();

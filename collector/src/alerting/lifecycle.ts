@@ -93,6 +93,11 @@ export function stepRule(rule: Pick<RuleConfig, 'name' | 'forMs' | 'keepFiringFo
       if (a) seen.add(fp);
       continue;
     }
+    // Ended: an active alert takes the annotations that say why, and resolves below as one whose condition cleared.
+    if (c.ended) {
+      if (a) a.annotations = keptAnnotations(a, c);
+      continue;
+    }
     seen.add(fp);
     if (!a) {
       a = {

@@ -11,8 +11,9 @@ import { chartStepForSpan } from '../../../shared/src/chart-step.ts';
 import { isOverflowHook, type HookEvent } from '../hooks/model.ts';
 import { totalCounters } from '../store/counters.ts';
 import type { ArrivalCounters, FleetBucket, HookInfo, Store } from '../store/store.ts';
-import { blindCondition, growthCondition, guardTrimsNote, headroomCondition, hookLimitCondition, mayHoldUnmeasured, neverCompletedCondition, persistedCondition, quietFeedCondition, quietHookCondition, ratioCondition, ratioMayHold } from './conditions.ts';
+import { blindCondition, expiredHookAnnotations, growthCondition, guardTrimsNote, headroomCondition, hookLimitCondition, mayHoldUnmeasured, neverCompletedCondition, persistedCondition, quietFeedCondition, quietHookCondition, ratioCondition, ratioMayHold } from './conditions.ts';
 import { dimensionLabel, type RuleConfig } from './settings.ts';
+import type { AlertRecord } from './model.ts';
 import type { Pause } from '../paced.ts';
 
 /** One label set whose condition holds at evaluation time. */
@@ -46,6 +47,11 @@ export interface Candidate {
    * leaves it firing instead of sending an all-clear for a hook that got worse. None is raised.
    */
   overCap?: true;
+  /**
+   * The condition no longer holds, for the reason these annotations give (a `silence` alert whose hook's data left
+   * retention): an active alert of these labels takes them as it resolves. None is raised.
+   */
+  ended?: true;
 }
 
 export interface RuleContext {
@@ -56,6 +62,11 @@ export interface RuleContext {
    * engine's, paced.ts pauseEvery); a throw there ends the evaluation. None: straight through.
    */
   pause?: Pause;
+  /**
+   * The rule's active alerts as the evaluation begins: `silence` reads the hooks of those whose last execution has
+   * left the window. None given: none.
+   */
+  active?: readonly AlertRecord[];
 }
 
 const DAY = 86_400_000;
@@ -390,12 +401,27 @@ async function silence(rule: RuleConfig, ctx: RuleContext): Promise<Candidate[]>
   // A hook counts as "was active" when it sent anything within the rule's window.
   const counters = await ctx.store.hookCounters({ fromMs: ctx.now - rule.windowMs, toMs: ctx.now + FUTURE_SKEW_MS });
   const out: Candidate[] = [];
-  for (const c of counters.values()) {
-    await ctx.pause?.();
-    const annotations = quietHookCondition(rule, c.info.hookName, c.info.lastSeenMs, ctx.now);
+  const quiet = (info: HookInfo): void => {
+    const annotations = quietHookCondition(rule, info.hookName, info.lastSeenMs, ctx.now);
     // The quiet stretch it reports begins at the hook's last execution, often hours before the alert: read with it,
     // so the link shows that execution and the gap after it.
-    if (annotations) out.push({ labels: hookLabels(rule, c.info), annotations, hookId: c.info.id, evidenceFromMs: c.info.lastSeenMs });
+    if (annotations) out.push({ labels: hookLabels(rule, info), annotations, hookId: info.id, evidenceFromMs: info.lastSeenMs });
+  };
+  for (const c of counters.values()) {
+    await ctx.pause?.();
+    quiet(c.info);
+  }
+  // An alert on a hook whose last execution has since left the window: the hook is still quiet, by its last-seen
+  // time, which the store keeps for as long as any of its data is in retention (one read per such alert). Once
+  // retention has removed the hook, the alert ends, saying so: the hook was not heard again.
+  const read = new Set([...counters.values()].map((c) => c.info.id));
+  for (const a of ctx.active ?? []) {
+    if (a.hookId === null || read.has(a.hookId)) continue;
+    read.add(a.hookId);
+    await ctx.pause?.();
+    const info = await ctx.store.hook(a.hookId);
+    if (info) quiet(info);
+    else out.push({ labels: a.labels, annotations: expiredHookAnnotations(a.annotations, a.labels['hook_name'] ?? a.hookId), hookId: a.hookId, ended: true });
   }
   return out;
 }

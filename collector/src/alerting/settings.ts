@@ -5,7 +5,7 @@
  * composes these rows into the one table.
  */
 import { ConfigError, SettingError, durationWithin as duration, isMapping as isMap, validator, type Setting, type SettingValues } from '../config/setting.ts';
-import { quotedKey, readNumber } from '../config/values.ts';
+import { formatDuration, quotedKey, readNumber } from '../config/values.ts';
 import { DELIVERY_SETTINGS, RECEIVERS_SETTING, notifyConfig, type NotifyConfig } from '../notify/settings.ts';
 
 /** The rule kinds hookwatch evaluates. */
@@ -169,7 +169,7 @@ function parseRule(raw: unknown, i: number, knownDimensions?: readonly string[])
   // A feed goes quiet as a whole: no hook has to have been active within a window.
   if (scope === 'feed' && raw['window'] !== undefined) throw new SettingError(`${at}.window: not used with scope feed (it alerts on no event at all for after)`);
   const thresholdMax = 1;
-  return {
+  const rule: RuleConfig = {
     name,
     kind: k,
     forMs: raw['for'] === undefined ? (DEFAULT_FOR_MS[k] ?? 0) : duration(raw['for'], `${at}.for`, 0, 30 * DAY),
@@ -184,6 +184,13 @@ function parseRule(raw: unknown, i: number, knownDimensions?: readonly string[])
     scope,
     labels: ruleLabels(raw['labels'], at, groupBy as string | null),
   };
+  // A hook counts as active when it sent something within window: quiet for `after` >= window, it has left the
+  // window before it could alert, and the rule would never fire.
+  if (k === 'silence' && scope === 'hook' && rule.afterMs >= rule.windowMs) {
+    const shown = (key: string, ms: number): string => (raw[key] === undefined ? `${ms % DAY === 0 ? `${ms / DAY}d` : formatDuration(ms)} (the default)` : String(raw[key]));
+    throw new SettingError(`${at} (${name}): after ${shown('after', rule.afterMs)} is not shorter than window ${shown('window', rule.windowMs)}: a hook counts as active when it sent within window, so none could be quiet for after and the rule would never fire; shorten after or lengthen window`);
+  }
+  return rule;
 }
 
 export const ALERTING_SETTINGS: readonly Setting[] = [

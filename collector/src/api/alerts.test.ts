@@ -712,6 +712,11 @@ ${names.map((n) => `    - { name: ${n}, url: "${url}/${n}", timeout: 30s }`).joi
     expect(() => load('alerting:\n  rules:\n    - { kind: headroom, horizonDays: 7 }\n')).toThrow(/alerting\.rules\[0\]\.horizonDays: not used by kind headroom \(only by growth\)/);
     expect(() => load('alerting:\n  rules:\n    - { kind: blind, scope: feed }\n')).toThrow(/alerting\.rules\[0\]\.scope: not used by kind blind \(only by silence\)/);
     expect(() => load('alerting:\n  rules:\n    - { kind: silence, scope: feed, window: 1d }\n')).toThrow(/alerting\.rules\[0\]\.window: not used with scope feed/);
+    // A hook counts as active when it sent within window: one quiet for after >= window never counts, never alerts.
+    expect(() => load('alerting:\n  rules:\n    - { kind: silence, window: 1m, after: 3m }\n')).toThrow(/alerting\.rules\[0\] \(silence\): after 3m is not shorter than window 1m: /);
+    expect(() => load('alerting:\n  rules:\n    - { kind: persisted }\n    - { kind: silence, name: quiet_hooks, after: 8d }\n')).toThrow(/alerting\.rules\[1\] \(quiet_hooks\): after 8d is not shorter than window 7d \(the default\): /);
+    expect(() => load('alerting:\n  rules:\n    - { kind: silence, window: 1h, after: 60m }\n')).toThrow(/alerting\.rules\[0\] \(silence\): after 60m is not shorter than window 1h/);
+    expect(() => load('alerting:\n  rules:\n    - { kind: silence, window: 61m, after: 1h }\n')).not.toThrow();
     // Every key a kind reads is taken.
     expect(() => load([
       'alerting:', '  rules:',

@@ -201,6 +201,14 @@ describe('hookwatch config', () => {
     }
   });
 
+  it('config refuses a silence rule whose after is not shorter than its window, exit 2, naming the rule and both values', async () => {
+    const file = join(dir, 'silence-after-window.yaml');
+    writeFileSync(file, 'alerting:\n  rules:\n    - { kind: silence, after: 8d }\n');
+    const r = await hookwatch(['config', '--config', file]);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toMatch(/alerting\.rules\[0\] \(silence\): after 8d is not shorter than window 7d \(the default\): /);
+  });
+
   // forward.endpoint was checked as a URL only by serve, as forwarding started: `config` printed such a file as
   // valid, and a reload took it as a setting for the next restart, which then failed.
   it.each([

@@ -25,8 +25,10 @@ export function slackText(n: Notification, ctx: LinkContext): string {
   const hook = a.labels['hook_name'] ? ` · ${a.labels['hook_name']}` : '';
   // A headroom or growth alert resolves as superseded when its hook went over the cap: no all-clear tick for it.
   const superseded = a.annotations['superseded_by'];
+  // A quiet hook's alert ends when retention removed the hook's data: no all-clear tick, it was not heard again.
   const state = n.status === 'firing' ? ':rotating_light: *[FIRING]'
-    : superseded !== undefined ? `:warning: *[SUPERSEDED by ${superseded}]` : ':white_check_mark: *[RESOLVED]';
+    : superseded !== undefined ? `:warning: *[SUPERSEDED by ${superseded}]`
+    : a.annotations['data_expired'] === 'true' ? ':heavy_minus_sign: *[ENDED: hook data expired]' : ':white_check_mark: *[RESOLVED]';
   const head = `${esc(state)} ${esc(a.rule)}*${esc(hook)}`;
   const lines = [head];
   if (a.annotations['summary']) lines.push(esc(a.annotations['summary']));
