@@ -1,4 +1,4 @@
-import { closeSync, openSync, writeSync } from 'node:fs';
+import { closeSync, ftruncateSync, openSync, writeSync } from 'node:fs';
 import { StringDecoder } from 'node:string_decoder';
 
 /** Stdout kept in memory (as raw bytes, so output within budget passes unchanged); past it, it goes to a file. */
@@ -42,8 +42,12 @@ export class StdoutCapture {
   private chars = 0;
   private fd: number | undefined;
   private path: string | undefined;
-  /** Bytes written to the spill file, and where it was cut (the saveBytes, or a write that failed: a full disk). */
+  /**
+   * Bytes written to the spill file, and where it was cut (at most saveBytes, or where a write failed: a full
+   * disk), always between two characters: the last bytes written (up to 3) tell whether one is left unfinished.
+   */
   private saved = 0;
+  private tail = Buffer.alloc(0);
   private cutAt: number | undefined;
   /** Why nothing could be spilled, once output is passed on instead. */
   private problem: string | undefined;
@@ -109,7 +113,11 @@ export class StdoutCapture {
     return this.writing;
   }
 
-  /** Writes `chunk` to the spill file, as far as saveBytes go; a write that fails (a full disk) cuts the file there. */
+  /**
+   * Writes `chunk` to the spill file, as far as saveBytes go; a write that fails (a full disk) cuts the file there.
+   * A cut falls between two characters, so the file is valid UTF-8 where the output is: back over the start of
+   * one that would not be written whole (even one begun in a chunk already written).
+   */
   private save(chunk: Buffer): void {
     if (this.fd === undefined || this.cutAt !== undefined) return;
     const room = this.options.saveBytes - this.saved;
@@ -117,13 +125,47 @@ export class StdoutCapture {
     try {
       while (data.length > 0) {
         const written = writeSync(this.fd, data);
-        this.saved += written;
+        this.keep(data.subarray(0, written));
         data = data.subarray(written);
       }
     } catch {
-      this.cutAt = this.saved;
+      this.cut();
       return;
     }
-    if (chunk.length > room) this.cutAt = this.saved;
+    if (chunk.length > room) this.cut();
   }
+
+  /** Counts bytes written to the spill file, remembering the last 3 (the most an unfinished character leaves). */
+  private keep(written: Buffer): void {
+    this.saved += written.length;
+    this.tail = Buffer.concat([this.tail, written.subarray(-3)]).subarray(-3);
+  }
+
+  /** Ends the spill file where it is, less the start of a character not written whole. */
+  private cut(): void {
+    const unfinished = unfinishedBytes(this.tail);
+    if (unfinished > 0 && this.fd !== undefined) {
+      try {
+        ftruncateSync(this.fd, this.saved - unfinished);
+        this.saved -= unfinished;
+      } catch {
+        // Left as written: the count below stays that of the bytes in the file.
+      }
+    }
+    this.cutAt = this.saved;
+  }
+}
+
+/**
+ * How many bytes at the end of `bytes` begin a UTF-8 character they do not finish: the continuation bytes
+ * (10xxxxxx) at the end and the lead byte before them, when its sequence is longer than what follows it.
+ */
+export function unfinishedBytes(bytes: Buffer): number {
+  for (let i = bytes.length - 1; i >= 0 && i >= bytes.length - 4; i--) {
+    const byte = bytes[i] ?? 0;
+    if ((byte & 0xc0) === 0x80) continue;
+    const length = byte >= 0xf0 ? 4 : byte >= 0xe0 ? 3 : byte >= 0xc0 ? 2 : 1;
+    return bytes.length - i < length ? bytes.length - i : 0;
+  }
+  return 0;
 }

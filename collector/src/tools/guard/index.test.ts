@@ -843,6 +843,17 @@ describe('hookwatch guard', () => {
     expect(count(match?.[1])).toBeGreaterThan(cutAt);
     expect((await stat(match?.[2] ?? '')).size).toBe(cutAt);
   });
+
+  it('cuts the saved copy at --keep-size between two characters, and says how many bytes it holds', async () => {
+    // 3-byte characters: 2 MiB (2,097,152 bytes) holds 699,050 of them and 2 bytes of the next, which are not saved.
+    const ran = await guard(['--keep-size', '2MiB', ...nodeHook(`process.stdout.write('€'.repeat(1_000_000))`)], { env: { HOOKWATCH_GUARD_SPILL_BYTES: String(1024 * 1024) } });
+    expect([ran.code, ran.stderr]).toEqual([0, '']);
+    const match = /\n\[hookwatch guard: [\d,]+ more characters left out; the first ([\d,]+) bytes of the full output are in (\S+)\]$/.exec(ran.stdout.toString());
+    expect(match?.[1]).toBe('2,097,150');
+    const saved = await readFile(match?.[2] ?? '');
+    expect(saved.length).toBe(2_097_150);
+    expect(new TextDecoder('utf-8', { fatal: true }).decode(saved)).toBe('€'.repeat(699_050));
+  });
 });
 
 describe('the saved outputs the guard keeps', () => {
@@ -1023,5 +1034,26 @@ describe('StdoutCapture', () => {
     expect((await stat(spill)).size).toBe(chunk.length * 300);
     // 300 chunks of 90 KB (27 MB) went through; what stays is bounded by the spill size.
     expect(grown).toBeLessThan(8 * 1024 * 1024);
+  });
+
+  it('cuts the spill file between two characters, even one begun in a chunk already written', async () => {
+    const cases = [
+      // [chunks, saveBytes, bytes kept]: '€' is e2 82 ac, '😀' f0 9f 98 80.
+      [[Buffer.from('a€'), Buffer.from('€b')], 5, 4],
+      [[Buffer.from('ab'), Buffer.from('😀c')], 5, 2],
+      [[Buffer.from('a😀'), Buffer.from('c')], 4, 1],
+      [[Buffer.from('a'), Buffer.from([0xe2]), Buffer.from([0x82]), Buffer.from([0xac, 0x62])], 3, 1],
+      [[Buffer.from('ab'), Buffer.from('€€')], 5, 5],
+      [[Buffer.from('aé'), Buffer.from('é')], 4, 3],
+    ] as const;
+    for (const [index, [chunks, saveBytes, kept]] of cases.entries()) {
+      const spill = join(dir, `cut-${index}.txt`);
+      const capture = new StdoutCapture({ spillBytes: 1, saveBytes, headChars: 100, spillPath: () => spill, passOn: async () => undefined });
+      for (const chunk of chunks) expect(capture.push(chunk)).toBeUndefined();
+      const result = capture.finish();
+      const whole = Buffer.concat(chunks);
+      expect(result, String(index)).toEqual({ kind: 'spilled', path: spill, head: whole.toString(), chars: whole.toString().length, cutAt: kept });
+      expect(await readFile(spill), String(index)).toEqual(whole.subarray(0, kept));
+    }
   });
 });
