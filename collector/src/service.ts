@@ -394,7 +394,7 @@ async function start(config: HookwatchConfig, opts: ServiceOptions, opened: (() 
     const httpHandshakeMs = handshakeTimeout(config.http.requestTimeoutMs);
     const server = createHttpsServer({ ...httpLimits, ...httpTls.serverOptions(), handshakeTimeout: httpHandshakeMs });
     // An http:// URL for this port gets 400 saying to use https://, not a reset connection.
-    answerPlainHttp(server, { section: 'http.tls', handshakeTimeoutMs: httpHandshakeMs, onPlain: (socket) => handshakes.plainHttp('http', socket) });
+    answerPlainHttp(server, { section: 'http.tls', handshakeTimeoutMs: httpHandshakeMs, onPlain: (socket) => handshakes.plainHttp('http', socket), onFailed: (socket, error) => handshakes.failedBeforeHandshake('http', socket, error) });
     // A rotated certificate serves the connections made from now on.
     httpTls.onChange((context) => server.setSecureContext(context));
     handshakes.watch('http', server);

@@ -8,14 +8,15 @@
  */
 import { readFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
-import { request as httpsRequest } from 'node:https';
-import { connect as netConnect } from 'node:net';
+import { createServer as createHttpsServer, request as httpsRequest } from 'node:https';
+import { connect as netConnect, type AddressInfo } from 'node:net';
 import { OTLPLogExporter as JsonExporter } from '@opentelemetry/exporter-logs-otlp-http';
 import { OTLPLogExporter as ProtoExporter } from '@opentelemetry/exporter-logs-otlp-proto';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { LoggerProvider, SimpleLogRecordProcessor, type LogRecordExporter, type ReadableLogRecord } from '@opentelemetry/sdk-logs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HANDSHAKE_FAILURE_REASONS } from '../src/net/handshake-failures.ts';
+import { HANDSHAKE_FAILURE_REASONS, HandshakeFailures } from '../src/net/handshake-failures.ts';
+import { answerPlainHttp } from '../src/net/plain-http-on-tls.ts';
 import type { Logger } from '../src/telemetry/logger.ts';
 import { HAVE_OPENSSL, useTestPki } from './support/certs.ts';
 import { parseExposition, sampleValue } from './support/prometheus-text.ts';
@@ -70,14 +71,18 @@ function secureRequest(url: string, ca: string, method = 'GET', body?: string): 
   });
 }
 
-/** What a TCP client sending `bytes` (and then nothing, or `then.bytes` after a while) reads back until the server closes, and after how long. */
-function raw(port: number, bytes: Buffer | string, then?: { after: number; bytes: Buffer }): Promise<{ received: string; ms: number }> {
+/**
+ * What a TCP client sending `bytes` (and then nothing, or `then.bytes` after a while, or closing its sending side)
+ * reads back until the server closes, and after how long.
+ */
+function raw(port: number, bytes: Buffer | string, then?: { after: number; bytes: Buffer } | 'end'): Promise<{ received: string; ms: number }> {
   return new Promise((resolve, reject) => {
     const started = performance.now();
     const chunks: Buffer[] = [];
     const socket = netConnect(port, '127.0.0.1', () => {
       if (bytes.length > 0) socket.write(bytes);
-      if (then) setTimeout(() => socket.write(then.bytes), then.after).unref();
+      if (then === 'end') socket.end();
+      else if (then) setTimeout(() => socket.write(then.bytes), then.after).unref();
     });
     socket.on('data', (c: Buffer) => chunks.push(c));
     socket.on('error', () => {});
@@ -210,5 +215,80 @@ describe.skipIf(!HAVE_OPENSSL)('plain HTTP to a port serving TLS', () => {
     }
     // And TLS still works.
     expect((await secureRequest(`${service.httpUrl}/healthz`, pki.ca.certFile)).status).toBe(200);
+  });
+
+  it("a method's letters and no more are counted as the failed handshake TLS would have counted them", { timeout: 60_000 }, async () => {
+    const count = async (listener: string, reason: string): Promise<number> => sampleValue(parseExposition(await service.metrics.render()), 'hookwatch_tls_handshake_failures_total', { listener, reason }) ?? 0;
+    for (const [listener, url] of [['otlp_http', service.otlpHttpUrl], ['http', service.httpUrl]] as const) {
+      const port = portOf(url);
+      const before = { notTls: await count(listener, 'not_tls'), other: await count(listener, 'other') };
+      // A record header's worth of letters, then a hang-up: no TLS (OpenSSL's "wrong version number").
+      expect((await raw(port, 'HELLO', 'end')).received, url).toBe('');
+      // Fewer, then a hang-up; and a method's letters, then nothing until the handshake timeout (2 s).
+      expect((await raw(port, 'HEL', 'end')).received, url).toBe('');
+      const stalled = await raw(port, 'GET');
+      expect([stalled.received, stalled.ms > 1500], url).toEqual(['', true]);
+      await expect.poll(async () => [await count(listener, 'not_tls'), await count(listener, 'other')], { timeout: 5000 }).toEqual([before.notTls + 1, before.other + 2]);
+    }
+  });
+});
+
+describe.skipIf(!HAVE_OPENSSL)('a connection to a TLS port that fails before it is known to be TLS', () => {
+  const pki = useTestPki('hookwatch-tls-undecided-');
+  const HANDSHAKE_MS = 1000;
+
+  /** An https server with a handshake timeout, with or without the look at first bytes, and the codes its failed handshakes were reported with, and logged with. */
+  async function server(look: boolean): Promise<{ port: number; reported: string[]; logged: () => unknown[]; close: () => Promise<void> }> {
+    const { logger, lines } = recordingLogger();
+    let now = 0;
+    // Each failure a minute after the last, so each is logged.
+    const failures = new HandshakeFailures({ logger, now: () => (now += 60_000) });
+    const https = createHttpsServer({ cert: readFileSync(pki.server.certFile), key: readFileSync(pki.server.keyFile), handshakeTimeout: HANDSHAKE_MS });
+    if (look) answerPlainHttp(https, { section: 'http.tls', handshakeTimeoutMs: HANDSHAKE_MS, onFailed: (socket, error) => failures.failedBeforeHandshake('http', socket, error) });
+    failures.watch('http', https);
+    const reported: string[] = [];
+    https.on('tlsClientError', (error: NodeJS.ErrnoException) => reported.push(error.code ?? error.name));
+    await new Promise<void>((resolve) => https.listen(0, '127.0.0.1', resolve));
+    return {
+      port: (https.address() as AddressInfo).port,
+      reported,
+      logged: () => lines.map((l) => [l.fields['reason'], l.fields['code']]),
+      close: () => new Promise((resolve) => https.close(() => resolve())),
+    };
+  }
+
+  it('a stalled ClientHello is reported as the handshake timeout, never as a reset', { timeout: 60_000 }, async () => {
+    const served = await server(true);
+    try {
+      // A handshake record's header declaring 512 bytes, and only 3 of them sent: TLS waits for the rest.
+      const hello = Buffer.from([0x16, 0x03, 0x01, 0x02, 0x00, 0x01, 0x00, 0x01]);
+      const closed = await Promise.all(Array.from({ length: 10 }, () => raw(served.port, hello)));
+      for (const c of closed) expect([c.received, c.ms > HANDSHAKE_MS * 0.75]).toEqual(['', true]);
+      await expect.poll(() => served.reported.length, { timeout: 5000 }).toBe(10);
+      expect(served.reported).toEqual(Array(10).fill('ERR_TLS_HANDSHAKE_TIMEOUT'));
+      expect(served.logged()).toEqual(Array(10).fill(['other', 'ERR_TLS_HANDSHAKE_TIMEOUT']));
+    } finally {
+      await served.close();
+    }
+  });
+
+  it("a method's letters and no more are reported as TLS reports the same bytes", { timeout: 60_000 }, async () => {
+    const looked = await server(true);
+    const tls = await server(false);
+    try {
+      const cases = [['HELLO', 'end'], ['CONNECT', 'end'], ['ABCDEFGHIJKLMNOPQRST', 'end'], ['HEL', 'end'], ['G', 'end'], ['GET', undefined], ['POS', undefined]] as const;
+      for (const [bytes, then] of cases) {
+        const label = `${bytes} ${then ?? 'stalled'}`;
+        const [a, b] = await Promise.all([raw(looked.port, bytes, then), raw(tls.port, bytes, then)]);
+        expect([a.received, b.received], label).toEqual(['', '']);
+      }
+      // Both in the same order, each case once: TLS's own reports and what the look at first bytes reported instead.
+      await expect.poll(() => [looked.logged().length, tls.reported.length], { timeout: 5000 }).toEqual([cases.length, cases.length]);
+      expect(looked.reported).toEqual([]);
+      expect(looked.logged()).toEqual(tls.logged());
+      expect(tls.reported).toEqual(['ERR_SSL_WRONG_VERSION_NUMBER', 'ERR_SSL_HTTPS_PROXY_REQUEST', 'ERR_SSL_WRONG_VERSION_NUMBER', 'ECONNRESET', 'ECONNRESET', 'ERR_TLS_HANDSHAKE_TIMEOUT', 'ERR_TLS_HANDSHAKE_TIMEOUT']);
+    } finally {
+      await Promise.all([looked.close(), tls.close()]);
+    }
   });
 });

@@ -109,8 +109,20 @@ export class HandshakeFailures {
    * logged as the other failures are, saying what the client did.
    */
   plainHttp(listener: TlsListener, socket: Socket): void {
-    const peer = this.peers.get(socket) ?? `${socket.remoteAddress ?? ''}:${socket.remotePort ?? ''}`;
-    this.note(listener, 'not_tls', peer, undefined, `${SECTION[listener]}: a client sent plain HTTP to this TLS port and was answered 400 (its URL says http:// where https:// is needed; logged at most once a minute; each is counted in hookwatch_tls_handshake_failures_total as not_tls)`);
+    this.note(listener, 'not_tls', this.peerOf(socket), undefined, `${SECTION[listener]}: a client sent plain HTTP to this TLS port and was answered 400 (its URL says http:// where https:// is needed; logged at most once a minute; each is counted in hookwatch_tls_handshake_failures_total as not_tls)`);
+  }
+
+  /**
+   * A connection to `listener` that ended, or reached the handshake timeout, while its first bytes were looked at
+   * (answerPlainHttp: a method's letters, no space yet), with the error TLS would have failed its handshake with:
+   * counted and logged as that failure.
+   */
+  failedBeforeHandshake(listener: TlsListener, socket: Socket, error: NodeJS.ErrnoException): void {
+    this.note(listener, handshakeFailureReason(error), this.peerOf(socket), error.code ?? error.name);
+  }
+
+  private peerOf(socket: Socket): string {
+    return this.peers.get(socket) ?? `${socket.remoteAddress ?? ''}:${socket.remotePort ?? ''}`;
   }
 
   private note(listener: TlsListener, reason: HandshakeFailureReason, peer: string, code: string | undefined, message?: string): void {

@@ -11,7 +11,9 @@
  * TLS with the bytes read put back, as it did before. HTTP/2's preface (`PRI * HTTP/2.0`, a gRPC client sending in
  * plain text) goes on to TLS too: an HTTP/1 answer means nothing to it. A connection that has not shown which it
  * is within the handshake timeout is closed, as TLS would close it, and one handed to TLS still has to finish its
- * handshake within the handshake timeout counted from when it connected, not from when it was handed on.
+ * handshake within the handshake timeout counted from when it connected, not from when it was handed on (and is
+ * reported as TLS reports its own timeout). One that sent a method's letters and no more before it ended or timed
+ * out is reported as the handshake failure TLS would have reported for those bytes.
  */
 import type { Socket } from 'node:net';
 import type { Server as TlsServer, TLSSocket } from 'node:tls';
@@ -54,6 +56,28 @@ export interface PlainHttpOptions {
   handshakeTimeoutMs: number;
   /** Called with the TCP socket of each plain-HTTP request answered, to count and log it. */
   onPlain?: (socket: Socket) => void;
+  /**
+   * Called with the TCP socket of a connection that sent bytes but showed no request line before it ended or timed
+   * out (`HELLO` and a hang-up; `GET` and nothing more), and the error TLS's handshake would have failed with on
+   * them, to count and log it as TLS's failures are.
+   */
+  onFailed?: (socket: Socket, error: NodeJS.ErrnoException) => void;
+}
+
+/** The error TLS reports a handshake not finished within the handshake timeout with (Node's own). */
+export function handshakeTimeoutError(): NodeJS.ErrnoException {
+  return Object.assign(new Error('TLS handshake timeout'), { code: 'ERR_TLS_HANDSHAKE_TIMEOUT' });
+}
+
+/**
+ * The error TLS's handshake fails with on a connection that sent `seen` (a method's letters, no space) and closed:
+ * OpenSSL reads a record's 5-byte header, which these bytes are not (a proxy's `CONNE`ct told apart); with fewer,
+ * it waits for the rest, and the close is a hang-up.
+ */
+export function endedError(seen: Buffer): NodeJS.ErrnoException {
+  if (seen.length < 5) return Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' });
+  if (seen.toString('latin1', 0, 5) === 'CONNE') return Object.assign(new Error('https proxy request'), { code: 'ERR_SSL_HTTPS_PROXY_REQUEST' });
+  return Object.assign(new Error('wrong version number'), { code: 'ERR_SSL_WRONG_VERSION_NUMBER' });
 }
 
 /**
@@ -78,13 +102,16 @@ export function answerPlainHttp(server: TlsServer, opts: PlainHttpOptions): void
     const done = (): void => {
       clearTimeout(timer);
       socket.off('data', onData);
-      socket.off('end', gone);
+      socket.off('end', ended);
       socket.off('error', gone);
     };
-    const gone = (): void => {
+    /** Closes a connection that showed nothing to hand on; one that sent bytes failed as TLS would have failed it. */
+    const gone = (error: Error): void => {
       done();
+      if (seen.length > 0) opts.onFailed?.(socket, error);
       socket.destroy();
     };
+    const ended = (): void => gone(endedError(seen));
     const onData = (chunk: Buffer): void => {
       seen = seen.length === 0 ? chunk : Buffer.concat([seen, chunk]);
       const verdict = firstBytes(seen);
@@ -93,8 +120,10 @@ export function answerPlainHttp(server: TlsServer, opts: PlainHttpOptions): void
       socket.pause();
       if (verdict === 'tls') {
         // The handshake timeout counts from the connection, not from here: what it took to show it is none is spent.
+        // Its end comes about with TLS's own timeout (which counts from here, and from the last bytes read): it is
+        // TLS's timeout error that closes the socket, so that TLS reports the timeout either way, not a reset.
         const left = opts.handshakeTimeoutMs - (performance.now() - openedMs);
-        const deadline = setTimeout(() => socket.destroy(), Math.max(0, left));
+        const deadline = setTimeout(() => socket.destroy(handshakeTimeoutError()), Math.max(0, left));
         deadline.unref();
         handshaking.set(socket, deadline);
         socket.once('close', () => clearTimeout(deadline));
@@ -106,11 +135,11 @@ export function answerPlainHttp(server: TlsServer, opts: PlainHttpOptions): void
       opts.onPlain?.(socket);
       respond(socket, verdict.method, answer);
     };
-    const timer = setTimeout(gone, opts.handshakeTimeoutMs);
+    const timer = setTimeout(() => gone(handshakeTimeoutError()), opts.handshakeTimeoutMs);
     timer.unref();
     socket.on('data', onData);
     // A client that hangs up, or fails, before showing what it speaks: nothing to hand on.
-    socket.on('end', gone);
+    socket.on('end', ended);
     socket.on('error', gone);
   });
 }

@@ -111,7 +111,7 @@ export class OtlpHttpReceiver {
       const handshakeTimeoutMs = handshakeTimeout(opts.requestTimeoutMs);
       const server = createHttpsServer({ ...options, ...tls.serverOptions(), handshakeTimeout: handshakeTimeoutMs });
       // An exporter given http:// for this port reads 400 saying to use https://, not a reset it retries.
-      answerPlainHttp(server, { section: tls.config.section, handshakeTimeoutMs, onPlain: (socket) => opts.handshakes?.plainHttp('otlp_http', socket) });
+      answerPlainHttp(server, { section: tls.config.section, handshakeTimeoutMs, onPlain: (socket) => opts.handshakes?.plainHttp('otlp_http', socket), onFailed: (socket, error) => opts.handshakes?.failedBeforeHandshake('otlp_http', socket, error) });
       // A rotated certificate serves the connections made from now on.
       tls.onChange((context) => server.setSecureContext(context));
       opts.handshakes?.watch('otlp_http', server);
