@@ -24,6 +24,7 @@ import { createServer, type RequestListener, type Server } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
+import { OWN_ANSWER_HEADER } from '../../shared/src/api.ts';
 import { answerClientErrors, answerOptions, apiErrorHandler, conditionalRequests, createApiRouter, getOnly, parseQuery, probeOnly, unavailable } from './api/index.ts';
 import { DASHBOARD_HANDLER, RequestMetrics } from './api/request-metrics.ts';
 import { closeServer, trackConnections } from './net/close-server.ts';
@@ -394,7 +395,7 @@ async function start(config: HookwatchConfig, opts: ServiceOptions, opened: (() 
     const httpHandshakeMs = handshakeTimeout(config.http.requestTimeoutMs);
     const server = createHttpsServer({ ...httpLimits, ...httpTls.serverOptions(), handshakeTimeout: httpHandshakeMs });
     // An http:// URL for this port gets 400 saying to use https://, not a reset connection.
-    answerPlainHttp(server, { section: 'http.tls', handshakeTimeoutMs: httpHandshakeMs, onPlain: (socket) => handshakes.plainHttp('http', socket), onFailed: (socket, error) => handshakes.failedBeforeHandshake('http', socket, error) });
+    answerPlainHttp(server, { section: 'http.tls', handshakeTimeoutMs: httpHandshakeMs, headers: { [OWN_ANSWER_HEADER]: '1' }, onPlain: (socket) => handshakes.plainHttp('http', socket), onFailed: (socket, error) => handshakes.failedBeforeHandshake('http', socket, error) });
     // A rotated certificate serves the connections made from now on.
     httpTls.onChange((context) => server.setSecureContext(context));
     handshakes.watch('http', server);

@@ -18,6 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HANDSHAKE_FAILURE_REASONS, HandshakeFailures } from '../src/net/handshake-failures.ts';
 import { answerPlainHttp } from '../src/net/plain-http-on-tls.ts';
 import type { Logger } from '../src/telemetry/logger.ts';
+import { OWN_ANSWER_HEADER } from '../../shared/src/api.ts';
 import { HAVE_OPENSSL, useTestPki } from './support/certs.ts';
 import { parseExposition, sampleValue } from './support/prometheus-text.ts';
 import { startServiceUnderTest, type ServiceUnderTest } from './support/service.ts';
@@ -153,9 +154,10 @@ describe.skipIf(!HAVE_OPENSSL)('plain HTTP to a port serving TLS', () => {
         expect(answer.body, `${listener} ${method}`).toBe(method === 'HEAD' ? '' : ANSWER[listener]);
         expect(answer.headers['content-length']).toBe(String(Buffer.byteLength(ANSWER[listener])));
       }
-      // As a client reads it off the wire.
+      // As a client reads it off the wire; hookwatch's mark on the HTTP port's, as on its every answer.
       const wire = await raw(portOf(url), 'GET / HTTP/1.1\r\nHost: localhost\r\n\r\n');
-      expect(wire.received).toBe(`HTTP/1.0 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(ANSWER[listener])}\r\nConnection: close\r\n\r\n${ANSWER[listener]}`);
+      const mark = listener === 'http' ? `${OWN_ANSWER_HEADER}: 1\r\n` : '';
+      expect(wire.received).toBe(`HTTP/1.0 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(ANSWER[listener])}\r\n${mark}Connection: close\r\n\r\n${ANSWER[listener]}`);
       // Nine plain-HTTP connections, each counted as a client that spoke no TLS.
       await expect.poll(() => notTls(listener), { timeout: 5000 }).toBe(9);
     }

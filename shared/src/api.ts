@@ -195,9 +195,11 @@ export interface ApiError {
 }
 
 /**
- * The header on every answer of hookwatch's HTTP port, its errors and refusals included (`X-Hookwatch: 1`): a 401 or
- * 403 without it is not hookwatch's but that of a server in front of it (a sign-in proxy, an API gateway), whatever
- * its body says. A proxy passes it on with hookwatch's answers; its own answers do not carry it.
+ * The header on every answer of hookwatch's HTTP port, its errors and refusals included (`X-Hookwatch: 1`), those
+ * written before a request reaches the app too (a request the HTTP parser refuses, such as 431 for headers over
+ * 16 KiB; 417 for an Expect; CONNECT; the 400 to plain HTTP under http.tls): a 401 or 403 without it is not
+ * hookwatch's but that of a server in front of it (a sign-in proxy, an API gateway), whatever its body says. A proxy
+ * passes it on with hookwatch's answers; its own answers do not carry it. The OTLP/HTTP port's answers do not.
  */
 export const OWN_ANSWER_HEADER = 'x-hookwatch';
 

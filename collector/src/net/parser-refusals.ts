@@ -92,6 +92,8 @@ export function rawHead(status: number, contentType: string, body: string | Buff
 export interface RefusalBody {
   contentType: string;
   body: string | Buffer;
+  /** Headers of the port's own, on its every answer. */
+  headers?: Record<string, string>;
 }
 
 /**
@@ -117,8 +119,8 @@ export function answerParserRefusals(server: Server, answer: (refusal: ParserRef
     const inFlight = (socket as Duplex & { _httpMessage?: ServerResponse | null })._httpMessage ?? undefined;
     if (err.code !== 'ECONNRESET' && socket.writable && !inFlight?.headersSent) {
       const refusal = refused ?? 'malformed';
-      const { contentType, body } = answer(refusal, inFlight?.req, err);
-      socket.write(rawHead(REFUSAL_STATUS[refusal], contentType, body));
+      const { contentType, body, headers } = answer(refusal, inFlight?.req, err);
+      socket.write(rawHead(REFUSAL_STATUS[refusal], contentType, body, headers));
       socket.write(body);
     }
     // With the error, as Node: a handler still reading the body learns why it ended (socket.errored).

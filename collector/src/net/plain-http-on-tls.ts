@@ -54,6 +54,8 @@ export interface PlainHttpOptions {
   section: string;
   /** How long a connection may take to show what it speaks: the server's handshake timeout. */
   handshakeTimeoutMs: number;
+  /** Headers of the port's own, on its every answer (`X-Hookwatch` on the HTTP port's), put on the 400 too. */
+  headers?: Record<string, string>;
   /** Called with the TCP socket of each plain-HTTP request answered, to count and log it. */
   onPlain?: (socket: Socket) => void;
   /**
@@ -133,7 +135,7 @@ export function answerPlainHttp(server: TlsServer, opts: PlainHttpOptions): void
         return;
       }
       opts.onPlain?.(socket);
-      respond(socket, verdict.method, answer);
+      respond(socket, verdict.method, answer, opts.headers ?? {});
     };
     const timer = setTimeout(() => gone(handshakeTimeoutError()), opts.handshakeTimeoutMs);
     timer.unref();
@@ -149,8 +151,9 @@ export function answerPlainHttp(server: TlsServer, opts: PlainHttpOptions): void
  * side. The rest of the request is read and dropped for a moment: a socket closed with bytes unread is reset, and
  * the reset can reach the client before it read the answer.
  */
-function respond(socket: Socket, method: string, body: string): void {
-  const head = `HTTP/1.0 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n`;
+function respond(socket: Socket, method: string, body: string, headers: Record<string, string>): void {
+  const more = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('');
+  const head = `HTTP/1.0 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${more}Connection: close\r\n\r\n`;
   socket.on('error', () => socket.destroy());
   socket.end(method === 'HEAD' ? head : head + body);
   let dropped = 0;

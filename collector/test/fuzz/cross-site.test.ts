@@ -6,6 +6,7 @@
  * checked too.
  */
 import { request } from 'node:http';
+import { connect } from 'node:net';
 import { hostname } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestService, type TestService } from '../helpers.ts';
@@ -168,6 +169,38 @@ describe('answers a browser keeps or reinterprets', () => {
       hardened(res.headers, '401');
     } finally {
       await guarded.close();
+    }
+  });
+
+  it("carry hookwatch's mark on the refusals written before the app sees the request too", async () => {
+    const url = new URL(service.httpUrl);
+    /** The status line and headers a request sent as `bytes` is answered with, once the port closes the connection. */
+    const answer = (bytes: string): Promise<{ status: string; headers: Map<string, string> }> => new Promise((resolve, reject) => {
+      const chunks: Buffer[] = [];
+      const socket = connect(Number(url.port), url.hostname, () => socket.write(bytes));
+      socket.on('data', (c: Buffer) => chunks.push(c));
+      socket.on('error', reject);
+      socket.on('close', () => {
+        const [statusLine = '', ...lines] = Buffer.concat(chunks).toString('latin1').split('\r\n\r\n')[0]?.split('\r\n') ?? [];
+        resolve({ status: statusLine, headers: new Map(lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()])) });
+      });
+    });
+    const host = `Host: ${url.host}\r\n`;
+    const cases = [
+      ['Expect other than 100-continue', `GET /api/v1/hooks HTTP/1.1\r\n${host}Expect: something\r\n\r\n`, 'HTTP/1.1 417 Expectation Failed'],
+      ['headers over 16 KiB', `GET /api/v1/hooks?q=${'x'.repeat(20_000)} HTTP/1.1\r\n${host}\r\n`, 'HTTP/1.1 431 Request Header Fields Too Large'],
+      ['a Transfer-Encoding not ending in chunked', `POST /api/v1/silences HTTP/1.1\r\n${host}Transfer-Encoding: gzip\r\n\r\n`, 'HTTP/1.1 400 Bad Request'],
+      ['a transfer coding before chunked', `POST /api/v1/silences HTTP/1.1\r\n${host}Transfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n`, 'HTTP/1.1 501 Not Implemented'],
+      ['Host twice', `GET /api/v1/hooks HTTP/1.1\r\n${host}${host}\r\n`, 'HTTP/1.1 400 Bad Request'],
+      ['no Host', 'GET /api/v1/hooks HTTP/1.1\r\n\r\n', 'HTTP/1.1 400 Bad Request'],
+      ['CONNECT', `CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n`, 'HTTP/1.1 400 Bad Request'],
+      ['HTTP the parser cannot read', `GET /api/v1/hooks HTTP/1.1\r\n${host}Bad Header: x\r\n\r\n`, 'HTTP/1.1 400 Bad Request'],
+    ] as const;
+    for (const [what, bytes, status] of cases) {
+      const got = await answer(bytes);
+      expect(got.status, what).toBe(status);
+      expect(got.headers.get(OWN_ANSWER_HEADER), what).toBe('1');
+      expect(got.headers.get('cache-control'), what).toBe('no-store');
     }
   });
 
