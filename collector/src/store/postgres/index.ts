@@ -381,10 +381,21 @@ export function pgEventKey(dedupKey: string): string {
 
 /**
  * SQLSTATE classes where a retry can help: connection exceptions (08), serialization failure and deadlock (40),
- * insufficient resources (53), operator intervention such as a shutdown or failover (57), read-only replica
- * (25006), a lock not granted within lock_timeout (55P03: partition DDL giving way to a backup or a long read).
+ * insufficient resources (53), operator intervention such as a shutdown or failover (57), system errors such as
+ * an I/O error or a file the server cannot open (58), read-only replica (25006), a lock not granted within
+ * lock_timeout (55P03: partition DDL giving way to a backup or a long read, an ingest giving way to a paused
+ * replica's transaction).
  */
-const RETRYABLE_SQLSTATE = /^(08|40|53|57)|^(25006|55P03)$/;
+const RETRYABLE_SQLSTATE = /^(08|40|53|57|58)|^(25006|55P03)$/;
+/**
+ * An error the server ends the connection with (severity FATAL or PANIC), at startup or later, is unavailability
+ * whatever its SQLSTATE: a server whose data disk is full fails every new connection with `could not write init
+ * file` (XX000) once its relation cache's init file must be written again, while the statements of connections
+ * already open get disk_full (53100). Not the ones only a change of configuration cures, which a retry meets
+ * again: a refused password or role (28), a missing database (3D), no CONNECT privilege (42).
+ */
+const ENDS_CONNECTION = new Set(['FATAL', 'PANIC']);
+const CONFIGURATION_SQLSTATE = /^(28|3D|42)/;
 const RETRYABLE_NETWORK = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
 /**
  * Conflicts between concurrent transactions that a fresh attempt of the same transaction resolves. A unique
@@ -1916,7 +1927,7 @@ export class PostgresStore implements Store {
   /** Retryable failures become StoreUnavailableError (503 + Retry-After); every message is scrubbed of the password. */
   private classify(err: unknown, what: string): Error {
     if (err instanceof StoreUnavailableError || err instanceof NotLeaderError || err instanceof MigrationLockWaitError) return err;
-    const e = err as { code?: string; message?: string };
+    const e = err as { code?: string; message?: string; severity?: string };
     const code = e.code ?? '';
     const message = `${what}: ${this.describe(err)}`;
     const unanswered = isAnswerTimeout(err);
@@ -1924,7 +1935,8 @@ export class PostgresStore implements Store {
       this.logger?.warn('postgres statement not answered in time; its connection is dropped', { what, timeoutMs: this.answerTimeoutMs });
       this.checkReachable();
     }
-    const unavailable = RETRYABLE_SQLSTATE.test(code) || RETRYABLE_NETWORK.has(code) || /timeout|terminat|Connection|connect|pool/i.test(e.message ?? '');
+    const unavailable = RETRYABLE_SQLSTATE.test(code) || RETRYABLE_NETWORK.has(code) || (ENDS_CONNECTION.has(e.severity ?? '') && !CONFIGURATION_SQLSTATE.test(code))
+      || /timeout|terminat|Connection|connect|pool/i.test(e.message ?? '');
     // pg's timeout kept as the cause (its message is pg's own, nothing of the URL): the transaction of an answer's
     // snapshot then drops its connection rather than send a ROLLBACK behind the unanswered statement (inTransaction).
     return unavailable ? new StoreUnavailableError(message, unanswered ? { cause: err } : undefined) : new Error(message);
