@@ -128,6 +128,31 @@ const LOCK_NOT_AVAILABLE = '55P03';
  */
 const PARTITION_DDL_LOCK_TIMEOUT_MS = 1000;
 /**
+ * An ingest transaction's bounds on waiting, never on work. Its statements go back to back, each sent as soon as
+ * the one before is answered, with the little work of preparing the next between them (a request of up to
+ * ONE_COMMIT_EVENTS events is one transaction, a larger one goes in parts aimed at 20 ms of work, each a
+ * transaction of its own: pipeline/hook-ingest.ts); the work of a statement is bounded by the statement timeout
+ * alone.
+ * - A statement waits for a lock (the fold lock, an attribute set's, the hook's or a rollup's row) at most
+ *   INGEST_LOCK_TIMEOUT_MS, then fails with 55P03: the batch is answered 503 with Retry-After well within an
+ *   OTLP exporter's 10 s timeout, where it waited for the lock's holder for up to the statement bound (60 s) and
+ *   its exporter gave up on it first.
+ * - The server ends an ingest transaction left idle between its statements for INGEST_IDLE_TIMEOUT_MS (and its
+ *   connection): a replica paused inside one (SIGSTOP, a VM freeze, a partition) holds the rows it locked, which
+ *   every replica's batches of the same hooks need, for that long, not the statement bound. Nothing of it was
+ *   committed or acknowledged; resumed, the replica answers its request 503 and the exporter sends it again.
+ */
+const INGEST_LOCK_TIMEOUT_MS = 3000;
+const INGEST_IDLE_TIMEOUT_MS = 5000;
+/**
+ * How an ingest transaction begins: in one round trip with its bounds, neither above the statement timeout
+ * (PostgresStoreOptions.statementTimeoutMs, which bounds every transaction left idle).
+ */
+function ingestBegin(statementTimeoutMs: number): string {
+  const bound = (ms: number): number => Math.max(1, Math.min(ms, statementTimeoutMs));
+  return `BEGIN; SET LOCAL lock_timeout = ${bound(INGEST_LOCK_TIMEOUT_MS)}; SET LOCAL idle_in_transaction_session_timeout = ${bound(INGEST_IDLE_TIMEOUT_MS)}`;
+}
+/**
  * Advisory lock key between ingests that fold events onto overflow hooks (exclusive) and all others (shared):
  * two deliveries of one event racing with different fold decisions would otherwise both find no copy.
  */
@@ -513,6 +538,8 @@ export class PostgresStore implements Store {
   private cut = false;
   /** How long a statement's answer is waited for (statement timeout + ANSWER_GRACE_MS). */
   private readonly answerTimeoutMs: number;
+  /** How an ingest transaction begins, with its bounds on waiting and idleness (ingestBegin). */
+  private readonly ingestBegin: string;
   /** The leader lease that fences retention's writes (fenceRetention), on replicas. */
   private fence: LeaseFence | undefined;
   /** The readiness check under way (ping). */
@@ -533,6 +560,7 @@ export class PostgresStore implements Store {
     this.known = new KnownHooks(this.maxHooks);
     const statementTimeoutMs = opts.statementTimeoutMs ?? STATEMENT_TIMEOUT_MS;
     this.answerTimeoutMs = statementTimeoutMs + ANSWER_GRACE_MS;
+    this.ingestBegin = ingestBegin(statementTimeoutMs);
     // `boundMs`: one bound for connecting, each statement and its answer, instead of the statement timeout's.
     const pool = (max: number, applicationName: string, settings?: string, boundMs?: number): CuttablePool => {
       const p = new CuttablePool({
@@ -861,7 +889,7 @@ export class PostgresStore implements Store {
         await this.applyRollups(client, inserted, inserted.map((e) => attrOf.get(e) as number), admitting);
       }
       return { inserted, fold };
-    }, this.onLost);
+    }, this.onLost, this.ingestBegin);
   }
 
   /**
