@@ -246,26 +246,58 @@ function leave(r: Reader, outer: number): void {
 }
 
 /**
- * The AnyValue that `r` is narrowed to (enter), merged into `into`: the value an earlier occurrence of the same
- * field decoded to. Protobuf merges a message field that occurs more than once: a later member of the oneof
- * replaces the value, a later array_value or kvlist_value appends to the one before, and an empty AnyValue leaves
- * it as it was.
+ * An AnyValue being read, over every occurrence of its field (protobuf merges them): what its message members
+ * (array_value, kvlist_value) decoded to so far, or, while the last member read is a scalar one (string_value,
+ * bool_value, int_value, double_value, bytes_value), that member's field number and where it starts. A scalar
+ * member is decoded once the value is read through (valueOf), the last one only, as protobuf keeps the last: a
+ * value repeating one a million times costs as much as a million fields skipped, not a million strings.
  */
-function anyValue(r: Reader, depth: number, into: AnyValue = null): AnyValue {
+class ValueRead {
+  value: AnyValue;
+  /** The field number of the last member read when it is a scalar one, else 0. */
+  scalar = 0;
+  /** Where that scalar member's value (for a string or bytes, its length) starts. */
+  at = 0;
+  constructor(value: AnyValue) {
+    this.value = value;
+  }
+}
+
+/**
+ * The AnyValue that `r` is narrowed to (enter), merged into `read`: what earlier occurrences of the same field
+ * read. Protobuf merges a message field that occurs more than once: a later member of the oneof replaces the
+ * value, a later array_value or kvlist_value appends to the one before, and an empty AnyValue leaves it as it was.
+ */
+function anyValueInto(r: Reader, depth: number, read: ValueRead): void {
   if (depth > MAX_ANYVALUE_DEPTH) throw new DecodeError(`AnyValue nested deeper than ${MAX_ANYVALUE_DEPTH} levels`);
-  let value: AnyValue = into;
   while (r.pos < r.end) {
     const tag = r.tag();
     const field = tag >>> 3;
     const wt = tag & 7;
     switch (field) {
-      case 1: expectWire(wt, 2, 'AnyValue.string_value'); value = r.string(); break;
-      case 2: expectWire(wt, 0, 'AnyValue.bool_value'); value = r.skipVarint(); break;
-      case 3: expectWire(wt, 0, 'AnyValue.int_value'); value = r.varint64(); break;
-      case 4: expectWire(wt, 1, 'AnyValue.double_value'); value = r.double(); break;
+      // A scalar member: checked as its decode would check it, and passed over.
+      case 1: case 7:
+        expectWire(wt, 2, field === 1 ? 'AnyValue.string_value' : 'AnyValue.bytes_value');
+        read.scalar = field;
+        read.at = r.pos;
+        r.pos = r.lengthEnd();
+        break;
+      case 2: case 3:
+        expectWire(wt, 0, field === 2 ? 'AnyValue.bool_value' : 'AnyValue.int_value');
+        read.scalar = field;
+        read.at = r.pos;
+        r.skipVarint();
+        break;
+      case 4:
+        expectWire(wt, 1, 'AnyValue.double_value');
+        read.scalar = field;
+        read.at = r.pos;
+        r.skip(1);
+        break;
       case 5: {
         const outer = enter(r, wt, 'AnyValue.array_value');
-        const values: AnyValue[] = Array.isArray(value) ? value : [];
+        const values: AnyValue[] = read.scalar === 0 && Array.isArray(read.value) ? read.value : [];
+        read.scalar = 0;
         while (r.pos < r.end) {
           const t = r.tag();
           if (t >>> 3 === 1) {
@@ -276,12 +308,14 @@ function anyValue(r: Reader, depth: number, into: AnyValue = null): AnyValue {
           } else r.skip(t & 7);
         }
         leave(r, outer);
-        value = values;
+        read.value = values;
         break;
       }
       case 6: {
         const outer = enter(r, wt, 'AnyValue.kvlist_value');
-        const map: Attributes = isKvList(value) ? value.kvlist : new Map();
+        const before = read.scalar === 0 && isKvList(read.value) ? read.value : undefined;
+        const map: Attributes = before?.kvlist ?? new Map();
+        read.scalar = 0;
         while (r.pos < r.end) {
           const t = r.tag();
           if (t >>> 3 === 1) {
@@ -292,14 +326,36 @@ function anyValue(r: Reader, depth: number, into: AnyValue = null): AnyValue {
           } else r.skip(t & 7);
         }
         leave(r, outer);
-        value = isKvList(value) ? value : { kvlist: map };
+        read.value = before ?? { kvlist: map };
         break;
       }
-      case 7: expectWire(wt, 2, 'AnyValue.bytes_value'); value = r.bytes(); break;
       default: r.skip(wt);
     }
   }
+}
+
+/** What `read` holds once read through, its scalar member decoded from `r` (which still spans it). */
+function valueOf(r: Reader, read: ValueRead): AnyValue {
+  if (read.scalar === 0) return read.value;
+  const pos = r.pos;
+  r.pos = read.at;
+  let value: AnyValue;
+  switch (read.scalar) {
+    case 1: value = r.string(); break;
+    case 2: value = r.skipVarint(); break;
+    case 3: value = r.varint64(); break;
+    case 4: value = r.double(); break;
+    default: value = r.bytes();
+  }
+  r.pos = pos;
   return value;
+}
+
+/** The AnyValue that `r` is narrowed to (enter), merged into `into` (anyValueInto). */
+function anyValue(r: Reader, depth: number, into: AnyValue = null): AnyValue {
+  const read = new ValueRead(into);
+  anyValueInto(r, depth, read);
+  return valueOf(r, read);
 }
 
 /**
@@ -361,23 +417,31 @@ function keyValue(r: Reader, into: Attributes, depth: number): void {
     into.set(key, r.buf[n + 2] === 0x10 ? r.skipVarint() : r.varint64());
     return;
   }
-  let key = '';
-  let value: AnyValue = null;
+  // The last key wins and every value merges into one (anyValueInto), each decoded once at the end.
+  let keyAt = -1;
+  const value = new ValueRead(null);
   while (r.pos < r.end) {
     const tag = r.tag();
     const field = tag >>> 3;
     if (field === 1) {
       expectWire(tag & 7, 2, 'KeyValue.key');
-      key = r.string();
+      keyAt = r.pos;
+      r.pos = r.lengthEnd();
     } else if (field === 2) {
       const outer = enter(r, tag & 7, 'KeyValue.value');
-      value = anyValue(r, depth, value);
+      anyValueInto(r, depth, value);
       leave(r, outer);
     } else {
       r.skip(tag & 7);
     }
   }
-  into.set(key, value);
+  let key = '';
+  if (keyAt !== -1) {
+    r.pos = keyAt;
+    key = r.string();
+    r.pos = r.end;
+  }
+  into.set(key, valueOf(r, value));
 }
 
 function attributesInto(r: Reader, wt: number, into: Attributes, what: string): void {
@@ -417,26 +481,37 @@ function sameBytes(buf: Buffer, start: number, end: number, text: Buffer): boole
 }
 
 /**
- * Whether any string_value of the AnyValue in [r.pos, end) is one of `names` (an array or kvlist inside it is no
- * string, so is not looked into). Leaves r.pos at end.
+ * Where the last string_value of the AnyValue in [r.pos, end) starts (at its length), else `last`: protobuf keeps
+ * the last, so no other can name the record (an array or kvlist inside it is no string, so is not looked into).
+ * Leaves r.pos at end.
  */
-function anyStringNamed(r: Reader, end: number, names: ReadonlySet<string>): boolean {
-  let named = false;
+function lastString(r: Reader, end: number, last: number): number {
+  let at = last;
   while (r.pos < end) {
     const tag = r.tag();
     if (tag === 0x0a) {
+      at = r.pos;
       const to = r.lengthEnd();
       if (to > end) throw new DecodeError('truncated protobuf');
-      named ||= names.has(r.text(r.pos, to));
       r.pos = to;
     } else r.skip(tag & 7);
   }
-  return named;
+  return at;
+}
+
+/** Whether the string whose length is at `at` (lastString; -1: none) is one of `names`. Moves r.pos. */
+function stringNamed(r: Reader, at: number, names: ReadonlySet<string>): boolean {
+  if (at === -1) return false;
+  r.pos = at;
+  const to = r.lengthEnd();
+  return names.has(r.text(r.pos, to));
 }
 
 /**
  * Fields of a log record mayBeNamed reads between two pauses: as many as a slice (DECODE_SLICE_BYTES) decodes
- * attributes, which takes longer each. A record of a million attributes is scanned in slices too.
+ * attributes, which takes longer each. A record of a million attributes is scanned in slices too. Likewise the
+ * fields the budget charges nothing for (a record's time, event_name and body, a scope's name, unknown fields)
+ * that the decode proper reads in a row: a message repeating one a million times is read in slices of them.
  */
 const SCAN_SLICE_FIELDS = DECODE_SLICE_BYTES / DECODED_BYTES.value;
 
@@ -445,9 +520,10 @@ const NAMED = -1;
 const UNNAMED = -2;
 
 /**
- * Whether the log record `r` is on may be named one of `names`: by any string of an event.name attribute, its
- * event_name, or any string of its body (a superset of what any reader of the record matches: the last event.name,
- * else event_name, else the body). Read without building anything, from offset `from` of the record: NAMED or
+ * Whether the log record `r` is on may be named one of `names`: by the last string of an event.name attribute, any
+ * event_name, or the last string of any of its body fields (a superset of what any reader of the record matches:
+ * the last event.name, else event_name, else the body; a string that a later one replaces names nothing, so a
+ * value repeating a million strings costs one look-up). Read without building anything, from offset `from` of the record: NAMED or
  * UNNAMED, or, after SCAN_SLICE_FIELDS fields with more to read, the offset to go on from (called again with it
  * after a pause). A record this cannot read through (malformed, to be refused by the decode proper) counts as
  * named. Leaves `r` where it was.
@@ -469,7 +545,7 @@ function mayBeNamed(r: Reader, names: ReadonlySet<string>, from: number): number
       if (field === 12) {
         if (names.has(r.text(r.pos, fieldEnd))) return NAMED;
       } else if (field === 5) {
-        if (anyStringNamed(r, fieldEnd, names)) return NAMED;
+        if (stringNamed(r, lastString(r, fieldEnd, -1), names)) return NAMED;
       } else {
         const v = plainStringValue(r.buf, r.pos, fieldEnd);
         if (v !== -1) {
@@ -487,7 +563,7 @@ function mayBeNamed(r: Reader, names: ReadonlySet<string>, from: number): number
   }
 }
 
-/** For mayBeNamed: whether the KeyValue in [r.pos, end), when any of its keys is event.name, has a string value named. */
+/** For mayBeNamed: whether the KeyValue in [r.pos, end), when any of its keys is event.name, has the last string of its values named. */
 function keyValueNamed(r: Reader, end: number, names: ReadonlySet<string>): boolean {
   const from = r.pos;
   let isEventName = false;
@@ -501,25 +577,28 @@ function keyValueNamed(r: Reader, end: number, names: ReadonlySet<string>): bool
     } else r.skip(tag & 7);
   }
   if (!isEventName) return false;
+  // Its values merge into one: the last string of them all is the only one that can be its value.
   r.pos = from;
-  let named = false;
+  let at = -1;
   while (r.pos < end) {
     const tag = r.tag();
     if (tag === 0x12) {
       const to = r.lengthEnd();
       if (to > end) throw new DecodeError('truncated protobuf');
-      named ||= anyStringNamed(r, to, names);
+      at = lastString(r, to, at);
     } else r.skip(tag & 7);
   }
-  return named;
+  return stringNamed(r, at, names);
 }
 
 /**
  * Reads the fields of the log record `r` is on into `rec`, to the record's end (false) or, when a slice is done
- * after one of its attributes, to there (true: called again, it goes on where it stopped). A record may hold a
- * million attributes. Unless `keep`, its attributes are read and checked but left out of `rec`.
+ * after one of its attributes or SCAN_SLICE_FIELDS of its other fields, to there (true: called again, it goes on
+ * where it stopped). A record may hold a million attributes, or a million of any field. Unless `keep`, its
+ * attributes are read and checked but left out of `rec`.
  */
 function logRecordInto(r: Reader, rec: LogRecord, keep: boolean): boolean {
+  let uncharged = 0;
   while (r.pos < r.end) {
     const tag = r.tag();
     const field = tag >>> 3;
@@ -532,10 +611,50 @@ function logRecordInto(r: Reader, rec: LogRecord, keep: boolean): boolean {
         if (keep) attributesInto(r, wt, rec.attributes, 'LogRecord.attributes');
         else attributeChecked(r, wt, 'LogRecord.attributes');
         if (r.budget.pauseDue()) return true;
-        break;
+        continue;
       case 12: expectWire(wt, 2, 'LogRecord.event_name'); rec.eventName = r.string(); break;
       default: r.skip(wt);
     }
+    if (++uncharged === SCAN_SLICE_FIELDS && r.pos < r.end) return true;
+  }
+  return false;
+}
+
+/**
+ * Reads the fields of the InstrumentationScope `s` is on into `out`, to its end (false) or, as logRecordInto,
+ * until a slice is done (true: called again, it goes on where it stopped).
+ */
+function scopeInto(s: Reader, out: ScopeLogs): boolean {
+  let uncharged = 0;
+  while (s.pos < s.end) {
+    const t = s.tag();
+    const field = t >>> 3;
+    if (field === 3) {
+      // Not kept, but read: the body may be forwarded as it is, and a backend refuses a malformed one.
+      attributesInto(s, t & 7, new Map(), 'InstrumentationScope.attributes');
+      if (s.budget.pauseDue()) return true;
+      continue;
+    }
+    if (field === 1) { expectWire(t & 7, 2, 'InstrumentationScope.name'); out.scope.name = s.string(); }
+    else if (field === 2) { expectWire(t & 7, 2, 'InstrumentationScope.version'); out.scope.version = s.string(); }
+    else s.skip(t & 7);
+    if (++uncharged === SCAN_SLICE_FIELDS && s.pos < s.end) return true;
+  }
+  return false;
+}
+
+/** Reads the attributes of the Resource `res` is on into `into`, to its end (false) or, as logRecordInto, until a slice is done (true). */
+function resourceInto(res: Reader, into: Attributes): boolean {
+  let uncharged = 0;
+  while (res.pos < res.end) {
+    const t = res.tag();
+    if (t >>> 3 === 1) {
+      attributesInto(res, t & 7, into, 'Resource.attributes');
+      if (res.budget.pauseDue()) return true;
+      continue;
+    }
+    res.skip(t & 7);
+    if (++uncharged === SCAN_SLICE_FIELDS && res.pos < res.end) return true;
   }
   return false;
 }
@@ -551,27 +670,26 @@ interface OpenRecord {
   scanAt: number;
 }
 
+/** A ScopeLogs' scope read in part (scopeInto): its reader, where it stopped. */
+interface OpenScope {
+  scope: Reader;
+}
+
 /**
- * Reads the fields of the ScopeLogs `r` is on into `out`, to its end (undefined) or until a slice is done, in a
- * record or the scan for its names (returned, to be finished first) or after one (`r` itself, where it stopped).
- * The loop over records is a plain function's, not the generator's: the optimizing compiler does not take over a
- * generator's long loop.
+ * Reads the fields of the ScopeLogs `r` is on into `out`, to its end (undefined) or until a slice is done, in its
+ * scope, a record or the scan for its names (returned, to be finished first) or after one, or after
+ * SCAN_SLICE_FIELDS of its other fields (`r` itself, where it stopped). The loop over records is a plain
+ * function's, not the generator's: the optimizing compiler does not take over a generator's long loop.
  */
-function scopeLogsInto(r: Reader, out: ScopeLogs): OpenRecord | Reader | undefined {
+function scopeLogsInto(r: Reader, out: ScopeLogs): OpenRecord | OpenScope | Reader | undefined {
+  let uncharged = 0;
   while (r.pos < r.end) {
     const tag = r.tag();
     const field = tag >>> 3;
     const wt = tag & 7;
     if (field === 1) {
-      const s = sub(r, wt, 'ScopeLogs.scope');
-      while (s.pos < s.end) {
-        const t = s.tag();
-        if (t >>> 3 === 1) { expectWire(t & 7, 2, 'InstrumentationScope.name'); out.scope.name = s.string(); }
-        else if (t >>> 3 === 2) { expectWire(t & 7, 2, 'InstrumentationScope.version'); out.scope.version = s.string(); }
-        // Not kept, but read: the body may be forwarded as it is, and a backend refuses a malformed one.
-        else if (t >>> 3 === 3) attributesInto(s, t & 7, new Map(), 'InstrumentationScope.attributes');
-        else s.skip(t & 7);
-      }
+      const scope = sub(r, wt, 'ScopeLogs.scope');
+      if (scopeInto(scope, out)) return { scope };
     } else if (field === 2) {
       r.budget.charge(DECODED_BYTES.record);
       const rec: LogRecord = { timeUnixNano: 0n, observedTimeUnixNano: 0n, eventName: '', body: undefined, attributes: new Map() };
@@ -585,9 +703,11 @@ function scopeLogsInto(r: Reader, out: ScopeLogs): OpenRecord | Reader | undefin
       }
       if (logRecordInto(reader, rec, keep)) return { reader, rec, keep, scanAt: -1 };
       if (r.budget.pauseDue()) return r;
+      continue;
     } else {
       r.skip(wt);
     }
+    if (++uncharged === SCAN_SLICE_FIELDS && r.pos < r.end) return r;
   }
   return undefined;
 }
@@ -598,6 +718,10 @@ function* scopeLogs(r: Reader): Generator<void, ScopeLogs, void> {
   for (let open = scopeLogsInto(r, out); open !== undefined; open = scopeLogsInto(r, out)) {
     yield;
     if (open instanceof Reader) continue;
+    if ('scope' in open) {
+      while (scopeInto(open.scope, out)) yield;
+      continue;
+    }
     while (open.scanAt !== -1) {
       const named = mayBeNamed(open.reader, open.reader.kept as ReadonlySet<string>, open.scanAt);
       if (named >= 0) {
@@ -614,25 +738,24 @@ function* scopeLogs(r: Reader): Generator<void, ScopeLogs, void> {
   return out;
 }
 
+/** A ResourceLogs, a step ending after each slice of its resource's attributes, its scopes' steps, or SCAN_SLICE_FIELDS of its other fields. */
 function* resourceLogs(r: Reader): Generator<void, ResourceLogs, void> {
   const out: ResourceLogs = { resource: new Map(), scopeLogs: [] };
+  let uncharged = 0;
   while (r.pos < r.end) {
     const tag = r.tag();
     const field = tag >>> 3;
     const wt = tag & 7;
-    if (field === 1) {
-      const res = sub(r, wt, 'ResourceLogs.resource');
-      while (res.pos < res.end) {
-        const t = res.tag();
-        if (t >>> 3 === 1) attributesInto(res, t & 7, out.resource, 'Resource.attributes');
-        else res.skip(t & 7);
-      }
-    } else if (field === 2) {
+    if (field === 2) {
       r.budget.charge(DECODED_BYTES.record);
       out.scopeLogs.push(yield* scopeLogs(sub(r, wt, 'ResourceLogs.scope_logs')));
-    } else {
-      r.skip(wt);
+      continue;
     }
+    if (field === 1) {
+      const res = sub(r, wt, 'ResourceLogs.resource');
+      while (resourceInto(res, out.resource)) yield;
+    } else r.skip(wt);
+    if (++uncharged % SCAN_SLICE_FIELDS === 0) yield;
   }
   return out;
 }
@@ -647,17 +770,28 @@ export function decodeLogsProto(body: Uint8Array, budget: DecodeBudget = unbound
   return runToEnd(decodeLogsProtoSteps(body, budget, keepAttributesOf));
 }
 
-/** decodeLogsProto in slices: a step ends after the log record that completes a slice (DecodeBudget.pauseDue). */
+/**
+ * decodeLogsProto in slices. A step ends once what it decoded reaches a slice (DecodeBudget.pauseDue), checked
+ * after each log record and each attribute of a record, resource or scope, so a record of a million attributes
+ * is decoded in slices too; or after SCAN_SLICE_FIELDS fields the budget charges nothing for (mayBeNamed's scan
+ * of one record for the kept event names, or a message's other fields in a row). Within one attribute or body (an
+ * AnyValue and what it nests) no step ends: its arrays' and kvlists' values are charged each, and a scalar member
+ * or key repeated in it is passed over, only its last occurrence decoded (anyValueInto).
+ */
 export function* decodeLogsProtoSteps(body: Uint8Array, budget: DecodeBudget = unbounded(), keepAttributesOf?: ReadonlySet<string>): Generator<void, LogsRequest, void> {
   const buf = Buffer.isBuffer(body) ? body : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
   const r = new Reader(buf, 0, buf.length, new StringCache(buf), budget, keepAttributesOf);
   const req: LogsRequest = { resourceLogs: [] };
+  let uncharged = 0;
   while (r.pos < r.end) {
     const tag = r.tag();
     if (tag >>> 3 === 1) {
       r.budget.charge(DECODED_BYTES.record);
       req.resourceLogs.push(yield* resourceLogs(sub(r, tag & 7, 'ExportLogsServiceRequest.resource_logs')));
-    } else r.skip(tag & 7);
+    } else {
+      r.skip(tag & 7);
+      if (++uncharged % SCAN_SLICE_FIELDS === 0) yield;
+    }
   }
   return req;
 }
