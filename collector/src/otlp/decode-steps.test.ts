@@ -7,8 +7,8 @@
 import { isDeepStrictEqual } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { batchTemplate, maxSizeRequest } from '../../../bench/lib/batch.ts';
-import type { Steps } from '../paced.ts';
-import { runSliced } from '../../test/support/steps.ts';
+import { runPaced, type Steps } from '../paced.ts';
+import { fastest, leastStall, runSliced } from '../../test/support/steps.ts';
 import { decodeLogsJson, decodeLogsJsonSteps } from './decode-json.ts';
 import { decodeLogsProto, decodeLogsProtoSteps } from './decode-proto.ts';
 import { DECODE_SLICE_BYTES, DECODED_BYTES, unbounded, type DecodeBudget, type LogsRequest } from './model.ts';
@@ -122,6 +122,17 @@ describe('a maximum-size request is decoded in slices', () => {
     expect(attrs?.get('event.name')).toBe('hook_execution_start');
     expect(isDeepStrictEqual(r.value, decodeLogsProto(body))).toBe(true);
   });
+
+  it('protobuf: one record of a million attributes, named by its last, holds the event loop for a slice, scan and decode alike', async () => {
+    // Scanned in slices for its name first, then, named, decoded with its attributes kept: both in slices.
+    const named = lengthDelimited(6, Buffer.concat([lengthDelimited(1, Buffer.from('event.name')), lengthDelimited(2, lengthDelimited(1, Buffer.from('hook_execution_complete')))]));
+    const body = oneRecordOfAttributes(1_000_000, named);
+    const names = new Set(['hook_execution_start', 'hook_execution_complete']);
+    expect(decodeLogsProto(body, unbounded(), names).resourceLogs[0]?.scopeLogs[0]?.logRecords[0]?.attributes.size).toBe(1_000_001);
+    const straightMs = fastest(() => decodeLogsProto(body, unbounded(), names), 2);
+    const stall = await leastStall(() => runPaced(decodeLogsProtoSteps(body, unbounded(), names)), 2);
+    expect(stall, `held ${stall.toFixed(1)} ms of ${straightMs.toFixed(1)} ms`).toBeLessThan(straightMs / 3);
+  }, 120_000);
 
   it('JSON: the records after the parse pause after every slice, to the same model as decoded straight through', () => {
     const { body, records } = maxSizeRequest('json');
