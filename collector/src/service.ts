@@ -24,7 +24,6 @@ import { createServer, type RequestListener, type Server } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
-import { OWN_ANSWER_HEADER } from '../../shared/src/api.ts';
 import { answerClientErrors, answerOptions, apiErrorHandler, conditionalRequests, createApiRouter, getOnly, parseQuery, probeOnly, unavailable } from './api/index.ts';
 import { DASHBOARD_HANDLER, RequestMetrics } from './api/request-metrics.ts';
 import { closeServer, trackConnections } from './net/close-server.ts';
@@ -32,7 +31,7 @@ import { closeAfterUnreadBodies } from './net/unread-body.ts';
 import { handshakeTimeout, slowClientLimits } from './net/slow-clients.ts';
 import { HOST_CHECKED_BY_PORT } from './net/server-refusals.ts';
 import { listenFor } from './net/listen-error.ts';
-import { allowKnownHosts, browserHardening, rejectCrossSiteWrites } from './api/same-origin.ts';
+import { allowKnownHosts, browserHardening, hardeningHeaders, rejectCrossSiteWrites } from './api/same-origin.ts';
 import { requireHttpAuth } from './api/auth.ts';
 import type { HookwatchConfig } from './config/index.ts';
 import { openFor } from './config/setting.ts';
@@ -395,7 +394,7 @@ async function start(config: HookwatchConfig, opts: ServiceOptions, opened: (() 
     const httpHandshakeMs = handshakeTimeout(config.http.requestTimeoutMs);
     const server = createHttpsServer({ ...httpLimits, ...httpTls.serverOptions(), handshakeTimeout: httpHandshakeMs });
     // An http:// URL for this port gets 400 saying to use https://, not a reset connection.
-    answerPlainHttp(server, { section: 'http.tls', handshakeTimeoutMs: httpHandshakeMs, headers: { [OWN_ANSWER_HEADER]: '1' }, onPlain: (socket) => handshakes.plainHttp('http', socket), onFailed: (socket, error) => handshakes.failedBeforeHandshake('http', socket, error) });
+    answerPlainHttp(server, { section: 'http.tls', handshakeTimeoutMs: httpHandshakeMs, headers: hardeningHeaders(), onPlain: (socket) => handshakes.plainHttp('http', socket), onFailed: (socket, error) => handshakes.failedBeforeHandshake('http', socket, error) });
     // A rotated certificate serves the connections made from now on.
     httpTls.onChange((context) => server.setSecureContext(context));
     handshakes.watch('http', server);
@@ -414,7 +413,7 @@ async function start(config: HookwatchConfig, opts: ServiceOptions, opened: (() 
   let serving: RequestListener = openingApp(routeContext, () => openingReason);
   // Served with a JSON reason for a request the HTTP parser refuses (a URL over the header limit, one not sent in
   // time) or Node's server would (CONNECT, an Expect it cannot meet, HTTP/1.1 without Host).
-  answerClientErrors(http, (req, res) => serving(req, res), (status) => requestMetrics.refused(status));
+  answerClientErrors(http, (req, res) => serving(req, res), hardeningHeaders({ hstsMaxAgeSeconds: config.http.hstsMaxAgeSeconds }), (status) => requestMetrics.refused(status));
 
   opened.push(async () => {
     await receiver.shutdown();

@@ -71,7 +71,13 @@ describe.skipIf(!HAVE_OPENSSL)('the HTTP port over TLS', () => {
     expect(page.status).toBe(200);
     expect(page.headers['content-type']).toContain('text/html');
     // A browser that reached the dashboard over https once never falls back to plain http for it (HSTS); errors too.
-    for (const answer of [hooks, page, await get(`${service.httpUrl}/api/v1/nope`, { ca: pki.ca.certFile })]) {
+    // And the refusals written before the app sees the request, those of Node's server: an Expect it cannot meet,
+    // Host twice.
+    const expectation = await get(`${service.httpUrl}/api/v1/hooks`, { ca: pki.ca.certFile, headers: { expect: 'something' } });
+    expect(expectation.status).toBe(417);
+    const twice = await get(`${service.httpUrl}/api/v1/hooks`, { ca: pki.ca.certFile, headers: { host: ['localhost', 'localhost'] as unknown as string } });
+    expect(twice.status).toBe(400);
+    for (const answer of [hooks, page, await get(`${service.httpUrl}/api/v1/nope`, { ca: pki.ca.certFile }), expectation, twice]) {
       expect(answer.headers['strict-transport-security']).toBe('max-age=31536000');
     }
     expect((await get(`${service.httpUrl}/metrics`, { ca: pki.ca.certFile })).body).toContain('hookwatch_hook_executions_total');

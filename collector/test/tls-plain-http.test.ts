@@ -154,9 +154,10 @@ describe.skipIf(!HAVE_OPENSSL)('plain HTTP to a port serving TLS', () => {
         expect(answer.body, `${listener} ${method}`).toBe(method === 'HEAD' ? '' : ANSWER[listener]);
         expect(answer.headers['content-length']).toBe(String(Buffer.byteLength(ANSWER[listener])));
       }
-      // As a client reads it off the wire; hookwatch's mark on the HTTP port's, as on its every answer.
+      // As a client reads it off the wire; on the HTTP port's, the headers of its every answer (hookwatch's mark
+      // among them), but no Strict-Transport-Security, which a browser ignores over plain http.
       const wire = await raw(portOf(url), 'GET / HTTP/1.1\r\nHost: localhost\r\n\r\n');
-      const mark = listener === 'http' ? `${OWN_ANSWER_HEADER}: 1\r\n` : '';
+      const mark = listener === 'http' ? `Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nX-Frame-Options: DENY\r\nContent-Security-Policy: default-src 'none'; frame-ancestors 'none'\r\nReferrer-Policy: no-referrer\r\n${OWN_ANSWER_HEADER}: 1\r\n` : '';
       expect(wire.received).toBe(`HTTP/1.0 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(ANSWER[listener])}\r\n${mark}Connection: close\r\n\r\n${ANSWER[listener]}`);
       // Nine plain-HTTP connections, each counted as a client that spoke no TLS.
       await expect.poll(() => notTls(listener), { timeout: 5000 }).toBe(9);

@@ -5,7 +5,7 @@
 import type { RequestListener, Server } from 'node:http';
 import { parse as parseQueryString } from 'node:querystring';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
-import { OWN_ANSWER_HEADER, type BreakdownResponse, type FleetSeriesHook, type FleetSeriesResponse, type FleetSeriesRest, type HookSummary, type HooksResponse, type OverviewResponse, type SeriesBucket, type SeriesResponse } from '../../../shared/src/api.ts';
+import { type BreakdownResponse, type FleetSeriesHook, type FleetSeriesResponse, type FleetSeriesRest, type HookSummary, type HooksResponse, type OverviewResponse, type SeriesBucket, type SeriesResponse } from '../../../shared/src/api.ts';
 import { DELIVERY_STATUSES, measuredOnly, persistedAtLeast, type DeliveryStatus } from '../../../shared/src/cliff.ts';
 import { emptyRow, toCounters, totalCounters } from '../store/counters.ts';
 import type { HookCounters } from '../store/model.ts';
@@ -398,29 +398,26 @@ const SERVER_REFUSALS: Record<ServerRefusal, [number, string]> = {
 
 const jsonError = (code: string, message: string): string => JSON.stringify({ error: { code, message } });
 
-/** hookwatch's mark, on the refusals written before the app sees the request as on the app's answers (browserHardening). */
-const OWN_ANSWER = { [OWN_ANSWER_HEADER]: '1' };
-
 /**
  * Serves `app` on `server` (made with HOST_CHECKED_BY_PORT), answering a request the HTTP parser refuses as Node
  * would (431 for a URL over the header limit, 408 past http.requestTimeout, 400 otherwise, then the connection is
  * closed), and one Node's server would refuse itself (an Expect other than 100-continue, HTTP/1.1 without Host,
  * CONNECT) or should (Host twice, or no host and port; a Transfer-Encoding not ending in chunked, which Node
  * refuses only once a handler has it; 501 for a transfer coding before chunked, which Node passes on undone), but
- * with the API's JSON error body saying what was wrong, and hookwatch's mark (OWN_ANSWER_HEADER) as on every answer,
- * where Node's carry no body or are no answer: a script asking with too long a query read an empty answer.
- * `refused` is told the status of each refusal of a request no handler has seen (to count it: the handlers' own
- * requests are counted as they end).
+ * with the API's JSON error body saying what was wrong, and the headers of every answer of the port (`headers`:
+ * hardeningHeaders, hookwatch's mark among them), where Node's carry no body or are no answer: a script asking with
+ * too long a query read an empty answer. `refused` is told the status of each refusal of a request no handler has
+ * seen (to count it: the handlers' own requests are counted as they end).
  */
-export function answerClientErrors(server: Server, app: RequestListener, refused: (status: number) => void = () => {}): void {
+export function answerClientErrors(server: Server, app: RequestListener, headers: Record<string, string>, refused: (status: number) => void = () => {}): void {
   answerParserRefusals(server, (refusal, _req, err) => {
     const [code, message] = refusal === 'malformed' ? ['bad_request', malformedMessage(err)] : CLIENT_ERRORS[refusal];
-    return { contentType: 'application/json; charset=utf-8', body: jsonError(code, message), headers: OWN_ANSWER };
+    return { contentType: 'application/json; charset=utf-8', body: jsonError(code, message), headers };
   }, (refusal) => refused(refusalStatus(refusal)));
   answerServerRefusals(server, app, 'CONNECT is not allowed on this port, which is no proxy; the API is under /api/v1', (refusal, _req, message) => {
     const [status, code] = SERVER_REFUSALS[refusal];
     refused(status);
-    return { status, contentType: 'application/json; charset=utf-8', body: jsonError(code, message), headers: OWN_ANSWER };
+    return { status, contentType: 'application/json; charset=utf-8', body: jsonError(code, message), headers };
   });
 }
 

@@ -44,28 +44,41 @@ export function rejectCrossSiteWrites(opts: SameOriginOptions = {}): (req: Reque
 }
 
 /**
- * Headers on every answer of the HTTP port, errors included, so a browser neither keeps nor reinterprets what the
- * API says: hook names, session and user ids stay out of the browser's disk cache and shared caches (`no-store`),
- * JSON is never sniffed into a script or a page (`nosniff`, a CSP that allows nothing), and no other site frames
- * it (clickjacking); over https, a browser is told to come back over https only (HSTS). The dashboard's routes set their own Content-Security-Policy and Cache-Control over these.
- * And hookwatch's mark (OWN_ANSWER_HEADER), by which the dashboard tells a refusal of hookwatch's from one of a
- * sign-in proxy's in front of it.
+ * Headers on every answer of the HTTP port, errors included, those written before the app sees a request too
+ * (hardeningHeaders), so a browser neither keeps nor reinterprets what the API says: hook names, session and user
+ * ids stay out of the browser's disk cache and shared caches (`no-store`), JSON is never sniffed into a script or a
+ * page (`nosniff`, a CSP that allows nothing), and no other site frames it (clickjacking); over https, a browser is
+ * told to come back over https only (HSTS). The dashboard's routes set their own Content-Security-Policy and
+ * Cache-Control over these. And hookwatch's mark (OWN_ANSWER_HEADER), by which the dashboard tells a refusal of
+ * hookwatch's from one of a sign-in proxy's in front of it.
  */
 export const API_CONTENT_SECURITY_POLICY = "default-src 'none'; frame-ancestors 'none'";
 
-export function browserHardening(opts: { hstsMaxAgeSeconds?: number } = {}): (req: Request, res: Response, next: NextFunction) => void {
+/**
+ * The headers browserHardening sets, by name: those of the answers written before the app sees a request (the HTTP
+ * parser's refusals, net/parser-refusals.ts; Node's server's, net/server-refusals.ts) are the same. Without
+ * `hstsMaxAgeSeconds`, no Strict-Transport-Security: the 400 to plain HTTP under http.tls (net/plain-http-on-tls.ts)
+ * goes over plain http, where a browser ignores it.
+ */
+export function hardeningHeaders(opts: { hstsMaxAgeSeconds?: number } = {}): Record<string, string> {
   // Over https (http.tls) only, where a browser heeds it (http.tls.hstsMaxAge): every visit to this host name then
   // goes over https, never plain http that anyone on the path could read or change. Not its subdomains, which may
   // serve other things.
-  const hsts = opts.hstsMaxAgeSeconds === undefined ? undefined : `max-age=${opts.hstsMaxAgeSeconds}`;
+  return {
+    ...(opts.hstsMaxAgeSeconds === undefined ? {} : { 'Strict-Transport-Security': `max-age=${opts.hstsMaxAgeSeconds}` }),
+    'Cache-Control': 'no-store',
+    'X-Content-Type-Options': 'nosniff',
+    'X-Frame-Options': 'DENY',
+    'Content-Security-Policy': API_CONTENT_SECURITY_POLICY,
+    'Referrer-Policy': 'no-referrer',
+    [OWN_ANSWER_HEADER]: '1',
+  };
+}
+
+export function browserHardening(opts: { hstsMaxAgeSeconds?: number } = {}): (req: Request, res: Response, next: NextFunction) => void {
+  const headers = Object.entries(hardeningHeaders(opts));
   return (_req, res, next) => {
-    if (hsts !== undefined) res.setHeader('Strict-Transport-Security', hsts);
-    res.setHeader('Cache-Control', 'no-store');
-    res.setHeader('X-Content-Type-Options', 'nosniff');
-    res.setHeader('X-Frame-Options', 'DENY');
-    res.setHeader('Content-Security-Policy', API_CONTENT_SECURITY_POLICY);
-    res.setHeader('Referrer-Policy', 'no-referrer');
-    res.setHeader(OWN_ANSWER_HEADER, '1');
+    for (const [name, value] of headers) res.setHeader(name, value);
     next();
   };
 }

@@ -81,12 +81,20 @@ export function refusalStatus(refusal: ParserRefusal): number {
 }
 
 /**
+ * The headers a refusal written before a handler is given the request carries besides its type and length: the
+ * port's own (`headers`), and `Cache-Control: no-store` unless they name their own.
+ */
+export function refusalHeaders(headers: Record<string, string> = {}): Record<string, string> {
+  return Object.keys(headers).some((name) => name.toLowerCase() === 'cache-control') ? headers : { 'Cache-Control': 'no-store', ...headers };
+}
+
+/**
  * The status line and headers of an answer written straight to a connection no ServerResponse serves, which is
  * closed after it.
  */
 export function rawHead(status: number, contentType: string, body: string | Buffer, headers: Record<string, string> = {}): string {
-  const more = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('');
-  return `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\nContent-Type: ${contentType}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nCache-Control: no-store\r\n${more}Connection: close\r\n\r\n`;
+  const more = Object.entries(refusalHeaders(headers)).map(([name, value]) => `${name}: ${value}\r\n`).join('');
+  return `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\nContent-Type: ${contentType}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${more}Connection: close\r\n\r\n`;
 }
 
 export interface RefusalBody {

@@ -20,7 +20,7 @@ import type { IncomingMessage, RequestListener, Server, ServerOptions, ServerRes
 import type { Duplex } from 'node:stream';
 import { echoed } from '../request-error.ts';
 import { isHostAndPort, targetAuthority } from './allowed-hosts.ts';
-import { rawHead } from './parser-refusals.ts';
+import { rawHead, refusalHeaders } from './parser-refusals.ts';
 
 export type ServerRefusal = 'expectation_failed' | 'bad_request' | 'not_implemented' | 'connect';
 
@@ -90,7 +90,7 @@ const closing = new WeakSet<object>();
 function respond(res: ServerResponse, answer: ServerRefusalAnswer): void {
   // Closed after, as Node closes after its own: a body the client may still send is not read.
   closing.add(res.socket ?? res);
-  res.writeHead(answer.status, { 'content-type': answer.contentType, 'content-length': Buffer.byteLength(answer.body), 'cache-control': 'no-store', ...answer.headers, connection: 'close' });
+  res.writeHead(answer.status, { 'content-type': answer.contentType, 'content-length': Buffer.byteLength(answer.body), ...refusalHeaders(answer.headers), connection: 'close' });
   res.end(answer.body);
 }
 

@@ -135,6 +135,7 @@ describe('answers a browser keeps or reinterprets', () => {
     expect(headers.get('x-content-type-options'), what).toBe('nosniff');
     expect(headers.get('x-frame-options'), what).toBe('DENY');
     expect(headers.get('content-security-policy'), what).toContain("frame-ancestors 'none'");
+    expect(headers.get('referrer-policy'), what).toBe('no-referrer');
     // And hookwatch's mark, by which the dashboard tells hookwatch's refusals from a sign-in proxy's in front of it.
     expect(headers.get(OWN_ANSWER_HEADER), what).toBe('1');
   };
@@ -172,17 +173,18 @@ describe('answers a browser keeps or reinterprets', () => {
     }
   });
 
-  it("carry hookwatch's mark on the refusals written before the app sees the request too", async () => {
+  it('hold for the refusals written before the app sees the request too, each header once', async () => {
     const url = new URL(service.httpUrl);
     /** The status line and headers a request sent as `bytes` is answered with, once the port closes the connection. */
-    const answer = (bytes: string): Promise<{ status: string; headers: Map<string, string> }> => new Promise((resolve, reject) => {
+    const answer = (bytes: string): Promise<{ status: string; headers: Map<string, string>; names: string[] }> => new Promise((resolve, reject) => {
       const chunks: Buffer[] = [];
       const socket = connect(Number(url.port), url.hostname, () => socket.write(bytes));
       socket.on('data', (c: Buffer) => chunks.push(c));
       socket.on('error', reject);
       socket.on('close', () => {
         const [statusLine = '', ...lines] = Buffer.concat(chunks).toString('latin1').split('\r\n\r\n')[0]?.split('\r\n') ?? [];
-        resolve({ status: statusLine, headers: new Map(lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()])) });
+        const names = lines.map((l) => l.slice(0, l.indexOf(':')).toLowerCase());
+        resolve({ status: statusLine, headers: new Map(lines.map((l, i) => [names[i] ?? '', l.slice(l.indexOf(':') + 1).trim()])), names });
       });
     });
     const host = `Host: ${url.host}\r\n`;
@@ -199,8 +201,11 @@ describe('answers a browser keeps or reinterprets', () => {
     for (const [what, bytes, status] of cases) {
       const got = await answer(bytes);
       expect(got.status, what).toBe(status);
-      expect(got.headers.get(OWN_ANSWER_HEADER), what).toBe('1');
-      expect(got.headers.get('cache-control'), what).toBe('no-store');
+      hardened(new Headers([...got.headers]), what);
+      expect(got.headers.get('content-security-policy'), what).toBe("default-src 'none'; frame-ancestors 'none'");
+      // Over plain http, where a browser ignores it.
+      expect(got.headers.has('strict-transport-security'), what).toBe(false);
+      expect(got.names.length, `${what}: ${got.names.join(', ')}`).toBe(new Set(got.names).size);
     }
   });
 
