@@ -389,4 +389,54 @@ describe('alerts page', () => {
       await new Promise((r) => server.close(r));
     }
   });
+
+  it('shows a quiet-hook alert that ended because its hook\'s data left retention as ended, never as a green resolved', async () => {
+    const now = Date.parse('2026-11-30T08:30:00Z');
+    const iso = (ms: number): string => new Date(ms).toISOString();
+    const base = { fingerprint: '0123456789abcdef', firstEventAt: null, lastNotifiedAt: iso(now - 600_000), silencedBy: [] as string[] };
+    const quiet = { rule: 'silence', state: 'resolved' as const, activeAt: iso(now - 3_600_000), startsAt: iso(now - 3_600_000), endsAt: iso(now - 600_000) };
+    const alerts: AlertSummary[] = [
+      {
+        ...base, ...quiet, id: '0123456789abcdef-1', labels: { alertname: 'silence', hook_name: 'Stop:gone', hook_event: 'Stop' }, hookId: 'aaaaaaaaaaaaaaaa',
+        annotations: { summary: 'Stop:gone: the hook\'s data left retention with no execution since 2025-10-30T08:00:00Z: this alert ends because hookwatch no longer keeps the hook, not because it was heard again.', last_seen: '2025-10-30T08:00:00Z', data_expired: 'true' },
+        deliveries: [{ receiver: 'ops', status: 'resolved', outcome: 'delivered', at: iso(now - 600_000), httpStatus: 200 }],
+      },
+      // Heard again: resolved, as before.
+      {
+        ...base, ...quiet, id: '0123456789abcdef-2', labels: { alertname: 'silence', hook_name: 'Stop:back', hook_event: 'Stop' }, hookId: 'bbbbbbbbbbbbbbbb',
+        annotations: { summary: 'Stop:back: executions again.' },
+        deliveries: [{ receiver: 'ops', status: 'resolved', outcome: 'delivered', at: iso(now - 600_000), httpStatus: 200 }],
+      },
+    ];
+    const app = express();
+    app.get('/api/v1/dimensions', (_req, res) => void res.json({ dimensions: [] }));
+    app.get('/api/v1/alerts', (_req, res) => void res.json({ alerts, receivers: ['ops'], now: iso(now) } satisfies AlertsResponse));
+    app.get('/api/v1/silences', (_req, res) => void res.json({ silences: [] as Silence[] }));
+    app.get('/api/v1/cluster', (_req, res) => void res.json({ backend: 'sqlite', self: 'test', leader: null, leaseTtlSeconds: null, replicas: [] } satisfies ClusterResponse));
+    app.use(createDashboardRouter());
+    const server = createServer(app);
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      const { page: p } = await page({ timezoneId: 'UTC' });
+      await p.goto(`http://127.0.0.1:${(server.address() as AddressInfo).port}/alerts`);
+      await waitLoaded(p);
+      const expired = p.locator('article[data-alert-id="0123456789abcdef-1"]');
+      const back = p.locator('article[data-alert-id="0123456789abcdef-2"]');
+      expect(await expired.getAttribute('data-state')).toBe('data-expired');
+      expect(await expired.locator('.alert-head .status').textContent()).toBe('ended');
+      expect(await expired.locator('.state-resolved').count()).toBe(0);
+      expect(await expired.locator('.alert-head .chip').textContent()).toBe('ended: hook data expired, not heard again');
+      expect(await expired.locator('p.muted.small').textContent()).toBe('active since 30/11/2026, 07:30 · firing since 30/11/2026, 07:30 · ended (hook data expired) 30/11/2026, 08:20 · ops notified of its end 30/11/2026, 08:20');
+      // The neutral colour of a superseded alert, not the green of a recovery.
+      const background = async (card: typeof back): Promise<string> => card.locator('.alert-head .status').evaluate((e) => getComputedStyle(e).backgroundColor);
+      expect(await back.locator('.alert-head .status').textContent()).toBe('resolved');
+      expect(await background(back)).toBe('rgb(27, 110, 58)');
+      expect(await background(expired)).toBe('rgb(91, 102, 112)');
+      // Both stay in the resolved list.
+      expect(await p.locator('section.alert-group[data-state="resolved"] article.alert').count()).toBe(2);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    }
+  });
 });

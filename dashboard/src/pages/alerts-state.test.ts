@@ -124,6 +124,20 @@ describe('one alert', () => {
     expect(cardView(nearCap, [nearCap], ['team-webhook']).state).toBe('resolved');
   });
 
+  it('says a quiet-hook alert ended because the hook\'s data left retention, never that it resolved', () => {
+    const expired = alert('b3', {
+      rule: 'silence', state: 'resolved', labels: { alertname: 'silence', hook_event: 'Stop', hook_name: OVER.hookName },
+      annotations: { summary: `${OVER.hookName}: the hook's data left retention with no execution since 2025-10-30T08:00:00Z: this alert ends because hookwatch no longer keeps the hook, not because it was heard again.`, last_seen: '2025-10-30T08:00:00Z', data_expired: 'true' },
+      activeAt: iso(NOW - 5 * HOUR), startsAt: iso(NOW - 5 * HOUR), endsAt: '2026-11-30T08:28:00.000Z',
+      deliveries: [{ receiver: 'ops', status: 'resolved', outcome: 'delivered', at: '2026-11-30T08:28:01.000Z', httpStatus: 200 }],
+    });
+    const v = cardView(expired, [expired], ['ops']);
+    expect(v.state).toBe('data-expired');
+    expect(v.times.join('')).toBe('active since 30/11/2026, 03:30 · firing since 30/11/2026, 03:30 · ended (hook data expired) 30/11/2026, 08:28 · ops notified of its end 30/11/2026, 08:28');
+    // Only a resolved alert carrying the annotation: another resolution reads as before.
+    expect(cardView({ ...expired, annotations: { ...expired.annotations, data_expired: 'false' } }, [], ['ops']).state).toBe('resolved');
+  });
+
   it('tells a notification delivered from one that failed or is still retrying, per receiver', () => {
     const failed = alert('a9', {
       deliveries: [

@@ -54,6 +54,15 @@ export function supersededBy(a: AlertSummary, all: readonly AlertSummary[]): Ale
   return all.find((x) => x.rule === 'persisted' && x.hookId === a.hookId && x.state !== 'resolved');
 }
 
+/**
+ * A resolved quiet-hook (silence) alert that ended because retention removed its hook's data (the server's
+ * `data_expired` annotation): the hook was never heard again. Shown as ended, never as a green "resolved", as Slack
+ * heads it `[ENDED: hook data expired]`.
+ */
+export function dataExpired(a: AlertSummary): boolean {
+  return a.state === 'resolved' && a.annotations['data_expired'] === 'true';
+}
+
 /** Whether an alert was active at some time in [fromMs, toMs]. */
 export function activeDuring(a: AlertSummary, fromMs: number, toMs: number): boolean {
   const start = Date.parse(a.activeAt);
@@ -200,8 +209,11 @@ function annotationLabel(name: string, raw: string, unmeasured: boolean): CardLa
 
 /** What one alert's card says. */
 export interface CardView {
-  /** `superseded` when a persisted alert took over, else the alert's state. */
-  state: AlertState | 'superseded';
+  /**
+   * `superseded` when a persisted alert took over, `data-expired` when it ended because its hook's data left
+   * retention (dataExpired), else the alert's state.
+   */
+  state: AlertState | 'superseded' | 'data-expired';
   subject: { text: string; kind: 'hook' | 'clients' | 'feed' | 'alert' };
   silencedBy: string | null;
   /** Labels (as they are), then annotations (counts, sizes and times as the dashboard writes them), as the card lists them. */
@@ -222,13 +234,14 @@ function silencedByText(a: AlertSummary, silences: readonly Silence[]): string |
 /** `silences`: those in force, to say who silenced the alert and until when. */
 export function cardView(a: AlertSummary, all: readonly AlertSummary[], receivers: string[] | undefined, silences: readonly Silence[] = []): CardView {
   const by = supersededBy(a, all);
+  const expired = !by && dataExpired(a);
   return {
-    state: by ? 'superseded' : a.state,
+    state: by ? 'superseded' : expired ? 'data-expired' : a.state,
     subject: alertSubject(a),
     silencedBy: silencedByText(a, silences),
     labels: [...Object.entries(a.labels).map(([name, text]) => ({ name, text, raw: null })), ...Object.entries(a.annotations).map(([k, v]) => annotationLabel(k, v, Number(a.annotations['executions_without_sizes'] ?? 0) > 0))],
     times: [`active since ${dateTime(a.activeAt)}`, a.startsAt ? ` · firing since ${dateTime(a.startsAt)}` : '',
-      a.endsAt ? ` · ${by ? 'superseded' : 'resolved'} ${dateTime(a.endsAt)}` : '',
+      a.endsAt ? ` · ${by ? 'superseded' : expired ? 'ended (hook data expired)' : 'resolved'} ${dateTime(a.endsAt)}` : '',
       notifiedText(a, receivers)],
   };
 }
@@ -245,7 +258,9 @@ function notifiedText(a: AlertSummary, receivers: string[] | undefined): string 
       if (d.outcome === 'delivered') {
         // Resolved: whether the receiver heard it cleared, or only that it fired (a silence muted its resolution).
         if (a.state !== 'resolved') return ` · ${d.receiver} notified ${dateTime(d.at)}`;
-        return d.status === 'resolved' ? ` · ${d.receiver} notified of its resolution ${dateTime(d.at)}` : ` · ${d.receiver} notified of its firing ${dateTime(d.at)}, not of its resolution`;
+        // Ended with its hook's data, not resolved: what the receiver was told of is its end.
+        const end = dataExpired(a) ? 'end' : 'resolution';
+        return d.status === 'resolved' ? ` · ${d.receiver} notified of its ${end} ${dateTime(d.at)}` : ` · ${d.receiver} notified of its firing ${dateTime(d.at)}, not of its ${end}`;
       }
       if (d.outcome === 'retrying') return ` · delivery to ${d.receiver} retrying${http}, last tried ${dateTime(d.at)}`;
       return ` · delivery to ${d.receiver} failed${http} ${dateTime(d.at)}: nobody there was notified`;

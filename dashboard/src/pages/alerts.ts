@@ -230,13 +230,16 @@ export function alertsPage(root: HTMLElement, ctx: PageContext): Page {
       const v = cardView(n, all, receivers, silences);
       const url = alertPageUrl(n);
       const superseded = v.state === 'superseded';
+      const expired = v.state === 'data-expired';
       card.dataset['state'] = v.state;
       replace(head, superseded
         ? h('span', { class: 'status state-superseded', title: 'the hook is now over the cap: the persisted alert took over' }, 'superseded')
-        : h('span', { class: `status state-${n.state}` }, n.state), ' ', h('strong', null, n.rule), ' · ',
+        : expired ? h('span', { class: 'status state-data-expired', title: 'the hook\'s data left retention: hookwatch no longer keeps the hook, which was not heard again' }, 'ended')
+          : h('span', { class: `status state-${n.state}` }, n.state), ' ', h('strong', null, n.rule), ' · ',
         url === null ? h('span', { class: 'alert-subject' }, breakable(v.subject.text))
           : ctx.link(url, n.hookId ? { class: 'hook-link' } : null, breakable(v.subject.text)),
         superseded ? h('span', { class: 'chip superseded-note' }, 'superseded by persisted: now over the cap') : null,
+        expired ? h('span', { class: 'chip data-expired-note' }, 'ended: hook data expired, not heard again') : null,
         v.silencedBy ? h('span', { class: 'chip' }, v.silencedBy) : null);
       replace(labels, ...v.labels.flatMap((l) => [h('dt', null, l.name), h('dd', l.raw === null ? null : { title: l.raw }, l.text)]));
       replace(times, ...v.times);
