@@ -182,7 +182,7 @@ describe('dark mode, phones and every page', () => {
         const p = await context.newPage();
         await p.goto(`${fx.svc().httpUrl}/`);
         await waitLoaded(p);
-        const badges = await p.evaluate(() => ['status-over', 'status-near', 'status-ok', 'status-unknown', 'state-firing', 'state-pending', 'state-resolved', 'state-superseded'].map((cls) => {
+        const badges = await p.evaluate(() => ['status-over', 'status-near', 'status-ok', 'status-unknown', 'state-firing', 'state-pending', 'state-resolved', 'state-superseded', 'state-data-expired'].map((cls) => {
           const el = document.createElement('span');
           el.className = `status ${cls}`;
           el.textContent = 'x';
