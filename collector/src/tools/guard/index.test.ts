@@ -13,6 +13,7 @@ import { shellQuote } from '../common/shell-quote.ts';
 import { hookwatchThroughNpm, PACKAGE_ROOT, shellPath } from '../../../test/support/npm-run.ts';
 import { alive, waitFor } from '../../../test/support/processes.ts';
 import { experimentalWarningsPreload, writePreload } from '../../../test/support/preloads.ts';
+import { mountTmpfs, unmountTmpfs } from '../../../test/support/tmpfs.ts';
 
 const BIN = fileURLToPath(new URL('../../../bin/hookwatch.mjs', import.meta.url));
 const MAIN = fileURLToPath(new URL('../../main.ts', import.meta.url));
@@ -853,6 +854,44 @@ describe('hookwatch guard', () => {
     const saved = await readFile(match?.[2] ?? '');
     expect(saved.length).toBe(2_097_150);
     expect(new TextDecoder('utf-8', { fatal: true }).decode(saved)).toBe('€'.repeat(699_050));
+  });
+
+  it('cuts the saved copy where the disk filled, between two characters, and says how many bytes it holds', async (ctx) => {
+    // A 2 MiB file system for the saved outputs: the spill file's writes fail with ENOSPC part way through the
+    // 4,500,000 bytes of 3-byte characters, most likely in the middle of one.
+    const mount = mountTmpfs(2, 'hookwatch-guard-full-');
+    if (mount === undefined) return ctx.skip('no tmpfs can be mounted here (not root)');
+    try {
+      const folder = join(mount, 'saved');
+      const pointer = /\n\[hookwatch guard: ([\d,]+) more characters left out; the first ([\d,]+) bytes of the full output are in (\S+)\]$/;
+      const count = (text: string | undefined): number => Number(text?.replace(/,/g, ''));
+      // Cut as plain text whatever the exit status, as at --keep-size: a part of the output cannot pass on as written.
+      for (const code of [0, 1]) {
+        const ran = await guard(['--dir', folder, ...nodeHook(`process.stdout.write('€'.repeat(1_500_000)); process.exitCode = ${code}`)], { env: { HOOKWATCH_GUARD_SPILL_BYTES: String(1024 * 1024) } });
+        expect([ran.code, ran.stderr], `exit ${code}`).toEqual([code, '']);
+        const out = ran.stdout.toString();
+        expect(out.length, `exit ${code}`).toBeLessThanOrEqual(9_500);
+        const match = pointer.exec(out);
+        expect(match, `exit ${code}`).not.toBeNull();
+        const front = out.slice(0, out.indexOf('\n[hookwatch guard:'));
+        expect(front, `exit ${code}`).toBe('€'.repeat(front.length));
+        expect(count(match?.[1]), `exit ${code}`).toBe(1_500_000 - front.length);
+        const path = match?.[3] ?? '';
+        expect(path.startsWith(`${folder}/`), path).toBe(true);
+        const saved = await readFile(path);
+        // More than the spill size held in memory was saved, no more than the file system holds; the pointer line
+        // says how much.
+        expect(saved.length, `exit ${code}`).toBeGreaterThan(1024 * 1024);
+        expect(saved.length, `exit ${code}`).toBeLessThanOrEqual(2 * 1024 * 1024);
+        expect(count(match?.[2]), `exit ${code}`).toBe(saved.length);
+        expect(saved.length % 3, `exit ${code}`).toBe(0);
+        expect(new TextDecoder('utf-8', { fatal: true }).decode(saved), `exit ${code}`).toBe('€'.repeat(saved.length / 3));
+        // Room again for the next run.
+        await rm(path);
+      }
+    } finally {
+      unmountTmpfs(mount);
+    }
   });
 });
 
