@@ -17,12 +17,10 @@
  */
 import type { Socket } from 'node:net';
 import type { Server as TlsServer, TLSSocket } from 'node:tls';
+import { closeAfter } from './close-after-answer.ts';
 
 /** The longest method taken for one: the registered ones are shorter (UNSUBSCRIBE, 11; BASELINE-CONTROL, 16). */
 const MAX_METHOD_BYTES = 20;
-/** After the answer, the rest of the request is read and dropped for this long, up to LINGER_BYTES, before the connection is closed. */
-const LINGER_MS = 1000;
-const LINGER_BYTES = 64 * 1024;
 
 const SPACE = 0x20;
 const isMethodByte = (b: number, at: number): boolean => (b >= 0x41 && b <= 0x5a) || (at > 0 && (b === 0x2d || b === 0x5f));
@@ -147,22 +145,12 @@ export function answerPlainHttp(server: TlsServer, opts: PlainHttpOptions): void
 }
 
 /**
- * Writes the 400 (HTTP/1.0, as Go's server does, so no client expects the connection kept) and closes the sending
- * side. The rest of the request is read and dropped for a moment: a socket closed with bytes unread is reset, and
- * the reset can reach the client before it read the answer.
+ * Writes the 400 (HTTP/1.0, as Go's server does, so no client expects the connection kept) and closes the
+ * connection after it, the rest of the request read and dropped for a moment (net/close-after-answer.ts).
  */
 function respond(socket: Socket, method: string, body: string, headers: Record<string, string>): void {
   const more = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('');
   const head = `HTTP/1.0 400 Bad Request\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${more}Connection: close\r\n\r\n`;
-  socket.on('error', () => socket.destroy());
-  socket.end(method === 'HEAD' ? head : head + body);
-  let dropped = 0;
-  const linger = setTimeout(() => socket.destroy(), LINGER_MS);
-  linger.unref();
-  socket.on('close', () => clearTimeout(linger));
-  socket.on('data', (chunk: Buffer) => {
-    dropped += chunk.length;
-    if (dropped > LINGER_BYTES) socket.destroy();
-  });
+  closeAfter(socket, method === 'HEAD' ? head : head + body);
   socket.resume();
 }
