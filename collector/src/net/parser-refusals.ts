@@ -6,6 +6,7 @@
  */
 import { STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
+import { closeAfter } from './close-after-answer.ts';
 
 /** What the parser refused. */
 export type ParserRefusal = 'header_overflow' | 'chunk_extensions_overflow' | 'request_timeout' | 'malformed';
@@ -113,25 +114,36 @@ export interface RefusalBody {
  * it can be counted: a handler sees the refusal of its own request's body as the end of that body, the socket's
  * error saying which refusal it was (parserRefusal(req.socket.errored)). A connection that sent nothing before
  * the timeout made no request: it is closed (and answered, as Node does), but `unseen` is not told.
+ *
+ * The answer is sent before the connection is closed (net/close-after-answer.ts), which a handler still reading the
+ * body sees end then, with the parser's error as the socket's.
  */
 export function answerParserRefusals(server: Server, answer: (refusal: ParserRefusal, request: IncomingMessage | undefined, err: NodeJS.ErrnoException) => RefusalBody, unseen?: (refusal: ParserRefusal, err: NodeJS.ErrnoException & { rawPacket?: unknown }) => void): void {
   // The last request each connection's handler was given: one not yet whole when its connection fails is its handler's.
   const handled = new WeakMap<Duplex, IncomingMessage>();
+  // Connections refused, their answer being sent: the parser, still reading them, reports its error again on what
+  // arrives after it (and the request timeout its refusal), which is neither answered nor counted twice.
+  const refused = new WeakSet<Duplex>();
   server.on('request', (req: IncomingMessage) => handled.set(req.socket, req));
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
-    const refused = parserRefusal(err);
+    if (refused.has(socket)) return;
+    const refusal = parserRefusal(err);
     const current = handled.get(socket);
     // bytesRead counts what the parser was given (the plain text, on a TLS connection).
-    if (refused && (!current || current.complete) && (socket as Duplex & { bytesRead?: number }).bytesRead) unseen?.(refused, err);
+    if (refusal && (!current || current.complete) && (socket as Duplex & { bytesRead?: number }).bytesRead) unseen?.(refusal, err);
     // As Node: no answer on a connection that is gone, nor in the middle of one already being written.
     const inFlight = (socket as Duplex & { _httpMessage?: ServerResponse | null })._httpMessage ?? undefined;
-    if (err.code !== 'ECONNRESET' && socket.writable && !inFlight?.headersSent) {
-      const refusal = refused ?? 'malformed';
-      const { contentType, body, headers } = answer(refusal, inFlight?.req, err);
-      socket.write(rawHead(REFUSAL_STATUS[refusal], contentType, body, headers));
-      socket.write(body);
+    if (err.code === 'ECONNRESET' || !socket.writable || inFlight?.headersSent) {
+      // With the error, as Node: a handler still reading the body learns why it ended (socket.errored).
+      socket.destroy(err);
+      return;
     }
-    // With the error, as Node: a handler still reading the body learns why it ended (socket.errored).
-    socket.destroy(err);
+    refused.add(socket);
+    const status = REFUSAL_STATUS[refusal ?? 'malformed'];
+    const { contentType, body, headers } = answer(refusal ?? 'malformed', inFlight?.req, err);
+    socket.write(rawHead(status, contentType, body, headers));
+    // Sent before the connection is torn down (Node's own answer, written and destroyed at once, is lost on TLS),
+    // and torn down with the error, as Node does it.
+    closeAfter(socket, body, err);
   });
 }

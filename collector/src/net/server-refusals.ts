@@ -20,6 +20,7 @@ import type { IncomingMessage, RequestListener, Server, ServerOptions, ServerRes
 import type { Duplex } from 'node:stream';
 import { echoed } from '../request-error.ts';
 import { isHostAndPort, targetAuthority } from './allowed-hosts.ts';
+import { closeAfter } from './close-after-answer.ts';
 import { rawHead, refusalHeaders } from './parser-refusals.ts';
 
 export type ServerRefusal = 'expectation_failed' | 'bad_request' | 'not_implemented' | 'connect';
@@ -135,6 +136,7 @@ export function answerServerRefusals(server: Server, listener: RequestListener, 
     socket.on('error', () => {});
     const { status, contentType, body, headers } = answer('connect', req, connectMessage);
     socket.write(rawHead(status, contentType, body, headers));
-    socket.end(body, () => socket.destroy());
+    // Read and dropped, what the client sends after it, for a moment: it is not reset before it reads the answer.
+    closeAfter(socket, body);
   });
 }
