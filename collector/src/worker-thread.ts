@@ -1,4 +1,4 @@
-import { setFlagsFromString } from 'node:v8';
+import { getHeapStatistics, setFlagsFromString } from 'node:v8';
 import { Worker, type ResourceLimits, type WorkerOptions } from 'node:worker_threads';
 
 /** collector/bin/worker-thread.mjs, the entry of every worker thread. */
@@ -8,8 +8,8 @@ const ENTRY = new URL('../bin/worker-thread.mjs', import.meta.url);
  * A worker thread running `module`. It has Node's options as a worker gets them by default: those of the process
  * that apply to one thread (preloads, module resolution, warnings), whether from node's command line or
  * NODE_OPTIONS. V8's flags (`--max-old-space-size`, `--stack-size`) and the options of the whole process
- * (`--title`, `--openssl-config`) are left out, as they already hold for every thread (the heap's for a worker not
- * given `resourceLimits` of its own: heapLimits): an execArgv of its own, where Node refuses them
+ * (`--title`, `--openssl-config`) are left out, as they already hold for every thread (the heap's bound as
+ * workerLimits gives it): an execArgv of its own, where Node refuses them
  * (ERR_WORKER_INVALID_EXEC_ARGV), would fail every worker of a process started with one.
  * The entry loads collector/bin/quiet-warnings.mjs, then `module`: a worker has a process object of its own,
  * and Node 24.0 to 24.2 warn again in it that type stripping and SQLite are experimental, as its first .ts module
@@ -19,44 +19,42 @@ export function startWorker(module: URL, options: Omit<WorkerOptions, 'argv' | '
   return new Worker(ENTRY, { ...options, resourceLimits: workerLimits(options.resourceLimits), argv: [module.href] });
 }
 
-/** `--max-old-space-size` as this process was given it (node's command line after NODE_OPTIONS), in MiB. */
-export function oldSpaceFlag(execArgv: readonly string[] = process.execArgv, nodeOptions = process.env['NODE_OPTIONS'] ?? ''): number | undefined {
-  let mb: number | undefined;
-  for (const args of [nodeOptions, execArgv.join(' ')]) {
-    for (const m of args.matchAll(/(?:^|\s)--max[-_]old[-_]space[-_]size(?:=|\s+)(\d+)(?=\s|$)/g)) mb = Number(m[1]);
-  }
-  return mb;
-}
-
-/** The flag's old space, once workerLimits has taken it off V8's flags; undefined before, or without the flag. */
-let flagged: number | undefined;
-let released = false;
-
-/**
- * The bounds a worker starts with. V8 reads `--max-old-space-size` for every heap it makes, over a worker's own
- * maxOldGenerationSizeMb: under the flag, a worker given a smaller bound (heapLimits) would get the flag's
- * instead. So the first worker takes the flag off V8's flags (the main thread's heap, made at the start, keeps the
- * bound it has), and a worker given no old space of its own gets the flag's, as it would have under the flag.
- */
-function workerLimits(limits: ResourceLimits | undefined): ResourceLimits | undefined {
-  if (!released) {
-    released = true;
-    flagged = oldSpaceFlag();
-    if (flagged !== undefined && flagged > 0) setFlagsFromString('--max-old-space-size=0');
-  }
-  if (limits?.maxOldGenerationSizeMb !== undefined || flagged === undefined || flagged <= 0) return limits;
-  return { ...limits, maxOldGenerationSizeMb: flagged };
-}
-
 const MiB = 1024 * 1024;
 
+/** The main thread's heap limit in MiB, once workerLimits has taken V8's heap flags off; undefined before. */
+let mainHeapMb: number | undefined;
+
 /**
- * The young generation of a worker given a heap bound (heapLimits), in MiB: V8 counts one and a half times it in
- * the heap's limit (24 MiB). Left to Node, a worker's would be the main thread's (192 MiB of its 448 under the
- * Deployment's flag); with this one the JSON parse of a body of otlp.maxRequestBytes and the largest read
- * queries measured no slower.
+ * The bounds a worker starts with. V8 reads `--max-old-space-size` and `--max-heap-size` (which node's
+ * `--max-old-space-size-percentage` turns into the first) for every heap it makes, over a worker's own
+ * resourceLimits: under either, a worker given a smaller bound (heapLimits) would get the flag's instead. So the
+ * first worker takes both off V8's flags, whether node was given one or not (the main thread's heap, made at the
+ * start, keeps the bound it has), and a worker given no old space of its own gets the main thread's heap limit
+ * (v8.getHeapStatistics, whichever flag set it, or none), as it would have under the flag: the young generation
+ * it is given or WORKER_YOUNG_GENERATION_MB, and the rest of that limit as old space.
+ */
+function workerLimits(limits: ResourceLimits | undefined): ResourceLimits {
+  if (mainHeapMb === undefined) {
+    mainHeapMb = getHeapStatistics().heap_size_limit / MiB;
+    setFlagsFromString('--max-old-space-size=0');
+    setFlagsFromString('--max-heap-size=0');
+  }
+  if (limits?.maxOldGenerationSizeMb !== undefined) return limits;
+  const youngMb = limits?.maxYoungGenerationSizeMb ?? WORKER_YOUNG_GENERATION_MB;
+  const oldMb = Math.max(1, mainHeapMb - YOUNG_GENERATION_SHARE * youngMb);
+  return { ...limits, maxOldGenerationSizeMb: oldMb, maxYoungGenerationSizeMb: youngMb };
+}
+
+/**
+ * The young generation of a worker given a heap bound (heapLimits), or none (workerLimits), in MiB: V8 counts one
+ * and a half times it in the heap's limit (24 MiB, YOUNG_GENERATION_SHARE). Left to Node, a worker's would be the
+ * main thread's (192 MiB of its 448 under the Deployment's flag); with this one the JSON parse of a body of
+ * otlp.maxRequestBytes and the largest read queries measured no slower.
  */
 export const WORKER_YOUNG_GENERATION_MB = 16;
+
+/** The MiB of a heap's limit per MiB of its young generation. */
+const YOUNG_GENERATION_SHARE = 1.5;
 
 /**
  * A worker's own heap bound: an old space of `oldSpaceBytes` (as `--max-old-space-size` sets the main thread's)
