@@ -78,6 +78,17 @@ describe('GET /api/v1/fleet/series with ids', () => {
     }
   });
 
+  it('reads the rows of each bucket for the hooks it lists only, the rest as sums', async () => {
+    for (const filter of ['', '&team=web']) {
+      asked.fleetSeries = [];
+      const some = await fleet(`${filter}&limit=3`);
+      expect(some.hooks).toHaveLength(3);
+      expect(some.rest?.hooks, filter).toBe(some.total - 3);
+      // One read of the hooks' rows, of the three listed: the others are summed per bucket by the store.
+      expect(asked.fleetSeries.map((q) => [...(q.hookIds ?? ['(every hook)'])].sort()), filter).toEqual([some.hooks.map((h) => h.id).sort()]);
+    }
+  });
+
   it('sums the hooks named past `limit` as the rest, as for the whole fleet', async () => {
     const ids = HOOKS.slice(0, 5).map((name) => hookId('PostToolUse', name));
     const some = await fleet(`&limit=2&ids=${ids.join(',')}`);

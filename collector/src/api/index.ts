@@ -254,7 +254,7 @@ export function createApiRouter(opts: ApiOptions): Router {
     const ids = parseHookIds(q);
     const only = ids === undefined ? {} : { hookIds: [...ids] };
     const stepMs = step * 1000;
-    const [rows, counters] = await Promise.all([store.fleetSeries({ ...range, stepMs, filters, ...only }), store.hookCounters({ ...range, filters, ...only })]);
+    const counters = await store.hookCounters({ ...range, filters, ...only });
     const starts = bucketStarts(range, stepMs);
     const first = starts[0] ?? 0;
     // The riskiest `limit` hooks each get their series (the rows /api/v1/hooks lists first); the rest are summed,
@@ -278,24 +278,32 @@ export function createApiRouter(opts: ApiOptions): Router {
       hooks: restHooks.length, hooksWithPersisted: restHooks.filter((hk) => persistedAtLeast(hk) > 0).length,
       largest: starts.map(() => null), persisted: starts.map(() => 0), measuredOnly: starts.map(() => 0), executions: starts.map(() => 0), sizeUnknownExecutions: starts.map(() => 0),
     };
+    // Ranked first, then read: the listed hooks' rows (one per hook and bucket, as many as the answer holds) and
+    // the rest's sums (one per bucket), so what is read follows the answer, not the size of the fleet.
+    const listedIds = [...byId.keys()];
+    const [rows, sums] = await Promise.all([
+      listedIds.length === 0 ? [] : store.fleetSeries({ ...range, stepMs, filters, hookIds: listedIds }),
+      rest ? store.fleetRest({ ...range, stepMs, filters, ...only }, listedIds) : [],
+    ]);
     for (const r of rows) {
       const i = (r.bucketMs - first) / stepMs;
-      if (i < 0 || i >= starts.length) continue;
       const hk = byId.get(r.hookId);
-      if (hk) {
-        hk.largest[i] = r.largest;
-        hk.outputsPersisted[i] = r.outputsPersisted;
-        hk.executionsWithPersisted[i] = r.executionsWithPersisted;
-        hk.executions[i] = r.executions;
-        hk.sizeUnknownExecutions[i] = r.sizeUnknownExecutions;
-      } else if (rest && counters.has(r.hookId)) {
-        const largest = rest.largest[i] ?? null;
-        rest.largest[i] = r.largest === null ? largest : Math.max(largest ?? 0, r.largest);
-        rest.persisted[i] = (rest.persisted[i] ?? 0) + persistedAtLeast(r);
-        rest.measuredOnly[i] = (rest.measuredOnly[i] ?? 0) + measuredOnly(r);
-        rest.executions[i] = (rest.executions[i] ?? 0) + r.executions;
-        rest.sizeUnknownExecutions[i] = (rest.sizeUnknownExecutions[i] ?? 0) + r.sizeUnknownExecutions;
-      }
+      if (i < 0 || i >= starts.length || !hk) continue;
+      hk.largest[i] = r.largest;
+      hk.outputsPersisted[i] = r.outputsPersisted;
+      hk.executionsWithPersisted[i] = r.executionsWithPersisted;
+      hk.executions[i] = r.executions;
+      hk.sizeUnknownExecutions[i] = r.sizeUnknownExecutions;
+    }
+    for (const r of sums) {
+      const i = (r.bucketMs - first) / stepMs;
+      if (!rest || i < 0 || i >= starts.length) continue;
+      const largest = rest.largest[i] ?? null;
+      rest.largest[i] = r.largest === null ? largest : Math.max(largest ?? 0, r.largest);
+      rest.persisted[i] = (rest.persisted[i] ?? 0) + r.persisted;
+      rest.measuredOnly[i] = (rest.measuredOnly[i] ?? 0) + r.measuredOnly;
+      rest.executions[i] = (rest.executions[i] ?? 0) + r.executions;
+      rest.sizeUnknownExecutions[i] = (rest.sizeUnknownExecutions[i] ?? 0) + r.sizeUnknownExecutions;
     }
     const hooks = [...byId.values()].sort((a, b) => b.total - a.total || a.hookName.localeCompare(b.hookName));
     const body: FleetSeriesResponse = {

@@ -5,7 +5,7 @@ import { BUILTIN_DIMENSIONS, OVERFLOW_SUFFIX, isOverflowHook, type HookEvent, ty
 import { COUNTER_COLUMNS, COUNT_SUM_COLUMNS, MAX_COLUMNS, SUM_COLUMNS, emptyRow, fromDbRow, mergeRow, toCounters, type CounterRow } from './counters.ts';
 import { DIM_ROLLUP_TABLES, dimRebuildSql } from './dim-rollups.ts';
 import { checkStep, floorSql, granularityForStep, type Granularity } from './segments.ts';
-import { UnknownDimensionError, type Arrival, type ArrivalCounters, type FleetBucket, type HookInfo, type SeriesQuery } from './store.ts';
+import { UnknownDimensionError, type Arrival, type ArrivalCounters, type FleetBucket, type FleetRestBucket, type HookInfo, type SeriesQuery } from './store.ts';
 import type { EdgeRows } from './minute-sources.ts';
 
 export const ROLLUP_TABLES = { minute: 'rollup_1m', hour: 'rollup_1h', day: 'rollup_1d' } as const;
@@ -803,6 +803,51 @@ export function fleetSeriesQuery(
   return { sql, fromMs: Math.floor(q.fromMs / step) * step, toMs: Math.ceil(q.toMs / step) * step };
 }
 
+/** The columns of fleetSeriesQuery's rows, in the order fleetRestQuery unites them. */
+const FLEET_ROW_COLUMNS = ['hook_id', 'b', ...FLEET_COLUMNS];
+
+/**
+ * The fleet series of many hooks summed per bucket (Store.fleetRest) from `parts`, fleetSeriesQuery's statements
+ * (their parameters one after the other): their rows merged per hook and bucket as mergeFleet merges them (a row
+ * before `firstMs`, the whole hour at a range's start, counts in the first bucket), then each hook's persisted
+ * outputs at least and measured-only executions (persistedAtLeast, measuredOnly, which are not sums) taken per
+ * hook and bucket and summed per bucket. One row a bucket, however many hooks: the rows of every hook are never
+ * built.
+ */
+export function fleetRestQuery(parts: readonly string[], firstMs: number): string {
+  if (!Number.isSafeInteger(firstMs)) throw new RangeError(`fleet series start must be a whole number of ms, got ${firstMs}`);
+  const maxes = SIZE_COLS.map((c) => `MAX(max_${c}) AS max_${c}`).join(', ');
+  const united = parts.map((sql, i) => `SELECT ${FLEET_ROW_COLUMNS.join(', ')} FROM (${sql}) p${i}`).join(' UNION ALL ');
+  const perHook = `SELECT hook_id, CASE WHEN b < ${firstMs} THEN ${firstMs} ELSE b END AS bb, COALESCE(SUM(executions), 0) AS executions, COALESCE(SUM(outputs_persisted), 0) AS op, COALESCE(SUM(executions_with_persisted), 0) AS ewp, COALESCE(SUM(size_unknown), 0) AS size_unknown, ${maxes} FROM (${united}) u GROUP BY hook_id, bb`;
+  return `SELECT bb AS b, SUM(executions) AS executions, SUM(CASE WHEN op >= ewp THEN op ELSE ewp END) AS persisted, SUM(CASE WHEN ewp > op THEN ewp ELSE 0 END) AS measured_only, SUM(size_unknown) AS size_unknown, ${maxes} FROM (${perHook}) h GROUP BY bb`;
+}
+
+/** A fleetRestQuery row as FleetRestBucket. */
+export function toFleetRest(r: Record<string, unknown>): FleetRestBucket {
+  return {
+    bucketMs: Number(r['b']), executions: Number(r['executions'] ?? 0), persisted: Number(r['persisted'] ?? 0), measuredOnly: Number(r['measured_only'] ?? 0),
+    sizeUnknownExecutions: Number(r['size_unknown'] ?? 0), largest: largestOf(r),
+  };
+}
+
+/** The largest of a row's max_<kind> columns; null when none holds one. */
+function largestOf(r: Record<string, unknown>): number | null {
+  let largest: number | null = null;
+  for (const c of SIZE_COLS) {
+    const v = r[`max_${c}`];
+    if (v !== null && v !== undefined && (largest === null || Number(v) > largest)) largest = Number(v);
+  }
+  return largest;
+}
+
+/**
+ * `sql` with its PostgreSQL parameters ($1, $2, ...) numbered `by` more, to stand after another statement's in
+ * one (fleetRestQuery); a `$n` inside a string literal or a quoted name is left as it is.
+ */
+export function shiftParams(sql: string, by: number): string {
+  return sql.replace(/'(?:[^']|'')*'|"(?:[^"]|"")*"|\$(\d+)/g, (m, n: string | undefined) => (n === undefined ? m : `$${Number(n) + by}`));
+}
+
 /** The fleet series' partial buckets (minute-sources.ts readEdges) as FleetBuckets. */
 export function edgeFleetBuckets(edges: EdgeRows): FleetBucket[] {
   return edges.flatMap(([bucketMs, byHook]) => [...byHook].map(([hookId, row]) => toFleetBucket({ hook_id: hookId, b: bucketMs, ...row })));
@@ -810,11 +855,7 @@ export function edgeFleetBuckets(edges: EdgeRows): FleetBucket[] {
 
 /** A fleet series row as FleetBucket. */
 export function toFleetBucket(r: Record<string, unknown>): FleetBucket {
-  let largest: number | null = null;
-  for (const c of SIZE_COLS) {
-    const v = r[`max_${c}`];
-    if (v !== null && v !== undefined && (largest === null || Number(v) > largest)) largest = Number(v);
-  }
+  const largest = largestOf(r);
   return {
     hookId: String(r['hook_id']), bucketMs: Number(r['b']), executions: Number(r['executions'] ?? 0),
     outputsPersisted: Number(r['outputs_persisted'] ?? 0), executionsWithPersisted: Number(r['executions_with_persisted'] ?? 0), sizeUnknownExecutions: Number(r['size_unknown'] ?? 0), largest,

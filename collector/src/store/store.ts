@@ -9,6 +9,7 @@ import type { FindingsResult } from './transcript-findings.ts';
 import type { GuardTrim, GuardTrimStats } from './guard-trims.ts';
 import { toCounters, type CounterRow } from './counters.ts';
 import { eventsPruneBound } from './minute-sources.ts';
+import { measuredOnly, persistedAtLeast } from '../../../shared/src/cliff.ts';
 
 export interface IngestResult {
   /** Events stored by this call. */
@@ -175,6 +176,42 @@ export interface FleetBucket {
   largest: number | null;
 }
 
+/**
+ * One bucket of the fleet series summed over many hooks (Store.fleetRest): each hook's persisted outputs at least
+ * (persistedAtLeast) and the executions it counts as one output each (measuredOnly), taken per hook and bucket
+ * before they are summed, and the largest output of any of them.
+ */
+export interface FleetRestBucket {
+  bucketMs: number;
+  executions: number;
+  persisted: number;
+  measuredOnly: number;
+  sizeUnknownExecutions: number;
+  largest: number | null;
+}
+
+/** Sums, per bucket, `sums` (Store.fleetRest's rows) and the hooks' own rows `buckets`, firsts first. */
+export function addFleetRest(sums: readonly FleetRestBucket[], buckets: readonly FleetBucket[]): FleetRestBucket[] {
+  const out = new Map<number, FleetRestBucket>();
+  const add = (r: FleetRestBucket): void => {
+    const cur = out.get(r.bucketMs);
+    if (!cur) {
+      out.set(r.bucketMs, { ...r });
+      return;
+    }
+    cur.executions += r.executions;
+    cur.persisted += r.persisted;
+    cur.measuredOnly += r.measuredOnly;
+    cur.sizeUnknownExecutions += r.sizeUnknownExecutions;
+    if (r.largest !== null && (cur.largest === null || r.largest > cur.largest)) cur.largest = r.largest;
+  };
+  for (const r of sums) add(r);
+  for (const b of buckets) {
+    add({ bucketMs: b.bucketMs, executions: b.executions, persisted: persistedAtLeast(b), measuredOnly: measuredOnly(b), sizeUnknownExecutions: b.sizeUnknownExecutions, largest: b.largest });
+  }
+  return [...out.values()];
+}
+
 export interface PruneResult {
   events: number;
   rollups: number;
@@ -213,6 +250,11 @@ export interface Store {
   series(hookId: string, q: SeriesQuery): Promise<Map<number, HookCounters>>;
   /** Every hook's time buckets, the few figures a sparkline draws; empty buckets omitted. */
   fleetSeries(q: SeriesQuery): Promise<FleetBucket[]>;
+  /**
+   * The fleet series of every hook but `listed` (of q.hookIds, when given), summed per bucket: one row a bucket
+   * however many hooks it sums, where fleetSeries would give one per hook and bucket. Empty buckets omitted.
+   */
+  fleetRest(q: SeriesQuery, listed: readonly string[]): Promise<FleetRestBucket[]>;
   /** Client versions seen in the range, with how many executions lacked size data. */
   clientVersions(q: RangeQuery): Promise<ClientVersion[]>;
   /** One hook's counters grouped by a dimension (attribute name). */

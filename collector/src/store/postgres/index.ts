@@ -20,7 +20,7 @@ import { ATTR_ROLLUP_TABLE, attrRollupDdl, attrRollupPruneSql, attrRollupQuery, 
 import { type DimFamily, type DimGranularity, type DimRollupGroup, DIM_CLIENT_FAMILY, DIM_CLIENT_TABLES, DIM_GRANULARITIES, DIM_HOOK_FAMILY, DIM_ROLLUP_TABLES, DIM_TABLE_NAMES, dimClientPruneSql, dimRollupRekeyDdl, DIM_PRUNE_HOOKS, ROLLED_DIMENSIONS_META, dimChanges, dimPruneSql, dimGranularity, dimRemoveSql, dimRollupDdl, eventGroupExprs, groupForDimRollups, groupsPerHook, newestFilteredEvent, planRead, rolledDimensions, rollupGroupColumns, rollupWhere, type Grouping } from '../dim-rollups.ts';
 import { DEFAULT_MAX_HOOKS, KnownHooks, foldNewHooks, overflowIds, storedHookIds } from '../hook-limit.ts';
 import { AttrSetCache, LAST_MS_SLACK, attrWork, type AttrWork } from '../attr-sets.ts';
-import { ATTR_FIRST_MS_SOURCE, attrFirstMsColumnDdl, ARRIVAL_INDEX, LATE_ARRIVAL_INDEX, OVER_ARRIVAL_INDEX, attrGroupedEventsQuery, hookGroupedEventsQuery, attrSetIndexChanges, ATTR_SET_INDEX_PREFIX, quoteIdent, counterColumnsDdl, type RollupFilter, ATTR_COLUMNS, KIND_CODES, attrFilter, COUNT_COLUMNS, compactEventColumnsDdl, compactEventsDdl, compactKey, hookRef, hookRefOf, keyTimeMs, EVENT_COLUMNS, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, arrivalTimeDdl, eventValues, hookScope, lateArrivalsQuery, latePersistedQuery, toArrivals, seriesQuery, fleetSeriesQuery, toFleetBucket, edgeFleetBuckets, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, dimRebuildFromEventsSql, rollupAggregates, upsertSetClause } from '../sql.ts';
+import { ATTR_FIRST_MS_SOURCE, attrFirstMsColumnDdl, ARRIVAL_INDEX, LATE_ARRIVAL_INDEX, OVER_ARRIVAL_INDEX, attrGroupedEventsQuery, hookGroupedEventsQuery, attrSetIndexChanges, ATTR_SET_INDEX_PREFIX, quoteIdent, counterColumnsDdl, type RollupFilter, ATTR_COLUMNS, KIND_CODES, attrFilter, COUNT_COLUMNS, compactEventColumnsDdl, compactEventsDdl, compactKey, hookRef, hookRefOf, keyTimeMs, EVENT_COLUMNS, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, arrivalTimeDdl, eventValues, hookScope, lateArrivalsQuery, latePersistedQuery, toArrivals, seriesQuery, fleetSeriesQuery, fleetRestQuery, shiftParams, toFleetBucket, toFleetRest, edgeFleetBuckets, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, dimRebuildFromEventsSql, rollupAggregates, upsertSetClause } from '../sql.ts';
 import type { TranscriptCommandRow } from '../model.ts';
 import type { TranscriptFinding } from '../../hooks/transcript-findings.ts';
 import { FINDING_COLUMNS, FINDING_ON_CONFLICT, commandsQuery, findingValues, notStoredUnderPreviousId, toCommandRow, transcriptFindingsDdl, uniqueFindings, type FindingsResult } from '../transcript-findings.ts';
@@ -29,7 +29,7 @@ import { inTransaction, isAnswerTimeout, isConnectTimeout, keepAlive, liftAnswer
 import { boundPause, holdLease, leaseHeld, type LeaseFence } from './fence.ts';
 import { buildEventsIndex, fillColumn, inMigrationTransaction, MigrationLockWaitError, OWN_NAMESPACE, withMigrationLock, type Migration } from './migrate.ts';
 import { ConnectionSockets, CuttablePool } from './sockets.ts';
-import { NotLeaderError, StoreUnavailableError, fleetBreakdownFrom, hookCountersFrom, splitExpired, expiredBefore, untilStopped, type Arrival, type ArrivalQuery, type HookInfo, type LatePersistedQuery, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store, type StoreSize, type FleetBucket } from '../store.ts';
+import { NotLeaderError, StoreUnavailableError, fleetBreakdownFrom, hookCountersFrom, splitExpired, expiredBefore, untilStopped, type Arrival, type ArrivalQuery, type HookInfo, type LatePersistedQuery, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store, type StoreSize, type FleetBucket, type FleetRestBucket, addFleetRest } from '../store.ts';
 
 export interface PostgresStoreOptions {
   /** postgres:// URL; its password never appears in logs or errors. */
@@ -1189,6 +1189,36 @@ export class PostgresStore implements Store {
     // The partial buckets at the range's ends: buckets of their own, apart from the whole ones the parts read.
     const [out, partial] = await Promise.all([whole(), this.seriesEdges(q, edges, q.hookIds)]);
     return [...out, ...edgeFleetBuckets(partial)];
+  }
+
+  fleetRest(q: SeriesQuery, listed: readonly string[]): Promise<FleetRestBucket[]> {
+    return q.hookIds?.length === 0 ? Promise.resolve([]) : this.snapshot(() => this.readFleetRest(q, listed));
+  }
+
+  private async readFleetRest(q: SeriesQuery, listed: readonly string[]): Promise<FleetRestBucket[]> {
+    const except = new Set(listed);
+    // A few hooks (RangeQuery.hookIds): those not listed, each through its own index; every hook: all but the listed.
+    const rest = q.hookIds?.filter((id) => !except.has(id));
+    if (rest?.length === 0) return [];
+    const { fromMs, parts, edges } = await this.seriesParts(q, [null, null]);
+    const whole = async (): Promise<FleetRestBucket[]> => {
+      // One statement over every part, each part's parameters after the one before.
+      const statements: string[] = [];
+      const params: unknown[] = [];
+      for (const part of parts) {
+        const ids = part.params.push(rest ?? [...listed]);
+        const scope = hookScope((column) => (rest ? `${column} = ANY($${ids}::text[])` : `${column} <> ALL($${ids}::text[])`));
+        const { sql } = fleetSeriesQuery(q, part.filterWhere, (n) => `$${n}`, part.rollup, part.granularity, scope);
+        part.params[0] = part.fromMs;
+        part.params[1] = part.toMs;
+        statements.push(shiftParams(sql, params.length));
+        params.push(...part.params);
+      }
+      return statements.length === 0 ? [] : (await this.query(fleetRestQuery(statements, fromMs), params)).map(toFleetRest);
+    };
+    // The partial buckets at the range's ends: read per hook as the range's figures are, those listed left out.
+    const [sums, partial] = await Promise.all([whole(), this.seriesEdges(q, edges, rest)]);
+    return addFleetRest(sums, edgeFleetBuckets(partial).filter((b) => !except.has(b.hookId)));
   }
 
   /** The partial buckets at a series range's ends (seriesSpans), each read as the range's figures read it. */

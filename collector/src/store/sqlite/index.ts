@@ -3,6 +3,7 @@
  * is one transaction, committed (and with synchronous=FULL, synced) before the OTLP 200 goes out.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { createHash } from 'node:crypto';
 import { existsSync, rmSync, statSync } from 'node:fs';
 import type { DatabaseSync, SQLInputValue, StatementSync } from 'node:sqlite';
 import type { BreakdownRow, ClientVersion, HookCounters } from '../model.ts';
@@ -15,7 +16,7 @@ import { DIM_CLIENT_TABLES, DIM_FAMILY, DIM_FAMILY_NAMES, DIM_GRANULARITIES, DIM
 import { DEFAULT_MAX_HOOKS, KnownHooks, foldNewHooks } from '../hook-limit.ts';
 import { AttrSetCache, ATTR_INSERT_COLUMNS, coveringBounds } from '../attr-sets.ts';
 import { ATTR_ROLLUP_KEY, ATTR_ROLLUP_TABLE, attrRollupPruneSql, attrRollupQuery, groupForAttrRollups } from '../attr-rollups.ts';
-import { attrGroupedEventsQuery, hookGroupedEventsQuery, liveLead, type LiveTo, type RollupFilter, attrDigest, attrFilter, compactKey, hookRef, hookRefOf, KIND_CODES, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, eventValues, hookScope, lateArrivalsQuery, latePersistedQuery, toArrivals, seriesQuery, fleetSeriesQuery, toFleetBucket, edgeFleetBuckets, ROLLUP_TABLES, sqlString, toInfo, rollupAggregates, upsertSetClause } from '../sql.ts';
+import { attrGroupedEventsQuery, hookGroupedEventsQuery, liveLead, type LiveTo, type RollupFilter, attrDigest, attrFilter, compactKey, hookRef, hookRefOf, KIND_CODES, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, eventValues, hookScope, lateArrivalsQuery, latePersistedQuery, toArrivals, seriesQuery, fleetSeriesQuery, fleetRestQuery, toFleetBucket, toFleetRest, edgeFleetBuckets, ROLLUP_TABLES, sqlString, toInfo, rollupAggregates, upsertSetClause } from '../sql.ts';
 import { SQLITE_BUSY, Statements, createPrivateFile, describeSqliteError, inTransaction, sqliteFault, sqliteFileBytes } from './database.ts';
 import { SqliteReaders, type ReadSession } from './reader.ts';
 import { attrExpr, logMigrated, migrateOnWorker, openMigrated, schemaFailure } from './schema.ts';
@@ -25,7 +26,7 @@ import type { TranscriptCommandRow } from '../model.ts';
 import type { TranscriptFinding } from '../../hooks/transcript-findings.ts';
 import { FINDING_COLUMNS, FINDING_ON_CONFLICT, commandsQuery, findingValues, notStoredUnderPreviousId, toCommandRow, uniqueFindings, type FindingsResult } from '../transcript-findings.ts';
 import { guardTrimSql, guardTrimStats, guardTrimValues, type GuardTrim, type GuardTrimStats } from '../guard-trims.ts';
-import { StoreUnavailableError, fleetBreakdownFrom, hookCountersFrom, untilStopped, splitExpired, expiredBefore, type Arrival, type ArrivalQuery, type HookInfo, type LatePersistedQuery, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store, type StoreSize, type FleetBucket } from '../store.ts';
+import { StoreUnavailableError, fleetBreakdownFrom, hookCountersFrom, untilStopped, splitExpired, expiredBefore, type Arrival, type ArrivalQuery, type HookInfo, type LatePersistedQuery, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store, type StoreSize, type FleetBucket, type FleetRestBucket, addFleetRest } from '../store.ts';
 import { isInMemory } from '../settings.ts';
 
 export interface SqliteStoreOptions {
@@ -84,6 +85,11 @@ interface SeriesPart {
 
 // Numbered, because the step appears twice and before the range in the bucket query.
 const GUARD_SQL = guardTrimSql((n) => `?${n}`);
+
+/** A short name of a set of hook ids (every hook: ''), to key what was read for them. */
+function hooksDigest(ids: readonly string[] | undefined): string {
+  return ids === undefined ? '' : createHash('sha256').update([...ids].sort().join(',')).digest('base64url').slice(0, 22);
+}
 
 /** Cached closed segments at most (a 30-day view needs about five). */
 const CLOSED_SEGMENT_CACHE_SIZE = 512;
@@ -157,8 +163,11 @@ export class SqliteStore implements Store {
    * since change `since` (changedSince).
    */
   private readonly closedSegments = new Map<string, { toMs: number; since: number; rows: [string, CounterRow][] }>();
-  /** Fleet series over closed buckets, dropped like closedSegments when an event for their time arrives. */
-  private readonly closedFleet = new Map<string, { toMs: number; since: number; rows: FleetBucket[] }>();
+  /**
+   * Fleet series (or their sums per bucket: fleetRest) over closed buckets, dropped like closedSegments when an
+   * event for their time arrives.
+   */
+  private readonly closedFleet = new Map<string, { toMs: number; since: number; rows: readonly unknown[] }>();
   private cachedRows = 0;
   /** Events before this time may already be stored under their bare-hash key (see sql.ts timeOrderedKeysDdl). */
   private legacyKeysBefore = -Infinity;
@@ -938,21 +947,54 @@ export class SqliteStore implements Store {
       return parts.length === 1 && parts[0]?.granularity === undefined ? out : mergeFleet(out, fromMs);
     };
     // The partial buckets at the range's ends: buckets of their own, apart from the whole ones the parts read.
-    const [whole, partial] = await Promise.all([this.wholeFleetBuckets(q, !!scope, readFromMs, readToMs, parts, read), this.seriesEdges(q, edges, q.hookIds)]);
+    const [whole, partial] = await Promise.all([this.wholeFleetBuckets(q, `s${hooksDigest(q.hookIds)}`, readFromMs, readToMs, parts, read), this.seriesEdges(q, edges, q.hookIds)]);
     return [...whole, ...edgeFleetBuckets(partial)];
   }
 
-  /** The fleet series' whole buckets, those before the one being written kept until an event for their time arrives. */
-  private async wholeFleetBuckets(q: SeriesQuery, scoped: boolean, readFromMs: number, readToMs: number, parts: readonly SeriesPart[], read: (a: number, b: number) => Promise<FleetBucket[]>): Promise<FleetBucket[]> {
-    // A few hooks' series are asked once per screenful of rows: not kept beside the fleet's.
-    if (Object.keys(q.filters ?? {}).length > 0 || scoped) return read(readFromMs, readToMs);
+  fleetRest(q: SeriesQuery, listed: readonly string[]): Promise<FleetRestBucket[]> {
+    return q.hookIds?.length === 0 ? Promise.resolve([]) : this.snapshot(() => this.readFleetRest(q, listed));
+  }
+
+  private async readFleetRest(q: SeriesQuery, listed: readonly string[]): Promise<FleetRestBucket[]> {
+    const { fromMs, readFromMs, readToMs, parts, edges } = this.seriesParts(q);
+    const except = new Set(listed);
+    // A few hooks (RangeQuery.hookIds): those not listed, each through its own index; every hook: all but the listed.
+    const rest = q.hookIds?.filter((id) => !except.has(id));
+    if (rest?.length === 0) return [];
+    const scope = hookScope((column) => `${column} ${rest ? 'IN' : 'NOT IN'} (SELECT value FROM json_each(?))`);
+    const scopeParams = [JSON.stringify(rest ?? listed)];
+    const read = async (a: number, b: number): Promise<FleetRestBucket[]> => {
+      const statements: string[] = [];
+      const params: SQLInputValue[] = [];
+      for (const part of parts) {
+        // A part starting before `a` (the whole hour at the range's start) is read whole when `a` is the range's start.
+        const [pa, pb] = [a <= readFromMs ? part.fromMs : Math.max(a, part.fromMs), Math.min(b, part.toMs)];
+        if (pb <= pa) continue;
+        const { sql } = fleetSeriesQuery(q, part.filterWhere, () => '?', part.rollup, part.granularity, scope);
+        // Across the fleet, read the range through the time indexes, not a seek per hook.
+        statements.push(part.filterWhere === null || rest ? sql : sql.replace('FROM events WHERE', 'FROM events INDEXED BY events_time WHERE'));
+        params.push(pa, pb, ...scopeParams, ...part.params);
+      }
+      return statements.length === 0 ? [] : (await this.all(fleetRestQuery(statements, fromMs), params)).map(toFleetRest);
+    };
+    // The partial buckets at the range's ends: read per hook as the range's figures are, those listed left out.
+    const [whole, partial] = await Promise.all([this.wholeFleetBuckets(q, `r${hooksDigest(rest ?? listed)}`, readFromMs, readToMs, parts, read), this.seriesEdges(q, edges, rest)]);
+    return addFleetRest(whole, edgeFleetBuckets(partial).filter((b) => !except.has(b.hookId)));
+  }
+
+  /**
+   * The fleet series' whole buckets (or their sums: fleetRest), those before the one being written kept until an
+   * event for their time arrives. `scope` names what `read` reads beside the range (which hooks, summed or not).
+   */
+  private async wholeFleetBuckets<T>(q: SeriesQuery, scope: string, readFromMs: number, readToMs: number, parts: readonly SeriesPart[], read: (a: number, b: number) => Promise<T[]>): Promise<T[]> {
+    if (Object.keys(q.filters ?? {}).length > 0) return read(readFromMs, readToMs);
     // Buckets before the one being written only change when an event for their time arrives (which drops
     // them): an overview refreshing its 30-day fleet chart re-reads only the open bucket.
     const openFrom = Math.min(readToMs, Math.max(readFromMs, Math.floor(Date.now() / q.stepMs) * q.stepMs));
     // Where the parts meet is part of what was read: a cached chart is one of the same sources.
-    const key = `${q.stepMs}|${readFromMs}|${openFrom}|${parts.map((p) => `${p.granularity ?? ''}${p.filterWhere === null ? 'r' : 'e'}${p.fromMs}`).join(',')}`;
+    const key = `${scope}|${q.stepMs}|${readFromMs}|${openFrom}|${parts.map((p) => `${p.granularity ?? ''}${p.filterWhere === null ? 'r' : 'e'}${p.fromMs}`).join(',')}`;
     const found = this.closedFleet.get(key);
-    let closed = found && found.since <= this.readSince ? found.rows : undefined;
+    let closed = found && found.since <= this.readSince ? (found.rows as readonly T[]) : undefined;
     if (!closed) {
       const r = await this.readForCache(openFrom, () => read(readFromMs, openFrom));
       closed = r.rows;
