@@ -503,6 +503,8 @@ describe('Grafana dashboard and Prometheus rules, for hooks whose sizes are unkn
       await emitExecutions(service.otlpHttpUrl, [{ hookEvent: 'Stop', hookName: 'Stop:legacy' }, { hookEvent: 'Stop', hookName: 'Stop:legacy' }, { hookEvent: 'PreToolUse', hookName: 'PreToolUse:mixed' }]);
       const res = await postOtlp(service.otlpHttpUrl, '/v1/logs', otlpHookBody([{ hookName: 'PreToolUse:mixed', timeMs: Date.now(), outputsPersisted: null, additionalContextChars: 12_000 }]), { 'content-type': 'application/json' });
       expect(res.status).toBe(200);
+      // The first render shows the new hooks' series at 0; the next one their counts.
+      await (await fetch(`${service.httpUrl}/metrics`)).text();
       const families = parseExposition(await (await fetch(`${service.httpUrl}/metrics`)).text());
       // Its series as Prometheus holds them, first scraped at 5m and created at 4m30s (hooks first seen since start).
       const series: InputSeries[] = [...families.values()].flatMap((f) => f.samples.flatMap((x) => {

@@ -253,6 +253,8 @@ describe('POST /-/reload', () => {
 
     const { hooks } = (await (await fetch(`${service.httpUrl}/api/v1/hooks`)).json()) as HooksResponse;
     expect(hooks.map((h) => [h.hookName, h.status, h.nearExecutions]).sort()).toEqual([['SessionStart:resume', 'ok', 0], ['SessionStart:startup', 'near', 1]]);
+    // The first render showing a hook's series shows its counters at 0 (hook-metrics.ts); the next one counts.
+    await metrics();
     const families = await metrics();
     expect(sampleValue(families, 'hookwatch_delivery_near_threshold_chars')).toBe(9000);
     expect(sampleValue(families, 'hookwatch_hook_near_executions_total', { hook_name: 'SessionStart:startup' })).toBe(1);

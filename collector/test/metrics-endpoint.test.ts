@@ -141,6 +141,12 @@ describe('GET /metrics', () => {
     ]);
 
     const hooks = await apiHooks(service.httpUrl);
+    // The first scrape shows each new hook's series at 0, so increase() has a sample to count its first events
+    // from; the next one shows the counts.
+    const first = (await scrapeMetrics(service.httpUrl)).families;
+    for (const name of ['hookwatch_hook_executions_total', 'hookwatch_hook_outputs_persisted_total', 'hookwatch_hook_success_total']) {
+      expect(first.get(name)?.samples.map((s) => s.value), name).toEqual(hooks.map(() => 0));
+    }
     const { families } = await scrapeMetrics(service.httpUrl);
     expect(hooks.length).toBeGreaterThanOrEqual(4);
     const ids = families.get('hookwatch_hook_executions_total')?.samples.map((s) => s.labels['hook_id']).sort();
@@ -198,6 +204,7 @@ describe('GET /metrics', () => {
     // A report whose hook event has not arrived (each has its own exporter).
     await sendReport(`${service.otlpHttpUrl}/v1/logs`, { hookEvent: 'Stop', hookName: 'Stop:guarded', sessionId: 's-2', trims: [{ field: 'stdout', sentChars: 15_000, keptChars: 9_000 }] });
 
+    await scrapeMetrics(service.httpUrl); // shows the new hooks' series at 0
     const { text, families } = await scrapeMetrics(service.httpUrl);
     expect(text).toMatch(/^# TYPE hookwatch_hook_guard_trims_total counter$/m);
     expect(text).toMatch(/^# HELP hookwatch_hook_guard_trims_total .*hookwatch guard/m);
@@ -221,6 +228,7 @@ describe('GET /metrics', () => {
       { hookEvent: 'SessionStart', hookName: 'SessionStart:below', additionalContextChars: 8_500 },
       { hookEvent: 'SessionStart', hookName: 'SessionStart:above', additionalContextChars: 9_500 },
     ]);
+    await scrapeMetrics(service.httpUrl); // shows the new hooks' series at 0
     const { text, families } = await scrapeMetrics(service.httpUrl);
     expect(sampleValue(families, 'hookwatch_delivery_near_threshold_chars')).toBe(9000);
     expect(sampleValue(families, 'hookwatch_delivery_output_cap_chars')).toBe(10_000);
@@ -250,6 +258,7 @@ describe('GET /metrics', () => {
     await emitExecutions(service.otlpHttpUrl, [...executions, ...executions.slice(0, 2)]);
     const hooks = await apiHooks(service.httpUrl);
     expect(hooks).toHaveLength(10);
+    await scrapeMetrics(service.httpUrl); // shows the new hooks' series at 0
     const { families } = await scrapeMetrics(service.httpUrl);
     expect(families.get('hookwatch_hook_executions_total')?.samples).toHaveLength(3);
     expect(families.get('hookwatch_hook_outputs_persisted_total')?.samples).toHaveLength(3);
@@ -309,6 +318,7 @@ describe('GET /metrics', () => {
     expect(await post({ 'content-type': 'application/json', authorization: `Bearer ${token}` }, '{"resourceLogs": 5}')).toBe(400);
     expect(await post({ 'content-type': 'text/plain', authorization: `Bearer ${token}` }, 'x')).toBe(415);
     await emitExecutions(service.otlpHttpUrl, [{ hookEvent: 'Stop', hookName: 'Stop' }], { authorization: `Bearer ${token}` });
+    await scrapeMetrics(service.httpUrl); // shows the new hook's series at 0
     const { text, families } = await scrapeMetrics(service.httpUrl);
     expect(sampleValue(families, 'hookwatch_otlp_requests_rejected_total', { transport: 'http', reason: 'unauthenticated' })).toBe(1);
     expect(sampleValue(families, 'hookwatch_otlp_requests_rejected_total', { transport: 'http', reason: 'bad_request' })).toBe(1);

@@ -5,7 +5,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { FakeClock, hookEvent } from '../../test/support/alerting.ts';
-import { parseExposition, sampleValue } from '../../test/support/prometheus-text.ts';
+import { parseExposition, sampleValue, type ParsedFamily } from '../../test/support/prometheus-text.ts';
+import type { GuardTrim } from '../store/guard-trims.ts';
 import { MetricsRegistry } from '../telemetry/metrics.ts';
 import { HookMetrics, RECENT_OUTPUT_MS } from './hook-metrics.ts';
 
@@ -76,5 +77,31 @@ describe('hookwatch_hook_last_output_chars', () => {
     hooks.onIngested([hookEvent({ hookName: HOOK, timeMs: newest - 5_000, additionalContextChars: null })]);
     clock.advance(2 * RECENT_OUTPUT_MS);
     expect(await lastOutput(metrics)).toBe(200);
+  });
+});
+
+describe('a hook\'s series on /metrics', () => {
+  const scrape = async (metrics: MetricsRegistry): Promise<Map<string, ParsedFamily>> => parseExposition(await metrics.render());
+
+  it('shows a new hook\'s counters at 0 in the first render, and what was held from the next one on (increase() sees the first events)', async () => {
+    const clock = new FakeClock(1_800_000_000_000);
+    const hooks = new HookMetrics({ maxSeries: 10, now: clock.now });
+    const metrics = new MetricsRegistry();
+    hooks.register(metrics);
+    hooks.onIngested([hookEvent({ hookName: HOOK, timeMs: clock.t, additionalContextChars: 12_000, outputsPersisted: 1 })]);
+    const trim: GuardTrim = { dedupKey: 'trim-1', hookId: hookEvent({ hookName: HOOK, timeMs: clock.t }).hookId, hookEvent: 'PreToolUse', hookName: HOOK, timeMs: clock.t, field: 'stdout', sentChars: 20_000, keptChars: 9_500, sessionId: 's-1' };
+    hooks.onGuardTrims([trim.hookId], [trim]);
+    const counted = (f: Map<string, ParsedFamily>): (number | undefined)[] => ['hookwatch_hook_executions_total', 'hookwatch_hook_outputs_persisted_total', 'hookwatch_hook_executions_with_persisted_total', 'hookwatch_hook_guard_trims_total']
+      .map((n) => sampleValue(f, n, { hook_name: HOOK }));
+    const first = await scrape(metrics);
+    expect(counted(first)).toEqual([0, 0, 0, 0]);
+    // Gauges are no counts: the size is there at once.
+    expect(sampleValue(first, 'hookwatch_hook_last_output_chars', { hook_name: HOOK })).toBe(12_060);
+    expect(sampleValue(first, 'hookwatch_hook_series')).toBe(1);
+    clock.advance(15_000);
+    expect(counted(await scrape(metrics))).toEqual([1, 1, 1, 1]);
+    // A series already shown counts an event at the next render.
+    hooks.onIngested([hookEvent({ hookName: HOOK, timeMs: clock.t, additionalContextChars: 100, outputsPersisted: 0 })]);
+    expect(counted(await scrape(metrics))).toEqual([2, 1, 1, 1]);
   });
 });

@@ -9,6 +9,11 @@
  * Label cardinality is bounded: the first `maxSeries` hooks get their own series; events of any further hook
  * are added to the overflow counters and the number of such hooks is reported, never a new series.
  *
+ * A new series is on /metrics at 0 before it counts anything, as a client library's counter is before its first
+ * increment: the events that made it are held until one render has shown the 0, so increase() has a sample to
+ * count them from, across a restart (a counter reset) and a pod replacement (a new instance) alike. The cost is
+ * one scrape interval before a new hook's first counts show.
+ *
  * Outputs trimmed by `hookwatch guard` are counted per hook the same way (a trim report names the hook as Claude
  * Code does, and may come first: it gives the hook its series), from the trims a batch stored. They have no
  * `field` label: every per-hook family keeps the same labels, so rules match them one to one with `and`/`on`,
@@ -46,6 +51,8 @@ interface HookSeries {
   previous: { slot: number; largest: number };
   /** When this process created the series: its counters count from then. */
   createdMs: number;
+  /** Whether a render of /metrics has shown the series; until one has, its counters show 0 (their counts held). */
+  shown: boolean;
   /** `hookwatch guard` trims stored since then, and the sizes of their outputs before and after trimming. */
   guard: GuardCounts;
 }
@@ -103,6 +110,7 @@ export class HookMetrics implements IngestListener {
     const s: HookSeries = {
       labels: { hook_id: id, hook_event: hookEvent, hook_name: hookName }, row: emptyRow(), counters: undefined, lastLargest: null, lastTimeMs: -Infinity,
       recent: { slot: -Infinity, largest: -Infinity }, previous: { slot: -Infinity, largest: -Infinity }, createdMs: this.now(), guard: noGuardTrims(),
+      shown: false,
     };
     this.series.set(id, s);
     return s;
@@ -110,9 +118,9 @@ export class HookMetrics implements IngestListener {
 
   /**
    * Series at 0 for hooks the store already knows, the most recently seen first, up to half the series cap (the
-   * rest stays free for hooks active now). A counter series that first appears with a persisted output already counted has no earlier sample
-   * for Prometheus' increase() to compare with: after a restart, a known hook's next persisted output would go
-   * unseen. Hooks that already have a series (events ingested meanwhile) keep it.
+   * rest stays free for hooks active now): after a restart, a known hook's next events count without waiting for a
+   * render to show its series at 0 first, and every server of an HA pair has seen the 0. Hooks that already have a
+   * series (events ingested meanwhile) keep it.
    */
   seed(hooks: readonly { id: string; hookEvent: string; hookName: string; lastSeenMs: number }[]): void {
     const limit = Math.max(this.series.size, Math.floor(this.maxSeries / 2));
@@ -131,6 +139,21 @@ export class HookMetrics implements IngestListener {
       return undefined;
     }
     return this.newSeries(h.hookId, h.hookEvent, h.hookName);
+  }
+
+  /**
+   * The series of one render, read once per render by every family (metrics.perScrape): the series no render has
+   * shown yet are listed as held, their counters at 0 in this render, so all families show one moment. From the
+   * next render on they show their counts.
+   */
+  private beginRender(): { series: HookSeries[]; held: ReadonlySet<HookSeries> } {
+    const held = new Set<HookSeries>();
+    for (const s of this.series.values()) {
+      if (s.shown) continue;
+      held.add(s);
+      s.shown = true;
+    }
+    return { series: [...this.series.values()], held };
   }
 
   /** Called with the events a batch inserted (duplicates are not passed on, so nothing counts twice). */
@@ -180,11 +203,18 @@ export class HookMetrics implements IngestListener {
 
   /** Registers the per-hook families on /metrics; their values are read from these counters when scraped. */
   register(metrics: MetricsRegistry): void {
+    const render = metrics.perScrape(() => this.beginRender());
     const perHook = (type: 'counter' | 'gauge', name: string, help: string, value: (c: HookCounters, s: HookSeries) => number | null): void => {
       const def = {
         name, help, labelNames: HOOK_LABELS,
         collect: (set: SetSample<HookLabel>) => {
-          for (const s of this.series.values()) {
+          const { series, held } = render();
+          for (const s of series) {
+            // A counter of a series not shown yet is 0; a gauge is what it is (increase() does not read it).
+            if (type === 'counter' && held.has(s)) {
+              set(s.labels, 0);
+              continue;
+            }
             // Unknown is not zero: a hook without size data gets no size sample at all.
             const v = value(counters(s), s);
             if (v !== null) set(s.labels, v);
@@ -211,9 +241,9 @@ export class HookMetrics implements IngestListener {
     perHook('counter', 'hookwatch_hook_guard_trims_total', 'Outputs of the hook that hookwatch guard trimmed to fit the cap, as its reports stored since start (a retried report counts once).', (_c, s) => s.guard.trims);
     perHook('counter', 'hookwatch_hook_guard_sent_chars_total', 'Characters of the outputs hookwatch guard trimmed, before trimming (sum of sent_chars of the trims stored since start).', (_c, s) => s.guard.sentChars);
     perHook('counter', 'hookwatch_hook_guard_kept_chars_total', 'Characters hookwatch guard kept of the outputs it trimmed, what the model got (sum of kept_chars of the trims stored since start).', (_c, s) => s.guard.keptChars);
-    perHook('gauge', 'hookwatch_hook_series_start_time_seconds', 'When this process created the hook\'s series (its counters count from then; with increase(), a series younger than the window counts whole).', (_c, s) => s.createdMs / 1000);
+    perHook('gauge', 'hookwatch_hook_series_start_time_seconds', 'When this process created the hook\'s series (its counters count from then; each was exposed at 0 in the first render that showed it).', (_c, s) => s.createdMs / 1000);
     perHook('gauge', 'hookwatch_hook_last_output_chars', `Largest output received in the last ${RECENT_OUTPUT_MS / 60_000} to ${(2 * RECENT_OUTPUT_MS) / 60_000} minutes (the newest execution's when none is that recent), so every output is seen by a scrape and max_over_time gives any window; absent when unknown.`, (_c, s) => this.lastOutput(s));
-    one('gauge', 'hookwatch_hook_series', 'Hooks with their own series (at most metrics.maxHookSeries).', () => this.series.size);
+    one('gauge', 'hookwatch_hook_series', 'Hooks with their own series (at most metrics.maxHookSeries).', () => render().series.length);
     one('gauge', 'hookwatch_hook_series_dropped', `Hooks left without a series because metrics.maxHookSeries was reached (saturates at ${MAX_TRACKED_DROPPED}); their events are in the overflow counters.`, () => this.dropped.size);
     one('counter', 'hookwatch_hook_overflow_executions_total', 'Executions of hooks left without a series (cardinality cap).', () => toCounters(this.overflow).executions);
     one('counter', 'hookwatch_hook_overflow_outputs_persisted_total', 'Persisted outputs of hooks left without a series (cardinality cap).', () => toCounters(this.overflow).outputsPersisted);

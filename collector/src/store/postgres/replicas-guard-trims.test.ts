@@ -61,6 +61,8 @@ it('each replica counts on /metrics the guard trims it stored: a report retried 
 
   const labels = { hook_id: hookId('PreToolUse', HOOK), hook_event: 'PreToolUse', hook_name: HOOK };
   const counted = async (r: Replica, name: string): Promise<number | undefined> => sampleValue(parseExposition(await (await fetch(`${r.httpUrl}/metrics`)).text()), name, labels);
+  // The first render showing the hook's series shows it at 0 (hook-metrics.ts); the next one counts.
+  expect(await counted(followers[0]!, 'hookwatch_hook_guard_trims_total')).toBe(0);
   expect(await counted(followers[0]!, 'hookwatch_hook_guard_trims_total')).toBe(2);
   expect(await counted(followers[0]!, 'hookwatch_hook_guard_sent_chars_total')).toBe(36_000);
   // Nothing new was stored there or on the leader: no trim counted, no series made for it.
