@@ -5,12 +5,12 @@
  * firing while the output is in its window, whatever became of the process that counted it.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { HookMetrics } from '../collector/src/pipeline/hook-metrics.ts';
+import { HookMetrics, RELEASE_IDLE_MS } from '../collector/src/pipeline/hook-metrics.ts';
 import { MetricsRegistry } from '../collector/src/telemetry/metrics.ts';
 import { FakeClock, hookEvent } from '../collector/test/support/alerting.ts';
 import { hasPromtool, parseExposition } from '../collector/test/support/prometheus-text.ts';
@@ -125,6 +125,16 @@ async function outputThenRestart(nextInstance: string, minutes: number): Promise
   }
   return scraped;
 }
+
+describe('the release of an idle hook\'s series', () => {
+  it('waits longer than every window of rules.yml, so a series going stale changes no rule\'s result', () => {
+    const ms = { s: 1000, m: MINUTE, h: 3_600_000, d: 86_400_000 } as const;
+    const windows = [...readFileSync(RULES, 'utf8').matchAll(/\[(\d+)([smhd])\]/g)].map((m) => Number(m[1]) * ms[m[2] as keyof typeof ms]);
+    expect(windows.length).toBeGreaterThan(10);
+    expect(Math.max(...windows)).toBe(24 * 3_600_000);
+    expect(RELEASE_IDLE_MS).toBeGreaterThan(Math.max(...windows));
+  });
+});
 
 describe.skipIf(!hasPromtool)('per-hook series through the Prometheus rules (skipped only outside CI without promtool)', () => {
   for (const [what, instance] of [['a restart under the same instance', 'hookwatch-0:9318'], ['a pod replaced by one under a new instance', 'hookwatch-1:9318']] as const) {

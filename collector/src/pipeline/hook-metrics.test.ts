@@ -8,7 +8,7 @@ import { FakeClock, hookEvent } from '../../test/support/alerting.ts';
 import { parseExposition, sampleValue, type ParsedFamily } from '../../test/support/prometheus-text.ts';
 import type { GuardTrim } from '../store/guard-trims.ts';
 import { MetricsRegistry } from '../telemetry/metrics.ts';
-import { HookMetrics, RECENT_OUTPUT_MS } from './hook-metrics.ts';
+import { HookMetrics, RECENT_OUTPUT_MS, RELEASE_IDLE_MS } from './hook-metrics.ts';
 
 const HOOK = 'PreToolUse:Bash';
 
@@ -103,5 +103,39 @@ describe('a hook\'s series on /metrics', () => {
     // A series already shown counts an event at the next render.
     hooks.onIngested([hookEvent({ hookName: HOOK, timeMs: clock.t, additionalContextChars: 100, outputsPersisted: 0 })]);
     expect(counted(await scrape(metrics))).toEqual([2, 1, 1, 1]);
+  });
+
+  it('releases the series of a hook idle for RELEASE_IDLE_MS (longer than rules.yml\'s largest window), and gives its slot to a hook left without one', async () => {
+    const clock = new FakeClock(1_800_000_000_000);
+    const hooks = new HookMetrics({ maxSeries: 2, now: clock.now });
+    const metrics = new MetricsRegistry();
+    hooks.register(metrics);
+    const run = (hookName: string): void => hooks.onIngested([hookEvent({ hookName, timeMs: clock.t })]);
+    run('PreToolUse:mcp__a');
+    run('PreToolUse:mcp__b');
+    run('PreToolUse:mcp__c');
+    let f = await scrape(metrics);
+    expect([sampleValue(f, 'hookwatch_hook_series'), sampleValue(f, 'hookwatch_hook_series_dropped')]).toEqual([2, 1]);
+    expect(RELEASE_IDLE_MS).toBeGreaterThan(24 * 3_600_000);
+    // b keeps running; a goes idle.
+    clock.advance(RELEASE_IDLE_MS - 60_000);
+    run('PreToolUse:mcp__b');
+    f = await scrape(metrics);
+    expect(sampleValue(f, 'hookwatch_hook_executions_total', { hook_name: 'PreToolUse:mcp__a' })).toBe(1);
+    clock.advance(60_000);
+    f = await scrape(metrics);
+    // a is gone from every family; c, idle as long, no longer counts as left without a series.
+    expect([...f.values()].flatMap((x) => x.samples).filter((x) => x.labels['hook_name'] === 'PreToolUse:mcp__a')).toEqual([]);
+    expect(sampleValue(f, 'hookwatch_hook_executions_total', { hook_name: 'PreToolUse:mcp__b' })).toBe(2);
+    expect([sampleValue(f, 'hookwatch_hook_series'), sampleValue(f, 'hookwatch_hook_series_dropped')]).toEqual([1, 0]);
+    // The freed slot goes to the next new hook, shown at 0 first like any new series.
+    run('PreToolUse:mcp__d');
+    f = await scrape(metrics);
+    expect(sampleValue(f, 'hookwatch_hook_executions_total', { hook_name: 'PreToolUse:mcp__d' })).toBe(0);
+    expect((await scrape(metrics)).get('hookwatch_hook_executions_total')?.samples.map((x) => [x.labels['hook_name'], x.value])).toEqual([['PreToolUse:mcp__b', 2], ['PreToolUse:mcp__d', 1]]);
+    // a coming back finds the cap reached again: counted as dropped, in the overflow counters.
+    run('PreToolUse:mcp__a');
+    f = await scrape(metrics);
+    expect([sampleValue(f, 'hookwatch_hook_series'), sampleValue(f, 'hookwatch_hook_series_dropped'), sampleValue(f, 'hookwatch_hook_overflow_executions_total')]).toEqual([2, 1, 2]);
   });
 });

@@ -7,7 +7,9 @@
  * /api/v1/hooks answers. The same rollup arithmetic as the store (store/counters.ts) keeps them equal.
  *
  * Label cardinality is bounded: the first `maxSeries` hooks get their own series; events of any further hook
- * are added to the overflow counters and the number of such hooks is reported, never a new series.
+ * are added to the overflow counters and the number of such hooks is reported, never a new series. A hook idle
+ * for RELEASE_IDLE_MS gives its series up, so the slots of hooks gone (one `PreToolUse:<tool>` per MCP tool a
+ * team tried once) come back to hooks active now.
  *
  * A new series is on /metrics at 0 before it counts anything, as a client library's counter is before its first
  * increment: the events that made it are held until one render has shown the 0, so increase() has a sample to
@@ -53,6 +55,8 @@ interface HookSeries {
   createdMs: number;
   /** Whether a render of /metrics has shown the series; until one has, its counters show 0 (their counts held). */
   shown: boolean;
+  /** When the hook last had an event or a guard trim stored here (or its series was made). */
+  activeMs: number;
   /** `hookwatch guard` trims stored since then, and the sizes of their outputs before and after trimming. */
   guard: GuardCounts;
 }
@@ -75,6 +79,15 @@ function addTrim(g: GuardCounts, t: GuardTrim): void {
 const MAX_TRACKED_DROPPED = 100_000;
 
 /**
+ * How long a hook is idle before its series is released (gone from /metrics, its slot free for another hook), and
+ * a hook left without a series stops counting in hookwatch_hook_series_dropped. Longer than the largest window of
+ * deploy/prometheus/rules.yml (24 hours, hookwatch:hook_largest_output_chars:max24h; the alerts' are an hour at
+ * most), with an hour to spare: every window a rule looks through when the series goes stale holds no change of
+ * it, so its going makes no alert resolve, and the samples Prometheus stored keep counting in a longer range.
+ */
+export const RELEASE_IDLE_MS = 25 * 3_600_000;
+
+/**
  * How long each received output counts in hookwatch_hook_last_output_chars, at least. A gauge is only seen when
  * Prometheus scrapes it: holding only the newest execution's size, every execution but the last one between two
  * scrapes would be invisible to max_over_time (a hook that runs every few seconds would hide its near-cap
@@ -94,7 +107,8 @@ function largestOf(e: HookEvent): number | null {
 /** Per-hook counters with a cap on how many hooks get a labelled series. */
 export class HookMetrics implements IngestListener {
   private readonly series = new Map<string, HookSeries>();
-  private readonly dropped = new Set<string>();
+  /** Hooks left without a series, with when each last had an event or a trim. */
+  private readonly dropped = new Map<string, number>();
   private readonly overflow = emptyRow();
   private readonly overflowGuard = noGuardTrims();
   private readonly maxSeries: number;
@@ -110,9 +124,10 @@ export class HookMetrics implements IngestListener {
     const s: HookSeries = {
       labels: { hook_id: id, hook_event: hookEvent, hook_name: hookName }, row: emptyRow(), counters: undefined, lastLargest: null, lastTimeMs: -Infinity,
       recent: { slot: -Infinity, largest: -Infinity }, previous: { slot: -Infinity, largest: -Infinity }, createdMs: this.now(), guard: noGuardTrims(),
-      shown: false,
+      shown: false, activeMs: this.now(),
     };
     this.series.set(id, s);
+    this.dropped.delete(id);
     return s;
   }
 
@@ -130,23 +145,30 @@ export class HookMetrics implements IngestListener {
     }
   }
 
-  /** The hook's series, made if the cap allows; undefined once it is reached (the hook is counted as dropped). */
+  /**
+   * The hook's series, made if the cap allows (marked active now); undefined once it is reached (the hook is
+   * counted as dropped).
+   */
   private seriesFor(h: { hookId: string; hookEvent: string; hookName: string }): HookSeries | undefined {
-    const s = this.series.get(h.hookId);
-    if (s) return s;
-    if (this.series.size >= this.maxSeries) {
-      if (this.dropped.size < MAX_TRACKED_DROPPED) this.dropped.add(h.hookId);
-      return undefined;
+    const now = this.now();
+    const s = this.series.get(h.hookId) ?? (this.series.size < this.maxSeries ? this.newSeries(h.hookId, h.hookEvent, h.hookName) : undefined);
+    if (s) {
+      s.activeMs = now;
+      return s;
     }
-    return this.newSeries(h.hookId, h.hookEvent, h.hookName);
+    if (this.dropped.has(h.hookId) || this.dropped.size < MAX_TRACKED_DROPPED) this.dropped.set(h.hookId, now);
+    return undefined;
   }
 
   /**
-   * The series of one render, read once per render by every family (metrics.perScrape): the series no render has
-   * shown yet are listed as held, their counters at 0 in this render, so all families show one moment. From the
-   * next render on they show their counts.
+   * The series of one render, read once per render by every family (metrics.perScrape): hooks idle for
+   * RELEASE_IDLE_MS are released first, and the series no render has shown yet are listed as held, their counters
+   * at 0 in this render, so all families show one moment. From the next render on they show their counts.
    */
   private beginRender(): { series: HookSeries[]; held: ReadonlySet<HookSeries> } {
+    const now = this.now();
+    for (const [id, s] of this.series) if (now - s.activeMs >= RELEASE_IDLE_MS) this.series.delete(id);
+    for (const [id, at] of this.dropped) if (now - at >= RELEASE_IDLE_MS) this.dropped.delete(id);
     const held = new Set<HookSeries>();
     for (const s of this.series.values()) {
       if (s.shown) continue;
@@ -243,8 +265,11 @@ export class HookMetrics implements IngestListener {
     perHook('counter', 'hookwatch_hook_guard_kept_chars_total', 'Characters hookwatch guard kept of the outputs it trimmed, what the model got (sum of kept_chars of the trims stored since start).', (_c, s) => s.guard.keptChars);
     perHook('gauge', 'hookwatch_hook_series_start_time_seconds', 'When this process created the hook\'s series (its counters count from then; each was exposed at 0 in the first render that showed it).', (_c, s) => s.createdMs / 1000);
     perHook('gauge', 'hookwatch_hook_last_output_chars', `Largest output received in the last ${RECENT_OUTPUT_MS / 60_000} to ${(2 * RECENT_OUTPUT_MS) / 60_000} minutes (the newest execution's when none is that recent), so every output is seen by a scrape and max_over_time gives any window; absent when unknown.`, (_c, s) => this.lastOutput(s));
-    one('gauge', 'hookwatch_hook_series', 'Hooks with their own series (at most metrics.maxHookSeries).', () => render().series.length);
-    one('gauge', 'hookwatch_hook_series_dropped', `Hooks left without a series because metrics.maxHookSeries was reached (saturates at ${MAX_TRACKED_DROPPED}); their events are in the overflow counters.`, () => this.dropped.size);
+    one('gauge', 'hookwatch_hook_series', `Hooks with their own series (at most metrics.maxHookSeries; a hook idle for ${RELEASE_IDLE_MS / 3_600_000} hours gives its series up).`, () => render().series.length);
+    one('gauge', 'hookwatch_hook_series_dropped', `Hooks active in the last ${RELEASE_IDLE_MS / 3_600_000} hours left without a series because metrics.maxHookSeries was reached (saturates at ${MAX_TRACKED_DROPPED}); their events are in the overflow counters.`, () => {
+      render();
+      return this.dropped.size;
+    });
     one('counter', 'hookwatch_hook_overflow_executions_total', 'Executions of hooks left without a series (cardinality cap).', () => toCounters(this.overflow).executions);
     one('counter', 'hookwatch_hook_overflow_outputs_persisted_total', 'Persisted outputs of hooks left without a series (cardinality cap).', () => toCounters(this.overflow).outputsPersisted);
     one('counter', 'hookwatch_hook_overflow_guard_trims_total', 'Outputs trimmed by hookwatch guard of hooks left without a series (cardinality cap).', () => this.overflowGuard.trims);

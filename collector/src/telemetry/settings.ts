@@ -11,7 +11,7 @@ export const TELEMETRY_SETTINGS: readonly Setting[] = [
   },
   {
     key: 'metrics.maxHookSeries', env: 'HOOKWATCH_METRICS_MAX_HOOK_SERIES', type: 'int', default: 500, min: 0, max: 100_000,
-    description: 'Most hooks given their own labelled series on /metrics; events of further hooks go to overflow counters and hookwatch_hook_series_dropped counts them, so a flood of hook names cannot explode Prometheus.',
+    description: 'Most hooks given their own labelled series on /metrics; events of further hooks go to overflow counters and hookwatch_hook_series_dropped counts them, so a flood of hook names cannot explode Prometheus. A hook idle for 25 hours gives its series up, and its slot goes to the next hook without one.',
   },
 ];
 
