@@ -94,7 +94,6 @@ const NOT_CHARTED = new Map<string, string>([
   ['hookwatch_hook_largest_output_chars', 'since start only; hookwatch_hook_last_output_chars with max_over_time gives any window'],
   ['hookwatch_hook_guard_kept_chars_total', 'what guard keeps is its own limit, about the same for every trim; the largest output against the cap shows what the model got'],
   ['hookwatch_hook_series', 'the cap at work is charted as hooks without a series (hookwatch_hook_series_dropped)'],
-  ['hookwatch_hook_overflow_*_total', 'the hooks past the cap are charted as hooks without a series (hookwatch_hook_series_dropped)'],
   ['hookwatch_alertmanager_renewals_total', 'HookwatchAlertmanagerUnreachable alerts on its failures'],
   ['hookwatch_ingest_batches_total', 'OTLP requests and log records received chart the same flow; HookwatchNoTelemetry alerts when it stops'],
   ['hookwatch_hook_events_stored_total', 'log records received by kind chart what reaches the store'],
@@ -118,7 +117,6 @@ const NOT_CHARTED = new Map<string, string>([
   ['hookwatch_cluster_leader_epoch', 'changes of leader: GET /api/v1/cluster and the dashboard\'s Replicas panel show them'],
   ['hookwatch_cluster_replica_heartbeat_timestamp_seconds', 'GET /api/v1/cluster and the dashboard\'s Replicas panel show each replica\'s heartbeat'],
   ['hookwatch_build_info', 'the version: a fact, not a trend'],
-  ['process_*', 'the process\'s memory and CPU: the standard node exporter dashboards chart them'],
 ]);
 
 /** The family a sample name belongs to (a histogram's _bucket, _sum, _count). */
@@ -379,6 +377,24 @@ describe('Grafana dashboard', () => {
     const bars = all.filter((x) => x.where.startsWith('panel "Persisted vs success per hook"'));
     expect(bars).toHaveLength(2);
     for (const q of bars) expectSamples(q, series, '5m', [{ labels: '{hook_name="SessionStart:audit"}', value: 1 }]);
+  });
+
+  it.skipIf(!hasPromtool)('counts the persisted outputs of hooks without a series beside the others, across a restart (skipped only outside CI without promtool)', () => {
+    // A hook with a series persists one output at 5m; a hook past metrics.maxHookSeries two at 6m, on a replica
+    // that restarts at 8m30s (its overflow counter back at 0, a new start time).
+    const labels = { job: 'hookwatch', instance: 'hookwatch-0:9318', hook_id: '4', hook_event: 'SessionStart', hook_name: 'SessionStart:audit' };
+    const replica = labelsOf({ job: 'hookwatch', instance: 'hookwatch-1:9318' });
+    const series = [
+      { series: `hookwatch_hook_outputs_persisted_total${labelsOf(labels)}`, values: '0x4 1x30' },
+      { series: `hookwatch_hook_series_start_time_seconds${labelsOf(labels)}`, values: '-3600x34' },
+      { series: `hookwatch_hook_overflow_outputs_persisted_total${replica}`, values: '0x5 2x2 0x30' },
+      { series: `process_start_time_seconds${replica}`, values: '-3600x7 510x30' },
+    ];
+    const stat = all.filter((x) => x.where.startsWith('panel "Outputs persisted in range"'));
+    expect(stat.map((q) => q.where)).toEqual(['panel "Outputs persisted in range" A', 'panel "Outputs persisted in range" B']);
+    const [withSeries, without] = stat;
+    expectSamples(withSeries, series, '20m', [{ labels: '{}', value: 1 }]);
+    expectSamples(without, series, '20m', [{ labels: '{}', value: 2 }]);
   });
 
   it.skipIf(!hasPromtool)('counts the executions and blind executions a new hook\'s series held when it appeared (skipped only outside CI without promtool)', () => {
