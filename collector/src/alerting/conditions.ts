@@ -48,7 +48,7 @@ function lateTimes(late: Pick<ArrivalCounters, 'firstEventMs' | 'lastEventMs'>):
  * bounds ("at least") and its headroom an upper one ("at most"); unknown is never read as zero. Empty for a hook
  * whose every execution was measured.
  */
-function blindness(c: HookCounters): { atLeast: string; atMost: string; note: string; sentence: string; annotations: Annotations } {
+function blindness(c: Pick<HookCounters, 'executions' | 'sizeUnknownExecutions'>): { atLeast: string; atMost: string; note: string; sentence: string; annotations: Annotations } {
   const n = c.sizeUnknownExecutions;
   if (n <= 0) return { atLeast: '', atMost: '', note: '', sentence: '', annotations: {} };
   const note = `${fmt(n)} of ${plural(c.executions, 'execution')} carried no size data`;
@@ -190,6 +190,32 @@ export function headroomCondition(rule: Pick<RuleConfig, 'windowMs' | 'threshold
     description: `Past the cap the model gets a ~${fmt(PREVIEW_CHARS)}-character preview instead. Sizes are sums over the hooks that ran, so this is an upper bound of the largest single output. ${NEAR_ACTION}`,
     largest_output: String(max),
     headroom: String(OUTPUT_CAP_CHARS - max),
+    ...b.annotations,
+  };
+}
+
+/** What overCapCondition reads of a hook's window: its counts, and its largest output (null: none measured). */
+export type OverCapCounters = Pick<HookCounters, 'executions' | 'sizeUnknownExecutions' | 'outputsPersisted' | 'executionsWithPersisted'> & { largest: number | null };
+
+/**
+ * headroom, growth: the hook went over the cap in the window (outputs persisted, reported or measured), which is a
+ * `persisted` rule's. What their alert says then: held for a persisted alert still pending, or raised on its own
+ * when no persisted rule can fire on it (rules.ts RuleContext.persistedFires). `limit`: the headroom rule's alert
+ * threshold in characters, named as its other summaries name it.
+ */
+export function overCapCondition(c: OverCapCounters, scope: string, windowMs: number, limit?: number): Annotations {
+  const max = c.largest;
+  const b = blindness(c);
+  // Executions measured over the cap count one output each (the client did not report how many): at least that many.
+  const measured = measuredOnly(c) > 0;
+  const outputs = measured ? persistedAtLeast(c) : c.outputsPersisted;
+  const atLeast = b.atLeast || (measured ? 'at least ' : '');
+  const largest = max !== null && max > OUTPUT_CAP_CHARS ? `; largest output ${b.atLeast}${fmt(max)} characters, ${b.atLeast}${fmt(max - OUTPUT_CAP_CHARS)} over the cap` : '';
+  return {
+    summary: `${scope}: ${atLeast}${plural(outputs, 'output')} over the ${fmt(OUTPUT_CAP_CHARS)}-character cap in the last ${windowText(windowMs)}, saved to a file: the model got a ~${fmt(PREVIEW_CHARS)}-character preview instead${largest}${limit === undefined ? '' : ` (alert above ${fmt(limit)})`}.`,
+    description: `The hook went over the cap, which a \`persisted\` rule alerts on.${b.sentence} ${PERSISTED_ACTION}`,
+    ...(measured ? {} : { outputs_persisted: String(c.outputsPersisted) }),
+    ...(max !== null ? { largest_output: String(max) } : {}),
     ...b.annotations,
   };
 }

@@ -21,7 +21,7 @@ import { applyEvaluation, MAX_ALERTS_PER_RULE, type RuleOutcome } from './evalua
 import { fingerprint, restoredAlert, type Transition } from './lifecycle.ts';
 import { lastNotifiedAt, markNotified, markSuperseded, noteLastNotified, planForOwedReceivers, planNotifications, rulesToRead, supersedes } from './notification-plan.ts';
 import { AlertReadModel } from './read-model.ts';
-import { evaluateRule, evaluatesOnIngest, readGuardNoteSince, readsGuardTrims, ruleTriggeredBy, withEvidence } from './rules.ts';
+import { evaluateRule, evaluatesOnIngest, persistedCanFire, readGuardNoteSince, readsGuardTrims, ruleTriggeredBy, withEvidence } from './rules.ts';
 import { Silences } from './silencing.ts';
 import { alwaysLeader, type AlertStateStore, type LeaderElector } from './state/store.ts';
 import { pauseEvery, type Pause } from '../paced.ts';
@@ -39,6 +39,11 @@ export interface AlertEngineOptions {
   now?: () => number;
   /** Alertmanager repeat_interval: a still-firing alert is notified again after this long. */
   repeatIntervalMs: number;
+  /**
+   * alerting.evaluationInterval, whether or not this engine runs the timer: whether a persisted rule can fire on an
+   * output over the cap depends on it (rules.ts persistedCanFire). None: 0.
+   */
+  evaluationIntervalMs?: number;
   /** How long resolved alerts stay listed (and their attempts kept). */
   resolvedRetentionMs?: number;
   leader?: LeaderElector;
@@ -359,7 +364,7 @@ export class AlertEngine implements IngestListener {
     const leads = this.leader.isLeader();
     for (const name of this.addedReceivers) if (!names.has(name) || !leads) this.addedReceivers.delete(name);
     if (leads) for (const name of names) if (!this.opts.receivers.some((r) => r.name === name)) this.addedReceivers.add(name);
-    this.opts = { ...this.opts, rules: next.rules, receivers: next.receivers, repeatIntervalMs: next.repeatIntervalMs };
+    this.opts = { ...this.opts, rules: next.rules, receivers: next.receivers, repeatIntervalMs: next.repeatIntervalMs, evaluationIntervalMs: next.evaluationIntervalMs };
     // Triggered rules that no longer exist are not evaluated.
     for (const name of this.ingestRules) if (!next.rules.some((r) => r.name === name)) this.ingestRules.delete(name);
     if (this.timer && !this.stopRequested && this.timerIntervalMs !== next.evaluationIntervalMs) this.startTimer(next.evaluationIntervalMs);
@@ -710,12 +715,13 @@ export class AlertEngine implements IngestListener {
     if (scope === 'ingest') this.ingestRules = new Set();
     const due = (r: RuleConfig): boolean => scope === 'all' || (scope === 'ingest' ? triggered.has(r.name) : typeof scope === 'object' && scope.reload.has(r.name));
     const rules = rulesToRead(configured, due);
+    const persistedFires = persistedCanFire(configured, this.opts.evaluationIntervalMs ?? 0);
     const outcomes: RuleOutcome[] = [];
     for (const rule of rules) {
       await pause();
       try {
         const active = this.set.activeOf(rule.name);
-        const candidates = await evaluateRule(rule, { store: this.opts.store, now, pause, active: [...active.values()] });
+        const candidates = await evaluateRule(rule, { store: this.opts.store, now, pause, active: [...active.values()], persistedFires });
         // When the evidence begins, for the links of the alerts that become active now, and what guard trimmed of
         // their hooks (those past the rule's limit are dropped, unread).
         const isNew = (c: { labels: Record<string, string> }): boolean => !active.has(fingerprint(c.labels));

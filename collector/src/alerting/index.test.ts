@@ -888,10 +888,10 @@ describe('other rule kinds', () => {
     expect(h.notes()).toEqual([expect.objectContaining({ alertname: 'persisted_ratio', hook: 'SessionStart:startup', at: 0 })]);
   });
 
-  it('headroom: a hook above 80% of the cap, but not one already over it, nor a small one', async () => {
-    const h = await harness([{ kind: 'headroom' }]);
+  it('headroom: a hook above 80% of the cap, but not one already over it (a persisted rule\'s), nor a small one', async () => {
+    const h = await harness([{ kind: 'headroom' }, { kind: 'persisted' }]);
     await h.push({ hookName: 'PreToolUse:Bash', additionalContextChars: 8_500, stdoutChars: 8_550, outputsPersisted: 0 }, over, fine);
-    const notes = h.notes();
+    const notes = h.notes().filter((n) => n.alertname === 'headroom');
     expect(notes.map((n) => n.hook)).toEqual(['PreToolUse:Bash']);
     expect(h.alerting.engine.alerts()[0]?.annotations['headroom']).toBe(String(10_000 - 8_550));
   });
@@ -966,7 +966,7 @@ describe('other rule kinds', () => {
     const overCap = { hookName: 'PreToolUse:Bash', stdoutChars: 12_100, additionalContextChars: 12_000, outputsPersisted: 1 };
 
     it('keeps the headroom alert firing until the persisted alert fires, then resolves it as superseded', async () => {
-      const h = await harness([{ kind: 'persisted', window: '1m', for: '1m' }, { kind: 'headroom', window: '1m' }]);
+      const h = await harness([{ kind: 'persisted', window: '2m', for: '1m' }, { kind: 'headroom', window: '2m' }]);
       await h.push(near);
       h.clock.advance(4_000);
       await h.push(overCap);
@@ -983,7 +983,7 @@ describe('other rule kinds', () => {
     });
 
     it('a Slack channel never reads [RESOLVED] for it', async () => {
-      const h = await harness([{ kind: 'persisted', window: '1m', for: '1m' }, { kind: 'headroom', window: '1m' }], { receiverType: 'slack' });
+      const h = await harness([{ kind: 'persisted', window: '2m', for: '1m' }, { kind: 'headroom', window: '2m' }], { receiverType: 'slack' });
       await h.push(near);
       h.clock.advance(4_000);
       await h.push(overCap);
@@ -997,7 +997,8 @@ describe('other rule kinds', () => {
     });
 
     it('keeps the headroom alert firing when the persisted alert drops without firing, for as long as the output over the cap is in its window', async () => {
-      // The persisted rule's `for` outlasts the output in its window: it never fires.
+      // The persisted rule's `for` outlasts the output in its window: it never fires on it, and the headroom alert is
+      // the one that says the hook went over the cap.
       const h = await harness([{ kind: 'persisted', window: '1m', for: '10m' }, { kind: 'headroom', window: '5m' }]);
       await h.push(near);
       h.clock.advance(4_000);
@@ -1010,6 +1011,72 @@ describe('other rule kinds', () => {
       const notes = h.notes();
       expect(notes.map((n) => [n.status, n.alertname])).toEqual([['firing', 'headroom'], ['resolved', 'headroom']]);
       expect(notes[1]?.at).toBeGreaterThanOrEqual(4_000 + 5 * MIN);
+    });
+  });
+
+  describe('a hook that keeps going over the cap with no persisted rule that can fire on it', () => {
+    const near = { hookName: 'PreToolUse:Bash', stdoutChars: 9_000, outputsPersisted: 0 };
+    const overCap = { hookName: 'PreToolUse:Bash', stdoutChars: 24_100, outputsPersisted: 1 };
+    const OVER = 'PreToolUse:Bash: 1 output over the 10,000-character cap in the last 5m, saved to a file: the model got a ~2,000-character preview instead; largest output 24,100 characters, 14,100 over the cap (alert above 8,000).';
+
+    it.each([
+      ['no persisted rule', []],
+      // Its `for` outlasts its window: it never fires on one output over the cap.
+      ['a persisted rule whose for outlasts its window', [{ kind: 'persisted', window: '1m', for: '2m' }]],
+    ])('headroom, %s: the alert says the hook went over the cap, and every repeat says so', async (_, persisted) => {
+      const h = await harness([...persisted, { kind: 'headroom', window: '5m' }], { repeatIntervalMs: 20 * MIN });
+      await h.push(near);
+      for (let i = 0; i < 12; i++) {
+        await h.run(5 * MIN);
+        await h.push(overCap);
+      }
+      const sent = supersedeTrail(h).filter((x) => x[1] === 'headroom');
+      expect(sent.map((x) => x[0])).toEqual(['firing', 'firing', 'firing', 'firing']);
+      expect(sent[0]?.[3]).toBe('PreToolUse:Bash: largest output in the last 5m is 9,000 characters, 1,000 below the 10,000-character cap (alert above 8,000).');
+      expect(sent.slice(1).map((x) => x[3])).toEqual([OVER, OVER, OVER]);
+      // The output before the last has left the window.
+      await h.run(2 * MIN);
+      const a = h.alerting.engine.alerts().find((x) => x.rule === 'headroom');
+      expect(a?.state).toBe('firing');
+      expect(a?.annotations).toMatchObject({ summary: OVER, largest_output: '24100', outputs_persisted: '1' });
+    });
+
+    it('headroom: a hook first seen over the cap raises the alert, over the cap', async () => {
+      const h = await harness([{ kind: 'headroom', window: '5m' }]);
+      await h.push(overCap);
+      expect(supersedeTrail(h)).toEqual([['firing', 'headroom', null, OVER]]);
+    });
+
+    it('growth: an alert on a hook that goes over the cap says so instead of its stale trend', async () => {
+      const start = T0 - 3 * DAY;
+      const h = await harness([{ kind: 'growth', horizonDays: 14 }], { start: T0, repeatIntervalMs: HOUR });
+      await h.pushAt([5000, 6000, 7000, 8000].map((v, i) => ({ hookName: 'Stop', stdoutChars: v, outputsPersisted: 0, timeMs: start + i * DAY })));
+      await h.run(TICK);
+      expect(h.notes().map((n) => [n.status, n.alertname])).toEqual([['firing', 'growth']]);
+      await h.push({ hookName: 'Stop', stdoutChars: 12_000, outputsPersisted: 1 });
+      await h.run(HOUR);
+      const sent = supersedeTrail(h);
+      expect(sent.map((x) => x[0])).toEqual(['firing', 'firing']);
+      expect(sent[1]?.[3]).toBe('Stop: 1 output over the 10,000-character cap in the last 14d, saved to a file: the model got a ~2,000-character preview instead; largest output 12,000 characters, 2,000 over the cap.');
+    });
+  });
+
+  describe('a held alert of a hook over the cap, its persisted alert pending', () => {
+    it('says the hook went over the cap, never what it said below it', async () => {
+      const h = await harness([{ kind: 'persisted', window: '10m', for: '5m' }, { kind: 'headroom', window: '5m' }], { repeatIntervalMs: 2 * MIN });
+      await h.push({ hookName: 'PreToolUse:Bash', stdoutChars: 9_000, outputsPersisted: 0 });
+      h.clock.advance(TICK);
+      await h.push({ hookName: 'PreToolUse:Bash', stdoutChars: 24_100, outputsPersisted: 1 });
+      expect(h.alerting.engine.alerts().map((a) => [a.rule, a.state]).sort()).toEqual([['headroom', 'firing'], ['persisted', 'pending']]);
+      await h.run(2 * MIN + TICK);
+      const sent = supersedeTrail(h);
+      expect(sent.map((x) => x.slice(0, 2))).toEqual([['firing', 'headroom'], ['firing', 'headroom']]);
+      expect(sent[1]?.[3]).toBe('PreToolUse:Bash: 1 output over the 10,000-character cap in the last 5m, saved to a file: the model got a ~2,000-character preview instead; largest output 24,100 characters, 14,100 over the cap (alert above 8,000).');
+      await h.run(3 * MIN);
+      const after = supersedeTrail(h).slice(2);
+      expect(after.map((x) => x.slice(0, 3))).toEqual([['firing', 'headroom', null], ['firing', 'persisted', null], ['resolved', 'headroom', 'persisted']]);
+      expect(after[0]?.[3]).toBe(sent[1]?.[3]);
+      expect(after[2]?.[3]).toBe(`Superseded: the hook went over the cap (alert persisted is firing). ${sent[1]?.[3]}`);
     });
   });
 

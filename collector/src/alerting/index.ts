@@ -145,6 +145,7 @@ export async function startAlerting(opts: AlertingOptions): Promise<Alerting> {
     logger,
     now,
     repeatIntervalMs: config.repeatIntervalMs,
+    evaluationIntervalMs: config.evaluationIntervalMs,
     ...(opts.leader ? { leader: opts.leader } : {}),
     ...(opts.shared ? { shared: true } : {}),
     ...(opts.evaluationSliceMs === undefined ? {} : { sliceMs: opts.evaluationSliceMs }),

@@ -90,7 +90,17 @@ export function stepRule(rule: Pick<RuleConfig, 'name' | 'forMs' | 'keepFiringFo
     // Held: what was measured does not meet the condition, the executions without size data may. An active alert
     // stays as it is, a pending one does not advance to firing, and none is raised.
     if (c.held) {
-      if (a) seen.add(fp);
+      if (a) {
+        seen.add(fp);
+        // Over the cap, waiting for a persisted alert to fire: it says so, never what it said below the cap.
+        if (c.overCap && Object.keys(c.annotations).length > 0) {
+          const annotations = keptAnnotations(a, c);
+          if (JSON.stringify(a.annotations) !== JSON.stringify(annotations)) {
+            a.annotations = annotations;
+            step.upsert.push(a);
+          }
+        }
+      }
       continue;
     }
     // Ended: an active alert takes the annotations that say why, and resolves below as one whose condition cleared.

@@ -11,7 +11,7 @@ import { chartStepForSpan } from '../../../shared/src/chart-step.ts';
 import { isOverflowHook, type HookEvent } from '../hooks/model.ts';
 import { totalCounters } from '../store/counters.ts';
 import type { ArrivalCounters, FleetBucket, HookInfo, Store } from '../store/store.ts';
-import { blindCondition, expiredHookAnnotations, growthCondition, guardTrimsNote, headroomCondition, hookLimitCondition, mayHoldUnmeasured, neverCompletedCondition, persistedCondition, quietFeedCondition, quietHookCondition, ratioCondition, ratioMayHold } from './conditions.ts';
+import { blindCondition, expiredHookAnnotations, growthCondition, guardTrimsNote, headroomCondition, hookLimitCondition, mayHoldUnmeasured, neverCompletedCondition, overCapCondition, persistedCondition, type OverCapCounters, quietFeedCondition, quietHookCondition, ratioCondition, ratioMayHold } from './conditions.ts';
 import { dimensionLabel, type RuleConfig } from './settings.ts';
 import type { AlertRecord } from './model.ts';
 import type { Pause } from '../paced.ts';
@@ -41,10 +41,11 @@ export interface Candidate {
    */
   held?: true;
   /**
-   * `headroom`, `growth`: the hook went over the cap in the window, which is a `persisted` rule's. An active alert
-   * of these labels resolves (as superseded: notification-plan.ts markSuperseded) once a `persisted` alert of its
-   * hook fires, and stays as it is until then (held): one pending for its `for`, or one that clears before it fires,
-   * leaves it firing instead of sending an all-clear for a hook that got worse. None is raised.
+   * `headroom`, `growth`: the hook went over the cap in the window, which is a `persisted` rule's (one is configured
+   * that can fire on it: RuleContext.persistedFires). An active alert of these labels resolves (as superseded:
+   * notification-plan.ts markSuperseded) once a `persisted` alert of its hook fires, and stays firing until then
+   * (held), taking these annotations, which say the hook went over the cap: one pending for its `for`, or one that
+   * clears before it fires, leaves it firing instead of sending an all-clear for a hook that got worse. None is raised.
    */
   overCap?: true;
   /**
@@ -67,6 +68,21 @@ export interface RuleContext {
    * left the window. None given: none.
    */
   active?: readonly AlertRecord[];
+  /**
+   * Whether a configured `persisted` rule can fire on a hook's output over the cap (its `for` and a timed evaluation
+   * fit in its window): `headroom` and `growth` then leave a hook over the cap to it (Candidate.overCap). Without
+   * one, their condition holds on such a hook, saying it went over the cap, so someone is told. None given: none.
+   */
+  persistedFires?: boolean;
+}
+
+/**
+ * Whether `rules` hold a `persisted` rule that can fire on one output over the cap: an evaluation evaluationInterval
+ * apart from the last finds the output still in its window once its `for` has passed. One whose `for` does not fit
+ * fires only while the hook keeps going over, and may never.
+ */
+export function persistedCanFire(rules: readonly Pick<RuleConfig, 'kind' | 'forMs' | 'windowMs'>[], evaluationIntervalMs: number): boolean {
+  return rules.some((r) => r.kind === 'persisted' && r.forMs + evaluationIntervalMs <= r.windowMs);
 }
 
 const DAY = 86_400_000;
@@ -207,7 +223,7 @@ async function* inSlices<H extends { info: HookInfo }, A>(hooks: readonly H[], r
  * whether the hook went over the cap (Candidate.overCap), else `mayHold` whether it may hold among the executions
  * without size data (Candidate.held): those label sets come last.
  */
-async function perHook(rule: RuleConfig, ctx: RuleContext, fromMs: number, toMs: number, cond: HookCondition, evidence: Evidence, mayHold?: (c: HookCounters) => boolean, overCap?: (c: HookCounters) => boolean): Promise<Candidate[]> {
+async function perHook(rule: RuleConfig, ctx: RuleContext, fromMs: number, toMs: number, cond: HookCondition, evidence: Evidence, mayHold?: (c: HookCounters) => boolean, overCap?: (c: HookCounters, scope: string) => Record<string, string> | null): Promise<Candidate[]> {
   const counters = [...(await ctx.store.hookCounters({ fromMs, toMs })).values()];
   const out: Candidate[] = [];
   const held: Candidate[] = [];
@@ -215,9 +231,11 @@ async function perHook(rule: RuleConfig, ctx: RuleContext, fromMs: number, toMs:
   if (!groupBy) {
     for (const c of counters) {
       await ctx.pause?.();
-      const annotations = cond(c, c.info, scopeText(rule, c.info, undefined));
+      const scope = scopeText(rule, c.info, undefined);
+      const annotations = cond(c, c.info, scope);
+      const over = annotations ? null : overCap?.(c, scope);
       if (annotations) out.push({ labels: hookLabels(rule, c.info), annotations, hookId: c.info.id, readEvidence: evidenceReader(ctx, c.info.id, fromMs, toMs, evidence) });
-      else if (overCap?.(c)) held.push({ labels: hookLabels(rule, c.info), annotations: {}, hookId: c.info.id, overCap: true });
+      else if (over) held.push({ labels: hookLabels(rule, c.info), annotations: over, hookId: c.info.id, overCap: true });
       else if (mayHold?.(c)) held.push({ labels: hookLabels(rule, c.info), annotations: {}, hookId: c.info.id, held: true });
     }
     return [...out, ...held];
@@ -227,10 +245,12 @@ async function perHook(rule: RuleConfig, ctx: RuleContext, fromMs: number, toMs:
     for (const c of some) {
       await ctx.pause?.();
       for (const row of breakdowns.get(c.info.id) ?? []) {
-        const annotations = cond(row, c.info, scopeText(rule, c.info, row.value), row.value);
+        const scope = scopeText(rule, c.info, row.value);
+        const annotations = cond(row, c.info, scope, row.value);
+        const over = annotations ? null : overCap?.(row, scope);
         // A filter on '' matches the events without the dimension, the row '' counts.
         if (annotations) out.push({ labels: groupLabels(rule, c.info, row.value), annotations, hookId: c.info.id, readEvidence: evidenceReader(ctx, c.info.id, fromMs, toMs, evidence, { [groupBy]: row.value }) });
-        else if (overCap?.(row)) held.push({ labels: groupLabels(rule, c.info, row.value), annotations: {}, hookId: c.info.id, overCap: true });
+        else if (over) held.push({ labels: groupLabels(rule, c.info, row.value), annotations: over, hookId: c.info.id, overCap: true });
         else if (mayHold?.(row)) held.push({ labels: groupLabels(rule, c.info, row.value), annotations: {}, hookId: c.info.id, held: true });
       }
     }
@@ -325,9 +345,14 @@ function persistedRatio(rule: RuleConfig, ctx: RuleContext): Promise<Candidate[]
 async function headroom(rule: RuleConfig, ctx: RuleContext): Promise<Candidate[]> {
   const fromMs = windowStartMs(rule, ctx.now);
   const toMs = ctx.now + FUTURE_SKEW_MS;
-  // A hook over the cap is the persisted rule's: its headroom alert resolves as superseded once a persisted alert
-  // of the hook fires, and stays until then (Candidate.overCap).
-  return guarded(rule, ctx, fromMs, toMs, await perHook(rule, ctx, fromMs, toMs, (c, _info, scope) => headroomCondition(rule, c, scope), (b) => (largestOutput(b) ?? 0) > rule.threshold * OUTPUT_CAP_CHARS, mayHoldUnmeasured, persistedEvidence));
+  const limit = rule.threshold * OUTPUT_CAP_CHARS;
+  const over = (c: HookCounters, scope: string): Record<string, string> | null => (persistedEvidence(c) ? overCapCondition({ ...c, largest: largestOutput(c) }, scope, rule.windowMs, limit) : null);
+  // A hook over the cap is a persisted rule's: its headroom alert resolves as superseded once a persisted alert of
+  // the hook fires, and stays until then (Candidate.overCap). With no persisted rule that can fire, it is this
+  // rule's, and says the hook went over the cap.
+  const cond: HookCondition = (c, _info, scope) => headroomCondition(rule, c, scope) ?? (ctx.persistedFires ? null : over(c, scope));
+  const evidence: Evidence = (b) => (largestOutput(b) ?? 0) > limit || persistedEvidence(b);
+  return guarded(rule, ctx, fromMs, toMs, await perHook(rule, ctx, fromMs, toMs, cond, evidence, mayHoldUnmeasured, over));
 }
 
 function neverCompleted(rule: RuleConfig, ctx: RuleContext): Promise<Candidate[]> {
@@ -336,18 +361,36 @@ function neverCompleted(rule: RuleConfig, ctx: RuleContext): Promise<Candidate[]
   return perHook(rule, ctx, toMs - rule.windowMs, toMs, (c, _info, scope) => neverCompletedCondition(rule, c, scope), (b) => b.starts > 0);
 }
 
+/** A hook's daily series summed, as overCapCondition reads it. */
+function seriesTotals(series: readonly FleetBucket[]): OverCapCounters {
+  const t: OverCapCounters = { executions: 0, sizeUnknownExecutions: 0, outputsPersisted: 0, executionsWithPersisted: 0, largest: null };
+  for (const b of series) {
+    t.executions += b.executions;
+    t.sizeUnknownExecutions += b.sizeUnknownExecutions;
+    t.outputsPersisted += b.outputsPersisted;
+    t.executionsWithPersisted += b.executionsWithPersisted;
+    if (b.largest !== null) t.largest = Math.max(t.largest ?? 0, b.largest);
+  }
+  return t;
+}
+
 async function growth(rule: RuleConfig, ctx: RuleContext): Promise<Candidate[]> {
   const fromMs = windowStartMs(rule, ctx.now);
   const toMs = ctx.now + FUTURE_SKEW_MS;
   const counters = await ctx.store.hookCounters({ fromMs, toMs });
   const out: Candidate[] = [];
   const held: Candidate[] = [];
-  // A hook over the cap is the persisted rule's: its growth alert resolves as superseded once a persisted alert of
-  // the hook fires, and stays until then (Candidate.overCap).
-  const overCap = (info: HookInfo): Candidate => ({ labels: hookLabels(rule, info), annotations: {}, hookId: info.id, overCap: true });
+  // A hook over the cap is a persisted rule's: its growth alert resolves as superseded once a persisted alert of the
+  // hook fires, and stays until then (Candidate.overCap). With no persisted rule that can fire, it is this rule's,
+  // and says the hook went over the cap.
+  const overCap = (c: OverCapCounters, info: HookInfo): void => {
+    const annotations = overCapCondition(c, info.hookName, rule.windowMs);
+    if (ctx.persistedFires) held.push({ labels: hookLabels(rule, info), annotations, hookId: info.id, overCap: true });
+    else out.push({ labels: hookLabels(rule, info), annotations, hookId: info.id, readEvidence: evidenceReader(ctx, info.id, fromMs, toMs, persistedEvidence) });
+  };
   const hooks: (HookCounters & { info: HookInfo })[] = [];
   for (const c of counters.values()) {
-    if (persistedEvidence(c)) held.push(overCap(c.info));
+    if (persistedEvidence(c)) overCap({ ...c, largest: largestOutput(c) }, c.info);
     else hooks.push(c);
   }
   for await (const [some, buckets] of inSlices(hooks, (hookIds) => ctx.store.fleetSeries({ fromMs, toMs, stepMs: DAY, hookIds }))) {
@@ -363,7 +406,7 @@ async function growth(rule: RuleConfig, ctx: RuleContext): Promise<Candidate[]> 
       // A hook over the cap is the persisted rule's: also when the output over it was stored after the counters
       // were read, which the series, read later, holds (its trend would reach the cap at once, and resolve next time).
       if (series.some(persistedEvidence)) {
-        held.push(overCap(c.info));
+        overCap(seriesTotals(series), c.info);
         continue;
       }
       const points: Point[] = series
