@@ -40,6 +40,20 @@ describe('applyEvaluation', () => {
     expect(set.activeAlerts().some((a) => a.labels['hook_name'] === `h${MAX_ALERTS_PER_RULE}`)).toBe(false);
   });
 
+  it(`over ${MAX_ALERTS_PER_RULE} label sets, keeps those of the rule's active alerts before raising new ones`, () => {
+    const set = new AlertSet();
+    // Active alerts whose label sets a rule gives last (a quiet hook's, past its window).
+    applyEvaluation(set, [{ rule, candidates: [candidate('old1'), candidate('old2')] }], opts({ now: NOW - 60_000 }));
+    const many = Array.from({ length: MAX_ALERTS_PER_RULE }, (_, i) => candidate(`h${i}`));
+    const step = applyEvaluation(set, [{ rule, candidates: [...many, candidate('old1'), candidate('old2')] }], opts());
+    expect(step.overLimit).toEqual([{ rule: 'persisted', dropped: 2 }]);
+    expect(step.transitions.filter((t) => t.to === 'resolved')).toEqual([]);
+    const hooks = set.activeAlerts().map((a) => a.labels['hook_name']);
+    expect(hooks).toHaveLength(MAX_ALERTS_PER_RULE);
+    expect(hooks).toEqual(expect.arrayContaining(['old1', 'old2']));
+    expect(hooks.filter((h) => h === `h${MAX_ALERTS_PER_RULE - 1}` || h === `h${MAX_ALERTS_PER_RULE - 2}`)).toEqual([]);
+  });
+
   it('keeps the alerts a held label set names, pending or firing, as they were; raises none; counts none against the limit', () => {
     const set = new AlertSet();
     const slow = { ...rule, forMs: 60_000 };

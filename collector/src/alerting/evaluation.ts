@@ -5,7 +5,7 @@
  */
 import type { RuleConfig } from './settings.ts';
 import type { AlertSet } from './alert-set.ts';
-import { stepRule, type RuleStep, type Transition } from './lifecycle.ts';
+import { fingerprint, stepRule, type RuleStep, type Transition } from './lifecycle.ts';
 import type { AlertRecord } from './model.ts';
 import type { Candidate } from './rules.ts';
 
@@ -74,7 +74,12 @@ export function applyEvaluation(alerts: AlertSet, outcomes: readonly RuleOutcome
     let candidates = all.filter((c) => !aside(c));
     if (candidates.length > MAX_ALERTS_PER_RULE) {
       step.overLimit.push({ rule: outcome.rule.name, dropped: candidates.length - MAX_ALERTS_PER_RULE });
-      candidates = candidates.slice(0, MAX_ALERTS_PER_RULE);
+      // The label sets of active alerts first: past the limit an alert already raised stays, rather than resolve as
+      // if its condition cleared (and never be raised again where only its alert kept the label set read, as a
+      // quiet hook's past its window) while a new one takes its place.
+      const active = alerts.activeOf(outcome.rule.name);
+      const kept = (c: Candidate): boolean => active.has(fingerprint(c.labels));
+      candidates = [...candidates.filter(kept), ...candidates.filter((c) => !kept(c))].slice(0, MAX_ALERTS_PER_RULE);
     }
     if (candidates.length < all.length) candidates = [...candidates, ...all.filter(aside)];
     apply(stepRule(outcome.rule, alerts.activeOf(outcome.rule.name), candidates, now));

@@ -1188,6 +1188,27 @@ describe('other rule kinds', () => {
     expect(h.notes().map((n) => n.status)).toEqual(['firing', 'resolved']);
   });
 
+  it('silence (hook): the alerts of hooks past the window read their hooks in one store read per evaluation', async () => {
+    const h = await harness([{ kind: 'silence', after: '10m', window: '30m' }]);
+    const names = ['UserPromptSubmit', 'Stop', 'SessionStart:startup', 'PreToolUse:Bash'];
+    await h.push(...names.map((hookName) => ({ ...fine, hookName })));
+    await h.run(20 * MIN);
+    expect(h.alerting.engine.alerts().filter((a) => a.state === 'firing')).toHaveLength(4);
+    const reads: number[] = [];
+    const hooks = h.store.hooks.bind(h.store);
+    h.store.hooks = (ids) => {
+      reads.push(ids.length);
+      return hooks(ids);
+    };
+    h.store.hook = () => Promise.reject(new Error('one read per alert'));
+    // Past the window: every alert kept by its hook's last-seen time, at each evaluation one read of the four.
+    await h.run(20 * MIN);
+    expect(h.alerting.engine.alerts().map((a) => [a.labels['hook_name'], a.state]).sort()).toEqual(names.map((n) => [n, 'firing']).sort());
+    expect(h.notes().map((n) => n.status)).toEqual(['firing', 'firing', 'firing', 'firing']);
+    expect(reads.length).toBeGreaterThan(0);
+    expect(new Set(reads)).toEqual(new Set([4]));
+  });
+
   it('silence (hook): a hook gone for good ends once retention removed its data, saying so, never as heard again', async () => {
     for (const receiverType of [undefined, 'slack'] as const) {
       const h = await harness([{ kind: 'silence', after: '10m', window: '30m' }], receiverType ? { receiverType } : {});

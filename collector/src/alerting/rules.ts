@@ -455,16 +455,19 @@ async function silence(rule: RuleConfig, ctx: RuleContext): Promise<Candidate[]>
     quiet(c.info);
   }
   // An alert on a hook whose last execution has since left the window: the hook is still quiet, by its last-seen
-  // time, which the store keeps for as long as any of its data is in retention (one read per such alert). Once
-  // retention has removed the hook, the alert ends, saying so: the hook was not heard again.
+  // time, which the store keeps for as long as any of its data is in retention (the hooks of all such alerts in one
+  // read). Once retention has removed the hook, the alert ends, saying so: the hook was not heard again. Given after
+  // the hooks of the window, such alerts are kept before new ones past MAX_ALERTS_PER_RULE (evaluation.ts).
   const read = new Set([...counters.values()].map((c) => c.info.id));
-  for (const a of ctx.active ?? []) {
-    if (a.hookId === null || read.has(a.hookId)) continue;
-    read.add(a.hookId);
+  const past = new Map<string, AlertRecord>();
+  for (const a of ctx.active ?? []) if (a.hookId !== null && !read.has(a.hookId) && !past.has(a.hookId)) past.set(a.hookId, a);
+  if (past.size === 0) return out;
+  const infos = await ctx.store.hooks([...past.keys()]);
+  for (const [hookId, a] of past) {
     await ctx.pause?.();
-    const info = await ctx.store.hook(a.hookId);
+    const info = infos.get(hookId);
     if (info) quiet(info);
-    else out.push({ labels: a.labels, annotations: expiredHookAnnotations(a.annotations, a.labels['hook_name'] ?? a.hookId), hookId: a.hookId, ended: true });
+    else out.push({ labels: a.labels, annotations: expiredHookAnnotations(a.annotations, a.labels['hook_name'] ?? hookId), hookId, ended: true });
   }
   return out;
 }

@@ -390,6 +390,12 @@ describe.each([sqliteBackend(), postgresBackend()])('Store conformance: $name', 
     expect(await store.lastEventMs()).toBe(T0 + 10 * MINUTE);
     expect(await store.hook(events[0]!.hookId)).toMatchObject({ firstSeenMs: T0 + 10 * MINUTE, lastSeenMs: T0 + 10 * MINUTE });
     expect(await store.hook('0000000000000000')).toBeUndefined();
+    // Many in one read: the known ones, by id; an unknown id is left out.
+    const many = await store.hooks([events[0]!.hookId, events[4]!.hookId, '0000000000000000']);
+    expect([...many.keys()].sort()).toEqual([events[0]!.hookId, events[4]!.hookId].sort());
+    expect(many.get(events[0]!.hookId)).toEqual(await store.hook(events[0]!.hookId));
+    expect(many.get(events[4]!.hookId)).toEqual(await store.hook(events[4]!.hookId));
+    expect(await store.hooks([])).toEqual(new Map());
   });
 
   it('counts a retried batch once, across calls and within one batch', async () => {

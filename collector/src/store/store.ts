@@ -244,6 +244,8 @@ export interface Store {
   ingest(events: HookEvent[]): Promise<IngestResult>;
   /** A known hook (one with events or rollups still in retention). */
   hook(id: string): Promise<HookInfo | undefined>;
+  /** The known hooks among `ids`, by id, in one read (an unknown id is left out). */
+  hooks(ids: readonly string[]): Promise<Map<string, HookInfo>>;
   /** Per-hook counters over a range; only hooks with events in the range. */
   hookCounters(q: RangeQuery): Promise<Map<string, HookCounters & { info: HookInfo }>>;
   /** Time buckets for one hook. Buckets with no events are omitted. */

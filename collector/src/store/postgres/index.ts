@@ -972,6 +972,10 @@ export class PostgresStore implements Store {
     return row ? toInfo(row) : undefined;
   }
 
+  hooks(ids: readonly string[]): Promise<Map<string, HookInfo>> {
+    return ids.length === 0 ? Promise.resolve(new Map()) : this.infos([...ids]);
+  }
+
   /**
    * Counter rows for [from, to), by grouping: from the base rollups, the dimension rollups (whole hours and days;
    * the rest from raw events) or the raw events, as planRead decides from the filters. Every rollup segment's

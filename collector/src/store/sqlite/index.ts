@@ -682,6 +682,10 @@ export class SqliteStore implements Store {
     return r ? toInfo(r) : undefined;
   }
 
+  hooks(ids: readonly string[]): Promise<Map<string, HookInfo>> {
+    return ids.length === 0 ? Promise.resolve(new Map()) : this.infos(ids);
+  }
+
   /**
    * Rows of counter columns for [from, to), by grouping: from the base rollups, the dimension rollups (whole
    * hours and days; the rest from raw events) or the raw events, as planRead decides from the filters.
