@@ -193,6 +193,15 @@ describe('POST /-/reload', () => {
     expect((await reloadMetrics(service)).successful).toBe(0);
   });
 
+  it('refuses an evaluationInterval that a silence rule\'s after no longer fits in its window with, naming the rule', { timeout: 30_000 }, async () => {
+    const { service, file } = await startFromFile('alerting:\n  evaluationInterval: 100ms\n  rules:\n    - { kind: silence, window: 1h, after: 58m }\n');
+    writeFileSync(file, 'alerting:\n  evaluationInterval: 5m\n  rules:\n    - { kind: silence, window: 1h, after: 58m }\n');
+    const refused = await reload(service);
+    expect(refused.status).toBe(400);
+    expect((refused.body['error'] as { message: string }).message).toMatch(/alerting\.rules\[0\] \(silence\): after 58m plus alerting\.evaluationInterval 5m is more than window 1h: /);
+    expect((await reloadMetrics(service)).successful).toBe(0);
+  });
+
   it('refuses an invalid file with 400 naming the problem, keeps the running configuration, and never shows a secret', { timeout: 30_000 }, async () => {
     const ops = await sink();
     const { service, file, lines } = await startFromFile(`alerting:\n  evaluationInterval: 100ms\n  rules:\n    - { kind: persisted, window: 1h }\n  receivers:\n    - { name: ops, url: "${ops.url}/hook" }\n`);

@@ -1188,6 +1188,22 @@ describe('other rule kinds', () => {
     expect(h.notes().map((n) => n.status)).toEqual(['firing', 'resolved']);
   });
 
+  it('silence (hook): with after plus the evaluation interval within the window, no timing of the timer misses a quiet hook', async () => {
+    const interval = 5 * MIN;
+    for (let offset = 0; offset < interval; offset += MIN) {
+      const h = await harness([{ kind: 'silence', after: '55m', window: '1h' }]);
+      await h.push(fine);
+      // The timer's evaluations `interval` apart, the first `offset` after the hook was last seen.
+      h.clock.advance(offset);
+      for (let t = offset; t <= 2 * HOUR; t += interval) {
+        await h.alerting.engine.evaluate('all');
+        await h.alerting.dispatcher.idle();
+        h.clock.advance(interval);
+      }
+      expect(h.notes().map((n) => [n.status, n.hook])).toEqual([['firing', 'UserPromptSubmit']]);
+    }
+  });
+
   it('silence (hook): the alerts of hooks past the window read their hooks in one store read per evaluation', async () => {
     const h = await harness([{ kind: 'silence', after: '10m', window: '30m' }]);
     const names = ['UserPromptSubmit', 'Stop', 'SessionStart:startup', 'PreToolUse:Bash'];

@@ -210,6 +210,19 @@ export const ALERTING_SETTINGS: readonly Setting[] = [
   ...DELIVERY_SETTINGS,
 ];
 
+/**
+ * A `silence` rule (scope hook) raises its alert at a timed evaluation that finds the hook quiet for `after` and still
+ * active within `window`: a stretch of window - after, which the timer, evaluationInterval apart, must not step
+ * over, or the hook leaves the window unseen and the rule never fires on it. Once raised, the alert is kept past the
+ * window (rules.ts), so only this first evaluation has to fall inside it.
+ */
+function quietHooksSeen(rules: readonly RuleConfig[], evaluationIntervalMs: number): void {
+  rules.forEach((rule, i) => {
+    if (rule.kind !== 'silence' || rule.scope !== 'hook' || rule.afterMs + evaluationIntervalMs <= rule.windowMs) return;
+    throw new SettingError(`alerting.rules[${i}] (${rule.name}): after ${formatDuration(rule.afterMs)} plus alerting.evaluationInterval ${formatDuration(evaluationIntervalMs)} is more than window ${formatDuration(rule.windowMs)}: a hook counts as active when it sent within window, and a quiet one can leave it between two evaluations before any finds it quiet for after; shorten after or evaluationInterval, or lengthen window`);
+  });
+}
+
 /** Typed `alerting.*` settings: rules and receivers parsed, durations in ms. */
 export interface AlertingConfig extends NotifyConfig {
   rules: RuleConfig[];
@@ -220,10 +233,13 @@ export interface AlertingConfig extends NotifyConfig {
 /** `dimensions`: every dimension name a rule's groupBy may use, so rules are checked against them here, once. */
 export function alertingConfig(r: SettingValues, dimensions: readonly string[]): { alerting: AlertingConfig } {
   try {
+    const rules = parseRules(r.raw('alerting.rules'), dimensions);
+    const evaluationIntervalMs = r.number('alerting.evaluationInterval');
+    quietHooksSeen(rules, evaluationIntervalMs);
     return {
       alerting: {
-        rules: parseRules(r.raw('alerting.rules'), dimensions),
-        evaluationIntervalMs: r.number('alerting.evaluationInterval'),
+        rules,
+        evaluationIntervalMs,
         repeatIntervalMs: r.number('alerting.repeatInterval'),
         ...notifyConfig(r),
       },

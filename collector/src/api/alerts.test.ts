@@ -717,6 +717,11 @@ ${names.map((n) => `    - { name: ${n}, url: "${url}/${n}", timeout: 30s }`).joi
     expect(() => load('alerting:\n  rules:\n    - { kind: persisted }\n    - { kind: silence, name: quiet_hooks, after: 8d }\n')).toThrow(/alerting\.rules\[1\] \(quiet_hooks\): after 8d is not shorter than window 7d \(the default\): /);
     expect(() => load('alerting:\n  rules:\n    - { kind: silence, window: 1h, after: 60m }\n')).toThrow(/alerting\.rules\[0\] \(silence\): after 60m is not shorter than window 1h/);
     expect(() => load('alerting:\n  rules:\n    - { kind: silence, window: 61m, after: 1h }\n')).not.toThrow();
+    // The timer's evaluations are evaluationInterval apart: one must come while the hook is quiet for after and still
+    // in the window, or the hook leaves the window unseen.
+    expect(() => load('alerting:\n  evaluationInterval: 5m\n  rules:\n    - { kind: silence, name: quiet_hooks, window: 61m, after: 60m }\n')).toThrow(/configuration: alerting\.rules\[0\] \(quiet_hooks\): after 1h plus alerting\.evaluationInterval 5m is more than window 61m: /);
+    expect(() => load('alerting:\n  evaluationInterval: 5m\n  rules:\n    - { kind: persisted }\n    - { kind: silence, window: 61m, after: 56m }\n')).not.toThrow();
+    expect(() => load('alerting:\n  evaluationInterval: 5m\n  rules:\n    - { kind: silence, window: 1h, after: 56m }\n')).toThrow(/alerting\.rules\[0\] \(silence\): after 56m plus alerting\.evaluationInterval 5m is more than window 1h: /);
     // Every key a kind reads is taken.
     expect(() => load([
       'alerting:', '  rules:',
