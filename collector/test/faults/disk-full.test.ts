@@ -4,13 +4,12 @@
  * answer 503 + Retry-After (retryable), keep serving, acknowledge nothing it did not store, and take writes
  * again once space is back.
  */
-import { closeSync, openSync, rmSync, writeSync } from 'node:fs';
-import { join } from 'node:path';
+import { rmSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { HooksResponse } from '../../../shared/src/api.ts';
 import { batchTemplate, stamp } from '../../../bench/lib/batch.ts';
 import { getJson, postOtlp, startTestService, type TestService } from '../helpers.ts';
-import { mountTmpfs, unmountTmpfs } from '../support/tmpfs.ts';
+import { fillFilesystem as fill, mountTmpfs, unmountTmpfs } from '../support/tmpfs.ts';
 
 const mount = mountTmpfs(4, 'hookwatch-full-');
 let service: TestService | undefined;
@@ -20,24 +19,6 @@ afterAll(async () => {
   if (mount) unmountTmpfs(mount);
 });
 
-/** Fills the filesystem holding `dir` until it reports ENOSPC; returns the filler's path. */
-function fill(dir: string): string {
-  const path = join(dir, 'filler');
-  const fd = openSync(path, 'w');
-  try {
-    for (const size of [64 * 1024, 512]) {
-      const chunk = Buffer.alloc(size, 1);
-      try {
-        for (;;) writeSync(fd, chunk);
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== 'ENOSPC') throw err;
-      }
-    }
-  } finally {
-    closeSync(fd);
-  }
-  return path;
-}
 
 describe('the store cannot write', () => {
   it.skipIf(!mount)('a full disk gives 503 + Retry-After, nothing is acknowledged that is not stored, and writes resume when space is back (needs root to mount a tmpfs; skipped only outside CI)', async () => {

@@ -6,7 +6,7 @@
  * acknowledge nothing, and take the same batches again once space is back.
  */
 import { execFileSync } from 'node:child_process';
-import { chownSync, closeSync, mkdirSync, openSync, rmSync, writeSync } from 'node:fs';
+import { chownSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -14,7 +14,7 @@ import type { HooksResponse } from '../../../shared/src/api.ts';
 import { eventually, getJson, postOtlp, startTestService, type TestService } from '../helpers.ts';
 import { startTestServer, type TestServer } from '../support/postgres/server.ts';
 import { emitExecutions } from '../support/service.ts';
-import { mountTmpfs, unmountTmpfs } from '../support/tmpfs.ts';
+import { fillFilesystem as fill, mountTmpfs, unmountTmpfs } from '../support/tmpfs.ts';
 
 const mount = mountTmpfs(40, 'hookwatch-pgfull-');
 let server: TestServer | undefined;
@@ -29,24 +29,6 @@ afterAll(async () => {
   if (mount) unmountTmpfs(mount);
 });
 
-/** Fills the filesystem holding `dir` until it reports ENOSPC; returns the filler's path. */
-function fill(dir: string, name = 'filler'): string {
-  const path = join(dir, name);
-  const fd = openSync(path, 'w');
-  try {
-    for (const size of [64 * 1024, 512]) {
-      const chunk = Buffer.alloc(size, 1);
-      try {
-        for (;;) writeSync(fd, chunk);
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== 'ENOSPC') throw err;
-      }
-    }
-  } finally {
-    closeSync(fd);
-  }
-  return path;
-}
 
 /** An OTLP/JSON logs body of one hook_execution_complete of `hook`. */
 function hookRecordJson(hook: string, timeMs: number): string {

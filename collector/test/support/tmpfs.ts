@@ -3,7 +3,7 @@
  * fail with ENOSPC (tests run as root, where permissions would not stop them).
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { requireTool } from '../required-tool.ts';
@@ -29,4 +29,23 @@ export function mountTmpfs(size: number, prefix: string): string | undefined {
 export function unmountTmpfs(dir: string): void {
   execFileSync('umount', [dir]);
   rmSync(dir, { recursive: true, force: true });
+}
+
+/** Fills the filesystem holding `dir` until it reports ENOSPC (64 KiB writes, then 512 B ones for the last few blocks); returns the filler's path. */
+export function fillFilesystem(dir: string, name = 'filler'): string {
+  const path = join(dir, name);
+  const fd = openSync(path, 'w');
+  try {
+    for (const size of [64 * 1024, 512]) {
+      const chunk = Buffer.alloc(size, 1);
+      try {
+        for (;;) writeSync(fd, chunk);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'ENOSPC') throw err;
+      }
+    }
+  } finally {
+    closeSync(fd);
+  }
+  return path;
 }
