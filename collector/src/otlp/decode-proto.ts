@@ -46,6 +46,11 @@ export class Reader {
   readonly budget: DecodeBudget;
   /** The event names of the log records whose attributes are kept (decodeLogsProto's keepAttributesOf); all when undefined. */
   readonly kept: ReadonlySet<string> | undefined;
+  /**
+   * The messages open within the attribute or body this Reader stopped in for a pause, innermost last (readNested
+   * goes on with them); undefined while none is.
+   */
+  nested: Frame[] | undefined = undefined;
 
   constructor(buf: Buffer, pos: number, end: number, strings?: StringCache, budget: DecodeBudget = unbounded(), kept?: ReadonlySet<string>) {
     this.buf = buf;
@@ -267,8 +272,10 @@ class ValueRead {
  * The AnyValue that `r` is narrowed to (enter), merged into `read`: what earlier occurrences of the same field
  * read. Protobuf merges a message field that occurs more than once: a later member of the oneof replaces the
  * value, a later array_value or kvlist_value appends to the one before, and an empty AnyValue leaves it as it was.
+ * Reads its scalar members up to its end (0) or up to an array_value or kvlist_value member, whose tag it returns
+ * with r.pos after it: that member is read by readNested, in slices (openMember).
  */
-function anyValueInto(r: Reader, depth: number, read: ValueRead): void {
+function anyValueInto(r: Reader, depth: number, read: ValueRead): number {
   if (depth > MAX_ANYVALUE_DEPTH) throw new DecodeError(`AnyValue nested deeper than ${MAX_ANYVALUE_DEPTH} levels`);
   while (r.pos < r.end) {
     const tag = r.tag();
@@ -294,44 +301,12 @@ function anyValueInto(r: Reader, depth: number, read: ValueRead): void {
         read.at = r.pos;
         r.skip(1);
         break;
-      case 5: {
-        const outer = enter(r, wt, 'AnyValue.array_value');
-        const values: AnyValue[] = read.scalar === 0 && Array.isArray(read.value) ? read.value : [];
-        read.scalar = 0;
-        while (r.pos < r.end) {
-          const t = r.tag();
-          if (t >>> 3 === 1) {
-            r.budget.charge(DECODED_BYTES.value);
-            const arrayEnd = enter(r, t & 7, 'ArrayValue.values');
-            values.push(anyValue(r, depth + 1));
-            leave(r, arrayEnd);
-          } else r.skip(t & 7);
-        }
-        leave(r, outer);
-        read.value = values;
-        break;
-      }
-      case 6: {
-        const outer = enter(r, wt, 'AnyValue.kvlist_value');
-        const before = read.scalar === 0 && isKvList(read.value) ? read.value : undefined;
-        const map: Attributes = before?.kvlist ?? new Map();
-        read.scalar = 0;
-        while (r.pos < r.end) {
-          const t = r.tag();
-          if (t >>> 3 === 1) {
-            r.budget.charge(DECODED_BYTES.value);
-            const listEnd = enter(r, t & 7, 'KeyValueList.values');
-            keyValue(r, map, depth + 1);
-            leave(r, listEnd);
-          } else r.skip(t & 7);
-        }
-        leave(r, outer);
-        read.value = before ?? { kvlist: map };
-        break;
-      }
+      case 5: case 6:
+        return tag;
       default: r.skip(wt);
     }
   }
+  return 0;
 }
 
 /** What `read` holds once read through, its scalar member decoded from `r` (which still spans it). */
@@ -351,11 +326,161 @@ function valueOf(r: Reader, read: ValueRead): AnyValue {
   return value;
 }
 
-/** The AnyValue that `r` is narrowed to (enter), merged into `into` (anyValueInto). */
-function anyValue(r: Reader, depth: number, into: AnyValue = null): AnyValue {
-  const read = new ValueRead(into);
-  anyValueInto(r, depth, read);
-  return valueOf(r, read);
+/** Frame kinds: an AnyValue, an ArrayValue, a KeyValueList, a KeyValue. */
+const VALUE = 0;
+const ARRAY = 1;
+const KVLIST = 2;
+const KEYVALUE = 3;
+
+/**
+ * A message open within one attribute or body, on the stack readNested reads from (Reader.nested): an AnyValue
+ * (merged into `read`), its array_value (pushing to `values`) or kvlist_value (setting into `map`), or a KeyValue
+ * (set into `map` once read through, its last key at `keyAt`, its values merged into `read`).
+ */
+interface Frame {
+  kind: number;
+  /** The nesting depth MAX_ANYVALUE_DEPTH bounds: an AnyValue's; a list's, its AnyValue's; a KeyValue's, its values'. */
+  depth: number;
+  /** Where it ends, and where the message it is in ends, which `r.end` is again once it is read (leave). */
+  end: number;
+  outer: number;
+  read: ValueRead | undefined;
+  values: AnyValue[] | undefined;
+  map: Attributes | undefined;
+  keyAt: number;
+  /** A record's body (the bottom frame, an AnyValue): the record it is the body of. */
+  rec: LogRecord | undefined;
+}
+
+/** A Frame of `kind` read up to `end` from within the message that ends at `outer`, its other members to be set. */
+function frame(kind: number, depth: number, outer: number, end: number): Frame {
+  return { kind, depth, end, outer, read: undefined, values: undefined, map: undefined, keyAt: -1, rec: undefined };
+}
+
+/**
+ * Opens the array_value or kvlist_value member whose tag anyValueInto returned, of the AnyValue frame `f` on top of
+ * `stack`: merged into what `f` read so far (a list after a list appends to it, else it replaces the value).
+ */
+function openMember(r: Reader, tag: number, f: Frame, stack: Frame[]): void {
+  const read = f.read as ValueRead;
+  if (tag >>> 3 === 5) {
+    const outer = enter(r, tag & 7, 'AnyValue.array_value');
+    const values: AnyValue[] = read.scalar === 0 && Array.isArray(read.value) ? read.value : [];
+    read.scalar = 0;
+    read.value = values;
+    const list = frame(ARRAY, f.depth, outer, r.end);
+    list.values = values;
+    stack.push(list);
+  } else {
+    const outer = enter(r, tag & 7, 'AnyValue.kvlist_value');
+    const before = read.scalar === 0 && isKvList(read.value) ? read.value : undefined;
+    const map: Attributes = before?.kvlist ?? new Map();
+    read.scalar = 0;
+    read.value = before ?? { kvlist: map };
+    const list = frame(KVLIST, f.depth, outer, r.end);
+    list.map = map;
+    stack.push(list);
+  }
+}
+
+/**
+ * Reads on the messages open in `r` (Reader.nested, innermost last) until the outermost is read through and set
+ * where it goes (false), or until a pause is due (true: called again, it goes on where it stopped): after each
+ * entry of an array_value or kvlist_value the budget charges, when it says a slice is done, or after
+ * NESTED_SLICE_STEPS steps. An attribute or body of a million entries, or of lists nested to MAX_ANYVALUE_DEPTH,
+ * is read in slices so; what it decodes to, what it charges and what it refuses are as read in one piece.
+ */
+function readNested(r: Reader): boolean {
+  const stack = r.nested as Frame[];
+  for (let steps = 0; ; steps++) {
+    if (steps === NESTED_SLICE_STEPS || r.budget.pauseDue()) return true;
+    const f = stack[stack.length - 1] as Frame;
+    if (r.pos >= r.end) {
+      stack.pop();
+      closeFrame(r, f, stack);
+      if (stack.length === 0) {
+        r.nested = undefined;
+        return false;
+      }
+      continue;
+    }
+    switch (f.kind) {
+      case VALUE: {
+        const tag = anyValueInto(r, f.depth, f.read as ValueRead);
+        if (tag !== 0) openMember(r, tag, f, stack);
+        break;
+      }
+      case ARRAY: {
+        const t = r.tag();
+        if (t >>> 3 === 1) {
+          r.budget.charge(DECODED_BYTES.value);
+          const outer = enter(r, t & 7, 'ArrayValue.values');
+          // A value with no list in it is read here; one with a list goes on as a frame.
+          const read = new ValueRead(null);
+          const member = anyValueInto(r, f.depth + 1, read);
+          if (member === 0) {
+            (f.values as AnyValue[]).push(valueOf(r, read));
+            leave(r, outer);
+          } else {
+            const value = frame(VALUE, f.depth + 1, outer, r.end);
+            value.read = read;
+            stack.push(value);
+            openMember(r, member, value, stack);
+          }
+        } else r.skip(t & 7);
+        break;
+      }
+      case KVLIST: {
+        const t = r.tag();
+        if (t >>> 3 === 1) {
+          r.budget.charge(DECODED_BYTES.value);
+          const outer = enter(r, t & 7, 'KeyValueList.values');
+          const depth = f.depth + 1;
+          const map = f.map as Attributes;
+          // A KeyValue with no list in it is read here; one with a list goes on as frames.
+          if (plainKeyValue(r, map, depth)) leave(r, outer);
+          else keyValue(r, map, depth, outer, stack);
+        } else r.skip(t & 7);
+        break;
+      }
+      default: {
+        // A KeyValue: the last key wins and every value merges into one, decoded once it is read through.
+        const tag = r.tag();
+        const field = tag >>> 3;
+        if (field === 1) {
+          expectWire(tag & 7, 2, 'KeyValue.key');
+          f.keyAt = r.pos;
+          r.pos = r.lengthEnd();
+        } else if (field === 2) {
+          const outer = enter(r, tag & 7, 'KeyValue.value');
+          const value = frame(VALUE, f.depth, outer, r.end);
+          value.read = f.read;
+          stack.push(value);
+        } else r.skip(tag & 7);
+      }
+    }
+  }
+}
+
+/** A message of readNested's read through (`r` at its end, still narrowed to it), set where it goes; `stack` holds those it is in. */
+function closeFrame(r: Reader, f: Frame, stack: Frame[]): void {
+  if (f.kind === VALUE) {
+    // A KeyValue's value is read once the KeyValue is (its `read`, which every value of it merges into).
+    const into = stack[stack.length - 1];
+    if (into === undefined) (f.rec as LogRecord).body = valueOf(r, f.read as ValueRead);
+    else if (into.kind === ARRAY) (into.values as AnyValue[]).push(valueOf(r, f.read as ValueRead));
+  } else if (f.kind === KEYVALUE) {
+    let key = '';
+    if (f.keyAt !== -1) {
+      r.pos = f.keyAt;
+      key = r.string();
+      r.pos = r.end;
+    }
+    const map = f.map as Attributes;
+    map.set(key, valueOf(r, f.read as ValueRead));
+    if (map === UNKEPT) map.clear();
+  }
+  leave(r, f.outer);
 }
 
 /**
@@ -397,26 +522,38 @@ function plainVarintValue(buf: Buffer, p: number, end: number): number {
   return ((buf[end - 1] as number) & 0x80) === 0 ? v : -1;
 }
 
-/** The KeyValue that `r` is narrowed to (enter), set into `into`. */
-function keyValue(r: Reader, into: Attributes, depth: number): void {
-  // The plain shapes (plainStringValue, plainVarintValue) are read straight off the bytes; anything else takes the
-  // general path below. A value past the nesting limit takes it too, to be refused there as JSON refuses it.
+/**
+ * The KeyValue that `r` is narrowed to (enter) when it has one of the plain shapes (plainStringValue,
+ * plainVarintValue), set into `into`, read straight off the bytes: true, else false (r.pos where it was). A value
+ * past the nesting limit takes the general path, to be refused there as JSON refuses it.
+ */
+function plainKeyValue(r: Reader, into: Attributes, depth: number): boolean {
+  if (depth > MAX_ANYVALUE_DEPTH) return false;
   const p = r.pos;
   const end = r.end;
-  const v = depth <= MAX_ANYVALUE_DEPTH ? plainStringValue(r.buf, p, end) : -1;
+  const v = plainStringValue(r.buf, p, end);
   if (v !== -1) {
     const key = r.text(p + 2, v);
     into.set(key, r.text(v + 4, end));
     r.pos = end;
-    return;
+    return true;
   }
-  const n = depth <= MAX_ANYVALUE_DEPTH ? plainVarintValue(r.buf, p, end) : -1;
+  const n = plainVarintValue(r.buf, p, end);
   if (n !== -1) {
     const key = r.text(p + 2, n);
     r.pos = n + 3;
     into.set(key, r.buf[n + 2] === 0x10 ? r.skipVarint() : r.varint64());
-    return;
+    return true;
   }
+  return false;
+}
+
+/**
+ * The KeyValue of nesting depth `depth` that `r` is narrowed to (enter, from `outer`), set into `into` and left
+ * (leave): undefined. Or, when a value of it holds an array_value or kvlist_value, the KeyValue, that value and
+ * the list go on as Frames, pushed onto `stack` (a new one if undefined), which is returned: readNested reads on.
+ */
+function keyValue(r: Reader, into: Attributes, depth: number, outer: number, stack: Frame[] | undefined): Frame[] | undefined {
   // The last key wins and every value merges into one (anyValueInto), each decoded once at the end.
   let keyAt = -1;
   const value = new ValueRead(null);
@@ -428,9 +565,21 @@ function keyValue(r: Reader, into: Attributes, depth: number): void {
       keyAt = r.pos;
       r.pos = r.lengthEnd();
     } else if (field === 2) {
-      const outer = enter(r, tag & 7, 'KeyValue.value');
-      anyValueInto(r, depth, value);
-      leave(r, outer);
+      const valueOuter = enter(r, tag & 7, 'KeyValue.value');
+      const member = anyValueInto(r, depth, value);
+      if (member !== 0) {
+        const kv = frame(KEYVALUE, depth, outer, valueOuter);
+        kv.map = into;
+        kv.read = value;
+        kv.keyAt = keyAt;
+        const v = frame(VALUE, depth, valueOuter, r.end);
+        v.read = value;
+        const open = stack ?? [];
+        open.push(kv, v);
+        openMember(r, member, v, open);
+        return open;
+      }
+      leave(r, valueOuter);
     } else {
       r.skip(tag & 7);
     }
@@ -442,13 +591,31 @@ function keyValue(r: Reader, into: Attributes, depth: number): void {
     r.pos = r.end;
   }
   into.set(key, valueOf(r, value));
+  if (into === UNKEPT) into.clear();
+  leave(r, outer);
+  return undefined;
 }
 
-function attributesInto(r: Reader, wt: number, into: Attributes, what: string): void {
+/**
+ * An attribute (keyValue, not a plain one) that `r` is narrowed to (from `outer`), set into `into`: false; or true
+ * when a pause came due within a list of it, its rest open in r.nested (readNested sets and leaves it).
+ */
+function attributeRest(r: Reader, into: Attributes, outer: number): boolean {
+  const open = keyValue(r, into, 0, outer, undefined);
+  if (open === undefined) return false;
+  r.nested = open;
+  return readNested(r);
+}
+
+/** An attribute read into `into`: true when a pause came due within it, its rest in r.nested (attributeRest). */
+function attributesInto(r: Reader, wt: number, into: Attributes, what: string): boolean {
   r.budget.charge(DECODED_BYTES.value);
   const outer = enter(r, wt, what);
-  keyValue(r, into, 0);
-  leave(r, outer);
+  if (plainKeyValue(r, into, 0)) {
+    leave(r, outer);
+    return false;
+  }
+  return attributeRest(r, into, outer);
 }
 
 /** Where attributes read and checked but not kept go; emptied after each. */
@@ -456,18 +623,39 @@ const UNKEPT: Attributes = new Map();
 
 /**
  * An attribute of a record whose attributes are not kept: read and checked as attributesInto reads it (the same
- * charge, the same refusals), its value left out. A plain one (plainStringValue, plainVarintValue), which cannot
- * be malformed, is passed over without decoding anything.
+ * charge, the same refusals, the same pauses), its value left out. A plain one (plainStringValue,
+ * plainVarintValue), which cannot be malformed, is passed over without decoding anything.
  */
-function attributeChecked(r: Reader, wt: number, what: string): void {
+function attributeChecked(r: Reader, wt: number, what: string): boolean {
   r.budget.charge(DECODED_BYTES.value);
   const outer = enter(r, wt, what);
-  if (plainStringValue(r.buf, r.pos, r.end) !== -1 || plainVarintValue(r.buf, r.pos, r.end) !== -1) r.pos = r.end;
-  else {
-    keyValue(r, UNKEPT, 0);
-    UNKEPT.clear();
+  if (plainStringValue(r.buf, r.pos, r.end) !== -1 || plainVarintValue(r.buf, r.pos, r.end) !== -1) {
+    r.pos = r.end;
+    leave(r, outer);
+    return false;
   }
+  return attributeRest(r, UNKEPT, outer);
+}
+
+/**
+ * The body (an AnyValue) of the record `r` is on, at its field of wire type `wt`, merged into rec.body: false once
+ * read; true when a pause came due within a list of it, its rest in r.nested (readNested sets rec.body).
+ */
+function bodyInto(r: Reader, wt: number, rec: LogRecord): boolean {
+  const outer = enter(r, wt, 'LogRecord.body');
+  const read = new ValueRead(rec.body ?? null);
+  const member = anyValueInto(r, 0, read);
+  if (member !== 0) {
+    const v = frame(VALUE, 0, outer, r.end);
+    v.read = read;
+    v.rec = rec;
+    r.nested = [v];
+    openMember(r, member, v, r.nested);
+    return readNested(r);
+  }
+  rec.body = valueOf(r, read);
   leave(r, outer);
+  return false;
 }
 
 /** The bytes of the attribute key event.name. */
@@ -514,6 +702,14 @@ function stringNamed(r: Reader, at: number, names: ReadonlySet<string>): boolean
  * that the decode proper reads in a row: a message repeating one a million times is read in slices of them.
  */
 const SCAN_SLICE_FIELDS = DECODE_SLICE_BYTES / DECODED_BYTES.value;
+
+/**
+ * Steps readNested takes between two pauses at most, each reading one field or closing one message: a list's
+ * entry takes one (a value or KeyValue with no list in it) to a few, so the budget's slice (DECODE_SLICE_BYTES,
+ * SCAN_SLICE_FIELDS entries) ends first for lists of any ordinary shape; what the budget charges nothing for (an
+ * empty array_value repeated in one KeyValue of a list, unknown fields) is read in slices of as many steps.
+ */
+const NESTED_SLICE_STEPS = 8 * SCAN_SLICE_FIELDS;
 
 /** mayBeNamed's answers, once it has read a record through (else it answers where to go on from). */
 const NAMED = -1;
@@ -598,6 +794,7 @@ function keyValueNamed(r: Reader, end: number, names: ReadonlySet<string>): bool
  * attributes are read and checked but left out of `rec`.
  */
 function logRecordInto(r: Reader, rec: LogRecord, keep: boolean): boolean {
+  if (r.nested !== undefined && (readNested(r) || r.budget.pauseDue())) return true;
   let uncharged = 0;
   while (r.pos < r.end) {
     const tag = r.tag();
@@ -606,10 +803,9 @@ function logRecordInto(r: Reader, rec: LogRecord, keep: boolean): boolean {
     switch (field) {
       case 1: expectWire(wt, 1, 'LogRecord.time_unix_nano'); rec.timeUnixNano = r.fixed64(); break;
       case 11: expectWire(wt, 1, 'LogRecord.observed_time_unix_nano'); rec.observedTimeUnixNano = r.fixed64(); break;
-      case 5: rec.body = anyValue(sub(r, wt, 'LogRecord.body'), 0, rec.body ?? null); break;
+      case 5: if (bodyInto(r, wt, rec)) return true; break;
       case 6:
-        if (keep) attributesInto(r, wt, rec.attributes, 'LogRecord.attributes');
-        else attributeChecked(r, wt, 'LogRecord.attributes');
+        if (keep ? attributesInto(r, wt, rec.attributes, 'LogRecord.attributes') : attributeChecked(r, wt, 'LogRecord.attributes')) return true;
         if (r.budget.pauseDue()) return true;
         continue;
       case 12: expectWire(wt, 2, 'LogRecord.event_name'); rec.eventName = r.string(); break;
@@ -625,14 +821,14 @@ function logRecordInto(r: Reader, rec: LogRecord, keep: boolean): boolean {
  * until a slice is done (true: called again, it goes on where it stopped).
  */
 function scopeInto(s: Reader, out: ScopeLogs): boolean {
+  if (s.nested !== undefined && (readNested(s) || s.budget.pauseDue())) return true;
   let uncharged = 0;
   while (s.pos < s.end) {
     const t = s.tag();
     const field = t >>> 3;
     if (field === 3) {
       // Not kept, but read: the body may be forwarded as it is, and a backend refuses a malformed one.
-      attributesInto(s, t & 7, new Map(), 'InstrumentationScope.attributes');
-      if (s.budget.pauseDue()) return true;
+      if (attributesInto(s, t & 7, new Map(), 'InstrumentationScope.attributes') || s.budget.pauseDue()) return true;
       continue;
     }
     if (field === 1) { expectWire(t & 7, 2, 'InstrumentationScope.name'); out.scope.name = s.string(); }
@@ -645,12 +841,12 @@ function scopeInto(s: Reader, out: ScopeLogs): boolean {
 
 /** Reads the attributes of the Resource `res` is on into `into`, to its end (false) or, as logRecordInto, until a slice is done (true). */
 function resourceInto(res: Reader, into: Attributes): boolean {
+  if (res.nested !== undefined && (readNested(res) || res.budget.pauseDue())) return true;
   let uncharged = 0;
   while (res.pos < res.end) {
     const t = res.tag();
     if (t >>> 3 === 1) {
-      attributesInto(res, t & 7, into, 'Resource.attributes');
-      if (res.budget.pauseDue()) return true;
+      if (attributesInto(res, t & 7, into, 'Resource.attributes') || res.budget.pauseDue()) return true;
       continue;
     }
     res.skip(t & 7);
@@ -773,10 +969,11 @@ export function decodeLogsProto(body: Uint8Array, budget: DecodeBudget = unbound
 /**
  * decodeLogsProto in slices. A step ends once what it decoded reaches a slice (DecodeBudget.pauseDue), checked
  * after each log record and each attribute of a record, resource or scope, so a record of a million attributes
- * is decoded in slices too; or after SCAN_SLICE_FIELDS fields the budget charges nothing for (mayBeNamed's scan
- * of one record for the kept event names, or a message's other fields in a row). Within one attribute or body (an
- * AnyValue and what it nests) no step ends: its arrays' and kvlists' values are charged each, and a scalar member
- * or key repeated in it is passed over, only its last occurrence decoded (anyValueInto).
+ * is decoded in slices too, and after each value of an array_value or kvlist_value within one attribute or body
+ * (readNested), so one of a million entries, or lists nested to MAX_ANYVALUE_DEPTH, is too; or after
+ * SCAN_SLICE_FIELDS fields the budget charges nothing for (mayBeNamed's scan of one record for the kept event
+ * names, or a message's other fields in a row; NESTED_SLICE_STEPS within a list). A scalar member or key repeated
+ * in one AnyValue or KeyValue is passed over, only its last occurrence decoded (anyValueInto).
  */
 export function* decodeLogsProtoSteps(body: Uint8Array, budget: DecodeBudget = unbounded(), keepAttributesOf?: ReadonlySet<string>): Generator<void, LogsRequest, void> {
   const buf = Buffer.isBuffer(body) ? body : Buffer.from(body.buffer, body.byteOffset, body.byteLength);

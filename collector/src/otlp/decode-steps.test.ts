@@ -11,8 +11,8 @@ import { runPaced, type Steps } from '../paced.ts';
 import { fastest, leastStall, runSliced } from '../../test/support/steps.ts';
 import { decodeLogsJson, decodeLogsJsonSteps } from './decode-json.ts';
 import { decodeLogsProto, decodeLogsProtoSteps } from './decode-proto.ts';
-import { DECODE_SLICE_BYTES, DECODED_BYTES, unbounded, type DecodeBudget, type LogsRequest } from './model.ts';
-import { lengthDelimited } from './proto-write.ts';
+import { DECODE_SLICE_BYTES, DECODED_BYTES, DecodeError, MAX_ANYVALUE_DEPTH, unbounded, type AnyValue, type DecodeBudget, type LogRecord, type LogsRequest, type ResourceLogs, type ScopeLogs } from './model.ts';
+import { lengthDelimited, varint } from './proto-write.ts';
 
 /** Past a slice's end the decoder finishes the attribute or record it is in: never more than a record's start and a few values. */
 const OVERSHOOT = DECODED_BYTES.record + 8 * DECODED_BYTES.value;
@@ -151,5 +151,154 @@ describe('a Claude Code batch (512 records)', () => {
     const json = batchTemplate(512, 'json').bytes.toString('utf8');
     expect(sliced((b) => decodeLogsProtoSteps(proto, b)).pauses).toBe(0);
     expect(sliced((b) => decodeLogsJsonSteps(json, b)).pauses).toBe(0);
+  });
+});
+
+/** A protobuf AnyValue's fields, and the model it decodes to. */
+interface Value {
+  pb: Buffer;
+  model: AnyValue;
+}
+
+const intValue = (i: number): Value => ({ pb: Buffer.from([0x18, ...varint(i)]), model: i });
+const stringValue = (s: string): Value => ({ pb: lengthDelimited(1, Buffer.from(s)), model: s });
+const doubleValue = (d: number): Value => {
+  const pb = Buffer.alloc(9);
+  pb[0] = 0x21;
+  pb.writeDoubleLE(d, 1);
+  return { pb, model: d };
+};
+
+/** An array_value of `values`. */
+function arrayValue(values: Value[]): Value {
+  return { pb: lengthDelimited(5, Buffer.concat(values.map((v) => lengthDelimited(1, v.pb)))), model: values.map((v) => v.model) };
+}
+
+/** A kvlist_value of `entries`, written as a protobuf encoder writes them (key, then value). */
+function kvlistValue(entries: [string, Value][]): Value {
+  const pb = Buffer.concat(entries.map(([k, v]) => lengthDelimited(1, Buffer.concat([lengthDelimited(1, Buffer.from(k)), lengthDelimited(2, v.pb)]))));
+  return { pb: lengthDelimited(6, pb), model: { kvlist: new Map(entries.map(([k, v]) => [k, v.model])) } };
+}
+
+/** The ints 0 to n - 1. */
+function ints(n: number): Value[] {
+  return Array.from({ length: n }, (_, i) => intValue(i));
+}
+
+/** `n` entries, every other one a plain key and string (read straight off the bytes), the others doubles. */
+function entries(n: number): [string, Value][] {
+  return Array.from({ length: n }, (_, i): [string, Value] => [`k${i}`, i % 2 ? doubleValue(i / 2) : stringValue(`v${i % 1000}`)]);
+}
+
+/**
+ * Arrays nested `levels` deep from the value of depth 0 (each array's values one level deeper, the deepest ones at
+ * `levels`, MAX_ANYVALUE_DEPTH at most), each array `width` ints with the next array amid them.
+ */
+function nestedArrays(levels: number, width: number): Value {
+  let inner: Value = intValue(levels);
+  for (let level = levels - 1; level >= 0; level--) {
+    const values = ints(width);
+    values.splice(width / 2, 0, inner);
+    inner = arrayValue(values);
+  }
+  return inner;
+}
+
+/** A request of one resource, scope and log record, with `value` in the place `where` says. */
+function requestWith(where: 'attribute' | 'body' | 'resource' | 'scope', value: Value): { body: Buffer; model: LogsRequest } {
+  const attr = lengthDelimited(2, value.pb);
+  const kv = Buffer.concat([lengthDelimited(1, Buffer.from('k')), attr]);
+  const record = where === 'attribute' ? lengthDelimited(6, kv) : where === 'body' ? lengthDelimited(5, value.pb) : Buffer.alloc(0);
+  const scope = lengthDelimited(1, where === 'scope' ? lengthDelimited(3, kv) : Buffer.alloc(0));
+  const resource = where === 'resource' ? lengthDelimited(1, lengthDelimited(1, kv)) : Buffer.alloc(0);
+  const body = lengthDelimited(1, Buffer.concat([resource, lengthDelimited(2, Buffer.concat([scope, lengthDelimited(2, record)]))]));
+  const rec: LogRecord = {
+    timeUnixNano: 0n,
+    observedTimeUnixNano: 0n,
+    eventName: '',
+    body: where === 'body' ? value.model : undefined,
+    attributes: new Map(where === 'attribute' ? [['k', value.model]] : []),
+  };
+  return {
+    body,
+    model: { resourceLogs: [{ resource: new Map(where === 'resource' ? [['k', value.model]] : []), scopeLogs: [{ scope: { name: '', version: '' }, logRecords: [rec] }] }] },
+  };
+}
+
+/** `model` as a decode keeping only the attributes of records named KEPT_NAMES has it (its one record is not). */
+function unnamed(model: LogsRequest): LogsRequest {
+  const rl = model.resourceLogs[0] as ResourceLogs;
+  const sl = rl.scopeLogs[0] as ScopeLogs;
+  return { resourceLogs: [{ ...rl, scopeLogs: [{ ...sl, logRecords: sl.logRecords.map((r) => ({ ...r, attributes: new Map() })) }] }] };
+}
+
+const KEPT_NAMES: ReadonlySet<string> = new Set(['hook_execution_start', 'hook_execution_complete']);
+
+describe('one attribute or body holding a huge array or kvlist is decoded in slices', () => {
+  // Each as an attribute (kept, or read and checked only), a body, a resource's or a scope's attribute.
+  const shapes: { name: string; where: 'attribute' | 'body' | 'resource' | 'scope'; value: (scale: number) => Value }[] = [
+    { name: 'an attribute whose value is an array of a million ints', where: 'attribute', value: (scale) => arrayValue(ints(1_000_000 / scale)) },
+    { name: 'a body that is a kvlist of 500,000 entries', where: 'body', value: (scale) => kvlistValue(entries(500_000 / scale)) },
+    { name: `an attribute of arrays nested ${MAX_ANYVALUE_DEPTH} deep, each of 10,000 ints`, where: 'attribute', value: (scale) => nestedArrays(MAX_ANYVALUE_DEPTH, 10_000 / scale) },
+    { name: 'a resource attribute that is a kvlist of 500,000 entries', where: 'resource', value: (scale) => kvlistValue(entries(500_000 / scale)) },
+    { name: 'a scope attribute that is an array of a million ints', where: 'scope', value: (scale) => arrayValue(ints(1_000_000 / scale)) },
+  ];
+
+  for (const { name, where, value } of shapes) {
+    const kepts = where === 'attribute' ? [undefined, KEPT_NAMES] : [undefined];
+
+    it(`${name}: pauses within the value, each slice at most a slice and a few values`, () => {
+      const { body } = requestWith(where, value(1));
+      for (const kept of kepts) {
+        const r = sliced((b) => decodeLogsProtoSteps(body, b, kept));
+        expect(r.bytes).toBeGreaterThan(10 * DECODE_SLICE_BYTES);
+        expect(r.pauses).toBeGreaterThanOrEqual(Math.floor(r.bytes / (DECODE_SLICE_BYTES + OVERSHOOT)));
+        for (const s of r.slices) expect(s).toBeLessThanOrEqual(DECODE_SLICE_BYTES + OVERSHOOT);
+      }
+    }, 60_000);
+
+    it(`${name}: holds the event loop for a small part of the decode`, async () => {
+      const { body } = requestWith(where, value(1));
+      for (const kept of kepts) {
+        const straightMs = fastest(() => decodeLogsProto(body, unbounded(), kept), 2);
+        // Six runs: a slice may take a collection of the whole heap, a map's regrowth, or a wait for the CPU with it.
+        const stall = await leastStall(() => runPaced(decodeLogsProtoSteps(body, unbounded(), kept)), 6);
+        expect(stall, `${kept ? 'scanned for names' : 'all kept'}: held ${stall.toFixed(1)} ms of ${straightMs.toFixed(1)} ms`).toBeLessThan(straightMs / 3);
+      }
+    }, 120_000);
+
+    it(`${name}, a tenth of it: decoded in slices, two at once, to the model it encodes and as decoded straight through`, async () => {
+      const { body, model } = requestWith(where, value(10));
+      for (const kept of kepts) {
+        const want = kept ? unnamed(model) : model;
+        const straight = decodeLogsProto(body, unbounded(), kept);
+        expect(isDeepStrictEqual(straight, want)).toBe(true);
+        // Two decodes paused within their values at once, alternating slices: neither sees the other's.
+        const budgets = [unbounded(), unbounded()];
+        const [a, b] = await Promise.all(budgets.map((budget) => runPaced(decodeLogsProtoSteps(body, budget, kept))));
+        expect(isDeepStrictEqual(a, want)).toBe(true);
+        expect(isDeepStrictEqual(b, want)).toBe(true);
+        const charged = unbounded();
+        decodeLogsProto(body, charged, kept);
+        expect(budgets.map((x) => x.bytes)).toEqual([charged.bytes, charged.bytes]);
+      }
+    }, 60_000);
+  }
+
+  it('arrays nested one level past the limit are refused in slices as straight through, after as many charges', () => {
+    const { body } = requestWith('attribute', nestedArrays(MAX_ANYVALUE_DEPTH + 1, 1_000));
+    const message = `AnyValue nested deeper than ${MAX_ANYVALUE_DEPTH} levels`;
+    expect(() => decodeLogsProto(body)).toThrow(message);
+    for (const kept of [undefined, KEPT_NAMES]) {
+      const budget = unbounded();
+      let pauses = 0;
+      const steps = decodeLogsProtoSteps(body, budget, kept);
+      expect(() => {
+        while (!steps.next().done) pauses++;
+      }).toThrow(new DecodeError(message));
+      // Refused at the deepest value: after every array above it was read halfway, in slices.
+      expect(pauses).toBeGreaterThan(0);
+      expect(budget.bytes).toBe(3 * DECODED_BYTES.record + DECODED_BYTES.value * (2 + MAX_ANYVALUE_DEPTH * 501));
+    }
   });
 });

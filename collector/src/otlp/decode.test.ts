@@ -7,10 +7,12 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
+import protobuf from 'protobufjs';
 import { describe, expect, it } from 'vitest';
+import { runPaced } from '../paced.ts';
 import { decodeLogsJson } from './decode-json.ts';
-import { decodeLogsProto } from './decode-proto.ts';
-import { DECODED_BYTES, DecodeBudget, DecodeError, DecodeLimitError, unbounded, type AnyValue, type LogRecord, type LogsRequest } from './model.ts';
+import { decodeLogsProto, decodeLogsProtoSteps } from './decode-proto.ts';
+import { DECODED_BYTES, DecodeBudget, DecodeError, DecodeLimitError, MAX_ANYVALUE_DEPTH, unbounded, type AnyValue, type LogRecord, type LogsRequest } from './model.ts';
 import { protoType } from '../../test/support/otlp-proto.ts';
 import { lengthDelimited } from './proto-write.ts';
 
@@ -250,6 +252,92 @@ describe('decodeLogsProto', () => {
       }
     }), { numRuns: 300 });
   });
+});
+
+describe('decodeLogsProto of values holding lists of a hundred thousand entries, or lists nested to the limit', () => {
+  // Large enough that the decode pauses within one attribute or body (readNested) many times, at every depth.
+  const member = (i: number): Gen<AnyValue> => {
+    switch (i % 6) {
+      case 0: return { pb: { string_value: `s${i % 700}` }, model: `s${i % 700}` };
+      case 1: return { pb: { int_value: String(-i) }, model: -i };
+      case 2: return { pb: { double_value: i / 4 }, model: i / 4 };
+      case 3: return { pb: { bool_value: i % 4 === 3 }, model: i % 4 === 3 };
+      case 4: return { pb: { bytes_value: Buffer.from([i & 0xff]) }, model: Buffer.from([i & 0xff]) };
+      default: return { pb: { array_value: { values: [{ int_value: String(i) }, {}] } }, model: [i, null] };
+    }
+  };
+  const list = (n: number): Gen<AnyValue> => {
+    const vs = Array.from({ length: n }, (_, i) => member(i));
+    return { pb: { array_value: { values: vs.map((v) => v.pb) } }, model: vs.map((v) => v.model) };
+  };
+  const map = (n: number): Gen<AnyValue> => {
+    const vs = Array.from({ length: n }, (_, i) => member(i));
+    return {
+      pb: { kvlist_value: { values: vs.map((v, i) => ({ key: `k${i}`, value: v.pb })) } },
+      model: { kvlist: new Map(vs.map((v, i) => [`k${i}`, v.model])) },
+    };
+  };
+  /**
+   * Lists `levels` deep below a value of depth 0, each of `width` members and the next list (a kvlist every third
+   * level). A member may be a list of its own: the deepest values are one level deeper than `levels`.
+   */
+  const nested = (levels: number, width: number): Gen<AnyValue> => {
+    let inner: Gen<AnyValue> = { pb: { string_value: 'deepest' }, model: 'deepest' };
+    for (let level = levels - 1; level >= 0; level--) {
+      const outer = level % 3 === 2 ? map(width) : list(width);
+      if (level % 3 === 2) {
+        (outer.pb.kvlist_value as { values: unknown[] }).values.splice(width / 2, 0, { key: 'next', value: inner.pb });
+        const entries = [...(outer.model as { kvlist: Map<string, AnyValue> }).kvlist];
+        entries.splice(width / 2, 0, ['next', inner.model]);
+        outer.model = { kvlist: new Map(entries) };
+      } else {
+        (outer.pb.array_value as { values: unknown[] }).values.splice(width / 2, 0, inner.pb);
+        (outer.model as AnyValue[]).splice(width / 2, 0, inner.model);
+      }
+      inner = outer;
+    }
+    return inner;
+  };
+
+  it('decode as protobufjs encodes them, in slices as straight through, and a corrupted one is a DecodeError', async () => {
+    const [bodyValue, attr, deep, res] = [map(60_000), list(100_000), nested(MAX_ANYVALUE_DEPTH - 1, 600), map(40_000)];
+    const pb = { resource_logs: [{
+      resource: { attributes: [{ key: 'r', value: res.pb }] },
+      scope_logs: [{ log_records: [{ body: bodyValue.pb, event_name: 'e', attributes: [{ key: 'a', value: attr.pb }, { key: 'session.id', value: { string_value: 's' } }, { key: 'n', value: deep.pb }] }] }],
+    }] };
+    const model: LogsRequest = { resourceLogs: [{
+      resource: new Map([['r', res.model]]),
+      scopeLogs: [{ scope: { name: '', version: '' }, logRecords: [{
+        timeUnixNano: 0n, observedTimeUnixNano: 0n, eventName: 'e', body: bodyValue.model,
+        attributes: new Map([['a', attr.model], ['session.id', 's'], ['n', deep.model]]),
+      }] }],
+    }] };
+    // protobufjs counts an AnyValue and the list in it as two levels of its own limit (100 by default).
+    const limit = protobuf.util.recursionLimit;
+    protobuf.util.recursionLimit = 4 * MAX_ANYVALUE_DEPTH;
+    let body: Buffer;
+    try {
+      body = encode(pb);
+    } finally {
+      protobuf.util.recursionLimit = limit;
+    }
+    expect(plain(decodeLogsProto(body))).toEqual(plain(model));
+    let pauses = 0;
+    const sliced = await runPaced(decodeLogsProtoSteps(body), () => { pauses++; });
+    expect(pauses).toBeGreaterThan(5);
+    expect(plain(sliced)).toEqual(plain(model));
+    fc.assert(fc.property(fc.nat(), fc.integer({ min: 0, max: 255 }), (at, byte) => {
+      const flipped = Buffer.from(body);
+      flipped[at % body.length] = byte;
+      for (const b of [body.subarray(0, at % body.length), flipped]) {
+        try {
+          decodeLogsProto(b);
+        } catch (err) {
+          expect(err).toBeInstanceOf(DecodeError);
+        }
+      }
+    }), { numRuns: 30 });
+  }, 120_000);
 });
 
 describe('decodeLogsProto keeping the attributes of named records only', () => {
