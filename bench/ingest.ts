@@ -46,6 +46,7 @@ import { HOOK_EVENT_SHARE, MAX_REQUEST_BYTES, RECORD_STEP_MS, batchTemplate, gzi
 import { agentFor, cpuMicrosSince, postAll, serverCpuMicros, startServer, type BenchServer } from './lib/harness.ts';
 import { ExportLogsServiceRequest, protobufjsDecode } from './lib/otlp-schema.ts';
 import { fmt, percentile, result, runStandalone, type BenchOptions, type BenchResult } from './lib/result.ts';
+import { longestStall } from './lib/stall.ts';
 import { startedAsScript } from '../collector/src/tools/common/entry.ts';
 
 const RECORDS = 512;
@@ -315,28 +316,6 @@ async function rowFloor(config: Config, decoded: readonly HookEvent[][], warm: r
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
-}
-
-/**
- * The longest the event loop was held (ms) while `work` ran: the longest time between two runs of a 1 ms timer
- * (the first since the start, the last until the end), what a request or probe arriving then would have waited.
- */
-async function longestStall(work: () => Promise<void>): Promise<number> {
-  let last = performance.now();
-  let longest = 0;
-  const tick = (): void => {
-    const now = performance.now();
-    longest = Math.max(longest, now - last);
-    last = now;
-  };
-  const timer = setInterval(tick, 1);
-  try {
-    await work();
-  } finally {
-    clearInterval(timer);
-    tick();
-  }
-  return longest;
 }
 
 /**

@@ -1,6 +1,7 @@
 /** Running sliced work (paced.ts) in a test, to see where it pauses and how long it holds the event loop. */
 import { performance } from 'node:perf_hooks';
 import type { Steps } from '../../src/paced.ts';
+import { longestStall } from '../../../bench/lib/stall.ts';
 
 /** What sliced work returned, and how much of it (`done()`) each slice did: one slice more than it paused. */
 export interface Sliced<T> {
@@ -55,24 +56,7 @@ export function leastCpu(work: () => void, runs = 3): number {
   return least;
 }
 
-/** The longest time between two runs of a 1 ms timer while `work` runs, in ms (as bench/ingest.ts measures a stall). */
-export async function longestStall(work: () => Promise<unknown>): Promise<number> {
-  let last = performance.now();
-  let longest = 0;
-  const tick = (): void => {
-    const now = performance.now();
-    longest = Math.max(longest, now - last);
-    last = now;
-  };
-  const timer = setInterval(tick, 1);
-  try {
-    await work();
-  } finally {
-    clearInterval(timer);
-    tick();
-  }
-  return longest;
-}
+export { longestStall };
 
 /**
  * The least longestStall of `runs` runs of `work` (a first run warms up): on a loaded machine a run may be held
