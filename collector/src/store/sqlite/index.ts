@@ -982,7 +982,8 @@ export class SqliteStore implements Store {
       return statements.length === 0 ? [] : (await this.all(fleetRestQuery(statements, fromMs), params)).map(toFleetRest);
     };
     // The partial buckets at the range's ends: read per hook as the range's figures are, those listed left out.
-    const [whole, partial] = await Promise.all([this.wholeFleetBuckets(q, `r${hooksDigest(rest ?? listed)}`, readFromMs, readToMs, parts, read), this.seriesEdges(q, edges, rest)]);
+    // Kept as the sums of these hooks (r+) or of every hook but these (r-): the same ids name different sums.
+    const [whole, partial] = await Promise.all([this.wholeFleetBuckets(q, rest ? `r+${hooksDigest(rest)}` : `r-${hooksDigest(listed)}`, readFromMs, readToMs, parts, read), this.seriesEdges(q, edges, rest)]);
     return addFleetRest(whole, edgeFleetBuckets(partial).filter((b) => !except.has(b.hookId)));
   }
 
