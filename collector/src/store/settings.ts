@@ -82,10 +82,13 @@ const MISWRITTEN_POSTGRES_URL = /^(?:[\s"'`]+postgres(?:ql)?\s*[:;]|postgres(?:q
 
 /**
  * store.readerMaxOldSpace's default: a SQLite read worker's old space (worker-thread.ts heapLimits). Over a store of
- * a million events of some 9,000 hooks (store.maxHooks is 10,000), the largest answers (the fleet series of 30 days
- * at a step of 30 minutes or an hour, every hook's rows) were read in 32 MiB of old space and not in 24, the
- * dashboard's own views and the hooks list in 24: four times the most, for the rows of larger stores. A worker
- * that needs more fails the query it held (503) and is replaced.
+ * a million events of some 9,000 hooks (store.maxHooks is 10,000), the largest answers were read in 32 MiB of old
+ * space and not in 24, the dashboard's own views and the hooks list in 24: four times the most, for the rows of
+ * larger stores. The fleet series reads the rows of the hooks it lists only and the rest as one row per bucket:
+ * over 10,000 hooks with events in each of the 30-day chart's 61 buckets (605,000 events), the dashboard's fleet
+ * chart (1,000 hooks listed, a step of 12 hours) is answered in 40 MiB and not in 32, its largest read the hooks'
+ * counters (a row per hook), where reading every hook's rows failed at 128 MiB. A worker that needs more fails the
+ * query it held (503) and is replaced.
  */
 export const DEFAULT_READER_MAX_OLD_SPACE = 128 * MiB;
 
