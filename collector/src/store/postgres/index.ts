@@ -1186,7 +1186,8 @@ export class PostgresStore implements Store {
         const { sql } = fleetSeriesQuery(q, part.filterWhere, (n) => `$${n}`, part.rollup, part.granularity, scope);
         part.params[0] = part.fromMs;
         part.params[1] = part.toMs;
-        out.push(...(await this.query(sql, part.params)).map(toFleetBucket));
+        // Row by row, not spread as arguments: a part holds up to MAX_FLEET_HOOK_BUCKETS rows, past what a call takes.
+        for (const r of await this.query(sql, part.params)) out.push(toFleetBucket(r));
       }
       return parts.length === 1 && parts[0]?.granularity === undefined ? out : mergeFleet(out, fromMs);
     };

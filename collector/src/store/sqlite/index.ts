@@ -946,7 +946,8 @@ export class SqliteStore implements Store {
     const read = async (a: number, b: number): Promise<FleetBucket[]> => {
       const out: FleetBucket[] = [];
       // A part starting before `a` (the whole hour at the range's start) is read whole when `a` is the range's start.
-      for (const part of parts) out.push(...(await readPart(part, a <= readFromMs ? part.fromMs : Math.max(a, part.fromMs), Math.min(b, part.toMs))));
+      // Row by row, not spread as arguments: a part holds up to MAX_FLEET_HOOK_BUCKETS rows, past what a call takes.
+      for (const part of parts) for (const r of await readPart(part, a <= readFromMs ? part.fromMs : Math.max(a, part.fromMs), Math.min(b, part.toMs))) out.push(r);
       // One part of the step's own table (the dashboard's recent charts) has nothing to merge.
       return parts.length === 1 && parts[0]?.granularity === undefined ? out : mergeFleet(out, fromMs);
     };
