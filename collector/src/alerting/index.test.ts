@@ -60,11 +60,11 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-function alertingConfig(rules: unknown, repeatIntervalMs = 4 * HOUR, receivers?: unknown[], eventsUrl = ''): AlertingConfig {
+function alertingConfig(rules: unknown, repeatIntervalMs = 4 * HOUR, receivers?: unknown[], eventsUrl = '', evaluationIntervalMs = TICK): AlertingConfig {
   return {
     rules: parseRules(rules, dimensionNames(['team'])),
     receivers: parseReceivers(receivers),
-    evaluationIntervalMs: TICK,
+    evaluationIntervalMs,
     repeatIntervalMs,
     externalUrl: 'http://hookwatch.test',
     otlp: { endpoint: eventsUrl, headers: {} },
@@ -75,15 +75,16 @@ function alertingConfig(rules: unknown, repeatIntervalMs = 4 * HOUR, receivers?:
 /**
  * `eventsUrl`: where alert events are exported (alerting.otlp.endpoint); none without. `receiverType`: the sink's
  * (webhook by default). `backup`: a second webhook receiver, `backup`, on the sink's path /backup (`ops` is on /hook).
+ * `evaluationIntervalMs`: alerting.evaluationInterval as configured (TICK by default; the test runs evaluations itself).
  */
-async function harness(rules: unknown, opts: { repeatIntervalMs?: number; start?: number; eventsUrl?: string; receiverType?: 'slack' | 'alertmanager'; backup?: boolean } = {}): Promise<Harness> {
+async function harness(rules: unknown, opts: { repeatIntervalMs?: number; start?: number; eventsUrl?: string; receiverType?: 'slack' | 'alertmanager'; backup?: boolean; evaluationIntervalMs?: number } = {}): Promise<Harness> {
   const dir = mkdtempSync(join(tmpdir(), 'hookwatch-alerting-'));
   const db = join(dir, 'h.db');
   const clock = new FakeClock(opts.start ?? T0);
   const sink = new WebhookSink(clock.now);
   await sink.start();
   const backup = opts.backup ? [{ name: 'backup', url: `${sink.url}/backup` }] : [];
-  const config = alertingConfig(rules, opts.repeatIntervalMs, [{ name: 'ops', type: opts.receiverType, url: `${sink.url}/hook` }, ...backup], opts.eventsUrl);
+  const config = alertingConfig(rules, opts.repeatIntervalMs, [{ name: 'ops', type: opts.receiverType, url: `${sink.url}/hook` }, ...backup], opts.eventsUrl, opts.evaluationIntervalMs);
   const store = new SqliteStore({ path: db, dimensions: ['team'] });
   const h: Harness = {
     clock, sink, store, db,
@@ -1039,6 +1040,17 @@ describe('other rule kinds', () => {
       const a = h.alerting.engine.alerts().find((x) => x.rule === 'headroom');
       expect(a?.state).toBe('firing');
       expect(a?.annotations).toMatchObject({ summary: OVER, largest_output: '24100', outputs_persisted: '1' });
+    });
+
+    it('headroom: a persisted rule without a for fires on ingest, whatever the evaluation interval: headroom is superseded, not a second page', async () => {
+      // The window (5m) is shorter than the evaluation interval (10m), but a persisted rule without a `for` fires on
+      // the ingest that brought the output: it is the one that tells, and the headroom alert steps aside for it.
+      const h = await harness([{ kind: 'persisted', window: '5m' }, { kind: 'headroom', window: '5m' }], { evaluationIntervalMs: 10 * MIN });
+      await h.push(near);
+      h.clock.advance(4_000);
+      await h.push(overCap);
+      const sent = supersedeTrail(h);
+      expect(sent.map((x) => x.slice(0, 3))).toEqual([['firing', 'headroom', null], ['firing', 'persisted', null], ['resolved', 'headroom', 'persisted']]);
     });
 
     it('headroom: a hook first seen over the cap raises the alert, over the cap', async () => {

@@ -77,12 +77,13 @@ export interface RuleContext {
 }
 
 /**
- * Whether `rules` hold a `persisted` rule that can fire on one output over the cap: an evaluation evaluationInterval
- * apart from the last finds the output still in its window once its `for` has passed. One whose `for` does not fit
- * fires only while the hook keeps going over, and may never.
+ * Whether `rules` hold a `persisted` rule that can fire on one output over the cap: one without a `for` fires on the
+ * ingest that brought the output (persisted is evaluated on ingest); one with a `for` needs an evaluation
+ * evaluationInterval apart from the last to find the output still in its window once its `for` has passed. One
+ * whose `for` does not fit fires only while the hook keeps going over, and may never.
  */
 export function persistedCanFire(rules: readonly Pick<RuleConfig, 'kind' | 'forMs' | 'windowMs'>[], evaluationIntervalMs: number): boolean {
-  return rules.some((r) => r.kind === 'persisted' && r.forMs + evaluationIntervalMs <= r.windowMs);
+  return rules.some((r) => r.kind === 'persisted' && (r.forMs === 0 || r.forMs + evaluationIntervalMs <= r.windowMs));
 }
 
 const DAY = 86_400_000;
