@@ -24,6 +24,7 @@ import { oldSchemaFile, OLD_SCHEMA, OLD_SCHEMA_EVENTS } from './support/old-sche
 import { emitExecutions } from './support/service.ts';
 import { mountTmpfs, unmountTmpfs } from './support/tmpfs.ts';
 import { requireTool } from './required-tool.ts';
+import { canRunAsUser, canStrace } from './support/tools.ts';
 
 const tmp = tempDir('hookwatch-restore-');
 afterAll(() => tmp.cleanup());
@@ -226,7 +227,7 @@ describe('hookwatch restore on SQLite', () => {
   }, 60_000);
 
   it('stops on SIGINT or SIGTERM during the copy: the store as it was, the partial copy removed, killed by the signal', async (ctx) => {
-    if (!requireTool(spawnSync('strace', ['-D', '-qq', '-o', '/dev/null', 'true']).status === 0, 'strace, allowed to trace', 'install strace (apt-get install strace), as .ci/run does, and allow ptrace (in a container: --cap-add SYS_PTRACE)')) return ctx.skip('no strace here');
+    if (!canStrace()) return ctx.skip('no strace here');
     const { path: backup } = await scratchStore('big-backup', 200);
     const { dir, path } = await scratchStore('stopped', 10);
     const before = snapshot(path, dir);
@@ -251,7 +252,7 @@ describe('hookwatch restore on SQLite', () => {
   }, 60_000);
 
   it('reads the copy back before it replaces the store: a write that did not land whole leaves the store as it was, the copy removed', async (ctx) => {
-    if (!requireTool(spawnSync('strace', ['-D', '-qq', '-o', '/dev/null', 'true']).status === 0, 'strace, allowed to trace', 'install strace (apt-get install strace), as .ci/run does, and allow ptrace (in a container: --cap-add SYS_PTRACE)')) return ctx.skip('no strace here');
+    if (!canStrace()) return ctx.skip('no strace here');
     // A backup of whole 64 KiB chunks (the reads and writes of the copy), at least three of them.
     const { path: backup } = await scratchStore('unkept-backup', 40);
     const grow = new DatabaseSync(backup);
@@ -286,7 +287,7 @@ describe('hookwatch restore on SQLite', () => {
   }, 60_000);
 
   it('names the store\'s file it cannot look at once it holds the lock, and what to do; the store left as it was, the copy removed', async (ctx) => {
-    if (!requireTool(spawnSync('strace', ['-D', '-qq', '-o', '/dev/null', 'true']).status === 0, 'strace, allowed to trace', 'install strace (apt-get install strace), as .ci/run does, and allow ptrace (in a container: --cap-add SYS_PTRACE)')) return ctx.skip('no strace here');
+    if (!canStrace()) return ctx.skip('no strace here');
     const { path: backup } = await scratchStore('unlooked-backup', 5);
     const { dir, path } = await scratchStore('unlooked', 1);
     const wal = `${realpathSync(dir)}/hookwatch.db-wal`;
@@ -428,7 +429,6 @@ describe('hookwatch restore on SQLite', () => {
 
   /** The words that run restore as uid 1000 (setpriv), and whether they can here (under CI=true, a test fails when not). */
   const asUser = 'setpriv --reuid=1000 --regid=1000 --clear-groups';
-  const canRunAsUser = (): boolean => requireTool(spawnSync('setpriv', ['--reuid=1000', '--regid=1000', '--clear-groups', 'true']).status === 0, 'setpriv (util-linux)', 'install util-linux (apt-get install util-linux)');
 
   it('names a lock file left by a hookwatch run as root, which the restoring user cannot open, and what to do', async (ctx) => {
     if (process.geteuid?.() !== 0) {

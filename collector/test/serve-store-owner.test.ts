@@ -5,7 +5,7 @@
  * and was killed. Serve exits 1 with one line naming the file, its owner and the chown that gives it back, with the
  * store's other files root owns; once that is run, it serves the store.
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { chmodSync, chownSync, existsSync, mkdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -14,6 +14,7 @@ import { getJson, tempDir } from './helpers.ts';
 import { requireTool } from './required-tool.ts';
 import { emitExecutions } from './support/service.ts';
 import { startReplica, type Replica } from './support/serve-process.ts';
+import { canRunAsUser } from './support/tools.ts';
 
 const MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
 
@@ -25,9 +26,8 @@ afterEach(async () => {
   replicas = [];
 });
 
-/** The words that run serve as uid 1000 (setpriv), and whether they can here (under CI=true, a test fails when not). */
+/** The words that run serve as uid 1000 (setpriv; whether they can here: canRunAsUser, under CI=true a test fails when not). */
 const asUser = ['setpriv', '--reuid=1000', '--regid=1000', '--clear-groups'];
-const canRunAsUser = (): boolean => requireTool(spawnSync('setpriv', ['--reuid=1000', '--regid=1000', '--clear-groups', 'true']).status === 0, 'setpriv (util-linux)', 'install util-linux (apt-get install util-linux)');
 
 /** `hookwatch serve` on `db` as uid 1000, run to its end (one that starts is killed after a minute). */
 function serveAsUser(db: string): Promise<{ status: number | null; stdout: string; stderr: string }> {
