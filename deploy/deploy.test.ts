@@ -323,6 +323,19 @@ describe('docker-compose.yml', () => {
     expect(arr(hookwatch['security_opt'])).toContain('no-new-privileges:true');
   });
 
+  it('bounds hookwatch\'s memory as the Kubernetes Deployment does: its memory limit and the heap flag in NODE_OPTIONS', () => {
+    // Without a limit a container takes what the host has; without the flag Node sizes the heap from the host's memory.
+    const hookwatch = obj(services['hookwatch']);
+    const deployment = obj(parseYaml(read('deploy/kubernetes/base/deployment.yaml')));
+    const container = obj(arr(obj(obj(obj(deployment['spec'])['template'])['spec'])['containers'])[0]);
+    const env = Object.fromEntries(arr(container['env']).map(obj).map((e) => [String(e['name']), e['value']]));
+    const limit = String(obj(obj(container['resources'])['limits'])['memory']);
+    expect(limit).toMatch(/^\d+Gi$/);
+    expect(String(hookwatch['mem_limit'])).toBe(`${Number.parseInt(limit, 10)}g`);
+    expect(String(env['NODE_OPTIONS'])).toMatch(/--max-old-space-size=\d+/);
+    expect(envOfService('hookwatch')['NODE_OPTIONS']).toBe(env['NODE_OPTIONS']);
+  });
+
   it('runs webhook-echo locked down as hookwatch is: a non-root uid, read-only root, no capabilities, no privilege gain', () => {
     // The node image's default user is root; the echo service writes nothing and listens above 1024.
     const echo = obj(services['webhook-echo']);
