@@ -11,7 +11,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { once } from 'node:events';
-import { chownSync, closeSync, existsSync, linkSync, mkdirSync, openSync, readFileSync, readdirSync, statSync, symlinkSync, watch, writeFileSync, writeSync } from 'node:fs';
+import { chmodSync, chownSync, closeSync, existsSync, linkSync, mkdirSync, openSync, readFileSync, readdirSync, statSync, symlinkSync, watch, writeFileSync, writeSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -25,6 +25,7 @@ import { ALERTING, hookwatchBackup, hookwatchRestore, notificationsAcrossRestore
 import { emitExecutions } from './support/service.ts';
 import { mountTmpfs, unmountTmpfs } from './support/tmpfs.ts';
 import { requireTool } from './required-tool.ts';
+import { canRunAsUser } from './support/tools.ts';
 
 let services: TestService[] = [];
 let after: (() => Promise<void>)[] = [];
@@ -315,6 +316,32 @@ describe('hookwatch backup on SQLite', () => {
     const out = await startBackup(['--to', to], { HOOKWATCH_DB: path, HOOKWATCH_FORWARD_QUEUE_PATH: queue }, undefined, 'unshare -r').done;
     expect(out).toEqual({ status: 1, signal: null, stdout: '', stderr: `hookwatch: cannot tell whether ${to} is a file hookwatch serve uses, so it is not written: cannot look at ${queue}: permission denied; run backup as the service's user\n` });
     expect(existsSync(to)).toBe(false);
+  }, 60_000);
+
+  it('names the store\'s file this user cannot read, its owner, and whom to run backup as', async (ctx) => {
+    if (process.geteuid?.() !== 0) {
+      requireTool(false, 'root, to give a file another owner', 'run the tests as root, as .ci/run does');
+      return ctx.skip('not root');
+    }
+    if (!canRunAsUser()) return ctx.skip('no setpriv here');
+    const { dir, path } = await scratchStore('other-owner', 1);
+    // As `hookwatch serve` leaves its store: private to the user it runs as (root here, uid 1001 below).
+    chmodSync(path, 0o600);
+    chmodSync(tmp.dir, 0o755);
+    chmodSync(dir, 0o777);
+    const to = join(dir, 'copy.db');
+    const asUser = 'setpriv --reuid=1000 --regid=1000 --clear-groups';
+    const byRoot = await startBackup(['--to', to], { HOOKWATCH_DB: path }, undefined, asUser).done;
+    expect(byRoot).toEqual({ status: 1, signal: null, stdout: '', stderr: `hookwatch: cannot open the store's file ${path}: permission denied: it belongs to uid 0, not to this user (uid 1000); run backup as root\n` });
+    chownSync(path, 1001, 1001);
+    const byService = await startBackup(['--to', to], { HOOKWATCH_DB: path }, undefined, asUser).done;
+    expect(byService).toEqual({ status: 1, signal: null, stdout: '', stderr: `hookwatch: cannot open the store's file ${path}: permission denied: it belongs to uid 1001, not to this user (uid 1000); run backup as uid 1001 (the user hookwatch serve runs as) or as root\n` });
+    expect(existsSync(to)).toBe(false);
+    // Run as the store's user, the same backup is made.
+    const byOwner = await startBackup(['--to', to], { HOOKWATCH_DB: path }, undefined, 'setpriv --reuid=1001 --regid=1001 --clear-groups').done;
+    expect(byOwner.stderr).toBe('');
+    expect(byOwner.status).toBe(0);
+    expect(existsSync(to)).toBe(true);
   }, 60_000);
 
   it('stops on SIGINT or SIGTERM, removes its temporary file and ends killed by the same signal', async () => {

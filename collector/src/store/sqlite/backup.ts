@@ -18,7 +18,7 @@
  * What a killed backup left (SIGKILL, a crash) is removed by the next backup to the same target, once the process
  * that wrote it no longer runs.
  */
-import { closeSync, existsSync, fsyncSync, lstatSync, openSync, readdirSync, renameSync, rmSync, statSync, type BigIntStats, type Stats } from 'node:fs';
+import { accessSync, closeSync, constants, existsSync, fsyncSync, lstatSync, openSync, readdirSync, renameSync, rmSync, statSync, type BigIntStats, type Stats } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -224,6 +224,29 @@ export function quickCheck(path: string): string[] {
   }
 }
 
+/**
+ * Why this user cannot open the store at `db` to copy it, when a file of it is another user's: the store and its WAL
+ * read, its shared memory read and written (a reader of a WAL store writes its read mark there). A store made by
+ * `hookwatch serve` is its user's alone (0600): the way out is to run backup as that user, not to take the files
+ * from the service. Undefined when every file is open to this user (the failure is something else).
+ */
+function unreadableStoreProblem(db: string): string | undefined {
+  const uid = process.geteuid?.();
+  for (const [suffix, mode] of [['', constants.R_OK], ['-wal', constants.R_OK], ['-shm', constants.R_OK | constants.W_OK]] as const) {
+    const file = resolve(db + suffix);
+    try {
+      accessSync(file, mode);
+    } catch (err) {
+      if (errnoCode(err) === 'ENOENT') continue;
+      const owner = statIfThere(file)?.uid;
+      const what = `cannot open the store's file ${file}: ${fileProblem(err)}`;
+      if (owner === undefined || uid === undefined || owner === uid) return `${what}; run backup as the service's user`;
+      return `${what}: it belongs to uid ${owner}, not to this user (uid ${uid}); run backup as ${owner === 0 ? 'root' : `uid ${owner} (the user hookwatch serve runs as) or as root`}`;
+    }
+  }
+  return undefined;
+}
+
 /** Checks the source before anything is written: a file there, a SQLite database, a hookwatch store. */
 function openSource(db: string): { source: DatabaseSync; schemaVersion: number } {
   if (isInMemory(db)) throw new BackupError('the store is in memory (db is ":memory:"): there is no file to back up');
@@ -239,7 +262,7 @@ function openSource(db: string): { source: DatabaseSync; schemaVersion: number }
   try {
     source = new DatabaseSync(db, { readOnly: true, timeout: 5000 });
   } catch (err) {
-    throw new BackupError(`cannot open ${db}: ${sqliteFault(err) ?? describeSqliteError(err)}`);
+    throw new BackupError(unreadableStoreProblem(db) ?? `cannot open ${db}: ${sqliteFault(err) ?? describeSqliteError(err)}`);
   }
   try {
     // One read transaction for the whole copy (see the top of this file); its first read fixes the snapshot.
