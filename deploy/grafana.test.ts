@@ -12,7 +12,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
-import { hasPromtool, parseExposition, type ParsedFamily, type ParsedSample } from '../collector/test/support/prometheus-text.ts';
+import type { HooksResponse } from '../shared/src/api.ts';
+import { hasPromtool, parseExposition, sampleValue, type ParsedFamily, type ParsedSample } from '../collector/test/support/prometheus-text.ts';
 import { FIXTURE_RUNS, fixtureRequests, postOtlp, startTestService } from '../collector/test/helpers.ts';
 import { otlpHookBody } from '../collector/test/support/alerting.ts';
 import { emitExecutions } from '../collector/test/support/service.ts';
@@ -550,6 +551,46 @@ describe('Grafana dashboard and Prometheus rules, for hooks whose sizes are unkn
       expectSamples(q('hookwatch:hook_largest_output_chars:max24h'), series, '10m', [
         { labels: 'hookwatch:hook_largest_output_chars:max24h{hook_event="PreToolUse",hook_name="PreToolUse:mixed"}', value: 12_060 },
       ], rules);
+    } finally {
+      await service.close();
+    }
+  });
+
+  it.skipIf(!hasPromtool)('count an output measured over the cap of a hook without a series at least once, in the dashboard and HookOutputPersistedWithoutSeries (skipped only outside CI without promtool)', async () => {
+    // A real hookwatch with one series: its hook takes it; a hook past metrics.maxHookSeries, whose client sends
+    // sizes but no num_outputs_persisted, has an output measured over the cap; a third, from a client without
+    // sizes, is blind.
+    const service = await startTestService({ HOOKWATCH_METRICS_MAX_HOOK_SERIES: '1' });
+    try {
+      await emitExecutions(service.otlpHttpUrl, [{ hookEvent: 'Stop', hookName: 'Stop:report', additionalContextChars: 100, outputsPersisted: 0 }]);
+      const res = await postOtlp(service.otlpHttpUrl, '/v1/logs', otlpHookBody([{ hookName: 'PreToolUse:mixed', timeMs: Date.now(), outputsPersisted: null, additionalContextChars: 12_000 }]), { 'content-type': 'application/json' });
+      expect(res.status).toBe(200);
+      await emitExecutions(service.otlpHttpUrl, [{ hookEvent: 'Stop', hookName: 'Stop:legacy' }]);
+      await (await fetch(`${service.httpUrl}/metrics`)).text();
+      const families = parseExposition(await (await fetch(`${service.httpUrl}/metrics`)).text());
+      expect(sampleValue(families, 'hookwatch_hook_series_dropped')).toBe(2);
+      expect(sampleValue(families, 'hookwatch_hook_overflow_executions_total')).toBe(2);
+      // What hookwatch's API says of the two: one execution over the cap (measured), one without sizes.
+      const hooks = await (await fetch(`${service.httpUrl}/api/v1/hooks?from=now-1h`)).json() as HooksResponse;
+      const overflowing = hooks.hooks.filter((h) => h.hookName !== 'Stop:report');
+      const total = (f: 'executionsWithPersisted' | 'sizeUnknownExecutions'): number => overflowing.reduce((n, h) => n + h[f], 0);
+      expect([total('executionsWithPersisted'), total('sizeUnknownExecutions')]).toEqual([1, 1]);
+      expect(sampleValue(families, 'hookwatch_hook_overflow_executions_with_persisted_total')).toBe(total('executionsWithPersisted'));
+      expect(sampleValue(families, 'hookwatch_hook_overflow_size_unknown_executions_total')).toBe(total('sizeUnknownExecutions'));
+      // The overflow counters as Prometheus holds them: on /metrics at 0 from the start of a process an hour old,
+      // the outputs counted from 5m.
+      const replica = { job: 'hookwatch', instance: 'hookwatch-0:9318' };
+      const series: InputSeries[] = [
+        ...[...families.values()].flatMap((f) => f.samples.filter((x) => x.name.startsWith('hookwatch_hook_overflow_')).map((x) => ({ series: `${x.name}${labelsOf({ ...x.labels, ...replica })}`, values: `0x4 ${x.value}x30` }))),
+        { series: `process_start_time_seconds${labelsOf(replica)}`, values: '-3600x34' },
+      ];
+      const all = queries(dashboard);
+      expectSamples(all.find((x) => x.where === 'panel "Outputs persisted in range" B'), series, '10m', [{ labels: '{}', value: 1 }]);
+      const rules = join(ROOT, 'deploy/prometheus/rules.yml');
+      const alert = { where: 'HookOutputPersistedWithoutSeries', expr: 'ALERTS{alertname="HookOutputPersistedWithoutSeries"}' };
+      expectSamples(alert, series, '10m', [{ labels: '{__name__="ALERTS",alertname="HookOutputPersistedWithoutSeries",alertstate="firing",severity="critical"}', value: 1 }], rules);
+      // 15 minutes after the output it resolves.
+      expectSamples(alert, series, '21m', [], rules);
     } finally {
       await service.close();
     }

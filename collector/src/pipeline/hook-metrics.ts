@@ -272,6 +272,8 @@ export class HookMetrics implements IngestListener {
     });
     one('counter', 'hookwatch_hook_overflow_executions_total', 'Executions of hooks left without a series (cardinality cap).', () => toCounters(this.overflow).executions);
     one('counter', 'hookwatch_hook_overflow_outputs_persisted_total', 'Persisted outputs of hooks left without a series (cardinality cap).', () => toCounters(this.overflow).outputsPersisted);
+    one('counter', 'hookwatch_hook_overflow_executions_with_persisted_total', 'Executions with at least one persisted output (reported, or measured over the cap from a client that does not send num_outputs_persisted) of hooks left without a series (cardinality cap).', () => toCounters(this.overflow).executionsWithPersisted);
+    one('counter', 'hookwatch_hook_overflow_size_unknown_executions_total', 'Executions without size attributes (clients before 2.1.280) of hooks left without a series (cardinality cap): blind, never healthy.', () => toCounters(this.overflow).sizeUnknownExecutions);
     one('counter', 'hookwatch_hook_overflow_guard_trims_total', 'Outputs trimmed by hookwatch guard of hooks left without a series (cardinality cap).', () => this.overflowGuard.trims);
   }
 }
