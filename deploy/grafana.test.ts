@@ -380,6 +380,17 @@ describe('Grafana dashboard', () => {
     for (const q of bars) expectSamples(q, series, '5m', [{ labels: '{hook_name="SessionStart:audit"}', value: 1 }]);
   });
 
+  it.skipIf(!hasPromtool)('counts what a hook first seen since hookwatch started held when its series appeared, across a restart in the range (skipped only outside CI without promtool)', () => {
+    // As above, the series appearing at 5m with its output (created at 4m30s); hookwatch restarts at 6m30s and
+    // gives the hook its series again at 0.
+    const labels = { job: 'hookwatch', instance: 'hookwatch-0:9318', hook_id: '4', hook_event: 'SessionStart', hook_name: 'SessionStart:audit' };
+    const series = [
+      { series: `hookwatch_hook_outputs_persisted_total${labelsOf(labels)}`, values: '_x5 1x1 0x30' },
+      { series: `hookwatch_hook_series_start_time_seconds${labelsOf(labels)}`, values: '_x5 270x1 390x30' },
+    ];
+    expectSamples(all.find((x) => x.where.startsWith('panel "Outputs persisted in range"')), series, '20m', [{ labels: '{}', value: 1 }]);
+  });
+
   it.skipIf(!hasPromtool)('counts the persisted outputs of hooks without a series beside the others, across a restart (skipped only outside CI without promtool)', () => {
     // A hook with a series persists one output at 5m; a hook past metrics.maxHookSeries two at 6m, on a replica
     // that restarts at 8m30s (its overflow counter back at 0, a new start time).

@@ -184,4 +184,39 @@ describe.skipIf(!hasPromtool)('per-hook series through the Prometheus rules (ski
       ]);
     }
   }, 90_000);
+
+  for (const [what, instance] of [['a restart under the same instance', 'hookwatch-0:9318'], ['a pod replaced by one under a new instance', 'hookwatch-1:9318']] as const) {
+    it(`a server whose scrape missed a new hook's 0 keeps HookOutputPersisted and the hour's persisted count across ${what}`, async () => {
+      // Another reader of /metrics (the other server of an HA pair, someone's curl) got the render showing the
+      // new hook's series at 0; this server's first sample of it already holds the output. At 6m30s the process
+      // is replaced by one that knows the hook from the store (its series back at 0).
+      const clock = new FakeClock(START);
+      const scraped = new Scraped();
+      let running = startProcess(clock, 'hookwatch-0:9318');
+      for (let m = 0; m <= 80; m++) {
+        clock.t = START + m * MINUTE;
+        await scraped.scrape([running]);
+        if (m === 2) {
+          clock.t += 30_000;
+          running.hooks.onIngested([hookEvent({ ...PERSISTED, timeMs: clock.t, additionalContextChars: 12_000, outputsPersisted: 1 })]);
+          await running.metrics.render();
+        }
+        if (m === 6) {
+          clock.t += 30_000;
+          running = startProcess(clock, instance, [PERSISTED]);
+        }
+      }
+      const values = scraped.inputSeries().find((x) => x.series.startsWith('hookwatch_hook_outputs_persisted_total{'))?.values;
+      expect(values?.split(' ').slice(0, 4)).toEqual(['_', '_', '_', '1']);
+      const persisted = `hookwatch:hook_outputs_persisted:increase1h{hook_event="${PERSISTED.hookEvent}",hook_name="${PERSISTED.hookName}"}`;
+      expectRules(scraped, [
+        { expr: 'ALERTS{alertname="HookOutputPersisted"}', evalTime: '5m', samples: [firing('HookOutputPersisted', PERSISTED, 'critical')] },
+        { expr: 'ALERTS{alertname="HookOutputPersisted"}', evalTime: '8m', samples: [firing('HookOutputPersisted', PERSISTED, 'critical')] },
+        { expr: 'ALERTS{alertname="HookOutputPersisted"}', evalTime: '16m', samples: [firing('HookOutputPersisted', PERSISTED, 'critical')] },
+        { expr: 'ALERTS{alertname="HookOutputPersisted"}', evalTime: '20m', samples: [] },
+        { expr: `round(${persisted})`, evalTime: '30m', samples: [{ labels: persisted.replace(/^[^{]*/, ''), value: 1 }] },
+        { expr: `round(${persisted})`, evalTime: '70m', samples: [{ labels: persisted.replace(/^[^{]*/, ''), value: 0 }] },
+      ]);
+    }, 90_000);
+  }
 });
