@@ -567,6 +567,37 @@ describe('Grafana dashboard and Prometheus rules, for hooks whose sizes are unkn
     }
   });
 
+  it.skipIf(!hasPromtool)('tell executions whose client did not report num_outputs_persisted from those reported with none (skipped only outside CI without promtool)', async () => {
+    // Two hooks with the same output near the cap: one client reports num_outputs_persisted 0, the other sends the
+    // sizes without it, so whether its output was persisted is unknown.
+    const service = await startTestService();
+    try {
+      await emitExecutions(service.otlpHttpUrl, [{ hookEvent: 'PreToolUse', hookName: 'PreToolUse:reported', additionalContextChars: 9_500, outputsPersisted: 0 }]);
+      const res = await postOtlp(service.otlpHttpUrl, '/v1/logs', otlpHookBody([{ hookName: 'PreToolUse:unreported', timeMs: Date.now(), outputsPersisted: null, additionalContextChars: 9_500 }]), { 'content-type': 'application/json' });
+      expect(res.status).toBe(200);
+      await emitExecutions(service.otlpHttpUrl, [{ hookEvent: 'Stop', hookName: 'Stop:legacy' }]);
+      await (await fetch(`${service.httpUrl}/metrics`)).text();
+      const families = parseExposition(await (await fetch(`${service.httpUrl}/metrics`)).text());
+      const unreported = (hookName: string): number | undefined => sampleValue(families, 'hookwatch_hook_persisted_unreported_executions_total', { hook_name: hookName });
+      // A client without sizes is blind, counted there, not here.
+      expect([unreported('PreToolUse:reported'), unreported('PreToolUse:unreported'), unreported('Stop:legacy')]).toEqual([0, 1, 0]);
+      expect(sampleValue(families, 'hookwatch_hook_overflow_persisted_unreported_executions_total')).toBe(0);
+      const series: InputSeries[] = [...families.values()].flatMap((f) => f.samples.flatMap((x) => {
+        if (!x.name.startsWith('hookwatch_hook_')) return [];
+        const value = x.name === 'hookwatch_hook_series_start_time_seconds' ? -3600 : x.value;
+        return [{ series: `${x.name}${labelsOf({ ...x.labels, job: 'hookwatch', instance: 'hookwatch-0:9318' })}`, values: `${x.name === 'hookwatch_hook_series_start_time_seconds' ? value : 0}x4 ${value}x30` }];
+      }));
+      const name = (n: string): string => `{hook_name=${JSON.stringify(n)}}`;
+      expectSamples(queries(dashboard).find((x) => x.where === 'panel "Blind executions per hook" B'), series, '5m', [
+        { labels: name('PreToolUse:reported'), value: 0 },
+        { labels: name('PreToolUse:unreported'), value: 1 },
+        { labels: name('Stop:legacy'), value: 0 },
+      ]);
+    } finally {
+      await service.close();
+    }
+  });
+
   it.skipIf(!hasPromtool)('count an output measured over the cap of a hook without a series at least once, in the dashboard and HookOutputPersistedWithoutSeries (skipped only outside CI without promtool)', async () => {
     // A real hookwatch with one series: its hook takes it; a hook past metrics.maxHookSeries, whose client sends
     // sizes but no num_outputs_persisted, has an output measured over the cap; a third, from a client without

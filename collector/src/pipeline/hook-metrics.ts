@@ -59,6 +59,8 @@ interface HookSeries {
   activeMs: number;
   /** `hookwatch guard` trims stored since then, and the sizes of their outputs before and after trimming. */
   guard: GuardCounts;
+  /** Executions with size attributes but no num_outputs_persisted stored since then. */
+  unreported: number;
 }
 
 interface GuardCounts {
@@ -111,6 +113,7 @@ export class HookMetrics implements IngestListener {
   private readonly dropped = new Map<string, number>();
   private readonly overflow = emptyRow();
   private readonly overflowGuard = noGuardTrims();
+  private overflowUnreported = 0;
   private readonly maxSeries: number;
 
   private readonly now: () => number;
@@ -124,7 +127,7 @@ export class HookMetrics implements IngestListener {
     const s: HookSeries = {
       labels: { hook_id: id, hook_event: hookEvent, hook_name: hookName }, row: emptyRow(), counters: undefined, lastLargest: null, lastTimeMs: -Infinity,
       recent: { slot: -Infinity, largest: -Infinity }, previous: { slot: -Infinity, largest: -Infinity }, createdMs: this.now(), guard: noGuardTrims(),
-      shown: false, activeMs: this.now(),
+      shown: false, activeMs: this.now(), unreported: 0,
     };
     this.series.set(id, s);
     this.dropped.delete(id);
@@ -183,11 +186,15 @@ export class HookMetrics implements IngestListener {
     const slot = Math.floor(this.now() / RECENT_OUTPUT_MS);
     for (const e of events) {
       const s = this.seriesFor(e);
+      // Sizes without num_outputs_persisted: whether an output was persisted is unknown unless measured over the cap.
+      const unreported = e.kind === 'complete' && e.sizesKnown && e.outputsPersisted === null;
       if (!s) {
         addEvent(this.overflow, e);
+        if (unreported) this.overflowUnreported++;
         continue;
       }
       addEvent(s.row, e);
+      if (unreported) s.unreported++;
       s.counters = undefined;
       if (e.kind !== 'complete') continue;
       const largest = largestOf(e);
@@ -259,6 +266,7 @@ export class HookMetrics implements IngestListener {
     perHook('counter', 'hookwatch_hook_executions_with_persisted_total', 'Executions with at least one persisted output since start.', (c) => c.executionsWithPersisted);
     perHook('counter', 'hookwatch_hook_near_executions_total', 'Executions whose largest output may exceed the near threshold, nothing persisted, since start.', (c) => c.nearExecutions);
     perHook('counter', 'hookwatch_hook_size_unknown_executions_total', 'Executions without size attributes (clients before 2.1.280): blind, never healthy.', (c) => c.sizeUnknownExecutions);
+    perHook('counter', 'hookwatch_hook_persisted_unreported_executions_total', 'Executions with size attributes but without num_outputs_persisted since start: whether an output was persisted is unknown, unless its size proves it over the cap (then it is in hookwatch_hook_executions_with_persisted_total too).', (_c, s) => s.unreported);
     perHook('gauge', 'hookwatch_hook_largest_output_chars', 'Largest output since start (upper bound: Claude Code reports sums over the matching commands); absent when unknown.', (c) => largestOutput(c));
     perHook('counter', 'hookwatch_hook_guard_trims_total', 'Outputs of the hook that hookwatch guard trimmed to fit the cap, as its reports stored since start (a retried report counts once).', (_c, s) => s.guard.trims);
     perHook('counter', 'hookwatch_hook_guard_sent_chars_total', 'Characters of the outputs hookwatch guard trimmed, before trimming (sum of sent_chars of the trims stored since start).', (_c, s) => s.guard.sentChars);
@@ -274,6 +282,7 @@ export class HookMetrics implements IngestListener {
     one('counter', 'hookwatch_hook_overflow_outputs_persisted_total', 'Persisted outputs of hooks left without a series (cardinality cap).', () => toCounters(this.overflow).outputsPersisted);
     one('counter', 'hookwatch_hook_overflow_executions_with_persisted_total', 'Executions with at least one persisted output (reported, or measured over the cap from a client that does not send num_outputs_persisted) of hooks left without a series (cardinality cap).', () => toCounters(this.overflow).executionsWithPersisted);
     one('counter', 'hookwatch_hook_overflow_size_unknown_executions_total', 'Executions without size attributes (clients before 2.1.280) of hooks left without a series (cardinality cap): blind, never healthy.', () => toCounters(this.overflow).sizeUnknownExecutions);
+    one('counter', 'hookwatch_hook_overflow_persisted_unreported_executions_total', 'Executions with size attributes but without num_outputs_persisted of hooks left without a series (cardinality cap).', () => this.overflowUnreported);
     one('counter', 'hookwatch_hook_overflow_guard_trims_total', 'Outputs trimmed by hookwatch guard of hooks left without a series (cardinality cap).', () => this.overflowGuard.trims);
   }
 }
