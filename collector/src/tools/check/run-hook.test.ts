@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -27,6 +27,22 @@ describe('runHook', () => {
     expect(measured.format).toBe('plain');
     expect(measured.jsonError).toBe('output too large to parse as JSON');
     expect(measured.outputs[0]).toMatchObject({ kind: 'stdout', sent: run.stdoutChars, persisted: false });
+  });
+
+  it('counts past the capture limit in UTF-16 code units as Claude Code decodes the output, invalid bytes and emoji included', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'hookwatch-run-hook-'));
+    try {
+      // Runs of ASCII, 2-, 3- and 4-byte characters longer than a read of the pipe, between invalid sequences.
+      const pieces = [Buffer.from('plain ascii '.repeat(9_777)), Buffer.from('é€😀 ✓'.repeat(10_013)), Buffer.from([0xff]), Buffer.from('😀'.repeat(20_039)), Buffer.from([0xf0, 0x9f, 0x98]), Buffer.from('中文'.repeat(15_011))];
+      const bytes = Buffer.concat(Array.from({ length: 3 }, () => pieces).flat());
+      const file = join(dir, 'mixed-output.bin');
+      await writeFile(file, bytes);
+      const run = await runHook({ ...base, command: `cat ${shellQuote(file)}`, maxCapturedStdoutBytes: 4096 });
+      expect([run.exitCode, run.stdoutComplete]).toEqual([0, false]);
+      expect(run.stdoutChars).toBe(bytes.toString('utf8').length);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   it('reports a shell that cannot be started instead of throwing', async () => {

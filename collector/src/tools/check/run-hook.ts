@@ -1,10 +1,10 @@
 import { spawn } from 'node:child_process';
-import { StringDecoder } from 'node:string_decoder';
 
 import { headCodeUnits } from '../common/format.ts';
 import { MAX_CAPTURED_STDOUT_BYTES } from '../common/limits.ts';
 import { KILL_GRACE_MS } from '../common/io.ts';
 import { descendants } from '../common/processes.ts';
+import { Utf16Counter } from '../common/utf16-count.ts';
 
 /** How to run one hook command. */
 export interface HookRun {
@@ -48,23 +48,31 @@ const STDERR_KEPT_CHARS = 4_000;
  */
 const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
 
-/** Collects a stream as text, keeping up to `maxBytes` and counting UTF-16 code units for all of it. */
+/**
+ * Collects a stream as text, keeping up to `maxBytes` and counting UTF-16 code units for all of it (past what is
+ * kept, without decoding what is valid UTF-8: Utf16Counter).
+ */
 class TextCollector {
-  private readonly decoder = new StringDecoder('utf8');
+  private readonly counter = new Utf16Counter();
   private readonly parts: string[] = [];
   private keptBytes = 0;
   private readonly maxBytes: number;
-  chars = 0;
   complete = true;
 
   constructor(maxBytes: number) {
     this.maxBytes = maxBytes;
   }
 
+  get chars(): number {
+    return this.counter.units;
+  }
+
   push(chunk: Buffer): void {
-    const text = this.decoder.write(chunk);
-    this.chars += text.length;
-    if (!this.complete) return;
+    if (!this.complete) {
+      this.counter.count(chunk);
+      return;
+    }
+    const text = this.counter.text(chunk);
     if (this.keptBytes + chunk.length <= this.maxBytes) {
       this.parts.push(text);
       this.keptBytes += chunk.length;
@@ -78,8 +86,7 @@ class TextCollector {
   }
 
   finish(): string {
-    const rest = this.decoder.end();
-    this.chars += rest.length;
+    const rest = this.counter.end();
     if (this.complete) this.parts.push(rest);
     return this.parts.join('');
   }

@@ -1,5 +1,6 @@
 import { closeSync, ftruncateSync, openSync, writeSync } from 'node:fs';
-import { StringDecoder } from 'node:string_decoder';
+
+import { Utf16Counter } from '../common/utf16-count.ts';
 
 /** Stdout kept in memory (as raw bytes, so output within budget passes unchanged); past it, it goes to a file. */
 export const DEFAULT_SPILL_BYTES = 8 * 1024 * 1024;
@@ -37,9 +38,9 @@ export interface CaptureOptions {
 export class StdoutCapture {
   private chunks: Buffer[] = [];
   private bytes = 0;
-  private readonly decoder = new StringDecoder('utf8');
+  /** Counts the UTF-16 length of all the output; what is decoded of it is only the head. */
+  private readonly counter = new Utf16Counter();
   private head = '';
-  private chars = 0;
   private fd: number | undefined;
   private path: string | undefined;
   /**
@@ -65,9 +66,8 @@ export class StdoutCapture {
    */
   push(chunk: Buffer): Promise<void> | undefined {
     if (this.problem !== undefined) return this.pass(chunk);
-    const text = this.decoder.write(chunk);
-    this.chars += text.length;
-    if (this.head.length < this.options.headChars) this.head += text.slice(0, this.options.headChars - this.head.length);
+    if (this.head.length < this.options.headChars) this.head += this.counter.text(chunk).slice(0, this.options.headChars - this.head.length);
+    else this.counter.count(chunk);
     if (this.fd !== undefined) {
       this.save(chunk);
       return undefined;
@@ -97,13 +97,12 @@ export class StdoutCapture {
 
   finish(): CapturedStdout {
     if (this.problem !== undefined) return { kind: 'passed', problem: this.problem };
-    const rest = this.decoder.end();
-    this.chars += rest.length;
+    const rest = this.counter.end();
     if (this.fd !== undefined && this.path !== undefined) {
       closeSync(this.fd);
       this.fd = undefined;
       if (this.head.length < this.options.headChars) this.head += rest.slice(0, this.options.headChars - this.head.length);
-      return { kind: 'spilled', path: this.path, head: this.head, chars: this.chars, cutAt: this.cutAt };
+      return { kind: 'spilled', path: this.path, head: this.head, chars: this.counter.units, cutAt: this.cutAt };
     }
     return { kind: 'held', bytes: Buffer.concat(this.chunks, this.bytes) };
   }

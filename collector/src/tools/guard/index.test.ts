@@ -845,6 +845,27 @@ describe('hookwatch guard', () => {
     expect((await stat(match?.[2] ?? '')).size).toBe(cutAt);
   });
 
+  it('counts a spilled output in UTF-16 code units as Claude Code decodes it, emoji and invalid bytes split across reads included', async () => {
+    // About 5 MB past a 1 MiB spill: ASCII, 2-, 3- and 4-byte characters and invalid sequences (a lone 0xff, an
+    // emoji's first bytes left unfinished, a surrogate encoded in UTF-8), in runs of odd lengths, so that reads of
+    // the pipe begin and end inside characters. Counted whole when saved, and past a --keep-size of 2 MiB.
+    const pieces = [Buffer.from('plain ascii '.repeat(9_777)), Buffer.from('é€😀 ✓'.repeat(10_013)), Buffer.from([0xff]), Buffer.from('😀'.repeat(20_039)), Buffer.from([0xf0, 0x9f, 0x98]), Buffer.from('中文'.repeat(15_011)), Buffer.from([0xed, 0xa0, 0x80])];
+    const bytes = Buffer.concat(Array.from({ length: 6 }, () => pieces).flat());
+    const file = join(dir, 'mixed-output.bin');
+    await writeFile(file, bytes);
+    const chars = bytes.toString('utf8').length;
+    const count = (text: string | undefined): number => Number(text?.replace(/,/g, ''));
+    for (const keep of [[], ['--keep-size', '2MiB']]) {
+      const ran = await guard([...keep, '--', `cat ${shellQuote(file)}`], { env: { HOOKWATCH_GUARD_SPILL_BYTES: String(1024 * 1024) } });
+      expect([ran.code, ran.stderr], keep.join(' ')).toEqual([0, '']);
+      const out = ran.stdout.toString();
+      const match = /\n\[hookwatch guard: ([\d,]+) more characters left out; (?:the full output is|the first [\d,]+ bytes of the full output are) in \S+\]$/.exec(out);
+      const front = out.slice(0, out.indexOf('\n[hookwatch guard:'));
+      expect(count(match?.[1]) + front.length, keep.join(' ')).toBe(chars);
+      expect(out.length, keep.join(' ')).toBeLessThanOrEqual(9_500);
+    }
+  });
+
   it('cuts the saved copy at --keep-size between two characters, and says how many bytes it holds', async () => {
     // 3-byte characters: 2 MiB (2,097,152 bytes) holds 699,050 of them and 2 bytes of the next, which are not saved.
     const ran = await guard(['--keep-size', '2MiB', ...nodeHook(`process.stdout.write('€'.repeat(1_000_000))`)], { env: { HOOKWATCH_GUARD_SPILL_BYTES: String(1024 * 1024) } });

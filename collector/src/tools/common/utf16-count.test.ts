@@ -1,0 +1,56 @@
+import { StringDecoder } from 'node:string_decoder';
+
+import { describe, expect, it } from 'vitest';
+
+import { Utf16Counter } from './utf16-count.ts';
+
+/** A small deterministic generator (mulberry32), so that a failure names a case that can be run again. */
+function random(seed: number): () => number {
+  let a = seed;
+  return () => {
+    a = (a + 0x6d2b79f5) | 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** Whole characters of 1 to 4 bytes, and sequences a decoder replaces: a stray continuation byte, an unfinished emoji, a surrogate, 0xf8. */
+const PIECES = ['a', '\n', 'é', '€', '中', '😀', 'abcdefgh'].map((s) => Buffer.from(s)).concat(
+  [[0x80], [0xff], [0xf0, 0x9f], [0xf0, 0x9f, 0x98], [0xe2, 0x82], [0xc0, 0x80], [0xed, 0xa0, 0x80], [0xf4, 0x90, 0x80, 0x80], [0xf8]].map((b) => Buffer.from(b)),
+);
+
+describe('Utf16Counter', () => {
+  it('counts what a StringDecoder gives, however the stream is cut into chunks and whichever are decoded', () => {
+    const next = random(42);
+    for (let n = 0; n < 20_000; n++) {
+      const bytes = Buffer.concat(Array.from({ length: 1 + Math.floor(next() * 40) }, () => PIECES[Math.floor(next() * PIECES.length)] ?? Buffer.alloc(0)));
+      const reference = new StringDecoder('utf8');
+      const expected = reference.write(bytes).length + reference.end().length;
+      const counter = new Utf16Counter();
+      let decoded = '';
+      for (let at = 0; at < bytes.length;) {
+        const end = Math.min(bytes.length, at + 1 + Math.floor(next() * 9));
+        // Some chunks decoded (the head a tool keeps), the others only counted.
+        if (n % 3 === 0 || (n % 3 === 1 && next() < 0.5)) decoded += counter.text(bytes.subarray(at, end));
+        else counter.count(bytes.subarray(at, end));
+        at = end;
+      }
+      decoded += counter.end();
+      expect(counter.units, bytes.toString('hex')).toBe(expected);
+      if (n % 3 === 0) expect(decoded).toBe(bytes.toString('utf8'));
+    }
+  });
+
+  it('counts long valid chunks at any alignment in memory: ASCII, and characters of 2, 3 and 4 bytes', () => {
+    for (const text of ['plain text\n'.repeat(500), 'é€😀 中文 ok'.repeat(300), '😀'.repeat(777)]) {
+      for (let offset = 0; offset < 8; offset++) {
+        const bytes = Buffer.concat([Buffer.alloc(offset), Buffer.from(text)]).subarray(offset);
+        const counter = new Utf16Counter();
+        counter.count(bytes);
+        counter.end();
+        expect(counter.units, `${text.slice(0, 12)} at ${offset}`).toBe(text.length);
+      }
+    }
+  });
+});
