@@ -523,6 +523,9 @@ describe('hookwatch guard', () => {
       [['--bugdet', '3000'], {}, 'unknown flag --bugdet (did you mean --budget?); ignored, the command runs'],
       [['--command', 'hookwatch guard --timeout 5'], {}, '--command is for --install and --uninstall; ignored, the command runs'],
       [['--help'], {}, '--help with a command to run; ignored, the command runs ("hookwatch guard --help" prints the help)'],
+      // A value written with a space in it: the hook ran nowhere, the guard ended with 1 (a blocking hook no longer blocked).
+      [['--timeout', '30', 's'], {}, 'unexpected argument "s" before "--"; ignored, the command runs'],
+      [['--kill-grace', '1500', 'ms', '--timeout', '30', 's'], {}, 'unexpected arguments "ms" "s" before "--"; ignored, the command runs'],
     ];
     for (const [flags, env, message] of cases) {
       const ran = await guard([...flags, ...hook], { env });
@@ -539,7 +542,7 @@ describe('hookwatch guard', () => {
 
   it('keeps the stderr of a hook that blocks (exit 2) exactly the command\'s: its own warnings come after, and not then', async () => {
     const hook = nodeHook(`process.stderr.write('why');process.exitCode=Number(process.env.EXIT)`);
-    for (const [flags, env] of [[['--bugdet', '3000'], {}], [[], { HOOKWATCH_GUARD_BUDGET: '20000' }]] as const) {
+    for (const [flags, env] of [[['--bugdet', '3000'], {}], [[], { HOOKWATCH_GUARD_BUDGET: '20000' }], [['--timeout', '30', 's'], {}]] as const) {
       const label = JSON.stringify([flags, env]);
       const blocked = await guard([...flags, ...hook], { env: { ...env, EXIT: '2' } });
       expect([blocked.code, blocked.stderr], label).toEqual([2, 'why']);

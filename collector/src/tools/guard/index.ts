@@ -336,7 +336,10 @@ async function guard(argv: readonly string[], io: GuardIO): Promise<GuardExit> {
       return fail(error, 2);
     }
   }
-  if (positionals.length > 0) return fail(new UsageError(`put the hook command after "--": hookwatch guard -- ${positionals.join(' ')}`), 1);
+  if (positionals.length > 0 && command.length === 0) return fail(new UsageError(`put the hook command after "--": hookwatch guard -- ${positionals.join(' ')}`), 1);
+  // With a command after "--", an argument before it is a mistake in the guard's flags (a value written with a
+  // space, `--timeout 30 s`): named, and the hook runs, as for any other.
+  if (positionals.length > 0) warnings.push(`hookwatch guard: unexpected argument${positionals.length > 1 ? 's' : ''} ${positionals.map((p) => JSON.stringify(p)).join(' ')} before "--"; ignored, the command runs\n`);
   if (values['command'] !== undefined) warnings.push('hookwatch guard: --command is for --install and --uninstall; ignored, the command runs\n');
   if (command.length === 0) return fail(new UsageError('no command given (hookwatch guard -- <command> [args...])'), 1);
   const exit = await guardCommand(command, await runOptions(text, io, warnings), io);
