@@ -213,6 +213,16 @@ describe('check: UTF-16 code units, not characters', () => {
     expect(hidden.stdout).toContain('stdout: the model sees only its first 1,999 characters');
   });
 
+  it('counts the code points of an output past the 64 MiB it keeps, an emoji as one', async () => {
+    // 17,000,000 emoji, 68,000,000 bytes: past the 64 MiB (67,108,864 bytes) check keeps of a stdout.
+    const hook = await nodeHook('emoji-68mb.mjs', `'😀'.repeat(17_000_000)`);
+    const json = await checkCli(['--json', '--', hook]);
+    const result = JSON.parse(json.stdout) as CheckOutput;
+    expect(onlyOutput(result)).toMatchObject({ sent: 34_000_000, codePoints: 17_000_000, persisted: true });
+    const text = await checkCli(['--', hook]);
+    expect(text.stdout).toContain('17,000,000 code points but 34,000,000 UTF-16 code units');
+  }, 60_000);
+
   it('counts 3-byte CJK characters as 1 each: 10,000 of them (30,000 bytes) still arrive whole', async () => {
     const hook = await nodeHook('cjk.mjs', `'漢'.repeat(10000)`);
     const { code, result } = await checkJson(['--', hook]);

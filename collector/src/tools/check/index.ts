@@ -229,7 +229,7 @@ export async function runCheck(argv: string[], io: ToolIO): Promise<number> {
       else if (run.timedOut) status = 'timed-out';
       else if (run.exitCode === 2) status = 'blocked';
       else if (run.exitCode !== 0) status = 'failed';
-      const measured: MeasuredStdout = status === 'measured' ? measureStdout(run.stdout, run.stdoutChars, run.stdoutComplete, budget) : { format: 'empty', outputs: [] };
+      const measured: MeasuredStdout = status === 'measured' ? measureStdout(run.stdout, run.stdoutChars, run.stdoutComplete, budget, run.stdoutCodePoints) : { format: 'empty', outputs: [] };
       checks.push({
         hookName: query === undefined ? hook.event : `${hook.event}:${query}`,
         event: hook.event,

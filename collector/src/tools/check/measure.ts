@@ -46,8 +46,11 @@ export interface MeasuredStdout {
   outputs: MeasuredOutput[];
 }
 
-/** Measures one string; `sent` may exceed text.length when only the head of the output was captured. */
-export function measureString(kind: OutputKind, field: OutputField, text: string, budget: number | undefined, sent = measuredLength(text)): MeasuredOutput {
+/**
+ * Measures one string; `sent` may exceed text.length when only the head of the output was captured, and then
+ * `codePoints` gives the code points of all of it.
+ */
+export function measureString(kind: OutputKind, field: OutputField, text: string, budget: number | undefined, sent = measuredLength(text), codePoints = countCodePoints(text)): MeasuredOutput {
   const persisted = isPersisted(sent);
   const preview = persisted ? headCodeUnits(text, PREVIEW_CHARS) : undefined;
   const overBudget = budget !== undefined && sent > budget;
@@ -59,7 +62,7 @@ export function measureString(kind: OutputKind, field: OutputField, text: string
     kind,
     field,
     sent,
-    codePoints: countCodePoints(text) + (sent - text.length),
+    codePoints,
     delivered: preview === undefined ? sent : preview.length,
     headroom: OUTPUT_CAP_CHARS - sent,
     persisted,
@@ -76,7 +79,7 @@ export function measureString(kind: OutputKind, field: OutputField, text: string
  * as a whole. With JSON output the wrapper itself is not measured (the 2.1.332 fixtures: a 12,078-character
  * JSON stdout with a 12,000-character additionalContext counts as one persisted output, not two).
  */
-export function measureStdout(stdout: string, stdoutChars: number, complete: boolean, budget: number | undefined): MeasuredStdout {
+export function measureStdout(stdout: string, stdoutChars: number, complete: boolean, budget: number | undefined, stdoutCodePoints?: number): MeasuredStdout {
   if (stdoutChars === 0) return { format: 'empty', outputs: [] };
   const trimmed = stdout.trim();
   let jsonError: string | undefined;
@@ -93,7 +96,7 @@ export function measureStdout(stdout: string, stdoutChars: number, complete: boo
       }
     }
   }
-  const outputs = [measureString('stdout', 'stdout', stdout, budget, stdoutChars)];
+  const outputs = [measureString('stdout', 'stdout', stdout, budget, stdoutChars, stdoutCodePoints ?? countCodePoints(stdout) + (stdoutChars - stdout.length))];
   return jsonError === undefined ? { format: 'plain', outputs } : { format: 'plain', jsonError, outputs };
 }
 

@@ -29,7 +29,7 @@ describe('runHook', () => {
     expect(measured.outputs[0]).toMatchObject({ kind: 'stdout', sent: run.stdoutChars, persisted: false });
   });
 
-  it('counts past the capture limit in UTF-16 code units as Claude Code decodes the output, invalid bytes and emoji included', async () => {
+  it('counts past the capture limit in UTF-16 code units as Claude Code decodes the output, and in code points, invalid bytes and emoji included', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'hookwatch-run-hook-'));
     try {
       // Runs of ASCII, 2-, 3- and 4-byte characters longer than a read of the pipe, between invalid sequences.
@@ -40,6 +40,7 @@ describe('runHook', () => {
       const run = await runHook({ ...base, command: `cat ${shellQuote(file)}`, maxCapturedStdoutBytes: 4096 });
       expect([run.exitCode, run.stdoutComplete]).toEqual([0, false]);
       expect(run.stdoutChars).toBe(bytes.toString('utf8').length);
+      expect(run.stdoutCodePoints).toBe([...bytes.toString('utf8')].length);
     } finally {
       await rm(dir, { recursive: true, force: true });
     }

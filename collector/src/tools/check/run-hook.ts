@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 
-import { headCodeUnits } from '../common/format.ts';
+import { countCodePoints, headCodeUnits } from '../common/format.ts';
 import { MAX_CAPTURED_STDOUT_BYTES } from '../common/limits.ts';
 import { KILL_GRACE_MS } from '../common/io.ts';
 import { descendants } from '../common/processes.ts';
@@ -31,6 +31,8 @@ export interface HookRunResult {
   stdout: string;
   /** Stdout length in UTF-16 code units, counted over all of it even past the capture limit. */
   stdoutChars: number;
+  /** Stdout length in code points (an emoji one, where it is two code units), counted over all of it too. */
+  stdoutCodePoints: number;
   stdoutComplete: boolean;
   /** Stderr, first part only: shown on request, never measured (it does not reach the model on success). */
   stderrHead: string;
@@ -57,7 +59,11 @@ class TextCollector {
   private readonly parts: string[] = [];
   private keptBytes = 0;
   private readonly maxBytes: number;
+  /** Code points of what is not kept: the rest of the chunk that crossed the limit, and all after it. */
+  private droppedCodePoints = 0;
   complete = true;
+  /** Code points of all of it, once finished. */
+  codePoints = 0;
 
   constructor(maxBytes: number) {
     this.maxBytes = maxBytes;
@@ -80,7 +86,9 @@ class TextCollector {
     }
     // Keep the head of the chunk that crosses the limit: as many code units as bytes were left (a few times that
     // in bytes at most, so still bounded), enough to show what the output starts with.
-    this.parts.push(headCodeUnits(text, this.maxBytes - this.keptBytes));
+    const head = headCodeUnits(text, this.maxBytes - this.keptBytes);
+    this.parts.push(head);
+    this.droppedCodePoints += countCodePoints(text.slice(head.length));
     this.keptBytes = this.maxBytes;
     this.complete = false;
   }
@@ -88,7 +96,10 @@ class TextCollector {
   finish(): string {
     const rest = this.counter.end();
     if (this.complete) this.parts.push(rest);
-    return this.parts.join('');
+    else this.droppedCodePoints += countCodePoints(rest);
+    const text = this.parts.join('');
+    this.codePoints = countCodePoints(text) + this.droppedCodePoints + this.counter.countedCodePoints;
+    return text;
   }
 }
 
@@ -149,6 +160,7 @@ export function runHook(run: HookRun): Promise<HookRunResult> {
         durationMs: Math.round(performance.now() - started),
         stdout: stdoutText,
         stdoutChars: stdout.chars,
+        stdoutCodePoints: stdout.codePoints,
         stdoutComplete: stdout.complete,
         stderrHead: stderrText.slice(0, STDERR_KEPT_CHARS),
         stderrChars: stderr.chars,

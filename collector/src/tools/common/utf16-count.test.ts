@@ -36,13 +36,16 @@ describe('Utf16Counter', () => {
         else counter.count(bytes.subarray(at, end));
         at = end;
       }
-      decoded += counter.end();
+      const rest = counter.end();
+      decoded += rest;
       expect(counter.units, bytes.toString('hex')).toBe(expected);
       if (n % 3 === 0) expect(decoded).toBe(bytes.toString('utf8'));
+      // Every chunk only counted: its code points are all of them, but for what end() gave.
+      if (n % 3 === 2) expect(counter.countedCodePoints + [...rest].length, bytes.toString('hex')).toBe([...bytes.toString('utf8')].length);
     }
   });
 
-  it('counts long valid chunks at any alignment in memory: ASCII, and characters of 2, 3 and 4 bytes', () => {
+  it('counts long valid chunks at any alignment in memory, in code units and code points: ASCII, and characters of 2, 3 and 4 bytes', () => {
     for (const text of ['plain text\n'.repeat(500), 'é€😀 中文 ok'.repeat(300), '😀'.repeat(777)]) {
       for (let offset = 0; offset < 8; offset++) {
         const bytes = Buffer.concat([Buffer.alloc(offset), Buffer.from(text)]).subarray(offset);
@@ -50,6 +53,7 @@ describe('Utf16Counter', () => {
         counter.count(bytes);
         counter.end();
         expect(counter.units, `${text.slice(0, 12)} at ${offset}`).toBe(text.length);
+        expect(counter.countedCodePoints, `${text.slice(0, 12)} at ${offset}`).toBe([...text].length);
       }
     }
   });

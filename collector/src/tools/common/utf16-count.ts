@@ -14,6 +14,11 @@ export class Utf16Counter {
   private pending = false;
   /** The code units counted so far. */
   units = 0;
+  /**
+   * The code points among what count() was given (not text(): its caller has the text), a character outside the BMP
+   * as one where it is two code units.
+   */
+  countedCodePoints = 0;
 
   /** Counts `chunk` and returns it decoded (a character it begins and the next chunk ends is given with that one). */
   text(chunk: Buffer): string {
@@ -32,15 +37,21 @@ export class Utf16Counter {
     let start = 0;
     while (start < 3 && start < chunk.length && continues(chunk[start])) start++;
     const end = Math.max(start, chunk.length - unfinishedTail(chunk));
-    if (start > 0) this.text(chunk.subarray(0, start));
+    if (start > 0) this.decodeCounted(chunk.subarray(0, start));
     const middle = chunk.subarray(start, end);
     if (middle.length > 0 && isUtf8(middle)) {
       // The middle begins with the first byte of a character: what the decoder still holds of one before it is
       // left unfinished, and decodes as it does at the end of the stream.
-      if (this.pending) this.end();
-      this.units += isAscii(middle) ? middle.length : validUtf16Units(middle);
-    } else if (middle.length > 0) this.text(middle);
-    if (end < chunk.length) this.text(chunk.subarray(end));
+      if (this.pending) this.countedCodePoints += codePoints(this.end());
+      const counted = isAscii(middle) ? { units: middle.length, codePoints: middle.length } : validUtf8Counts(middle);
+      this.units += counted.units;
+      this.countedCodePoints += counted.codePoints;
+    } else if (middle.length > 0) this.decodeCounted(middle);
+    if (end < chunk.length) this.decodeCounted(chunk.subarray(end));
+  }
+
+  private decodeCounted(bytes: Buffer): void {
+    this.countedCodePoints += codePoints(this.text(bytes));
   }
 
   /** Ends the stream: counts and returns what the decoder held of an unfinished character. */
@@ -71,36 +82,49 @@ function unfinishedTail(bytes: Buffer): number {
   return 0;
 }
 
-/** UTF-16 length of one byte of valid UTF-8: 0 for a continuation byte, 2 for the lead byte of four, else 1. */
-function byteUnits(byte: number): number {
-  return continues(byte) ? 0 : byte >= 0xf0 ? 2 : 1;
-}
-
 /** How many of the four bytes of a word have their top bit set in `bits` (a mask of 0x80 per byte at most). */
 function topBits(bits: number): number {
   return Math.imul(bits >>> 7, 0x01010101) >>> 24;
 }
 
 /**
- * The UTF-16 length of valid UTF-8: one code unit for each character's first byte, two for a character of four
- * bytes (outside the BMP, a surrogate pair); continuation bytes (10xxxxxx) count nothing. Four bytes at a time: in
- * each byte, bit 7 set and bit 6 clear marks a continuation byte, bits 7 to 4 all set the lead byte of four.
+ * The code points of a string from StringDecoder, which never splits a surrogate pair: its length less its pairs
+ * (a lone surrogate, from a JSON escape say, cannot come out of UTF-8).
  */
-function validUtf16Units(bytes: Buffer): number {
-  let units = 0;
-  let i = 0;
-  const aligned = Math.min(bytes.length, (4 - (bytes.byteOffset % 4)) % 4);
-  for (; i < aligned; i++) units += byteUnits(bytes[i] ?? 0);
-  const words = Math.floor((bytes.length - i) / 4);
-  let continuation = 0;
+function codePoints(text: string): number {
+  let pairs = 0;
+  for (let i = 0; i < text.length; i++) {
+    const unit = text.charCodeAt(i);
+    if (unit >= 0xd800 && unit <= 0xdbff) pairs++;
+  }
+  return text.length - pairs;
+}
+
+/**
+ * The UTF-16 length and the code points of valid UTF-8: a code point for each character's first byte, a code unit
+ * too, two for a character of four bytes (outside the BMP, a surrogate pair); continuation bytes (10xxxxxx) count
+ * nothing. Four bytes at a time: in each byte, bit 7 set and bit 6 clear marks a continuation byte, bits 7 to 4 all
+ * set the lead byte of four.
+ */
+function validUtf8Counts(bytes: Buffer): { units: number; codePoints: number } {
+  let leads = 0;
   let fourByteLeads = 0;
-  const view = words > 0 ? new Uint32Array(bytes.buffer, bytes.byteOffset + i, words) : new Uint32Array(0);
+  const one = (byte: number | undefined): void => {
+    if (continues(byte)) return;
+    leads++;
+    if ((byte ?? 0) >= 0xf0) fourByteLeads++;
+  };
+  const aligned = Math.min(bytes.length, (4 - (bytes.byteOffset % 4)) % 4);
+  const words = Math.floor((bytes.length - aligned) / 4);
+  for (let i = 0; i < aligned; i++) one(bytes[i]);
+  const view = words > 0 ? new Uint32Array(bytes.buffer, bytes.byteOffset + aligned, words) : new Uint32Array(0);
+  let continuation = 0;
   for (let w = 0; w < words; w++) {
     const word = view[w] ?? 0;
     continuation += topBits(word & ~(word << 1) & 0x80808080);
     fourByteLeads += topBits(word & (word << 1) & (word << 2) & (word << 3) & 0x80808080);
   }
-  units += words * 4 - continuation + fourByteLeads;
-  for (i += words * 4; i < bytes.length; i++) units += byteUnits(bytes[i] ?? 0);
-  return units;
+  leads += words * 4 - continuation;
+  for (let i = aligned + words * 4; i < bytes.length; i++) one(bytes[i]);
+  return { units: leads + fourByteLeads, codePoints: leads };
 }
