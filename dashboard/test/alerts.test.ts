@@ -427,6 +427,12 @@ describe('alerts page', () => {
       expect(await expired.locator('.state-resolved').count()).toBe(0);
       expect(await expired.locator('.alert-head .chip').textContent()).toBe('ended: hook data expired, not heard again');
       expect(await expired.locator('p.muted.small').textContent()).toBe('active since 30/11/2026, 07:30 · firing since 30/11/2026, 07:30 · ended (hook data expired) 30/11/2026, 08:20 · ops notified of its end 30/11/2026, 08:20');
+      // Its hook is gone, and the range it would open held no execution (the alert ended on the hook being quiet):
+      // the name links nowhere, where a link would open "No such hook"; one heard again links to its hook.
+      expect(await expired.locator('.alert-head a').count()).toBe(0);
+      const gone = expired.locator('.alert-head .alert-subject');
+      expect([await gone.textContent(), await gone.getAttribute('title')]).toEqual(['Stop:gone', 'hookwatch no longer keeps this hook: its data left retention']);
+      expect(await back.locator('.alert-head a.hook-link').getAttribute('href')).toMatch(/^\/hooks\/bbbbbbbbbbbbbbbb\?/);
       // The neutral colour of a superseded alert, not the green of a recovery.
       const background = async (card: typeof back): Promise<string> => card.locator('.alert-head .status').evaluate((e) => getComputedStyle(e).backgroundColor);
       expect(await back.locator('.alert-head .status').textContent()).toBe('resolved');

@@ -228,15 +228,17 @@ export function alertsPage(root: HTMLElement, ctx: PageContext): Page {
     const update = (n: AlertSummary): void => {
       current = n;
       const v = cardView(n, all, receivers, silences);
-      const url = alertPageUrl(n);
       const superseded = v.state === 'superseded';
       const expired = v.state === 'data-expired';
+      // Ended because hookwatch no longer keeps the hook: its page would say "No such hook", and the range the alert
+      // counted (the hook being quiet) held no execution anyway.
+      const url = expired ? null : alertPageUrl(n);
       card.dataset['state'] = v.state;
       replace(head, superseded
         ? h('span', { class: 'status state-superseded', title: 'the hook is now over the cap: the persisted alert took over' }, 'superseded')
         : expired ? h('span', { class: 'status state-data-expired', title: 'the hook\'s data left retention: hookwatch no longer keeps the hook, which was not heard again' }, 'ended')
           : h('span', { class: `status state-${n.state}` }, n.state), ' ', h('strong', null, n.rule), ' · ',
-        url === null ? h('span', { class: 'alert-subject' }, breakable(v.subject.text))
+        url === null ? h('span', { class: 'alert-subject', title: expired ? 'hookwatch no longer keeps this hook: its data left retention' : undefined }, breakable(v.subject.text))
           : ctx.link(url, n.hookId ? { class: 'hook-link' } : null, breakable(v.subject.text)),
         superseded ? h('span', { class: 'chip superseded-note' }, 'superseded by persisted: now over the cap') : null,
         expired ? h('span', { class: 'chip data-expired-note' }, 'ended: hook data expired, not heard again') : null,
