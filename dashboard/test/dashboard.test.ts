@@ -232,6 +232,25 @@ describe('overview', () => {
     await screenshot(p, 'hook-narrow');
   });
 
+  it('fits a 320-pixel-wide window, WCAG\'s reflow width, on every page, its header\'s controls included', async () => {
+    const { page: p } = await page({ width: 320 });
+    const overflow = (): Promise<{ by: number; wide: string[] }> => p.evaluate(() => {
+      const wide = [...document.querySelectorAll('body *')].filter((el) => el.getBoundingClientRect().right > window.innerWidth + 1 && !el.closest('.table-scroll') && !el.closest('details:not([open]) > :not(summary)'));
+      return { by: document.documentElement.scrollWidth - window.innerWidth, wide: wide.slice(0, 5).map((el) => `${el.tagName}.${el.className}#${el.id}`) };
+    });
+    await p.goto(svc.httpUrl + '/');
+    await waitLoaded(p);
+    expect(await overflow()).toEqual({ by: 0, wide: [] });
+    await p.click('#hook-rows tr:first-child a.hook-link');
+    await waitLoaded(p, 2);
+    expect(await overflow()).toEqual({ by: 0, wide: [] });
+    for (const path of ['/alerts', '/forwarding']) {
+      await p.goto(svc.httpUrl + path);
+      await waitLoaded(p);
+      expect(await overflow()).toEqual({ by: 0, wide: [] });
+    }
+  });
+
   it('keeps an alert about a long hook name within a narrow screen', async () => {
     const long = 'PostToolUse:mcp__internal-knowledge-base-server__search_engineering_design_documents_by_topic';
     await ingest(hookRequest([{ hookEvent: 'PostToolUse', hookName: long, timeMs: NOW - 60_000, sizes: { stdout: 12_100, additionalContext: 12_000, persisted: 1 } }]));
