@@ -128,6 +128,34 @@ describe('alerts page', () => {
     await screenshot(p, 'alerts');
   });
 
+  it('keeps open delivery attempts on screen through the refreshes, drawn again only when they change', async () => {
+    const alert = await eventually('a firing persisted alert with a delivered notification', async () => {
+      const r = (await getJson<AlertsResponse>(svc.httpUrl, '/api/v1/alerts')).body;
+      const a = r.alerts.find((x) => x.state === 'firing' && x.labels['hook_name'] === 'SessionStart:startup');
+      return a && (await getJson<AlertDetailResponse>(svc.httpUrl, `/api/v1/alerts/${a.id}`)).body.attempts.some((t) => t.outcome === 'delivered') ? a : undefined;
+    });
+    const { page: p } = await page();
+    await p.goto(`${svc.httpUrl}/alerts?refresh=1s`);
+    await waitLoaded(p);
+    const card = p.locator(`article[data-alert-id="${alert.id}"]`);
+    await card.locator('details.attempts-details > summary').click();
+    await card.locator('table.attempts').waitFor();
+    // What the holder shows at each change from here on, and the table drawn first marked (a property, not an
+    // attribute: the table as drawn is unchanged).
+    await card.locator('.attempts-holder').evaluate((holder) => {
+      const w = window as unknown as { shown: string[] };
+      w.shown = [];
+      (holder.querySelector('table.attempts') as HTMLElement & { first?: boolean }).first = true;
+      new MutationObserver(() => w.shown.push((holder.textContent ?? '').slice(0, 40))).observe(holder, { childList: true, subtree: true });
+    });
+    const loaded = Number(await p.evaluate(() => document.body.dataset['loaded']));
+    await waitLoaded(p, loaded + 3);
+    // The refreshes did not swap the table for "Loading delivery attempts…" (a wall screen flickering, the page
+    // jumping), nor drew it again unchanged.
+    expect(await p.evaluate(() => (window as unknown as { shown: string[] }).shown.filter((t) => t.startsWith('Loading')))).toEqual([]);
+    expect(await card.locator('table.attempts').evaluate((t) => (t as HTMLElement & { first?: boolean }).first)).toBe(true);
+  });
+
   it('shows a silence made or expired from a card at once, with refresh paused', async () => {
     const body = hookRequest([{ hookEvent: 'SubagentStop', hookName: 'SubagentStop', sessionId: 'session-paused', timeMs: NOW - 60_000, sizes: { stdout: 10_700, additionalContext: 0, persisted: 1 } }]);
     expect((await postOtlp(svc.otlpHttpUrl, '/v1/logs', body, { 'content-type': 'application/json' })).status).toBe(200);

@@ -72,16 +72,29 @@ export function alertsPage(root: HTMLElement, ctx: PageContext): Page {
   let offsetMs = 0;
   const serverNow = (): number => Date.now() + offsetMs;
 
+  // The last ask of each holder: an answer to an earlier one, come after it, is dropped.
+  const asked = new WeakMap<HTMLElement, number>();
+  let asks = 0;
   const attemptsFor = async (a: AlertSummary, holder: HTMLElement): Promise<void> => {
-    replace(holder, h('p', { class: 'muted' }, 'Loading delivery attempts…'));
+    const ask = ++asks;
+    asked.set(holder, ask);
+    // Asked again at each refresh while open: what is shown stays until the answer, so a wall screen neither
+    // flickers nor jumps; "Loading" is said when there is nothing to show yet.
+    if (!holder.firstChild) replace(holder, h('p', { class: 'muted' }, 'Loading delivery attempts…'));
+    let shown: HTMLElement;
     try {
       const rows = attemptRows(await api.alert(a.id));
-      replace(holder, rows === null
+      shown = rows === null
         ? h('p', { class: 'muted' }, 'No notification has been attempted yet.')
-        : table('Notification delivery attempts', ['Receiver', 'Notification', 'Attempt', 'At', 'Outcome', 'HTTP status', 'Error', 'Duration'], rows, { class: 'data attempts' }));
+        : table('Notification delivery attempts', ['Receiver', 'Notification', 'Attempt', 'At', 'Outcome', 'HTTP status', 'Error', 'Duration'], rows, { class: 'data attempts' });
     } catch (err) {
-      replace(holder, h('p', { class: 'warn' }, `Could not load delivery attempts: ${(err as Error).message}`));
+      shown = h('p', { class: 'warn' }, `Could not load delivery attempts: ${(err as Error).message}`);
     }
+    if (asked.get(holder) !== ask) return;
+    // Drawn again only when it changed: a table being read or scrolled stays as it is.
+    const now = holder.firstElementChild;
+    if (holder.childElementCount === 1 && now?.outerHTML === shown.outerHTML) return;
+    replace(holder, shown);
   };
 
   /** `made`: called once the silence exists; `extra`: controls after the Silence button. */
