@@ -26,6 +26,8 @@ export class ApiFailure extends Error {
   signIn: SignIn | undefined;
   /** Answered with a body that is not JSON (a gateway's or proxy's page in hookwatch's place), not hookwatch's own. */
   notJson = false;
+  /** The request parameter hookwatch refused (a 400's `error.parameter`), when it named one. */
+  parameter: string | undefined;
   constructor(status: number, message: string, signIn?: SignIn) {
     super(message);
     this.status = status;
@@ -153,8 +155,11 @@ async function exchange<T>(method: string, path: string, query?: Query, body?: u
     throw failure;
   }
   if (!res.ok) {
-    const msg: unknown = (json as Partial<ApiError> | undefined)?.error?.message;
-    throw new ApiFailure(res.status, typeof msg === 'string' ? msg : `${method} ${path} answered ${res.status}`);
+    const error = (json as Partial<ApiError> | undefined)?.error;
+    const msg: unknown = error?.message;
+    const failure = new ApiFailure(res.status, typeof msg === 'string' ? msg : `${method} ${path} answered ${res.status}`);
+    if (typeof error?.parameter === 'string') failure.parameter = error.parameter;
+    throw failure;
   }
   return json as T;
 }

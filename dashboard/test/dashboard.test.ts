@@ -883,6 +883,23 @@ describe('hook page', () => {
     await p.waitForSelector('#empty-state');
     expect(await p.textContent('#empty-state')).toContain('No such hook');
   });
+
+  it('says what hookwatch refused of a link, never that its hook does not exist, and shows the hook once the filter is removed', async () => {
+    const { page: p } = await page({ allow: /400/ });
+    await p.goto(`${svc.httpUrl}/`);
+    await waitLoaded(p);
+    const id = await p.getAttribute('#hook-rows tr:first-child', 'data-hook-id');
+    // A link from a hookwatch that keeps a dimension this one does not (dimensions: team,repo there).
+    await p.goto(`${svc.httpUrl}/hooks/${id}?f.repo=hookwatch`);
+    await p.waitForSelector('#error-banner:not([hidden])');
+    expect(await p.textContent('#error-banner')).toContain('unknown parameter "repo"');
+    expect(await p.locator('#empty-state').count()).toBe(0);
+    expect(await p.textContent('#app')).not.toContain('No such hook');
+    await p.click('.chip-remove');
+    await p.locator('#hook-content').waitFor();
+    expect(new URL(p.url()).searchParams.has('f.repo')).toBe(false);
+    expect(await p.isHidden('#error-banner')).toBe(true);
+  });
 });
 
 describe('refresh and empty states', () => {

@@ -334,7 +334,9 @@ export function hookPage(root: HTMLElement, ctx: PageContext): Page {
       try {
         detail = await api.hook(hookId, q0, signal);
       } catch (err) {
-        if (err instanceof ApiFailure && (err.status === 404 || err.status === 400)) {
+        // A 400 is "no such hook" only for the id itself (not one hookwatch gives): one refusing a filter or the
+        // range (a link from a hookwatch keeping other dimensions) is said as refreshes' failures are, its chip removable.
+        if (err instanceof ApiFailure && (err.status === 404 || (err.status === 400 && err.parameter === 'id'))) {
           replace(root, ctx.link(buildUrl('/', state), { class: 'back' }, '← Overview'),
             h('section', { class: 'panel empty', id: 'empty-state' }, h('h1', null, 'No such hook'), h('p', null, noSuchHook(hookId))));
           return;
