@@ -391,6 +391,22 @@ describe('Grafana dashboard', () => {
     expectSamples(all.find((x) => x.where.startsWith('panel "Outputs persisted in range"')), series, '20m', [{ labels: '{}', value: 1 }]);
   });
 
+  it.skipIf(!hasPromtool)('counts what a restarted hook\'s new series held when it appeared, though the hook\'s older series held as much (skipped only outside CI without promtool)', () => {
+    // A hook with a series older than the range (one persisted output long ago) restarts at 5m30s; this Prometheus
+    // missed the new series' render at 0, and its first sample at 6m holds the new output: 1 again, so increase()
+    // sees no change, and the earliest start time in the range or the bar is the old one.
+    const labels = { job: 'hookwatch', instance: 'hookwatch-0:9318', hook_id: '4', hook_event: 'SessionStart', hook_name: 'SessionStart:audit' };
+    const series = [
+      { series: `hookwatch_hook_outputs_persisted_total${labelsOf(labels)}`, values: '1x5 1x30' },
+      { series: `hookwatch_hook_success_total${labelsOf(labels)}`, values: '1x5 1x30' },
+      { series: `hookwatch_hook_series_start_time_seconds${labelsOf(labels)}`, values: '-200000x5 330x30' },
+    ];
+    expectSamples(all.find((x) => x.where.startsWith('panel "Outputs persisted in range"')), series, '10m', [{ labels: '{}', value: 1 }]);
+    const bars = all.filter((x) => x.where.startsWith('panel "Persisted vs success per hook"'));
+    expect(bars).toHaveLength(2);
+    for (const q of bars) expectSamples(q, series, '6m', [{ labels: '{hook_name="SessionStart:audit"}', value: 1 }]);
+  });
+
   it.skipIf(!hasPromtool)('counts the persisted outputs of hooks without a series beside the others, across a restart (skipped only outside CI without promtool)', () => {
     // A hook with a series persists one output at 5m; a hook past metrics.maxHookSeries two at 6m, on a replica
     // that restarts at 8m30s (its overflow counter back at 0, a new start time).
