@@ -227,6 +227,7 @@ describe('GET /metrics', () => {
     await emitExecutions(service.otlpHttpUrl, [
       { hookEvent: 'SessionStart', hookName: 'SessionStart:below', additionalContextChars: 8_500 },
       { hookEvent: 'SessionStart', hookName: 'SessionStart:above', additionalContextChars: 9_500 },
+      { hookEvent: 'SessionStart', hookName: 'SessionStart:unreported', additionalContextChars: 9_500, outputsPersisted: null },
     ]);
     await scrapeMetrics(service.httpUrl); // shows the new hooks' series at 0
     const { text, families } = await scrapeMetrics(service.httpUrl);
@@ -237,6 +238,15 @@ describe('GET /metrics', () => {
     // What hookwatch itself counts as near agrees with the threshold it reports.
     expect(sampleValue(families, 'hookwatch_hook_near_executions_total', { hook_name: 'SessionStart:below' })).toBe(0);
     expect(sampleValue(families, 'hookwatch_hook_near_executions_total', { hook_name: 'SessionStart:above' })).toBe(1);
+    // A client that does not send num_outputs_persisted: near says no output was measured over the cap, not that
+    // none was persisted, and the execution counts as unreported too.
+    expect(sampleValue(families, 'hookwatch_hook_near_executions_total', { hook_name: 'SessionStart:unreported' })).toBe(1);
+    expect(sampleValue(families, 'hookwatch_hook_persisted_unreported_executions_total', { hook_name: 'SessionStart:unreported' })).toBe(1);
+    expect(sampleValue(families, 'hookwatch_hook_persisted_unreported_executions_total', { hook_name: 'SessionStart:above' })).toBe(0);
+    const help = /^# HELP hookwatch_hook_near_executions_total (.*)$/m.exec(text)?.[1] ?? '';
+    expect(help).not.toMatch(/nothing persisted/);
+    expect(help).toMatch(/num_outputs_persisted/);
+    expect(help).toMatch(/hookwatch_hook_persisted_unreported_executions_total/);
   });
 
   it('answers Prometheus (Accept-Encoding: gzip) compressed and a client asking for no encoding in text, the same families', async () => {

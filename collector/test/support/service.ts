@@ -79,7 +79,8 @@ export interface SyntheticExecution {
   /** Omitted: the event has no size attributes (an old client). */
   additionalContextChars?: number;
   stdoutChars?: number;
-  outputsPersisted?: number;
+  /** null: the sizes without num_outputs_persisted (a client that does not send it). */
+  outputsPersisted?: number | null;
 }
 
 let sessionCounter = 0;
@@ -148,7 +149,7 @@ export async function emitExecutions(otlpUrl: string, executions: readonly Synth
       attributes['additional_context_chars'] = String(x.additionalContextChars ?? 0);
       attributes['system_message_chars'] = '0';
       attributes['initial_user_message_chars'] = '0';
-      attributes['num_outputs_persisted'] = String(x.outputsPersisted ?? 0);
+      if (x.outputsPersisted !== null) attributes['num_outputs_persisted'] = String(x.outputsPersisted ?? 0);
     }
     logger.emit({ body: 'claude_code.hook_execution_complete', attributes, timestamp: new Date(now - 1000 + i) });
   });
