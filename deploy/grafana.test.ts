@@ -425,6 +425,17 @@ describe('Grafana dashboard', () => {
     expectSamples(without, series, '20m', [{ labels: '{}', value: 2 }]);
   });
 
+  it.skipIf(!hasPromtool)('counts the persisted outputs of hooks without a series counted before a new process\'s first scrape, across a restart in the range (skipped only outside CI without promtool)', () => {
+    // A replica started at 4m30s, its first scrape at 5m already counting two outputs of a hook past
+    // metrics.maxHookSeries; it restarts at 7m30s (its overflow counter back at 0, a new start time).
+    const replica = labelsOf({ job: 'hookwatch', instance: 'hookwatch-1:9318' });
+    const series = [
+      { series: `hookwatch_hook_overflow_outputs_persisted_total${replica}`, values: '_x5 2x2 0x30' },
+      { series: `process_start_time_seconds${replica}`, values: '_x5 270x2 450x30' },
+    ];
+    expectSamples(all.find((x) => x.where === 'panel "Outputs persisted in range" B'), series, '20m', [{ labels: '{}', value: 2 }]);
+  });
+
   it.skipIf(!hasPromtool)('counts the executions and blind executions a new hook\'s series held when it appeared (skipped only outside CI without promtool)', () => {
     // Two hooks first seen since hookwatch started, their series appearing at 5m (created at 4m30s) with their
     // first executions counted: one from a client with size data, one from a client without (blind).
