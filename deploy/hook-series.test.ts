@@ -219,4 +219,36 @@ describe.skipIf(!hasPromtool)('per-hook series through the Prometheus rules (ski
       ]);
     }, 90_000);
   }
+
+  it('a server whose scrape missed a restarted hook\'s 0 fires HookOutputPersisted for its new output, though the hook\'s older series counted as many', async () => {
+    // The hook's output at 2m30s, seen from its 0; the process restarts at 30m30s under the same instance, knowing
+    // the hook from the store. Another reader of /metrics gets the render showing the new series at 0, then an
+    // output arrives: this server's first sample of the new series holds 1, as the old series did.
+    const clock = new FakeClock(START);
+    const scraped = new Scraped();
+    let running = startProcess(clock, 'hookwatch-0:9318');
+    for (let m = 0; m <= 50; m++) {
+      clock.t = START + m * MINUTE;
+      await scraped.scrape([running]);
+      if (m === 2) {
+        clock.t += 30_000;
+        running.hooks.onIngested([hookEvent({ ...PERSISTED, timeMs: clock.t, additionalContextChars: 12_000, outputsPersisted: 1 })]);
+      }
+      if (m === 30) {
+        clock.t += 30_000;
+        running = startProcess(clock, 'hookwatch-0:9318', [PERSISTED]);
+        await running.metrics.render();
+        clock.t += 10_000;
+        running.hooks.onIngested([hookEvent({ ...PERSISTED, timeMs: clock.t, additionalContextChars: 12_000, outputsPersisted: 1 })]);
+      }
+    }
+    const values = scraped.inputSeries().find((x) => x.series.startsWith('hookwatch_hook_outputs_persisted_total{'))?.values;
+    expect(values?.split(' ').slice(29, 33)).toEqual(['1', '1', '1', '1']);
+    expectRules(scraped, [
+      { expr: 'ALERTS{alertname="HookOutputPersisted"}', evalTime: '25m', samples: [] },
+      { expr: 'ALERTS{alertname="HookOutputPersisted"}', evalTime: '31m', samples: [firing('HookOutputPersisted', PERSISTED, 'critical')] },
+      { expr: 'ALERTS{alertname="HookOutputPersisted"}', evalTime: '45m', samples: [firing('HookOutputPersisted', PERSISTED, 'critical')] },
+      { expr: 'ALERTS{alertname="HookOutputPersisted"}', evalTime: '46m', samples: [] },
+    ]);
+  }, 90_000);
 });
