@@ -23,7 +23,7 @@ interface ScanOutput {
   totals: { records: number; runs: number; outputs: number; delivered: number; outputsPersisted: number; duplicateRecords: number; unparsableLines: number; oversizedLines: number; recordsWithoutId: number; lines: number };
   hooks: { hookName: string; hookEvent: string; runs: number; outputs: number; delivered: number; outputsPersisted: number; largestDeliveredChars: number | null; largestOutputChars: number | null }[];
   sessions: { sessionId: string; runs: number; outputs: number; delivered: number; outputsPersisted: number; files: string[]; hooks: { hookName: string; outputsPersisted: number }[] }[];
-  files: { path: string; unparsableLines: number; truncatedLastLine: boolean; hookRecords: number; duplicateRecords: number; oversizedLines: number }[];
+  files: { path: string; unparsableLines: number; truncatedLastLine: boolean; hookRecords: number; duplicateRecords: number; oversizedLines: number; error?: string }[];
   persistedOutputs: { sessionId: string; hookName: string; command?: string; savedPath: string; sizeLabel: string; preview?: string }[];
   send?: { url: string; emitted: number; exported: number; failed: number; error?: string };
 }
@@ -521,6 +521,36 @@ describe('scan: counting delivered and persisted hook outputs', () => {
     expect(empty.stdout).toContain('(stdin): unreadable: nothing arrived on standard input');
     expect(empty.stdout).not.toMatch(/^OK/m);
     expect(empty.status).toBe(2);
+  });
+
+  it('never passes an empty transcript, given as a file, on standard input or in a folder', async () => {
+    // A transcript with no record vouches for nothing: the same verdict whichever way it came.
+    const run = (args: string[], input = '') => spawnSync(process.execPath, [BIN, 'scan', ...args], { input, encoding: 'utf8', cwd: dir, timeout: 20_000 });
+    const empty = join(dir, 'empty-transcript.jsonl');
+    await writeFile(empty, '');
+    const blank = join(dir, 'blank-transcript.jsonl');
+    await writeFile(blank, '\n  \n\n');
+    for (const file of [empty, blank]) {
+      const fromFile = run([file]);
+      expect(fromFile.stdout).toContain(`${file}: unreadable: `);
+      expect(fromFile.stdout).not.toMatch(/^OK/m);
+      expect(fromFile.status).toBe(2);
+    }
+    expect(run([empty]).stdout).toContain(`${empty}: unreadable: empty: no transcript record in it`);
+    expect(run([blank]).stdout).toContain(`${blank}: unreadable: only blank lines: no transcript record in it`);
+    const blankStdin = run(['-'], '\n\n');
+    expect(blankStdin.stdout).toContain('(stdin): unreadable: only blank lines: no transcript record in it');
+    expect(blankStdin.status).toBe(2);
+    // One empty file among transcripts that pass: named, and no OK.
+    const folder = join(dir, 'with-an-empty-one');
+    await mkdir(folder, { recursive: true });
+    await writeFile(join(folder, 'fine.jsonl'), jsonl([hookRecord({ uuid: 'h-fine', sessionId: 's-fine', hookName: 'Stop', stdout: 'ok' })]));
+    await writeFile(join(folder, 'empty.jsonl'), '');
+    const inFolder = run(['--json', folder]);
+    const result = JSON.parse(inFolder.stdout) as ScanOutput;
+    expect(result.ok).toBe(false);
+    expect(result.files.map((f) => [f.path, f.error])).toEqual([[join(folder, 'empty.jsonl'), 'empty: no transcript record in it'], [join(folder, 'fine.jsonl'), undefined]]);
+    expect(inFolder.status).toBe(2);
   });
 
   it('exits 2 when the paths hold no transcripts, so a job pointed at the wrong folder fails', async () => {

@@ -10,7 +10,7 @@ import { printable } from '../common/format.ts';
 import { HOOKWATCH_VERSION } from '../../version.ts';
 import { incomplete, lostOutputs, scanJson, scanText } from './report.ts';
 import type { HookEventSender, SendOutcome } from './send.ts';
-import { collectTranscriptFiles, TranscriptScanner } from './transcript.ts';
+import { collectTranscriptFiles, EMPTY_TRANSCRIPT, TranscriptScanner } from './transcript.ts';
 
 /** The path that stands for standard input, and the name its transcript is reported under. */
 const STDIN_PATH = '-';
@@ -31,8 +31,9 @@ whose lines is a transcript record (a README, a JSON document) is unreadable inp
 could not be read, exit status 2.
 
 Paths default to ~/.claude/projects, or $CLAUDE_CONFIG_DIR/projects when that is set, as Claude Code writes them.
-A path of - reads one transcript from standard input (reported as ${STDIN_NAME}); an empty standard input is
-unreadable input (exit status 2).
+A path of - reads one transcript from standard input (reported as ${STDIN_NAME}). A transcript with no record to
+read, an empty file or standard input or one of blank lines only, is unreadable input too (exit status 2): it
+vouches for nothing.
 
 Options:
   --json                 machine-readable output
@@ -111,7 +112,7 @@ export async function runScan(argv: string[], io: ToolIO): Promise<number> {
     if (fromStdin) {
       const file = await scanner.scanFile(STDIN_NAME, io.stdin ?? process.stdin);
       // Nothing piped in (the command before the pipe failed) is no transcript read, not a clean one.
-      if (file.error === undefined && file.lines === 0) file.error = 'nothing arrived on standard input';
+      if (file.error === EMPTY_TRANSCRIPT) file.error = 'nothing arrived on standard input';
     }
     const send: SendOutcome | undefined = sender ? await sender.finish() : undefined;
     const result = scanner.result();

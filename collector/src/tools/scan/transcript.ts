@@ -209,6 +209,10 @@ const DELIVERY_TYPES: Record<string, OutputKind> = {
   hook_initial_user_message: 'initialUserMessage',
 };
 
+const NO_RECORD = 'no transcript record in it';
+/** What a transcript of no lines at all is said to be. */
+export const EMPTY_TRANSCRIPT = `empty: ${NO_RECORD}`;
+
 /** A transcript file to read, or a folder that could not be listed (`error` set). */
 export interface TranscriptPath {
   path: string;
@@ -414,6 +418,11 @@ export class TranscriptScanner {
       const untyped = read - file.unparsableLines;
       const why = untyped > 0 ? ` (${formatCount(untyped)} JSON without a record type)` : '';
       file.error = `not a Claude Code transcript: none of its ${plural(read, 'non-blank line')} could be read as a transcript record${why}`;
+    }
+    // A transcript with no line to read vouches for nothing (a file created and never written, standard input with
+    // nothing piped in): not a clean one. Lines over the line limit were not read: they may be records.
+    if (file.error === undefined && read === 0 && stats.oversizedLines === 0) {
+      file.error = stats.lines === 0 ? EMPTY_TRANSCRIPT : `only blank lines: ${NO_RECORD}`;
     }
     // JSON output strings whose delivery record never came (a session cut off, a record lost).
     for (const entry of pending.drain()) await this.emitUnconfirmed(entry, path);
