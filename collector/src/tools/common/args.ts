@@ -2,6 +2,7 @@ import { parseArgs } from 'node:util';
 import type { ParseArgsConfig } from 'node:util';
 import { didYouMean } from '../../cli/suggest.ts';
 import { otlpSignalUrl, redactUrlCredentials, safeEndpoint } from '../../net/otlp-url.ts';
+import { plural } from './format.ts';
 
 /** A mistake in how the tool was called or configured; the tools print it with the usage hint and exit 2. */
 export class UsageError extends Error {
@@ -62,6 +63,19 @@ export function parseWholeNumber(name: string, raw: string, min = 0, max = Numbe
     throw new UsageError(`${label}: expected a whole number ${range}, got "${raw}"`);
   }
   return value;
+}
+
+/**
+ * A size, from a flag or a variable (`label`): `64MiB`, `500KB` (KB, MB and GB count 1,000 bytes, KiB, MiB and GiB
+ * 1,024) or a plain number of bytes, a whole number of them, at least `min`; `examples` are named when it is not.
+ * `parseBytes` is the configuration's, passed in so a tool loads it only when a size is given.
+ */
+export function parseSize(parseBytes: (raw: string) => number | undefined, raw: string, label: string, examples: string, min = 0): number {
+  const bytes = parseBytes(raw);
+  if (bytes === undefined || !Number.isSafeInteger(bytes) || bytes < min) {
+    throw new UsageError(`${label}: expected a size ${min > 0 ? `of at least ${plural(min, 'byte')} ` : ''}such as ${examples}, got "${raw}"`);
+  }
+  return bytes;
 }
 
 /**

@@ -8,7 +8,7 @@ import { lstatSync, readdirSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 
 import { GUARD_FIELDS, type GuardField } from '../../../../shared/src/guard-trims.ts';
-import { UsageError } from '../common/args.ts';
+import { parseSize, UsageError } from '../common/args.ts';
 // Types only: the parsers are loaded only when a keep setting is given (see ValueParsers).
 import type { parseBytes, parseDuration } from '../../config/values.ts';
 
@@ -118,7 +118,5 @@ export function parseKeepFor(parsers: ValueParsers, raw: string, label: string):
 
 /** --keep-size or HOOKWATCH_GUARD_KEEP_SIZE (`label`): a size such as 1GiB or 500MB. */
 export function parseKeepSize(parsers: ValueParsers, raw: string, label: string): number {
-  const bytes = parsers.parseBytes(raw);
-  if (bytes === undefined || !Number.isSafeInteger(bytes)) throw new UsageError(`${label}: expected a size such as 1GiB or 500MB, got "${raw}"`);
-  return bytes;
+  return parseSize(parsers.parseBytes, raw, label, '1GiB or 500MB');
 }

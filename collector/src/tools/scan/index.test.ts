@@ -375,6 +375,23 @@ describe('scan: counting delivered and persisted hook outputs', () => {
     expect(code).toBe(1);
   });
 
+  it('takes --max-line-bytes as a size with a unit, as the guard takes --keep-size', async () => {
+    const file = await transcript('long-line-units.jsonl', [
+      messageRecord({ uuid: 'm-units', sessionId: 's-units', role: 'assistant', text: 'z'.repeat(5_000) }),
+      hookRecord({ uuid: 'h-units', sessionId: 's-units', hookName: 'Stop', stdout: 'ok' }),
+    ]);
+    const run = (args: string[]) => spawnSync(process.execPath, [BIN, 'scan', '--json', ...args, file], { encoding: 'utf8', cwd: dir, timeout: 20_000 });
+    // KiB is 1,024 bytes, KB 1,000: the 5 KB line is over 2KiB and 4KB, and within 8KiB and 6KB.
+    for (const [size, oversized] of [['2KiB', 1], ['4KB', 1], ['8KiB', 0], ['6KB', 0], ['1MiB', 0], ['5000', 1]] as const) {
+      const ran = run(['--max-line-bytes', size]);
+      expect(ran.stderr).toBe('');
+      expect((JSON.parse(ran.stdout) as ScanOutput).totals).toMatchObject({ oversizedLines: oversized, records: 1 });
+    }
+    expect(run(['--max-line-bytes', '2KiB']).status).toBe(4);
+    expect(spawnSync(process.execPath, [BIN, 'scan', '--max-line-bytes', '2KiB', file], { encoding: 'utf8', cwd: dir, timeout: 20_000 }).stdout)
+      .toMatch(/^INCOMPLETE: 1 line over the line limit of 2,048 bytes was skipped unread/m);
+  });
+
   it('does not pass when a line was skipped as too long: the output in it is unknown, exit 4', async () => {
     const file = await transcript('skipped-hook-line.jsonl', [
       hookRecord({ uuid: 'h1', sessionId: 's-skip', hookName: 'SessionStart:startup', content: persistedMarker({ savedPath: savedPath('s-skip', 'h1'), preview: 'x'.repeat(3_000) }) }),
@@ -465,9 +482,11 @@ describe('scan: counting delivered and persisted hook outputs', () => {
     const looping = await scan([loop]);
     expect(looping.err).toContain(`a symbolic link that loops: ${loop}`);
     expect(looping.code).toBe(2);
-    const bad = await scan(['--max-line-bytes', 'big', dir]);
-    expect(bad.err).toContain('--max-line-bytes: expected a whole number >= 1, got "big"');
-    expect(bad.code).toBe(2);
+    for (const value of ['big', '0', '1.3KiB', '2 MiBs']) {
+      const bad = await scan(['--max-line-bytes', value, dir]);
+      expect(bad.err).toContain(`--max-line-bytes: expected a size of at least 1 byte such as 64MiB or 500KB, got "${value}"`);
+      expect(bad.code).toBe(2);
+    }
     expect((await scan(['--help'])).out).toMatch(/^Usage: hookwatch scan/);
   });
 

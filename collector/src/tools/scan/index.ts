@@ -2,7 +2,7 @@ import { stat } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 
-import { parseToolArgs, parseWholeNumber, UsageError } from '../common/args.ts';
+import { parseSize, parseToolArgs, UsageError } from '../common/args.ts';
 import { EXIT_FINDINGS, EXIT_INCOMPLETE, EXIT_OK, EXIT_SEND_FAILED, EXIT_USAGE } from '../common/io.ts';
 import type { ToolIO } from '../common/io.ts';
 import { MAX_LINE_BYTES } from '../common/limits.ts';
@@ -43,8 +43,10 @@ Options:
                          OTEL_EXPORTER_OTLP_HEADERS (or OTEL_EXPORTER_OTLP_LOGS_HEADERS) of the environment, such as
                          "Authorization=Bearer <token>" for a hookwatch with an ingest token
   --show-content         print the previews of persisted outputs (hook output is not printed otherwise)
-  --max-line-bytes <n>   skip lines longer than this without buffering them (default ${MAX_LINE_BYTES}); a skipped
-                         line leaves the scan incomplete (exit status 4 unless outputs were found lost)
+  --max-line-bytes <size>
+                         skip lines longer than this without buffering them (default 64MiB), a size such as
+                         16MiB or 500KB (KB, MB, GB count 1000 bytes, KiB, MiB, GiB 1024) or a number of bytes; a
+                         skipped line leaves the scan incomplete (exit status 4 unless outputs were found lost)
   -h, --help             this help
 
 Exit status: 0 nothing persisted, 1 hook outputs were persisted (or are over the cap by size), 2 bad usage, unreadable input or no
@@ -80,7 +82,9 @@ export async function runScan(argv: string[], io: ToolIO): Promise<number> {
       io.stdout(HELP);
       return EXIT_OK;
     }
-    const maxLineBytes = values['max-line-bytes'] === undefined ? MAX_LINE_BYTES : parseWholeNumber('max-line-bytes', values['max-line-bytes'], 1);
+    const maxLineText = values['max-line-bytes'];
+    // The size parser is loaded only when a limit is given: most scans take the default.
+    const maxLineBytes = maxLineText === undefined ? MAX_LINE_BYTES : parseSize((await import('../../config/values.ts')).parseBytes, maxLineText, '--max-line-bytes', '64MiB or 500KB', 1);
     const home = io.env.HOME ?? homedir();
     // `-` is one transcript on standard input (`ssh host cat ... | hookwatch scan -`), read once however often given.
     const fromStdin = positionals.includes(STDIN_PATH);
