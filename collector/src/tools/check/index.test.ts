@@ -722,6 +722,28 @@ describe('check: usage', () => {
     expect(npmVariables?.trim()).toBe('0');
   });
 
+  it('says that a guarded hook reported no trims only when its guard would have reported them', async () => {
+    const guarded = (options: string): string => `${process.execPath} ${BIN} guard${options} -- "printf guarded"`;
+    const env = { ...process.env };
+    delete env['HOOKWATCH_GUARD_REPORT'];
+    const line = 'hookwatch guard ran with HOOKWATCH_GUARD_NO_REPORT=1: its trims of this made-up input are not reported to hookwatch';
+    const cases: [command: string, env: NodeJS.ProcessEnv, said: boolean][] = [
+      [guarded(''), env, false],
+      [guarded(' --budget 9000'), env, false],
+      [guarded(' --report http://127.0.0.1:61010'), env, true],
+      [guarded(' --report=http://127.0.0.1:61010'), env, true],
+      [`HOOKWATCH_GUARD_REPORT=http://127.0.0.1:61010 ${guarded('')}`, env, true],
+      [guarded(''), { ...env, HOOKWATCH_GUARD_REPORT: 'http://127.0.0.1:61010' }, true],
+      // Set but empty, the variable is unset to the guard.
+      [guarded(''), { ...env, HOOKWATCH_GUARD_REPORT: '' }, false],
+    ];
+    for (const [command, given, said] of cases) {
+      const ran = await checkCli(['--', command], { env: given });
+      expect(ran.stdout, command).toContain('OK: 1 hook checked');
+      expect(ran.stdout.includes(line), command).toBe(said);
+    }
+  });
+
   it('takes an --event that the settings file keys hooks under, listed or not', async () => {
     const path = await settingsFile('own-event', { hooks: { NewerEvent: [{ hooks: [{ type: 'command', command: 'echo newer' }] }] } });
     const { code, out } = await check(['--settings', path, '--event', 'NewerEvent']);

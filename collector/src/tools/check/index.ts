@@ -248,7 +248,10 @@ export async function runCheck(argv: string[], io: ToolIO): Promise<number> {
       io.stderr('hookwatch check: no hook would run for this firing: nothing checked\n');
       return EXIT_USAGE;
     }
-    const options = { budget, showOutput: values['show-output'], showContent: values['show-content'], notChecked, skipped, projectDir, projectDirFrom, settingsPath };
+    const options = {
+      budget, showOutput: values['show-output'], showContent: values['show-content'], notChecked, skipped, projectDir, projectDirFrom, settingsPath,
+      guardReportSet: Boolean(io.env.HOOKWATCH_GUARD_REPORT),
+    };
     io.stdout(values.json ? `${JSON.stringify(checkJson(checks, options), null, 2)}\n` : checkText(checks, options));
     if (checks.some(hookFails)) return EXIT_FINDINGS;
     // Nothing found over, but hooks were left unrun: their outputs are unknown, which is not a pass.

@@ -1,6 +1,6 @@
 import { OUTPUT_CAP_CHARS, PREVIEW_CHARS } from '../../../../shared/src/cliff.ts';
 import { formatCount, outputBlock, plural, printable, renderTable } from '../common/format.ts';
-import { callsGuard, defaultGuardPrefix, wrapCommand } from '../guard/install.ts';
+import { callsGuard, defaultGuardPrefix, guardReportGiven, wrapCommand } from '../guard/install.ts';
 import { DEFAULT_GUARD_BUDGET } from '../guard/trim.ts';
 import type { MeasuredOutput, MeasuredStdout } from './measure.ts';
 import { shellQuote } from '../common/shell-quote.ts';
@@ -67,6 +67,8 @@ export interface ReportOptions {
   projectDir?: string;
   /** Where projectDir came from. */
   projectDirFrom?: ProjectDirFrom;
+  /** True when HOOKWATCH_GUARD_REPORT is set (not empty) in the environment the hooks run with. */
+  guardReportSet?: boolean;
   /** The settings file checked (absolute), named in the guard --install line the report recommends. */
   settingsPath?: string;
 }
@@ -199,7 +201,8 @@ export function checkText(hooks: HookCheck[], options: ReportOptions): string {
     out.push(`${printable(hook.hookName)}  ${printable(hook.command)}${hook.location === undefined ? '' : `  (${printable(hook.location)})`}\n`);
     out.push(`  ${runText(hook)}\n`);
     out.push(shellExitText(hook, options.projectDir));
-    if (callsGuard(hook.command)) out.push('  hookwatch guard ran with HOOKWATCH_GUARD_NO_REPORT=1: its trims of this made-up input are not reported to hookwatch\n');
+    // Said only of a guard that would have reported its trims, by --report or HOOKWATCH_GUARD_REPORT.
+    if (callsGuard(hook.command) && (options.guardReportSet === true || guardReportGiven(hook.command))) out.push('  hookwatch guard ran with HOOKWATCH_GUARD_NO_REPORT=1: its trims of this made-up input are not reported to hookwatch\n');
     if (hook.measured.jsonError !== undefined) out.push(`  stdout starts with "{" but is not a JSON object (${printable(hook.measured.jsonError)}): measured as plain text\n`);
     if (hook.status === 'measured' && hook.measured.outputs.length > 0) {
       const rows = hook.measured.outputs.map((o) => [

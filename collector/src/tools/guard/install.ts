@@ -95,8 +95,25 @@ function installedBy(prefixes: readonly string[]): (head: string) => boolean {
  * is guarded already.
  */
 export function callsGuard(command: string): boolean {
+  return guardWord(command.trim().split(/\s+/)) !== -1;
+}
+
+/** The index of the `guard` word of a guard call among a command line's words (callsGuard), or -1. */
+function guardWord(words: readonly string[]): number {
+  return words.findIndex((word, i) => word === 'guard' && HOOKWATCH_WORD.test(words[i - 1] ?? '') && words.includes('--', i + 1));
+}
+
+/**
+ * Whether a command line that calls the guard tells it where to report its trims: `--report` among the guard's
+ * options (before its `--`), or HOOKWATCH_GUARD_REPORT set to a value on the line. The variable may also come
+ * from the environment the command runs in, which the line does not show.
+ */
+export function guardReportGiven(command: string): boolean {
   const words = command.trim().split(/\s+/);
-  return words.some((word, i) => word === 'guard' && HOOKWATCH_WORD.test(words[i - 1] ?? '') && words.includes('--', i + 1));
+  const at = guardWord(words);
+  if (at === -1) return false;
+  const options = words.slice(at + 1, words.indexOf('--', at + 1));
+  return options.some((word) => word === '--report' || word.startsWith('--report=')) || /(?:^|[\s;&|(])HOOKWATCH_GUARD_REPORT=(?!['"]{2}(?:\s|$))\S/.test(command);
 }
 
 /**
