@@ -24,7 +24,7 @@ interface ScanOutput {
   hooks: { hookName: string; hookEvent: string; runs: number; outputs: number; delivered: number; outputsPersisted: number; largestDeliveredChars: number | null; largestOutputChars: number | null }[];
   sessions: { sessionId: string; runs: number; outputs: number; delivered: number; outputsPersisted: number; files: string[]; hooks: { hookName: string; outputsPersisted: number }[] }[];
   files: { path: string; unparsableLines: number; truncatedLastLine: boolean; hookRecords: number; duplicateRecords: number; oversizedLines: number; error?: string }[];
-  persistedOutputs: { sessionId: string; hookName: string; command?: string; savedPath: string; sizeLabel: string; preview?: string }[];
+  persistedOutputs: { sessionId: string; hookName: string; command?: string; savedPath: string; sizeLabel: string; chars: number | null; preview?: string }[];
   send?: { url: string; emitted: number; exported: number; failed: number; error?: string };
 }
 
@@ -185,6 +185,34 @@ describe('scan: counting delivered and persisted hook outputs', () => {
     expect(byEvent('SessionStart')).toEqual([2, 3]);
     expect(byEvent('UserPromptSubmit')).toEqual([3, 4]);
     expect(result.totals).toMatchObject({ runs: 5, outputs: 7, delivered: 7 });
+  });
+
+  it('links each persisted output of a firing to its command by its size label, which counts UTF-16 code units', async () => {
+    // Claude Code 2.1.332 labels a saved output with its length in UTF-16 code units over 1,024, to one decimal:
+    // 5,001 emoji (10,002 code units, 20,004 bytes) read "9.8KB", as the real transcripts-b show. Two commands of one
+    // SessionStart firing, both persisted: the emoji one's marker comes first, its run second.
+    const emoji = '\u{1F600}'.repeat(5_001);
+    const ascii = 'a'.repeat(12_000);
+    const run = (uuid: string, command: string, context: string): Record<string, unknown> => {
+      const record = hookRecord({ uuid, sessionId: SESSION_A, hookName: 'SessionStart:startup', stdout: JSON.stringify({ hookSpecificOutput: { hookEventName: 'SessionStart', additionalContext: context } }), content: '' });
+      Object.assign(record.attachment as Record<string, unknown>, { toolUseID: 'firing-emoji', command });
+      return record;
+    };
+    const saved = (hash: string): string => savedPath(SESSION_A, `firing-emoji-SessionStart-${hash}-additionalContext`);
+    const delivery = hookRecord({
+      uuid: 'emoji-delivery', sessionId: SESSION_A, hookName: 'SessionStart', type: 'hook_additional_context',
+      content: [
+        persistedMarker({ savedPath: saved('e'), sizeLabel: '9.8KB', preview: emoji.slice(0, 2_000) }),
+        persistedMarker({ savedPath: saved('a'), sizeLabel: '11.7KB', preview: ascii.slice(0, 2_000) }),
+      ],
+    });
+    (delivery.attachment as Record<string, unknown>).toolUseID = 'SessionStart';
+    const file = await transcript('emoji-labels.jsonl', [run('emoji-run-1', 'ascii.sh', ascii), { ...run('emoji-run-2', 'emoji.sh', emoji), parentUuid: 'emoji-run-1' }, { ...delivery, parentUuid: 'emoji-run-2' }]);
+    const ran = spawnSync(process.execPath, [BIN, 'scan', '--json', file], { encoding: 'utf8', cwd: dir, timeout: 20_000 });
+    expect(ran.status).toBe(1);
+    const result = JSON.parse(ran.stdout) as ScanOutput;
+    expect(result.persistedOutputs.map((p) => [p.savedPath, p.command, p.chars])).toEqual([[saved('e'), 'emoji.sh', 10_002], [saved('a'), 'ascii.sh', 12_000]]);
+    expect(result.totals).toMatchObject({ runs: 2, outputsPersisted: 2, unconfirmed: 0 });
   });
 
   it('counts two runs for two commands of one firing that each delivered the same kind at the same place', async () => {

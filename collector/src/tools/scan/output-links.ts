@@ -30,8 +30,14 @@ export function digestOf(text: string): string {
   return createHash('sha1').update(text).digest('base64url');
 }
 
-/** Size in bytes a marker's label ("11.7KB", "980B", "1.2MB") stands for; undefined when unreadable. */
-export function labelBytes(label: string | undefined): number | undefined {
+/**
+ * The length a marker's label ("11.7KB", "980B", "1.2MB") stands for, in UTF-16 code units as the output's `chars`
+ * count them; undefined when unreadable. Claude Code 2.1.332 labels an output with its string length, not its
+ * bytes, over 1,024 and rounded to one decimal: 10,002 code units of emoji (20,004 bytes) read "9.8KB", 10,500
+ * characters "10.3KB", 12,000 "11.7KB" (the real transcripts and the telemetry of the same sessions). So the label
+ * is within about 51 code units of the length.
+ */
+export function labelChars(label: string | undefined): number | undefined {
   const match = label === undefined ? null : /^([\d.]+)\s*(B|KB|MB|GB)$/i.exec(label.trim());
   if (!match) return undefined;
   const scale = { B: 1, KB: 1024, MB: 1024 ** 2, GB: 1024 ** 3 }[match[2]!.toUpperCase() as 'B' | 'KB' | 'MB' | 'GB'];
@@ -51,7 +57,7 @@ export interface DeliveryRecordKeys {
  * whether each was delivered or persisted. Claude Code 2.1.332 gives a tool event's delivery record the tool
  * call's id (as on the command's `hook_success`), but a SessionStart delivery record the bare event name as its
  * id and as its hook name; so a record is matched by id first and by event second, and each string by its text
- * (delivered) or by the saved file and size (persisted).
+ * (delivered) or by the saved file and the size its marker gives (persisted).
  */
 export class PendingOutputs {
   private readonly entries: PendingOutput[] = [];
@@ -74,10 +80,10 @@ export class PendingOutputs {
     const overCap = (entry: PendingOutput): boolean => entry.chars > OUTPUT_CAP_CHARS;
     // Claude Code names the saved file after the hook run's id: hook-<toolUseID>-<event>-<hash>-<field>.txt.
     const namesRun = (entry: PendingOutput): boolean => entry.toolUseId !== undefined && marker.savedPath !== undefined && marker.savedPath.includes(`hook-${entry.toolUseId}-`);
-    const bytes = labelBytes(marker.sizeLabel);
+    const labelled = labelChars(marker.sizeLabel);
     const nearest = (candidates: PendingOutput[]): PendingOutput | undefined => {
-      if (bytes === undefined) return candidates[0];
-      return candidates.reduce<PendingOutput | undefined>((best, entry) => (best === undefined || Math.abs(entry.chars - bytes) < Math.abs(best.chars - bytes) ? entry : best), undefined);
+      if (labelled === undefined) return candidates[0];
+      return candidates.reduce<PendingOutput | undefined>((best, entry) => (best === undefined || Math.abs(entry.chars - labelled) < Math.abs(best.chars - labelled) ? entry : best), undefined);
     };
     const candidates = this.candidates(keys).filter(overCap);
     const chosen = nearest(candidates.filter(namesRun)) ?? nearest(candidates);

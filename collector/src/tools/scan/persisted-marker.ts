@@ -19,7 +19,10 @@ const MARKER_FIRST = new RegExp(`^\\s*${MARKER_OPEN}`);
 export interface PersistedOutput {
   /** The file the full output was saved to, when the marker names it. */
   savedPath: string | undefined;
-  /** Size as Claude Code wrote it (e.g. "17.7KB"); bytes, rounded, so not a character count. */
+  /**
+   * Size as Claude Code wrote it (e.g. "17.7KB"): the output's length in UTF-16 code units over 1,024, rounded to
+   * one decimal (labelChars), so near its character count but not it.
+   */
   sizeLabel: string | undefined;
   /** The preview the model got instead of the output. */
   preview: string;
