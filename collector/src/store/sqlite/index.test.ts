@@ -14,6 +14,7 @@ import { recordingLogger } from '../../../test/support/recording-logger.ts';
 import { Retention, registerRetentionMetrics } from '../retention.ts';
 import { MetricsRegistry } from '../../telemetry/metrics.ts';
 import { parseExposition, sampleValue } from '../../../test/support/prometheus-text.ts';
+import { serveApi } from '../../../test/support/api-server.ts';
 
 const tmp = tempDir();
 afterAll(() => tmp.cleanup());
@@ -334,6 +335,52 @@ describe('query plans', () => {
       }
     } finally {
       db.close();
+    }
+  });
+
+  it('the fleet chart of 30 days reads every hook\'s hours and days through the primary key, not a row at a time through the bucket index', async () => {
+    const store = new SqliteStore({ path: ':memory:', dimensions: ['team'] });
+    const now = Date.now();
+    await loadHistory(store, { events: 2000, fromMs: now - 30 * DAY, toMs: now, hooks: 12 });
+    const api = await serveApi(store, now);
+    // The statements the answer prepares (a ':memory:' store reads on its own connection).
+    const prepared: [DatabaseSync, string][] = [];
+    const prepare = DatabaseSync.prototype.prepare;
+    DatabaseSync.prototype.prepare = function (this: DatabaseSync, sql: string) {
+      prepared.push([this, sql]);
+      return prepare.call(this, sql);
+    } as typeof prepare;
+    try {
+      // As the overview asks it: the riskiest hooks listed, the others summed (fleetRest), ranked on 30 days' counters.
+      const res = await fetch(`${api.base}/api/v1/fleet/series?from=now-30d&to=now&step=43200&limit=4`);
+      expect(res.status).toBe(200);
+      const body = (await res.json()) as { total: number; rest: { hooks: number } | null };
+      expect(body.total).toBeGreaterThan(4);
+      expect(body.rest?.hooks).toBe(body.total - 4);
+    } finally {
+      DatabaseSync.prototype.prepare = prepare;
+      await api.close();
+    }
+    try {
+      const plans = new Map<string, string[]>();
+      for (const [db, sql] of prepared) {
+        const table = /\bFROM (rollup_1[hd])\b/.exec(sql)?.[1];
+        if (!table) continue;
+        const plan = (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all() as { detail: string }[]).map((r) => r.detail).join('; ');
+        plans.set(table, [...(plans.get(table) ?? []), plan]);
+      }
+      // The counters' days and hours, the listed hooks' hours and the rest's: each hook's rows in key order. Through
+      // the bucket index each row is looked up in the table again: over 10,000 hooks and 30 days, seconds.
+      expect([...plans.keys()].sort()).toEqual(['rollup_1d', 'rollup_1h']);
+      for (const [table, list] of plans) {
+        expect(list.length, table).toBeGreaterThanOrEqual(table === 'rollup_1h' ? 3 : 1);
+        for (const plan of list) {
+          expect(plan, table).toContain(`SEARCH ${table} USING PRIMARY KEY (hook_id=? AND bucket>? AND bucket<?)`);
+          expect(plan, table).not.toContain(`${table}_bucket`);
+        }
+      }
+    } finally {
+      await store.close();
     }
   });
 });

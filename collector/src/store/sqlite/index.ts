@@ -91,6 +91,18 @@ function hooksDigest(ids: readonly string[] | undefined): string {
   return ids === undefined ? '' : createHash('sha256').update([...ids].sort().join(',')).digest('base64url').slice(0, 22);
 }
 
+/**
+ * Every hook's rows of an hour or day rollup over a long range, read a hook at a time through the primary key
+ * (hook_id, bucket, ...): `hook_id IN (SELECT hook_id FROM hooks ...)`, `also` narrowing the hooks. Left to
+ * itself the planner reads such a range through the bucket index, a lookup in the table for every row: over
+ * 10,000 hooks and 30 days of hour rows (605,000), 5 to 7 s against 0.05 s for the rows read in key order, already
+ * grouped by hook. Minutes are not read so (at most an hour's worth, through the bucket index: a seek per hook
+ * would cost more than an empty minute's rows).
+ */
+function everyHookByKey(column: string, also = ''): string {
+  return `${column} IN (SELECT hook_id FROM hooks${also === '' ? '' : ` WHERE ${also}`})`;
+}
+
 /** Cached closed segments at most (a 30-day view needs about five). */
 const CLOSED_SEGMENT_CACHE_SIZE = 512;
 /**
@@ -791,7 +803,9 @@ export class SqliteStore implements Store {
           // index. Grouped by hook, the planner would rather seek the primary key once per hook (1,000 hooks:
           // 18 ms for an empty minute instead of 0.05); for the long hour and day segments that is the faster plan.
           const table = !someHooks && seg.granularity === 'minute' && dimG === undefined ? `${source} INDEXED BY ${source}_bucket` : source;
-          const sql = `SELECT ${rollupGroup} AS g, ${rollupAggregates()} FROM ${table} WHERE bucket >= ? AND bucket < ? ${rollupHookClause} ${cond} GROUP BY g`;
+          // Hours and days across all hooks: a hook at a time through the primary key (everyHookByKey).
+          const byKey = !someHooks && seg.granularity !== 'minute' && dimG === undefined ? `AND ${everyHookByKey('hook_id')}` : '';
+          const sql = `SELECT ${rollupGroup} AS g, ${rollupAggregates()} FROM ${table} WHERE bucket >= ? AND bucket < ? ${rollupHookClause} ${byKey} ${cond} GROUP BY g`;
           const params = [seg.fromMs, seg.toMs, ...hookParam, ...rollupParams];
           fetch = () => this.all(sql, params);
         }
@@ -938,7 +952,9 @@ export class SqliteStore implements Store {
     const scopeParams = q.hookIds ? [JSON.stringify(q.hookIds)] : [];
     const readPart = async (part: SeriesPart, a: number, b: number): Promise<FleetBucket[]> => {
       if (b <= a) return [];
-      const { sql } = fleetSeriesQuery(q, part.filterWhere, () => '?', part.rollup, part.granularity, scope);
+      // Every hook's hours or days: a hook at a time through the primary key (everyHookByKey).
+      const byKey = !scope && this.longRollup(q, part) ? { byId: `AND ${everyHookByKey('hook_id')}`, byRef: '' } : scope;
+      const { sql } = fleetSeriesQuery(q, part.filterWhere, () => '?', part.rollup, part.granularity, byKey);
       // Across every hook, read the range through the time indexes, not a seek per hook.
       const indexed = part.filterWhere === null || scope ? sql : sql.replace('FROM events WHERE', 'FROM events INDEXED BY events_time WHERE');
       return (await this.all(indexed, [a, b, ...scopeParams, ...part.params])).map(toFleetBucket);
@@ -967,6 +983,8 @@ export class SqliteStore implements Store {
     const rest = q.hookIds?.filter((id) => !except.has(id));
     if (rest?.length === 0) return [];
     const scope = hookScope((column) => `${column} ${rest ? 'IN' : 'NOT IN'} (SELECT value FROM json_each(?))`);
+    // Every hook but the listed, in hours or days: a hook at a time through the primary key (everyHookByKey).
+    const byKey = { byId: `AND ${everyHookByKey('hook_id', 'hook_id NOT IN (SELECT value FROM json_each(?))')}`, byRef: '' };
     const scopeParams = [JSON.stringify(rest ?? listed)];
     const read = async (a: number, b: number): Promise<FleetRestBucket[]> => {
       const statements: string[] = [];
@@ -975,7 +993,7 @@ export class SqliteStore implements Store {
         // A part starting before `a` (the whole hour at the range's start) is read whole when `a` is the range's start.
         const [pa, pb] = [a <= readFromMs ? part.fromMs : Math.max(a, part.fromMs), Math.min(b, part.toMs)];
         if (pb <= pa) continue;
-        const { sql } = fleetSeriesQuery(q, part.filterWhere, () => '?', part.rollup, part.granularity, scope);
+        const { sql } = fleetSeriesQuery(q, part.filterWhere, () => '?', part.rollup, part.granularity, !rest && this.longRollup(q, part) ? byKey : scope);
         // Across the fleet, read the range through the time indexes, not a seek per hook.
         statements.push(part.filterWhere === null || rest ? sql : sql.replace('FROM events WHERE', 'FROM events INDEXED BY events_time WHERE'));
         params.push(pa, pb, ...scopeParams, ...part.params);
@@ -986,6 +1004,11 @@ export class SqliteStore implements Store {
     // Kept as the sums of these hooks (r+) or of every hook but these (r-): the same ids name different sums.
     const [whole, partial] = await Promise.all([this.wholeFleetBuckets(q, rest ? `r+${hooksDigest(rest)}` : `r-${hooksDigest(listed)}`, readFromMs, readToMs, parts, read), this.seriesEdges(q, edges, rest)]);
     return addFleetRest(whole, edgeFleetBuckets(partial).filter((b) => !except.has(b.hookId)));
+  }
+
+  /** Whether a part of a series reads a base rollup of hours or days, keyed by hook id first (everyHookByKey). */
+  private longRollup(q: SeriesQuery, part: SeriesPart): boolean {
+    return part.filterWhere === null && part.rollup?.attrs !== true && part.rollup?.dims !== true && (part.granularity ?? granularityForStep(q.stepMs)) !== 'minute';
   }
 
   /**
