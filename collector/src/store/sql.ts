@@ -789,13 +789,18 @@ export function hookScope(inSet: (column: string) => string): HookScope {
  * bucket, and only the columns a sparkline draws (a thousand hooks times 30 buckets of full counters cost
  * more to build than to read). Parameters as seriesQuery's without the hook id: 1 and 2 the aligned range,
  * then (with `hooks`, only those hooks: its clause right after the range) the set of hook ids, then the filters.
+ * Not `grouped`, a part read from a base or dimension rollup is its rows as they are, a row per hook, hour (or
+ * day, minute) and client, for fleetRestQuery to merge per hook and bucket in one grouping, not two.
  */
 export function fleetSeriesQuery(
-  q: SeriesQuery, filterWhere: string | null, p: (n: number) => string, rollup?: RollupFilter, granularity?: Granularity, hooks?: HookScope,
+  q: SeriesQuery, filterWhere: string | null, p: (n: number) => string, rollup?: RollupFilter, granularity?: Granularity, hooks?: HookScope, grouped = true,
 ): { sql: string; fromMs: number; toMs: number } {
   const step = q.stepMs;
   checkStep(step);
-  const sql = rollup?.attrs
+  // A rollup's own rows, not grouped (fleetRestQuery groups them once): its columns are named as the aggregates.
+  const sql = !grouped && !rollup?.attrs && filterWhere === null
+    ? `SELECT hook_id, ${floorSql('bucket', step)} AS b, ${FLEET_COLUMNS.join(', ')} FROM ${rollupTable(step, rollup, granularity)} WHERE bucket >= ${p(1)} AND bucket < ${p(2)} ${hooks?.byId ?? ''} ${rollup?.where ?? ''}`
+    : rollup?.attrs
     ? `SELECT ${ATTR_ROLLUP_HOOK_ID} AS hook_id, ${floorSql('bucket', step)} AS b, ${pick(rollupAggregates())} FROM ${attrRollupTable(step, granularity)} WHERE bucket >= ${p(1)} AND bucket < ${p(2)} ${hooks?.byRef ?? ''} ${rollup.where} GROUP BY hook, b`
     : filterWhere === null
     ? `SELECT hook_id, ${floorSql('bucket', step)} AS b, ${pick(rollupAggregates())} FROM ${rollupTable(step, rollup, granularity)} WHERE bucket >= ${p(1)} AND bucket < ${p(2)} ${hooks?.byId ?? ''} ${rollup?.where ?? ''} GROUP BY hook_id, b`
@@ -812,13 +817,17 @@ const FLEET_ROW_COLUMNS = ['hook_id', 'b', ...FLEET_COLUMNS];
  * before `firstMs`, the whole hour at a range's start, counts in the first bucket), then each hook's persisted
  * outputs at least and measured-only executions (persistedAtLeast, measuredOnly, which are not sums) taken per
  * hook and bucket and summed per bucket. One row a bucket, however many hooks: the rows of every hook are never
- * built.
+ * built. The parts may be rollup rows as they are (fleetSeriesQuery not `grouped`): they are grouped here once.
  */
 export function fleetRestQuery(parts: readonly string[], firstMs: number): string {
   if (!Number.isSafeInteger(firstMs)) throw new RangeError(`fleet series start must be a whole number of ms, got ${firstMs}`);
   const maxes = SIZE_COLS.map((c) => `MAX(max_${c}) AS max_${c}`).join(', ');
   const united = parts.map((sql, i) => `SELECT ${FLEET_ROW_COLUMNS.join(', ')} FROM (${sql}) p${i}`).join(' UNION ALL ');
-  const perHook = `SELECT hook_id, CASE WHEN b < ${firstMs} THEN ${firstMs} ELSE b END AS bb, COALESCE(SUM(executions), 0) AS executions, COALESCE(SUM(outputs_persisted), 0) AS op, COALESCE(SUM(executions_with_persisted), 0) AS ewp, COALESCE(SUM(size_unknown), 0) AS size_unknown, ${maxes} FROM (${united}) u GROUP BY hook_id, bb`;
+  // Only a hook with persisted outputs in a bucket is grouped apart (persistedAtLeast and measuredOnly are 0 for
+  // the others): its executions, sizes and maxima sum alike either way, and the rows of the hooks without any fall
+  // into one group per bucket, so what is grouped follows the hooks that persist, not the size of the fleet.
+  const key = `CASE WHEN outputs_persisted > 0 OR executions_with_persisted > 0 THEN hook_id END`;
+  const perHook = `SELECT ${key} AS hk, CASE WHEN b < ${firstMs} THEN ${firstMs} ELSE b END AS bb, COALESCE(SUM(executions), 0) AS executions, COALESCE(SUM(outputs_persisted), 0) AS op, COALESCE(SUM(executions_with_persisted), 0) AS ewp, COALESCE(SUM(size_unknown), 0) AS size_unknown, ${maxes} FROM (${united}) u GROUP BY hk, bb`;
   return `SELECT bb AS b, SUM(executions) AS executions, SUM(CASE WHEN op >= ewp THEN op ELSE ewp END) AS persisted, SUM(CASE WHEN ewp > op THEN ewp ELSE 0 END) AS measured_only, SUM(size_unknown) AS size_unknown, ${maxes} FROM (${perHook}) h GROUP BY bb`;
 }
 

@@ -1213,7 +1213,7 @@ export class PostgresStore implements Store {
       for (const part of parts) {
         const ids = part.params.push(rest ?? [...listed]);
         const scope = hookScope((column) => (rest ? `${column} = ANY($${ids}::text[])` : `${column} <> ALL($${ids}::text[])`));
-        const { sql } = fleetSeriesQuery(q, part.filterWhere, (n) => `$${n}`, part.rollup, part.granularity, scope);
+        const { sql } = fleetSeriesQuery(q, part.filterWhere, (n) => `$${n}`, part.rollup, part.granularity, scope, false);
         part.params[0] = part.fromMs;
         part.params[1] = part.toMs;
         statements.push(shiftParams(sql, params.length));

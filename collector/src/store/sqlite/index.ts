@@ -993,7 +993,7 @@ export class SqliteStore implements Store {
         // A part starting before `a` (the whole hour at the range's start) is read whole when `a` is the range's start.
         const [pa, pb] = [a <= readFromMs ? part.fromMs : Math.max(a, part.fromMs), Math.min(b, part.toMs)];
         if (pb <= pa) continue;
-        const { sql } = fleetSeriesQuery(q, part.filterWhere, () => '?', part.rollup, part.granularity, !rest && this.longRollup(q, part) ? byKey : scope);
+        const { sql } = fleetSeriesQuery(q, part.filterWhere, () => '?', part.rollup, part.granularity, !rest && this.longRollup(q, part) ? byKey : scope, false);
         // Across the fleet, read the range through the time indexes, not a seek per hook.
         statements.push(part.filterWhere === null || rest ? sql : sql.replace('FROM events WHERE', 'FROM events INDEXED BY events_time WHERE'));
         params.push(pa, pb, ...scopeParams, ...part.params);
