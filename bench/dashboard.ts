@@ -1,6 +1,8 @@
 /**
- * `npm run bench:dashboard [-- --quick] [--events N] [--hooks N]`: the dashboard's API latency over 30 days of
- * data, and the overview's first render in headless Chromium.
+ * `npm run bench:dashboard [-- --quick] [--events N] [--hooks N] [--fleet-only]`: the dashboard's API latency over
+ * 30 days of data, the overview's first render in headless Chromium, and the fleet chart's first call over 10,000
+ * hooks, each in every bucket, beside the same over 1,000 (runFleet; `--fleet-only` runs just this part, and
+ * `--hooks` then sets the larger fleet).
  *
  * Data: `hooks` hooks and `events` hook executions over the last 30 days, handed to the SQLite store's own
  * ingest() (not through OTLP: ingest has its own benchmark, and 10 million events through HTTP would take longer
@@ -17,7 +19,8 @@ import { fileURLToPath } from 'node:url';
 import { loadConfig, toConfig } from '../collector/src/config/index.ts';
 import { startService } from '../collector/src/service.ts';
 import { SqliteStore } from '../collector/src/store/sqlite/index.ts';
-import { loadHistory } from '../collector/test/support/history.ts';
+import type { HookEvent } from '../collector/src/hooks/model.ts';
+import { historyHooks, loadHistory } from '../collector/test/support/history.ts';
 import { silentLogger } from '../collector/src/telemetry/logger.ts';
 import type { HooksResponse } from '../shared/src/api.ts';
 import { percentile, result, markdownTable, type BenchOptions, type BenchResult } from './lib/result.ts';
@@ -30,6 +33,8 @@ const GOAL_P95_MS = 50;
 const GOAL_RENDER_MS = 1000;
 /** The calls whose answer ranks every hook of the fleet. */
 const EVERY_HOOK = ['overview', 'hooks list', 'fleet series (overview chart, every hook)'];
+/** The overview's fleet chart of 30 days as the dashboard asks it: 1,000 hooks listed, the rest summed, 12-hour buckets. */
+const FLEET_CHART = '/api/v1/fleet/series?from=now-30d&to=now&step=43200&limit=1000';
 
 export interface GenerateOptions {
   path: string;
@@ -65,6 +70,90 @@ export async function generate(opts: GenerateOptions): Promise<{ seconds: number
   db.exec('PRAGMA wal_checkpoint(TRUNCATE); ANALYZE;');
   db.close();
   return { seconds: (performance.now() - t0) / 1000, bytes: statSync(opts.path).size };
+}
+
+/**
+ * A fleet of `hooks` hooks, each with an execution in every 12-hour bucket of the last 30 days (61 of them with the
+ * bucket being written), through the store's own ingest(): the fleet chart's every bucket holds every hook.
+ */
+export async function generateFleet(opts: { path: string; hooks: number; nowMs: number }): Promise<{ seconds: number; events: number }> {
+  const t0 = performance.now();
+  const store = new SqliteStore({ path: opts.path, synchronous: 'normal', dimensions: ['team'] });
+  const step = SPAN / 60;
+  let events = 0;
+  try {
+    const hooks = historyHooks(opts.hooks);
+    for (let b = 0; b <= 60; b++) {
+      const batch: HookEvent[] = [];
+      hooks.forEach((h, i) => {
+        // Spread over the bucket, the same hour of it for a hook: each execution in a row of the hour rollup.
+        const timeMs = opts.nowMs - SPAN + b * step - ((i * 7919) % (step - 3_600_000)) - 1000;
+        if (timeMs >= opts.nowMs) return;
+        batch.push({
+          kind: 'complete', dedupKey: `fleet-${i}-${b}`, hookId: h.id, hookEvent: h.hookEvent, hookName: h.hookName, timeMs, numHooks: 1, numSuccess: 1,
+          numBlocking: 0, numNonBlockingError: 0, numCancelled: 0, durationMs: 10, stdoutChars: h.size, additionalContextChars: null, systemMessageChars: null,
+          initialUserMessageChars: null, outputsPersisted: h.size > 10_000 ? 1 : 0, sizesKnown: true, status: 'ok', serviceName: 'claude-code', serviceVersion: '2.1.332',
+          sessionId: `s-${i % 50}`, userId: `u-${i % 30}`, userEmail: '', userAccountUuid: '', organizationId: '', terminalType: '', source: 'otlp', extra: { team: `t-${i % 8}` },
+        });
+      });
+      for (let i = 0; i < batch.length; i += 5000) events += (await store.ingest(batch.slice(i, i + 5000))).inserted.length;
+    }
+  } finally {
+    await store.close();
+  }
+  return { seconds: (performance.now() - t0) / 1000, events };
+}
+
+/** hookwatch serving the store file at `path` (retention 60 days, its start-up pass over before it is returned). */
+async function serve(path: string): Promise<Awaited<ReturnType<typeof startService>>> {
+  const config = toConfig(loadConfig({
+    env: {
+      HOOKWATCH_DB: path, HOOKWATCH_HTTP_ADDR: '127.0.0.1:0', HOOKWATCH_OTLP_HTTP_ADDR: '127.0.0.1:0', HOOKWATCH_OTLP_GRPC_ADDR: '127.0.0.1:0',
+      HOOKWATCH_RETENTION_EVENTS: '60d', HOOKWATCH_ALERT_EVALUATION_INTERVAL: '600s', HOOKWATCH_SQLITE_SYNCHRONOUS: 'normal',
+    },
+  }));
+  const svc = await startService(config, { logger: silentLogger });
+  // The start-up retention pass deletes the generated minute rollups past their horizon beside the event loop:
+  // the calls are timed once it is over (a call during it waits for its batches).
+  await svc.retention.run();
+  return svc;
+}
+
+/**
+ * The fleet chart's first call over 10,000 hooks (`hooks`), each in every bucket, against the same over a tenth of
+ * them in the same run, each from a store just opened (nothing kept from an earlier call); then its p95.
+ */
+export async function runFleet(opts: BenchOptions & { hooks?: number; log?: (m: string) => void }): Promise<BenchResult[]> {
+  const hooks = opts.hooks ?? (opts.quick ? 2000 : 10_000);
+  const log = opts.log ?? (() => undefined);
+  const n = opts.quick ? 10 : 30;
+  const dir = mkdtempSync(join(tmpdir(), 'hookwatch-bench-fleet-'));
+  const nowMs = Date.now();
+  try {
+    const figures: { hooks: number; events: number; seconds: number; first: number; p95: number }[] = [];
+    for (const count of [hooks / 10, hooks]) {
+      const path = join(dir, `fleet-${count}.db`);
+      log(`generating a fleet of ${count.toLocaleString('en-US')} hooks, each in every 12-hour bucket of 30 days`);
+      const gen = await generateFleet({ path, hooks: count, nowMs });
+      const svc = await serve(path);
+      try {
+        log(`timing the fleet chart over ${count.toLocaleString('en-US')} hooks`);
+        const { first, samples } = await time(`${svc.httpUrl}${FLEET_CHART}`, n);
+        figures.push({ hooks: count, events: gen.events, seconds: gen.seconds, first, p95: percentile(samples, 95) });
+      } finally {
+        await svc.stop();
+      }
+    }
+    const [small, large] = figures as [(typeof figures)[number], (typeof figures)[number]];
+    const note = `${large.events.toLocaleString('en-US')} events (${large.seconds.toFixed(0)} s to generate; ${small.hooks.toLocaleString('en-US')} hooks: ${small.events.toLocaleString('en-US')}), 1,000 hooks listed, step 12 h, 30 days; SQLite`;
+    const label = `${large.hooks.toLocaleString('en-US')} hooks`;
+    return [
+      result(`dashboard API fleet chart over ${label} (30 d): first call`, large.first, 'ms', `${small.hooks.toLocaleString('en-US')} hooks`, small.first, `${note}; a store just opened, nothing kept from an earlier call`),
+      result(`dashboard API fleet chart over ${label} (30 d): p95`, large.p95, 'ms', `${small.hooks.toLocaleString('en-US')} hooks`, small.p95, `${note}; ${n} sequential calls after 3 warm-ups`),
+    ];
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 /**
@@ -120,8 +209,14 @@ async function firstRender(base: string): Promise<{ rows: number[]; charts: numb
   return { rows: out, charts };
 }
 
-/** Runs the benchmark; quick: 200 hooks, 200k events (a CI smoke run, figures reported, not asserted). */
+/** Runs the benchmark: the views, then the fleet chart over 10,000 hooks (runFleet). */
 export async function run(opts: BenchOptions & { events?: number; hooks?: number; log?: (m: string) => void }): Promise<BenchResult[]> {
+  const views = await runViews(opts);
+  return [...views, ...(await runFleet({ quick: opts.quick, ...(opts.log ? { log: opts.log } : {}) }))];
+}
+
+/** The views; quick: 200 hooks, 200k events (a CI smoke run, figures reported, not asserted). */
+async function runViews(opts: BenchOptions & { events?: number; hooks?: number; log?: (m: string) => void }): Promise<BenchResult[]> {
   const hooks = opts.hooks ?? (opts.quick ? 200 : 1000);
   const events = opts.events ?? (opts.quick ? 200_000 : 10_000_000);
   const log = opts.log ?? (() => undefined);
@@ -131,17 +226,8 @@ export async function run(opts: BenchOptions & { events?: number; hooks?: number
     const path = join(dir, 'hookwatch.db');
     log(`generating ${events.toLocaleString('en-US')} events for ${hooks} hooks over 30 days`);
     const gen = await generate({ path, hooks, events, nowMs, log });
-    const config = toConfig(loadConfig({
-      env: {
-        HOOKWATCH_DB: path, HOOKWATCH_HTTP_ADDR: '127.0.0.1:0', HOOKWATCH_OTLP_HTTP_ADDR: '127.0.0.1:0', HOOKWATCH_OTLP_GRPC_ADDR: '127.0.0.1:0',
-        HOOKWATCH_RETENTION_EVENTS: '60d', HOOKWATCH_ALERT_EVALUATION_INTERVAL: '600s', HOOKWATCH_SQLITE_SYNCHRONOUS: 'normal',
-      },
-    }));
-    const svc = await startService(config, { logger: silentLogger });
+    const svc = await serve(path);
     try {
-      // The start-up retention pass deletes the generated minute rollups past their horizon beside the event loop:
-      // the calls are timed once it is over (a call during it waits for its batches).
-      await svc.retention.run();
       const base = svc.httpUrl;
       const list = (await (await fetch(`${base}/api/v1/hooks?from=now-30d`)).json()) as HooksResponse;
       const hookId = list.hooks[0]?.id;
@@ -189,8 +275,8 @@ export async function run(opts: BenchOptions & { events?: number; hooks?: number
 }
 
 if (startedAsScript(import.meta.url)) {
-  const { values } = parseArgs({ options: { quick: { type: 'boolean' }, events: { type: 'string' }, hooks: { type: 'string' } } });
-  const results = await run({
+  const { values } = parseArgs({ options: { quick: { type: 'boolean' }, events: { type: 'string' }, hooks: { type: 'string' }, 'fleet-only': { type: 'boolean' } } });
+  const results = await (values['fleet-only'] ? runFleet : run)({
     quick: values.quick === true,
     ...(values.events ? { events: Number(values.events) } : {}),
     ...(values.hooks ? { hooks: Number(values.hooks) } : {}),
