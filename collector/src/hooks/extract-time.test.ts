@@ -33,6 +33,27 @@ describe('event time', () => {
     expect(one({ 'event.timestamp': '1969-12-31T23:30:00Z' })).toBe(Number(NANOS / 1_000_000n));
     expect(one({ 'event.timestamp': '0001-01-01T00:00:00Z' }, { timeUnixNano: 0n })).toBe(42_000);
   });
+
+  it('a timestamp in toISOString form, or one character off it, is the instant Date.parse reads, or falls back as Date.parse does', () => {
+    const fromRecord = Number(NANOS / 1_000_000n);
+    const stamps = [
+      '2026-11-30T07:55:22.293Z', '1970-01-01T00:00:00.000Z', '2024-02-29T23:59:59.999Z', '2026-02-28T00:00:00.000Z',
+      '2026-01-31T12:00:00.000Z', '2026-04-31T12:00:00.000Z', '2026-02-30T12:00:00.000Z', '2026-11-30T24:00:00.000Z',
+      '2026-11-30T07:60:22.293Z', '2026-11-30T07:55:60.293Z', '2026-13-30T07:55:22.293Z', '2026-00-30T07:55:22.293Z',
+      '2026-11-00T07:55:22.293Z', '2026-11-30T07:55:22.293z', '2026-11-30 07:55:22.293Z', '2026-11-30T07:55:22,293Z',
+      '2026-11-30T07:55:22.29xZ', '1969-12-31T23:59:59.999Z', '0099-11-30T07:55:22.293Z', '2026-11-30T07:55:22.293+00',
+      '+02026-11-30T07:55:22.293Z', '2026-11-30T07:55:22.2930Z', '2026-11-30T07:55:22Z', '2026-11-30T07:55:22.293',
+      '2026-12-07T06:40:09.807Z', '1999-12-15T23:59:59.999Z', '1965-06-15T00:00:00.001Z', '2100-01-01T00:00:00.010Z',
+      // Times spread over 1970 to 2100, every field's digits taking many values.
+      ...Array.from({ length: 2000 }, (_, i) => new Date(Math.floor(((i * 7919) % 2000) / 2000 * 4_102_444_800_000) + i * 37).toISOString()),
+    ];
+    for (const stamp of stamps) {
+      const ms = Date.parse(stamp);
+      // Without an offset Date.parse reads the local time: timed by the record instead (the test above).
+      const zoned = /(Z|z|[+-]\d\d:?\d\d)$/.test(stamp);
+      expect(one({ 'event.timestamp': stamp }), stamp).toBe(Number.isFinite(ms) && ms >= 0 && zoned ? ms : fromRecord);
+    }
+  });
 });
 
 describe('guard trims and transcript findings are timed as hook events', () => {

@@ -192,8 +192,40 @@ interface Timestamp {
   zoned: boolean;
 }
 
+/** The number the two ASCII digits at `i` of `s` spell, else -1. */
+function twoDigits(s: string, i: number): number {
+  const a = s.charCodeAt(i) - 48;
+  const b = s.charCodeAt(i + 1) - 48;
+  return a >= 0 && a <= 9 && b >= 0 && b <= 9 ? a * 10 + b : -1;
+}
+
+/**
+ * The instant of a time in the form Claude Code sends (JavaScript's toISOString: `2026-12-07T06:40:00.123Z`) at or
+ * after 1970, read off its characters as Date.parse reads it; NaN for anything else (Date.parse reads those). Every
+ * hook event has one, and Date.parse's general parser cost about as much as the rest of its timestamp's handling.
+ * Days past the 28th take the general path, which knows each month's length.
+ */
+function isoUtcMs(s: string): number {
+  if (s.length !== 24 || s.charCodeAt(4) !== 45 || s.charCodeAt(7) !== 45 || s.charCodeAt(10) !== 84 || s.charCodeAt(13) !== 58
+    || s.charCodeAt(16) !== 58 || s.charCodeAt(19) !== 46 || s.charCodeAt(23) !== 90) return Number.NaN; // - - T : : . Z
+  const century = twoDigits(s, 0);
+  const yy = twoDigits(s, 2);
+  const month = twoDigits(s, 5);
+  const day = twoDigits(s, 8);
+  const hour = twoDigits(s, 11);
+  const minute = twoDigits(s, 14);
+  const second = twoDigits(s, 17);
+  const ms10 = twoDigits(s, 20);
+  const ms1 = s.charCodeAt(22) - 48;
+  if (century < 19 || yy < 0 || (century === 19 && yy < 70) || month < 1 || month > 12 || day < 1 || day > 28
+    || hour < 0 || hour > 23 || minute < 0 || minute > 59 || second < 0 || second > 59 || ms10 < 0 || ms1 < 0 || ms1 > 9) return Number.NaN;
+  return Date.UTC(century * 100 + yy, month - 1, day, hour, minute, second, ms10 * 10 + ms1);
+}
+
 function readTimestamp(value: AnyValue | undefined): Timestamp {
   if (typeof value !== 'string') return { text: text(value), ms: undefined, zoned: false };
+  const iso = isoUtcMs(value);
+  if (iso === iso) return { text: value, ms: iso, zoned: true }; // not NaN: 24 characters, ending in Z
   const ms = Date.parse(value);
   // Before 1970 is no real Claude Code time, and negative times break the stores' integer bucket arithmetic.
   return { text: text(value), ms: Number.isFinite(ms) && ms >= 0 ? ms : undefined, zoned: zonedTime(value) };
@@ -438,7 +470,9 @@ function assertStorable(e: HookEvent): void {
       if (typeof v === 'string' && v.includes('\u0000')) throw new RecordProblem(`${attribute} contains a NUL character (U+0000), which hookwatch does not store`);
     }
   }
-  for (const [key, v] of Object.entries(e.extra)) {
+  // for...in, not Object.entries: no array per event (extra is a plain object of its own string values).
+  for (const key in e.extra) {
+    const v = e.extra[key] as string;
     if (v.includes('\u0000') || key.includes('\u0000')) throw new RecordProblem(`${key.replaceAll('\u0000', '\\0')} contains a NUL character (U+0000), which hookwatch does not store`);
   }
 }
