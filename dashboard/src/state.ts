@@ -2,6 +2,7 @@
  * Everything a view shows is decided by its URL (page, range, filters, sort, chosen dimension), so a link can be
  * shared and a reload keeps the view. Filters are `f.<dimension>=value` to stay clear of the view's own keys.
  */
+import { HOOK_PARAM } from '../../shared/src/alert-range.ts';
 import { chartStepForSpan } from '../../shared/src/chart-step.ts';
 import { SILENCE_PARAM, silenceLabels } from '../../shared/src/silence-link.ts';
 import type { Query } from './api.ts';
@@ -141,8 +142,7 @@ export function keptParams(params: URLSearchParams): Record<string, string> {
   return out;
 }
 
-/** The alerts page's hook filter: the id of the hook whose alerts it lists alone (`hook=`, as the alerts API takes it). */
-export const HOOK_PARAM = 'hook';
+export { HOOK_PARAM } from '../../shared/src/alert-range.ts';
 
 /**
  * What a range, filter or state filter change on the same page keeps: keptParams, and on the alerts page the

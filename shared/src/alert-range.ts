@@ -42,6 +42,17 @@ export function alertPagePath(alert: { hookId: string | null; labels: Record<str
   return alert.labels['scope'] === 'feed' ? '/' : null;
 }
 
+/** The alerts page's hook filter: the id of the hook whose alerts it lists alone (`hook=`, as the alerts API takes it). */
+export const HOOK_PARAM = 'hook';
+
+/**
+ * Whether an alert ended because retention removed its hook's data (the `data_expired` annotation a quiet hook's
+ * alert ends with): hookwatch no longer keeps the hook, whose page says "No such hook".
+ */
+export function hookDataExpired(alert: { annotations: Record<string, string> }): boolean {
+  return alert.annotations['data_expired'] === 'true';
+}
+
 /** A time in RFC 3339, UTC, its milliseconds left out when they are 0: 2026-11-30T08:00:00Z, as links and messages show a range's ends. */
 export function stamp(ms: number): string {
   return new Date(ms).toISOString().replace('.000Z', 'Z');

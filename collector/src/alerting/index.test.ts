@@ -1238,9 +1238,14 @@ describe('other rule kinds', () => {
   });
 
   it('silence (hook): a hook gone for good ends once retention removed its data, saying so, never as heard again', async () => {
-    for (const receiverType of [undefined, 'slack'] as const) {
+    for (const receiverType of [undefined, 'slack', 'alertmanager'] as const) {
       const h = await harness([{ kind: 'silence', after: '10m', window: '30m' }], receiverType ? { receiverType } : {});
       const heard = h.clock.now();
+      const id = hookId('UserPromptSubmit', 'UserPromptSubmit');
+      // The dashboard link each receiver carries: Slack's "Open in hookwatch", the webhook's and Alertmanager's generatorURL.
+      const linkOf = (body: string): URL => new URL(receiverType === 'slack' ? /<([^|>]+)\|Open in hookwatch>/.exec((JSON.parse(body) as { text: string }).text)?.[1] ?? ''
+        : receiverType === 'alertmanager' ? (JSON.parse(body) as { generatorURL: string }[])[0]?.generatorURL ?? ''
+          : (JSON.parse(body) as AlertmanagerWebhookBody).alerts[0]?.generatorURL ?? '');
       await h.push(fine);
       await h.run(40 * MIN);
       expect(h.sink.delivered()).toHaveLength(1);
@@ -1250,6 +1255,13 @@ describe('other rule kinds', () => {
       await h.run(TICK);
       const sent = h.sink.delivered();
       expect(sent).toHaveLength(2);
+      // Firing, the link opens the hook's page; ended, the hook is gone ("No such hook" there): it opens the alerts
+      // page filtered to the hook, over the same range, where the ended alert is listed.
+      const [firing, ended] = [linkOf(sent[0]?.body ?? ''), linkOf(sent[1]?.body ?? '')];
+      expect(firing.pathname).toBe(`/hooks/${id}`);
+      expect([ended.origin, ended.pathname, ended.searchParams.get('hook'), ended.searchParams.get('range')]).toEqual(['http://hookwatch.test', '/alerts', id, 'custom']);
+      expect(Date.parse(ended.searchParams.get('from') ?? '')).toBeLessThanOrEqual(heard);
+      expect(Date.parse(ended.searchParams.get('to') ?? '')).toBeGreaterThanOrEqual(h.clock.now() - TICK);
       if (receiverType === 'slack') {
         const text = (JSON.parse(sent[1]?.body ?? '{}') as { text: string }).text;
         expect(text.split('\n').slice(0, 2)).toEqual([
@@ -1257,7 +1269,7 @@ describe('other rule kinds', () => {
           `UserPromptSubmit: the hook's data left retention with no execution since ${new Date(heard).toISOString()}: this alert ends because hookwatch no longer keeps the hook, not because it was heard again.`,
         ]);
         expect(text).not.toContain('[RESOLVED]');
-      } else {
+      } else if (receiverType === undefined) {
         const body = JSON.parse(sent[1]?.body ?? '{}') as AlertmanagerWebhookBody;
         expect(body.status).toBe('resolved');
         expect(body.alerts[0]?.annotations).toMatchObject({

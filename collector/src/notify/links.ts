@@ -1,5 +1,5 @@
 /** Links from notifications to the dashboard. */
-import { alertPagePath, alertRange, type AlertTimes } from '../../../shared/src/alert-range.ts';
+import { HOOK_PARAM, alertPagePath, alertRange, hookDataExpired, type AlertTimes } from '../../../shared/src/alert-range.ts';
 import { silenceQuery } from '../../../shared/src/silence-link.ts';
 import type { LinkContext, Notification } from './model.ts';
 
@@ -35,7 +35,8 @@ export function baseUrl(ctx: LinkContext): string {
  * Link to the dashboard for an alert: its hook's page over the alert's time range (alert-range.ts), as of `atMs`
  * while it fires, so the page shows the outputs the alert counted, late ones included; for a quiet feed's alert
  * (`scope: feed`) the overview over that range, from before the feed's last event; the alerts page for any other
- * alert of no single hook.
+ * alert of no single hook. An alert that ended because retention removed its hook's data (hookDataExpired) links to
+ * the alerts page filtered to that hook over the same range, where it is listed: the hook's page says "No such hook".
  */
 export function dashboardLink(ctx: LinkContext, alert: AlertTimes & { hookId: string | null; labels: Record<string, string> }, atMs: number): string {
   const base = baseUrl(ctx);
@@ -43,7 +44,12 @@ export function dashboardLink(ctx: LinkContext, alert: AlertTimes & { hookId: st
   const path = alertPagePath(alert);
   if (path === null) return `${base}/alerts`;
   const { from, to } = alertRange(alert, atMs);
-  return `${base}${path}?${new URLSearchParams({ range: 'custom', from, to }).toString()}`;
+  const query = new URLSearchParams({ range: 'custom', from, to });
+  if (alert.hookId && hookDataExpired(alert)) {
+    query.set(HOOK_PARAM, alert.hookId);
+    return `${base}/alerts?${query.toString()}`;
+  }
+  return `${base}${path}?${query.toString()}`;
 }
 
 /**

@@ -3,6 +3,7 @@
  * grouped, what each card says (superseded, silenced, notified or not), the notice above the list, the silence a
  * form asks the API for and what its result reads. Unit-tested in Node against API-shaped responses.
  */
+import { hookDataExpired } from '../../../shared/src/alert-range.ts';
 import type { AlertDetailResponse, AlertState, AlertSummary, AlertsResponse, Silence, SilenceMatcher } from '../../../shared/src/api.ts';
 import { SILENCE_PARAM, silenceLabels } from '../../../shared/src/silence-link.ts';
 import { chars, dateTime, headroomText, isolated, num, pct, plural } from '../format.ts';
@@ -60,7 +61,7 @@ export function supersededBy(a: AlertSummary, all: readonly AlertSummary[]): Ale
  * heads it `[ENDED: hook data expired]`.
  */
 export function dataExpired(a: AlertSummary): boolean {
-  return a.state === 'resolved' && a.annotations['data_expired'] === 'true';
+  return a.state === 'resolved' && hookDataExpired(a);
 }
 
 /** Whether an alert was active at some time in [fromMs, toMs]. */
