@@ -461,6 +461,11 @@ describe('alerts page', () => {
       const gone = expired.locator('.alert-head .alert-subject');
       expect([await gone.textContent(), await gone.getAttribute('title')]).toEqual(['Stop:gone', 'hookwatch no longer keeps this hook: its data left retention']);
       expect(await back.locator('.alert-head a.hook-link').getAttribute('href')).toMatch(/^\/hooks\/bbbbbbbbbbbbbbbb\?/);
+      // Nothing to silence of a hook hookwatch no longer keeps: no silence form; one heard again keeps its own.
+      expect(await expired.locator('details.silence').isVisible()).toBe(false);
+      expect(await expired.innerText()).not.toContain('Silence');
+      expect(await back.locator('details.silence > summary').textContent()).toBe('Silence this hook');
+      expect(await back.locator('details.silence').isVisible()).toBe(true);
       // The neutral colour of a superseded alert, not the green of a recovery.
       const background = async (card: typeof back): Promise<string> => card.locator('.alert-head .status').evaluate((e) => getComputedStyle(e).backgroundColor);
       expect(await back.locator('.alert-head .status').textContent()).toBe('resolved');

@@ -235,9 +235,8 @@ export function alertsPage(root: HTMLElement, ctx: PageContext): Page {
       if (details.open) void attemptsFor(current, attempts);
     });
     let current = a;
-    const card = h('article', { class: 'panel alert', 'data-alert-id': a.id },
-      head, labels, times, details,
-      h('details', { class: 'silence' }, h('summary', null, SILENCE_SUMMARY[alertSubject(a).kind]), silenceForm(() => hookMatchers(a), silencePrompt(a))));
+    const silence = h('details', { class: 'silence' }, h('summary', null, SILENCE_SUMMARY[alertSubject(a).kind]), silenceForm(() => hookMatchers(a), silencePrompt(a)));
+    const card = h('article', { class: 'panel alert', 'data-alert-id': a.id }, head, labels, times, details, silence);
     const update = (n: AlertSummary): void => {
       current = n;
       const v = cardView(n, all, receivers, silences);
@@ -246,6 +245,8 @@ export function alertsPage(root: HTMLElement, ctx: PageContext): Page {
       // Ended because hookwatch no longer keeps the hook: its page would say "No such hook", and the range the alert
       // counted (the hook being quiet) held no execution anyway.
       const url = expired ? null : alertPageUrl(n);
+      // A silence of a hook hookwatch no longer keeps is of no use: the card offers none.
+      silence.hidden = expired;
       card.dataset['state'] = v.state;
       replace(head, superseded
         ? h('span', { class: 'status state-superseded', title: 'the hook is now over the cap: the persisted alert took over' }, 'superseded')
