@@ -16,7 +16,7 @@ import { hookPage } from './pages/hook.ts';
 import { overviewPage } from './pages/overview.ts';
 import {
   BUILD_RECHECK_MS, REFRESH_CHOICES, THEME_LABEL, UPDATE_AGAIN_NOTICE, UPDATE_NOTICE, addFilter, customFieldBounds, customRangeFrom, customRunChoices, failureNote, firingBadge, firingUnknown, filtersApply, filtersUrl, isPlainClick, keptViewFor, keptViewText, nextTheme, notFilteredNote, notFoundView,
-  rangeUrl, refreshParam, refreshView, reloadHeldUntil, reloadedText, removeFilter, retryDelay, selfReloadDue, signInReloadFrom, signedOutNote, toggledRefresh, updatedText, withRefresh, zoneChoice, type CustomField, type FiringBadge, type KeptView, type RunChoice,
+  rangeUrl, refreshParam, refreshView, refusedRequest, reloadHeldUntil, reloadedText, removeFilter, retryDelay, selfReloadDue, signInReloadFrom, signedOutNote, toggledRefresh, updatedText, withRefresh, zoneChoice, type CustomField, type FiringBadge, type KeptView, type RunChoice,
 } from './shell-state.ts';
 import { HOOK_PARAM, RANGE_PRESETS, buildUrl, keptParams, rangeLabel, readState, refreshMs, shownValue, type ViewState } from './state.ts';
 import { applyTheme, setTheme, themeChoice } from './theme.ts';
@@ -672,7 +672,7 @@ export function start(root: HTMLElement): Dashboard {
 
   /** Refreshes that failed in a row (the wait between tries grows with them), and the last failure shown. */
   let failures = 0;
-  let failure: { msg: string; gen: number; part: boolean } | undefined;
+  let failure: { msg: string; gen: number; part: boolean; refused: boolean } | undefined;
   /** The last refresh failed though hookwatch answered (showError): which dashboard it serves was asked then. */
   let answeredFailure = false;
   let signedOut = false;
@@ -690,7 +690,7 @@ export function start(root: HTMLElement): Dashboard {
     banner.hidden = false;
     const said = `Could not refresh: ${failure.msg}`;
     if (alertText.textContent !== said) replace(alertText, h('strong', null, 'Could not refresh: '), failure.msg);
-    const note = failureNote({ lastUpdated: failure.gen === shownGeneration ? lastUpdated : undefined, nowMs: Date.now(), periodMs: refreshMs(readState(location).params), failures });
+    const note = failureNote({ lastUpdated: failure.gen === shownGeneration ? lastUpdated : undefined, nowMs: Date.now(), periodMs: refreshMs(readState(location).params), failures, refused: failure.refused });
     failureAge.textContent = ` (${note})`;
   }
 
@@ -711,8 +711,10 @@ export function start(root: HTMLElement): Dashboard {
       return;
     }
     failures++;
-    failure = { msg: failureMessage(err), gen, part };
+    const refused = refusedRequest(err);
+    failure = { msg: failureMessage(err), gen, part, refused };
     drawFailure();
+    if (refused && gen !== shownGeneration && content) showRefused(err);
     // hookwatch answered, and not what this page asks for: a new version deployed answers so until the page runs its
     // dashboard. Asked at once, then once a minute at most while it lasts, so the page offers the reload (checkBuild)
     // rather than failing on for good; a refresh that fails never asks otherwise. An ask that got no usable answer
@@ -721,6 +723,19 @@ export function start(root: HTMLElement): Dashboard {
     const answered = !(err instanceof ApiFailure && err.status === 0);
     if (answered && (!answeredFailure || buildUnanswered || Date.now() - buildAskedAt >= BUILD_RECHECK_MS)) checkBuild();
     answeredFailure = answered;
+  }
+
+  /**
+   * A request hookwatch refuses (refusedRequest) before the page showed anything: said where the page's content
+   * would be, in place of a "Loading…" that would never end, with a button removing the filter it names.
+   */
+  function showRefused(err: ApiFailure): void {
+    const state = current();
+    const dimension = err.parameter !== undefined && Object.hasOwn(state.filters, err.parameter) ? err.parameter : undefined;
+    replace(content ?? root, h('section', { class: 'panel empty', id: 'refused' }, h('h1', null, 'Nothing to show'),
+      h('p', null, `hookwatch refused what this page asks for: ${err.message}.`),
+      dimension === undefined ? h('p', null, 'Change the range or the filters to show the page.')
+        : h('p', null, h('button', { type: 'button', class: 'remove-filter', onclick: () => navigate(filtersUrl(current(), removeFilter(state.filters, dimension))) }, `Remove filter ${dimension}`))));
   }
 
   /**
@@ -744,9 +759,12 @@ export function start(root: HTMLElement): Dashboard {
   /** When the last tick ran: a much longer gap to the next one is a sleep (WAKE_GAP_MS). */
   let tickedAt = Date.now();
 
-  /** Refreshes now, unless refresh is paused or signed out (every request would be refused the same way). */
+  /**
+   * Refreshes now, unless refresh is paused, signed out (every request would be refused the same way) or the last
+   * request was refused (refusedRequest: it would be again). Refresh now asks all the same.
+   */
   function refreshNow(): void {
-    if (refreshMs(readState(location).params) !== null && !signedOut) void load(generation);
+    if (refreshMs(readState(location).params) !== null && !signedOut && !failure?.refused) void load(generation);
   }
 
   function onVisibility(): void {
@@ -821,7 +839,8 @@ export function start(root: HTMLElement): Dashboard {
       document.body.dataset['loaded'] = String(Number(document.body.dataset['loaded'] ?? '0') + 1);
     } catch (err) {
       if ((err as Error).name === 'AbortError' || gen !== generation) return;
-      again = !(err instanceof ApiFailure && err.signedOut);
+      // Signed out, or refused (the same request gets the same answer): not asked again by itself.
+      again = !(err instanceof ApiFailure && err.signedOut) && !refusedRequest(err);
       showError(err, gen);
     } finally {
       if (inflight?.ctl === ctl) inflight = undefined;
@@ -865,7 +884,7 @@ export function start(root: HTMLElement): Dashboard {
     } catch (err) {
       if ((err as Error).name === 'AbortError' || gen !== generation) return;
       showError(err, gen, true);
-      if (!signedOut) schedule(readState(location), gen);
+      if (!signedOut && !refusedRequest(err)) schedule(readState(location), gen);
     } finally {
       if (inflight?.ctl === ctl) inflight = undefined;
       focus.stop();

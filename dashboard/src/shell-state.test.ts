@@ -51,6 +51,9 @@ describe('while the server fails', () => {
     expect(failureNote({ lastUpdated: t, nowMs: t + 60_000, periodMs: null, failures: 3 })).toBe('showing data from 08:30, 1 min ago; refresh is paused: Refresh now tries again');
     // Past midnight, the day too.
     expect(failureNote({ lastUpdated: t, nowMs: t + 86_400_000, periodMs: 5000, failures: 9 })).toBe('showing data from 30/11, 08:30, 1 day ago; retrying less often, every 1 min');
+    // A request hookwatch refused (400) is not retried, refresh running or paused.
+    expect(failureNote({ lastUpdated: undefined, nowMs: t, periodMs: 15_000, failures: 1, refused: true })).toBe('nothing to show yet; not retried: hookwatch would refuse it again');
+    expect(failureNote({ lastUpdated: t, nowMs: t + 4000, periodMs: null, failures: 2, refused: true })).toBe('showing data from 08:30, 4 s ago; not retried: hookwatch would refuse it again');
   });
 
   it('says, signed out, how old the data shown is, by the clock and counting on, and that refresh stopped', () => {

@@ -4,6 +4,7 @@
  * history, no timers here (main.ts applies them), so each decision is unit-tested without a browser.
  */
 import { MAX_RANGE_MS, type AlertSummary } from '../../shared/src/api.ts';
+import { ApiFailure } from './api.ts';
 import { ago, clockTime, dateTime, inputDateTimeProblem, inputDateTimeRuns, num, plural, shortOffset, type TimeZoneChoice } from './format.ts';
 import { buildUrl, filterList, refreshMs, routePath, samePageParams, widerRange, withParam, type Range, type Route, type ViewState } from './state.ts';
 import type { ThemeChoice } from './theme.ts';
@@ -112,6 +113,15 @@ export function retryDelay(periodMs: number, failures: number): number {
   return Math.max(periodMs, Math.min(MAX_RETRY_MS, periodMs * 2 ** (failures - 1)));
 }
 
+/**
+ * Whether hookwatch refused the request itself (400 in its own JSON: a filter on a dimension it does not keep, a
+ * range it does not take): asked again, it answers the same, so the page does not retry it. A 400 of something
+ * else in its place (a proxy's page) may not last.
+ */
+export function refusedRequest(err: unknown): err is ApiFailure {
+  return err instanceof ApiFailure && err.status === 400 && !err.notJson;
+}
+
 /** "5 s", "2 min". */
 function duration(ms: number): string {
   return ms >= 60_000 ? `${Math.round(ms / 60_000)} min` : `${Math.round(ms / 1000)} s`;
@@ -119,11 +129,13 @@ function duration(ms: number): string {
 
 /**
  * What the error banner adds to a failure: how old the data on the page is (or that there is none) and when it
- * tries again by itself. Read again as time passes, so the age keeps counting during an outage.
+ * tries again by itself; `refused` (a 400, refusedRequest), that it does not. Read again as time passes, so the age
+ * keeps counting during an outage.
  */
-export function failureNote(o: { lastUpdated: number | undefined; nowMs: number; periodMs: number | null; failures: number }): string {
+export function failureNote(o: { lastUpdated: number | undefined; nowMs: number; periodMs: number | null; failures: number; refused?: boolean }): string {
   const shown = shownNote(o.lastUpdated, o.nowMs, 'nothing to show yet');
-  const next = o.periodMs === null ? 'refresh is paused: Refresh now tries again' : `retrying ${o.failures > 1 ? 'less often, ' : ''}every ${duration(retryDelay(o.periodMs, o.failures))}`;
+  const next = o.refused ? 'not retried: hookwatch would refuse it again'
+    : o.periodMs === null ? 'refresh is paused: Refresh now tries again' : `retrying ${o.failures > 1 ? 'less often, ' : ''}every ${duration(retryDelay(o.periodMs, o.failures))}`;
   return `${shown}; ${next}`;
 }
 

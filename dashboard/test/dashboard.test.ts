@@ -895,6 +895,7 @@ describe('hook page', () => {
     expect(await p.textContent('#error-banner')).toContain('unknown parameter "repo"');
     expect(await p.locator('#empty-state').count()).toBe(0);
     expect(await p.textContent('#app')).not.toContain('No such hook');
+    expect(await p.textContent('#main #refused')).toContain('unknown parameter "repo"');
     await p.click('.chip-remove');
     await p.locator('#hook-content').waitFor();
     expect(new URL(p.url()).searchParams.has('f.repo')).toBe(false);
@@ -903,6 +904,36 @@ describe('hook page', () => {
 });
 
 describe('refresh and empty states', () => {
+  it('says on the overview what is wrong with a filter hookwatch refuses, with a way to remove it, and does not ask again', async () => {
+    const { page: p } = await page({ allow: /400/ });
+    const refused: string[] = [];
+    p.on('response', (r) => {
+      if (r.status() === 400) refused.push(new URL(r.url()).pathname);
+    });
+    // A link from a hookwatch that keeps a dimension this one does not, refreshing every second.
+    await p.goto(`${svc.httpUrl}/?f.repo=hookwatch&refresh=1s`);
+    await p.waitForSelector('#error-banner:not([hidden])');
+    expect(await p.textContent('#error-banner')).toContain('unknown parameter "repo"');
+    // The page says it where its content would be, never "Loading…" for good.
+    const panel = p.locator('#main #refused');
+    await panel.waitFor();
+    expect(await panel.textContent()).toContain('unknown parameter "repo"');
+    expect(await p.textContent('#main')).not.toContain('Loading…');
+    // The same request is refused the same way every time: it is not asked again.
+    const asked = refused.length;
+    expect(asked).toBeGreaterThan(0);
+    await p.waitForTimeout(3500);
+    expect(refused.length).toBe(asked);
+    expect(await p.textContent('#error-banner')).toContain('not retried');
+    expect(await p.textContent('#error-banner')).not.toContain('retrying');
+    // Its own button removes the filter: the overview shows its hooks.
+    await panel.getByRole('button', { name: 'Remove filter repo' }).click();
+    await p.locator('#hook-rows tr').first().waitFor();
+    expect(new URL(p.url()).searchParams.has('f.repo')).toBe(false);
+    expect(await p.isHidden('#error-banner')).toBe(true);
+    expect(await p.locator('#main #refused').count()).toBe(0);
+  });
+
   it('refreshes itself without losing the chosen view', async () => {
     const { page: p } = await page();
     await p.goto(`${svc.httpUrl}/?sort=name&dir=asc&refresh=1s`);
