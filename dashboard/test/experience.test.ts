@@ -257,7 +257,11 @@ describe('wording', () => {
     const [largest, headroom] = [7, 8].map((n) => `#hook-rows tr[data-hook-id="${id}"] td:nth-child(${n})`) as [string, string];
     expect(await p.textContent(largest)).toMatch(/^at least [\d,]+ chars$/);
     expect(await p.getAttribute(largest, 'title')).toMatch(/^at least [\d,]+ chars: 17 executions sent no size data$/);
-    expect(await p.textContent(headroom)).toMatch(/^at most [\d,]+$/);
+    expect(await p.textContent(headroom)).toMatch(/^at most [\d,]+ chars$/);
+    // Every row's headroom gives its unit, as its largest output does: a bare number read as a count.
+    const headrooms = await p.$$eval('#hook-rows tr[data-hook-id] td:nth-child(8)', (cs) => cs.map((c) => c.textContent ?? ''));
+    expect(headrooms.filter((t) => t !== 'unknown' && !/^(at (most|least) )?[\d,]+ chars( over)?$/.test(t))).toEqual([]);
+    expect(headrooms.some((t) => /^[\d,]+ chars$/.test(t))).toBe(true);
     expect(await p.getAttribute(headroom, 'title')).toMatch(/^at most [\d,]+ chars below the cap: 17 executions sent no size data$/);
     await p.goto(`${fx.svc().httpUrl}/hooks/${id}`);
     await waitLoaded(p);

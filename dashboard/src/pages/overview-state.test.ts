@@ -161,15 +161,15 @@ describe('rows', () => {
 
   it('shows headroom below and over the cap, and never a healthy status for partial size data', () => {
     const over = hookRow(OVER, forecastOf(OVER, NONE), NOW);
-    expect(over).toMatchObject({ status: 'over', headroom: '500 over', headroomTitle: '500 chars over the cap', largest: '10,500 chars', persisted: '1', forecast: 'over the cap now' });
+    expect(over).toMatchObject({ status: 'over', headroom: '500 chars over', headroomTitle: '500 chars over the cap', largest: '10,500 chars', persisted: '1', forecast: 'over the cap now' });
     expect(over).toMatchObject({ largestTitle: '' });
     // Executions without size data are not measured: the largest output is at least, the headroom at most, said why.
     expect(hookRow(PARTIAL, undefined, NOW)).toMatchObject({
       status: 'unknown', largest: 'at least 400 chars', largestTitle: 'at least 400 chars: 17 executions sent no size data',
-      headroom: 'at most 9,600', headroomTitle: 'at most 9,600 chars below the cap: 17 executions sent no size data', forecast: '–', forecastTitle: '', executions: '33',
+      headroom: 'at most 9,600 chars', headroomTitle: 'at most 9,600 chars below the cap: 17 executions sent no size data', forecast: '–', forecastTitle: '', executions: '33',
     });
-    expect(hookRow({ ...OVER, sizeUnknownExecutions: 2 }, undefined, NOW)).toMatchObject({ headroom: 'at least 500 over', headroomTitle: 'at least 500 chars over the cap: 2 executions sent no size data' });
-    expect(hookRow({ ...PARTIAL, headroom: 0 }, undefined, NOW)).toMatchObject({ headroom: 'at most 0', headroomTitle: 'at the cap or over it: 17 executions sent no size data' });
+    expect(hookRow({ ...OVER, sizeUnknownExecutions: 2 }, undefined, NOW)).toMatchObject({ headroom: 'at least 500 chars over', headroomTitle: 'at least 500 chars over the cap: 2 executions sent no size data' });
+    expect(hookRow({ ...PARTIAL, headroom: 0 }, undefined, NOW)).toMatchObject({ headroom: 'at most 0 chars', headroomTitle: 'at the cap or over it: 17 executions sent no size data' });
     expect(hookRow(BLIND, forecastOf(BLIND, NONE), NOW)).toMatchObject({ status: 'unknown', headroom: 'unknown', headroomTitle: 'unknown', largest: 'unknown' });
     expect(hookRow(OK, undefined, NOW)).toMatchObject({ lastSeen: '3 min ago', lastSeenTitle: '30/11/2026, 08:27' });
   });

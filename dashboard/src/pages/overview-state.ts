@@ -181,7 +181,7 @@ export function hookRow(hk: HookSummary, reading: ForecastReading | undefined, n
     persistedTitle: persisted.why === null ? '' : `${persisted.text}: ${persisted.why}`,
     largest,
     largestTitle: unmeasured === null ? '' : `${largest}: ${unmeasured}`,
-    headroom: h === null ? 'unknown' : bound(h < 0 ? `${num(-h)} over` : num(h)),
+    headroom: h === null ? 'unknown' : bound(h < 0 ? `${chars(-h)} over` : chars(h)),
     headroomTitle: unmeasured === null ? headroomText(h) : `${h === 0 ? 'at the cap or over it' : bound(headroomText(h))}: ${unmeasured}`,
     forecast: reading ? reading.value : '–',
     forecastTitle: reading?.sentence ?? '',
