@@ -15,7 +15,7 @@ import { forwardingPage } from './pages/forwarding.ts';
 import { hookPage } from './pages/hook.ts';
 import { overviewPage } from './pages/overview.ts';
 import {
-  BUILD_RECHECK_MS, REFRESH_CHOICES, THEME_LABEL, UPDATE_AGAIN_NOTICE, UPDATE_NOTICE, addFilter, customFieldBounds, customRangeFrom, customRunChoices, failureNote, firingBadge, firingUnknown, filtersApply, filtersUrl, isPlainClick, keptViewFor, keptViewText, nextTheme, notFilteredNote, notFoundView,
+  BUILD_RECHECK_MS, REFRESH_CHOICES, THEME_LABEL, UPDATE_AGAIN_NOTICE, UPDATE_NOTICE, addFilter, customFieldBounds, customRangeFrom, customRunChoices, failureNote, firingBadge, ignoredViewNote, firingUnknown, filtersApply, filtersUrl, isPlainClick, keptViewFor, keptViewText, nextTheme, notFilteredNote, notFoundView,
   rangeUrl, refreshParam, refreshView, refusedRequest, reloadHeldUntil, reloadedText, removeFilter, retryDelay, selfReloadDue, signInReloadFrom, signedOutNote, toggledRefresh, updatedText, withRefresh, zoneChoice, type CustomField, type FiringBadge, type KeptView, type RunChoice,
 } from './shell-state.ts';
 import { HOOK_PARAM, RANGE_PRESETS, buildUrl, keptParams, rangeLabel, readState, refreshMs, shownValue, type ViewState } from './state.ts';
@@ -326,8 +326,20 @@ export function start(root: HTMLElement): Dashboard {
   /** The view as the URL states it now: a page may have changed it in place since the header was drawn. */
   const current = (): ViewState => readState(location);
 
+  /**
+   * What the header says of a range or refresh interval of the URL the page does not take (ignoredViewNote): kept
+   * as the URL changes in place (an interval picked), gone once what it names is replaced.
+   */
+  const ignoredNote = h('p', { class: 'filters muted small', id: 'url-ignored', hidden: true });
+  function drawIgnored(): void {
+    const note = ignoredViewNote(current().params);
+    ignoredNote.hidden = note === null;
+    if (ignoredNote.textContent !== (note ?? '')) ignoredNote.textContent = note ?? '';
+  }
+
   function header(state: ViewState): HTMLElement {
     headerClocks = [];
+    drawIgnored();
     const nav = h('nav', { 'aria-label': 'Pages' },
       navLink('/', 'Overview', state.route.page === 'overview' || state.route.page === 'hook', state),
       alertsNavLink(state),
@@ -340,6 +352,7 @@ export function start(root: HTMLElement): Dashboard {
       rangePicker(state),
       zonePicker(),
       filterBar(state),
+      ignoredNote,
       h('div', { class: 'refresh-line' }, refreshControl(state), updated, themeToggle()),
     );
   }
@@ -395,6 +408,7 @@ export function start(root: HTMLElement): Dashboard {
       select.disabled = nextView.paused;
       schedule(next, generation);
       showUpdated(next);
+      drawIgnored();
     };
     select.addEventListener('change', () => setRefresh(refreshParam(select.value)));
     const pause = h('button', { type: 'button', id: 'refresh-pause', class: 'header-button', 'aria-pressed': view.paused ? 'true' : 'false' }, view.pauseLabel);

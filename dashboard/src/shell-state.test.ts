@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { inputDateTime, setTimeZone } from './format.ts';
 import { alert } from './testdata/api-responses.ts';
 import {
-  IDLE_RELOAD_MS, MAX_RETRY_MS, UPDATE_AGAIN_NOTICE, UPDATE_NOTICE, addFilter, customFieldBounds, firingBadge, firingUnknown, customRangeFrom, customRunChoices, failureNote, filtersApply, filtersUrl, isPlainClick, keptViewFor, keptViewText, nextTheme, notFilteredNote, notFoundView, rangeUrl, refreshParam, refreshView,
+  IDLE_RELOAD_MS, MAX_RETRY_MS, UPDATE_AGAIN_NOTICE, UPDATE_NOTICE, addFilter, customFieldBounds, firingBadge, firingUnknown, customRangeFrom, customRunChoices, failureNote, filtersApply, ignoredViewNote, filtersUrl, isPlainClick, keptViewFor, keptViewText, nextTheme, notFilteredNote, notFoundView, rangeUrl, refreshParam, refreshView,
   RELOAD_AGAIN_MS, reloadHeldUntil, reloadedBuilds, reloadedText, removeFilter, retryDelay, selfReloadDue, signInReloadFrom, signedOutNote, toggledRefresh, updatedText, withRefresh, zoneChoice,
 } from './shell-state.ts';
 import { readState } from './state.ts';
@@ -82,6 +82,17 @@ describe('refresh control', () => {
     expect(refreshView(params('refresh=1m'))).toEqual({ selected: '1m', paused: false, extra: null, pauseLabel: 'Pause' });
     expect(refreshView(params('refresh=30s'))).toEqual({ selected: '30s', paused: false, extra: { value: '30s', text: 'every 30s' }, pauseLabel: 'Pause' });
     expect(refreshView(params('refresh=off'))).toEqual({ selected: '15s', paused: true, extra: null, pauseLabel: 'Resume' });
+    // One the page does not take refreshes at the default, which the select then shows, not "every 5".
+    expect(refreshView(params('refresh=5'))).toEqual({ selected: '15s', paused: false, extra: null, pauseLabel: 'Pause' });
+  });
+
+  it('says of a range or refresh interval of the link it does not take what it uses instead, and nothing of one it takes', () => {
+    const plain = (s: string | null): string | null => s?.replace(/[\u2068\u2069]/g, '') ?? null;
+    expect(plain(ignoredViewNote(params('range=2h')))).toBe('range=2h in the link is not a range this page takes (1h, 24h, 7d, 30d or custom): it shows the last 24 hours.');
+    expect(plain(ignoredViewNote(params('refresh=5')))).toBe('refresh=5 in the link is not an interval this page takes (such as 5s, 1m or off): it refreshes every 15 s.');
+    expect(plain(ignoredViewNote(params('range=custom&from=2026-11-30T09:00:00Z&to=2026-11-30T08:00:00Z')))).toBe('The custom range in the link (from=2026-11-30T09:00:00Z, to=2026-11-30T08:00:00Z) is not a time span this page reads: it shows the last 24 hours.');
+    expect(ignoredViewNote(params('range=2h'))).toContain('\u20682h\u2069');
+    for (const ok of ['', 'range=24h', 'range=30d&refresh=off', 'refresh=30s', 'range=custom&from=2026-11-30T08:00:00Z&to=2026-11-30T09:00:00Z']) expect(ignoredViewNote(params(ok))).toBeNull();
   });
 
   it('pauses to off and resumes at the chosen period, keeping the default out of the URL', () => {

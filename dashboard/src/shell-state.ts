@@ -5,8 +5,8 @@
  */
 import { MAX_RANGE_MS, type AlertSummary } from '../../shared/src/api.ts';
 import { ApiFailure } from './api.ts';
-import { ago, clockTime, dateTime, inputDateTimeProblem, inputDateTimeRuns, num, plural, shortOffset, type TimeZoneChoice } from './format.ts';
-import { buildUrl, filterList, refreshMs, routePath, samePageParams, widerRange, withParam, type Range, type Route, type ViewState } from './state.ts';
+import { ago, clockTime, dateTime, inputDateTimeProblem, inputDateTimeRuns, isolated, num, plural, shortOffset, type TimeZoneChoice } from './format.ts';
+import { DEFAULT_RANGE, RANGE_PRESETS, buildUrl, filterList, rangeLabel, rangeReads, refreshMs, refreshReads, routePath, samePageParams, widerRange, withParam, type Range, type Route, type ViewState } from './state.ts';
 import type { ThemeChoice } from './theme.ts';
 
 /** Refresh periods offered in the header (the URL's `refresh=` takes any). */
@@ -25,11 +25,35 @@ export interface RefreshView {
 }
 
 export function refreshView(params: URLSearchParams): RefreshView {
-  const current = params.get('refresh');
+  const given = params.get('refresh');
+  // One the page does not take (`refresh=5`) refreshes at the default: the select says that one (ignoredViewNote why).
+  const current = given !== null && refreshReads(given) ? given : null;
   const paused = refreshMs(params) === null;
   const chosen = current && current !== 'off' ? current : DEFAULT_REFRESH;
   const extra = current && current !== 'off' && !REFRESH_CHOICES.some(([v]) => v === current) ? { value: current, text: `every ${current}` } : null;
   return { selected: chosen, paused, extra, pauseLabel: paused ? 'Resume' : 'Pause' };
+}
+
+/**
+ * What the header says of a `range=` or `refresh=` of the URL the page does not take (`range=2h`, `refresh=5`, a
+ * custom range whose ends do not read), and what it uses instead, as it says of filters a page does not apply;
+ * null when the URL has none such. The values are isolated: a right-to-left one reorders nothing after it.
+ */
+export function ignoredViewNote(params: URLSearchParams): string | null {
+  const said: string[] = [];
+  const range = params.get('range');
+  if (range !== null && !rangeReads(params)) {
+    const instead = `it shows the ${rangeLabel(DEFAULT_RANGE)}.`;
+    said.push(range === 'custom'
+      ? `The custom range in the link (from=${isolated(params.get('from') ?? '')}, to=${isolated(params.get('to') ?? '')}) is not a time span this page reads: ${instead}`
+      : `range=${isolated(range)} in the link is not a range this page takes (${RANGE_PRESETS.join(', ')} or custom): ${instead}`);
+  }
+  const refresh = params.get('refresh');
+  if (refresh !== null && !refreshReads(refresh)) {
+    const every = REFRESH_CHOICES.find(([v]) => v === DEFAULT_REFRESH)?.[1] ?? DEFAULT_REFRESH;
+    said.push(`refresh=${isolated(refresh)} in the link is not an interval this page takes (such as 5s, 1m or off): it refreshes ${every}.`);
+  }
+  return said.length ? said.join(' ') : null;
 }
 
 /** The `refresh=` value for a period picked in the select (the default leaves the URL clean). */

@@ -159,11 +159,25 @@ export function samePageParams(state: Pick<ViewState, 'route' | 'params'>): Reco
   return kept;
 }
 
+/** A refresh period as `refresh=` gives it: seconds or minutes (5s, 1m). */
+const REFRESH_PERIOD = /^(\d+)(s|m)$/;
+
+/** Whether a `refresh=` value is one the page takes: a period (REFRESH_PERIOD) or off; refreshMs reads any other as the default. */
+export function refreshReads(value: string): boolean {
+  return value === 'off' || REFRESH_PERIOD.test(value);
+}
+
+/** Whether the URL's `range=` (with `from` and `to` for a custom one) is absent or one readRange takes, not replaced by the default. */
+export function rangeReads(params: URLSearchParams): boolean {
+  const r = params.get('range');
+  return r === null || r === '24h' || readRange(params) !== DEFAULT_RANGE;
+}
+
 /** Refresh period from `refresh=` (e.g. 5s, 1m, off); 15 s by default, never faster than 1 s. */
 export function refreshMs(params: URLSearchParams): number | null {
   const r = params.get('refresh');
   if (r === 'off') return null;
-  const m = /^(\d+)(s|m)$/.exec(r ?? '');
+  const m = REFRESH_PERIOD.exec(r ?? '');
   if (!m) return 15_000;
   const ms = Number(m[1]) * (m[2] === 'm' ? 60_000 : 1000);
   return Math.max(1000, ms);

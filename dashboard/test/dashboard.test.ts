@@ -904,6 +904,33 @@ describe('hook page', () => {
 });
 
 describe('refresh and empty states', () => {
+  it('says when a link\'s range or refresh interval is not one it takes, and what it shows instead', async () => {
+    const { page: p } = await page();
+    await p.goto(`${svc.httpUrl}/?range=2h&refresh=5`);
+    await waitLoaded(p);
+    // The values from the link, isolated in the sentence (a right-to-left one reorders nothing after it).
+    const said = async (): Promise<string> => ((await p.textContent('#url-ignored')) ?? '').replace(/[\u2068\u2069]/g, '');
+    expect(await said()).toBe('range=2h in the link is not a range this page takes (1h, 24h, 7d, 30d or custom): it shows the last 24 hours. refresh=5 in the link is not an interval this page takes (such as 5s, 1m or off): it refreshes every 15 s.');
+    // What the page does instead is what its controls show: the last 24 hours, every 15 s (not "every 5").
+    expect(await p.getAttribute('button[data-range="24h"]', 'aria-pressed')).toBe('true');
+    expect(await p.inputValue('#refresh-interval')).toBe('15s');
+    expect(await p.locator('#refresh-interval option').evaluateAll((os) => os.map((o) => (o as HTMLOptionElement).value))).toEqual(['5s', '15s', '1m', '5m']);
+    // An interval picked: only the range is left to say; a range picked, nothing.
+    await p.selectOption('#refresh-interval', '1m');
+    expect(await said()).toBe('range=2h in the link is not a range this page takes (1h, 24h, 7d, 30d or custom): it shows the last 24 hours.');
+    await p.click('button[data-range="7d"]');
+    await waitLoaded(p);
+    expect(await p.locator('#url-ignored').isVisible()).toBe(false);
+    // A custom range whose ends do not read is said as such.
+    await p.goto(`${svc.httpUrl}/?range=custom&from=yesterday&to=now`);
+    await waitLoaded(p);
+    expect(await said()).toBe('The custom range in the link (from=yesterday, to=now) is not a time span this page reads: it shows the last 24 hours.');
+    // A link that reads says nothing.
+    await p.goto(`${svc.httpUrl}/?range=1h&refresh=1m`);
+    await waitLoaded(p);
+    expect(await p.locator('#url-ignored').isVisible()).toBe(false);
+  });
+
   it('says on the overview what is wrong with a filter hookwatch refuses, with a way to remove it, and does not ask again', async () => {
     const { page: p } = await page({ allow: /400/ });
     const refused: string[] = [];
