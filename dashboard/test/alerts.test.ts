@@ -16,6 +16,7 @@ import { createDashboardRouter } from '../server.ts';
 import { chartData, closePages, launch, screenshot, waitLoaded, watchedPage, type WatchedPage } from './harness.ts';
 import { hookRequest } from './otlp-json.ts';
 import { alertRange } from '../../shared/src/alert-range.ts';
+import { dashboardLink } from '../../collector/src/notify/links.ts';
 
 const NOW = Date.parse('2026-11-30T08:30:00Z');
 const XSS = '<img src=x onerror=alert(1)>';
@@ -438,7 +439,8 @@ describe('alerts page', () => {
     ];
     const app = express();
     app.get('/api/v1/dimensions', (_req, res) => void res.json({ dimensions: [] }));
-    app.get('/api/v1/alerts', (_req, res) => void res.json({ alerts, receivers: ['ops'], now: iso(now) } satisfies AlertsResponse));
+    // One hook's alerts when asked for (hook=), as hookwatch answers.
+    app.get('/api/v1/alerts', (req, res) => void res.json({ alerts: alerts.filter((a) => req.query['hook'] === undefined || a.hookId === req.query['hook']), receivers: ['ops'], now: iso(now) } satisfies AlertsResponse));
     app.get('/api/v1/silences', (_req, res) => void res.json({ silences: [] as Silence[] }));
     app.get('/api/v1/cluster', (_req, res) => void res.json({ backend: 'sqlite', self: 'test', leader: null, leaseTtlSeconds: null, replicas: [] } satisfies ClusterResponse));
     app.use(createDashboardRouter());
@@ -473,6 +475,13 @@ describe('alerts page', () => {
       expect(await background(expired)).toBe('rgb(91, 102, 112)');
       // Both stay in the resolved list.
       expect(await p.locator('section.alert-group[data-state="resolved"] article.alert').count()).toBe(2);
+      // Its notifications' link (Slack's "Open in hookwatch", generatorURL) opens it on this page, filtered to its hook.
+      const link = new URL(dashboardLink({ externalUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}` }, alerts[0] as AlertSummary, now));
+      await p.goto(link.href);
+      await waitLoaded(p);
+      expect(await p.locator('article.alert').evaluateAll((cards) => cards.map((c) => [c.getAttribute('data-alert-id'), c.getAttribute('data-state')]))).toEqual([['0123456789abcdef-1', 'data-expired']]);
+      expect(await p.textContent('#alert-hook-filter .hook-filter-name')).toBe('Stop:gone');
+      expect(await p.textContent('#app')).not.toContain('No such hook');
     } finally {
       server.closeAllConnections();
       await new Promise((r) => server.close(r));
