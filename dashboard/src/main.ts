@@ -15,7 +15,7 @@ import { forwardingPage } from './pages/forwarding.ts';
 import { hookPage } from './pages/hook.ts';
 import { overviewPage } from './pages/overview.ts';
 import {
-  BUILD_RECHECK_MS, REFRESH_CHOICES, THEME_LABEL, UPDATE_AGAIN_NOTICE, UPDATE_NOTICE, addFilter, customFieldBounds, customRangeFrom, customRunChoices, failureNote, firingBadge, ignoredViewNote, firingUnknown, filtersApply, filtersUrl, isPlainClick, keptViewFor, keptViewText, nextTheme, notFilteredNote, notFoundView,
+  BUILD_RECHECK_MS, REFRESH_CHOICES, THEME_LABEL, UPDATE_AGAIN_NOTICE, UPDATE_NOTICE, addFilter, customFieldBounds, customRangeFrom, customRunChoices, failureNote, firingBadge, firingUnknown, filtersApply, filtersUrl, ignoredViewNote, isPlainClick, keptViewFor, keptViewText, nextTheme, notFilteredNote, notFoundView,
   rangeUrl, refreshParam, refreshView, refusedRequest, reloadHeldUntil, reloadedText, removeFilter, retryDelay, selfReloadDue, signInReloadFrom, signedOutNote, toggledRefresh, updatedText, withRefresh, zoneChoice, type CustomField, type FiringBadge, type KeptView, type RunChoice,
 } from './shell-state.ts';
 import { HOOK_PARAM, RANGE_PRESETS, buildUrl, keptParams, rangeLabel, readState, refreshMs, shownValue, type ViewState } from './state.ts';
@@ -725,10 +725,11 @@ export function start(root: HTMLElement): Dashboard {
       return;
     }
     failures++;
-    const refused = refusedRequest(err);
+    // A part refused leaves the whole refresh, another request, to its timer.
+    const refused = !part && refusedRequest(err);
     failure = { msg: failureMessage(err), gen, part, refused };
     drawFailure();
-    if (refused && gen !== shownGeneration && content) showRefused(err);
+    if (refused && gen !== shownGeneration && content) showRefused(err, content);
     // hookwatch answered, and not what this page asks for: a new version deployed answers so until the page runs its
     // dashboard. Asked at once, then once a minute at most while it lasts, so the page offers the reload (checkBuild)
     // rather than failing on for good; a refresh that fails never asks otherwise. An ask that got no usable answer
@@ -743,10 +744,10 @@ export function start(root: HTMLElement): Dashboard {
    * A request hookwatch refuses (refusedRequest) before the page showed anything: said where the page's content
    * would be, in place of a "Loading…" that would never end, with a button removing the filter it names.
    */
-  function showRefused(err: ApiFailure): void {
+  function showRefused(err: ApiFailure, where: HTMLElement): void {
     const state = current();
     const dimension = err.parameter !== undefined && Object.hasOwn(state.filters, err.parameter) ? err.parameter : undefined;
-    replace(content ?? root, h('section', { class: 'panel empty', id: 'refused' }, h('h1', null, 'Nothing to show'),
+    replace(where, h('section', { class: 'panel empty', id: 'refused' }, h('h1', null, 'Nothing to show'),
       h('p', null, `hookwatch refused what this page asks for: ${err.message}.`),
       dimension === undefined ? h('p', null, 'Change the range or the filters to show the page.')
         : h('p', null, h('button', { type: 'button', class: 'remove-filter', onclick: () => navigate(filtersUrl(current(), removeFilter(state.filters, dimension))) }, `Remove filter ${dimension}`))));
@@ -898,7 +899,7 @@ export function start(root: HTMLElement): Dashboard {
     } catch (err) {
       if ((err as Error).name === 'AbortError' || gen !== generation) return;
       showError(err, gen, true);
-      if (!signedOut && !refusedRequest(err)) schedule(readState(location), gen);
+      if (!signedOut) schedule(readState(location), gen);
     } finally {
       if (inflight?.ctl === ctl) inflight = undefined;
       focus.stop();
