@@ -495,6 +495,15 @@ describe('hookwatch guard', () => {
     const noDash = await guard(['./hook.sh']);
     expect(noDash.code).toBe(1);
     expect(noDash.stderr).toContain('put the hook command after "--"');
+    // A command begun before "--" (no flag's value stands there): what follows "--" is only the rest of it, its
+    // arguments, and is not run as a command of its own (here it would write the file).
+    const written = join(dir, 'rest-of-the-command');
+    for (const flags of [['echo'], ['--timeout', '30', 'echo'], ['--timeout', '30', 's', 'echo'], ['--help', 'echo'], ['--bugdet', '3000', 'echo']]) {
+      const split = await guard([...flags, '--', process.execPath, '-e', `require('fs').writeFileSync(${JSON.stringify(written)}, 'ran')`]);
+      expect([split.code, split.stdout.toString()], flags.join(' ')).toEqual([1, '']);
+      expect(split.stderr, flags.join(' ')).toContain(`put the hook command after "--": hookwatch guard -- echo ${process.execPath} -e`);
+      await expect(stat(written), flags.join(' ')).rejects.toThrow(/ENOENT/);
+    }
     // At a terminal (--install), an unknown flag is a usage error: exit 2, nothing written.
     const install = await guard(['--install', 'settings.json', '--bugdet', '3000']);
     expect(install.code).toBe(2);
@@ -526,6 +535,7 @@ describe('hookwatch guard', () => {
       // A value written with a space in it: the hook ran nowhere, the guard ended with 1 (a blocking hook no longer blocked).
       [['--timeout', '30', 's'], {}, 'unexpected argument "s" before "--"; ignored, the command runs'],
       [['--kill-grace', '1500', 'ms', '--timeout', '30', 's'], {}, 'unexpected arguments "ms" "s" before "--"; ignored, the command runs'],
+      [['--keep-size', '2', 'MiB'], {}, 'unexpected argument "MiB" before "--"; ignored, the command runs'],
     ];
     for (const [flags, env, message] of cases) {
       const ran = await guard([...flags, ...hook], { env });

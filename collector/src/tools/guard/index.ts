@@ -250,6 +250,35 @@ function setupUnusedFlags(mode: 'install' | 'uninstall', values: Record<string, 
   return `--install writes --budget and --report into the wrapped commands, not ${list}; give ${given.length === 1 ? 'it' : 'them'} in the guard call of --command instead (--command '<node> <hookwatch.mjs> guard ${given[0]} …'); nothing was changed`;
 }
 
+/**
+ * What a flag's value written with a space leaves standing after it: a figure or a unit (the `s` of `--timeout 30 s`,
+ * the `MiB` of `--keep-size 2 MiB`), never a command's name.
+ */
+const VALUE_REMNANT = /^(?:[\d.,_]+|ms|s|m|h|d|b|[kmgt]i?b|secs?|seconds?|mins?|minutes?|hours?|days?|bytes?)$/i;
+
+/**
+ * The arguments before "--" that begin a command, from the first of them on: no flag takes it, and it is not what a
+ * value written with a space leaves after it. Then what follows "--" is the rest of that command (its arguments),
+ * and run alone it would be another command. An unknown flag takes the argument after it, as a value.
+ */
+function commandBeforeDash(own: readonly string[]): string[] {
+  const { tokens } = parseArgs({ args: [...own], allowPositionals: true, options: GUARD_FLAGS, strict: false, tokens: true });
+  const begun: string[] = [];
+  let valueNext = false;
+  let afterValue = false;
+  for (const t of tokens) {
+    if (t.kind === 'option') {
+      const known = Object.hasOwn(GUARD_FLAGS, t.name);
+      valueNext = !known && t.inlineValue !== true;
+      afterValue = t.value !== undefined;
+    } else if (t.kind === 'positional') {
+      if (begun.length > 0 || (!valueNext && (!afterValue || !VALUE_REMNANT.test(t.value)))) begun.push(t.value);
+      else [valueNext, afterValue] = [false, true];
+    }
+  }
+  return begun;
+}
+
 /** The budget from a flag or the variable; `label` names where it came from in the error. */
 function parseBudget(raw: string, label: string): number {
   return parseWholeNumber('budget', raw, MIN_GUARD_BUDGET, OUTPUT_CAP_CHARS, label);
@@ -337,7 +366,11 @@ async function guard(argv: readonly string[], io: GuardIO): Promise<GuardExit> {
     }
   }
   if (positionals.length > 0 && command.length === 0) return fail(new UsageError(`put the hook command after "--": hookwatch guard -- ${positionals.join(' ')}`), 1);
-  // With a command after "--", an argument before it is a mistake in the guard's flags (a value written with a
+  // A command begun before "--" (`hookwatch guard echo -- rm -rf build`): what follows "--" is the rest of it, and
+  // is not run as a command of its own.
+  const begun = command.length > 0 ? commandBeforeDash(own) : [];
+  if (begun.length > 0) return fail(new UsageError(`put the hook command after "--": hookwatch guard -- ${[...begun, ...command].join(' ')}`), 1);
+  // With a command after "--", what else stands before it is a mistake in the guard's flags (a value written with a
   // space, `--timeout 30 s`): named, and the hook runs, as for any other.
   if (positionals.length > 0) warnings.push(`hookwatch guard: unexpected argument${positionals.length > 1 ? 's' : ''} ${positionals.map((p) => JSON.stringify(p)).join(' ')} before "--"; ignored, the command runs\n`);
   if (values['command'] !== undefined) warnings.push('hookwatch guard: --command is for --install and --uninstall; ignored, the command runs\n');
