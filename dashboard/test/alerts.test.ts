@@ -186,6 +186,29 @@ describe('alerts page', () => {
     await p.locator('#silences table.silences tbody tr', { hasText: made?.id ?? '' }).waitFor({ state: 'detached', timeout: 3_000 });
   });
 
+  it('keeps a 320-pixel page from scrolling sideways with a silence in force, its table scrolling in its own box', async () => {
+    const created = await fetch(`${svc.httpUrl}/api/v1/silences`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ matchers: [{ name: 'hook_name', value: 'Notification:narrow' }], endsAt: new Date(Date.now() + 3_600_000).toISOString(), createdBy: 'on call', comment: 'a phone' }),
+    });
+    expect(created.status).toBe(201);
+    const { silence } = await created.json() as { silence: Silence };
+    try {
+      const { page: p } = await page();
+      await p.setViewportSize({ width: 320, height: 800 });
+      await p.goto(`${svc.httpUrl}/alerts`);
+      await waitLoaded(p);
+      await p.locator('#silences table.silences tbody tr', { hasText: silence.id }).waitFor();
+      // The Expire column's heading, read by a screen reader only, stood where its column is, 200 pixels past the
+      // edge: out of the box the table scrolls in, it made the whole page scroll sideways.
+      expect(await p.evaluate(() => document.documentElement.scrollWidth - window.innerWidth)).toBe(0);
+      expect(await p.locator('#silences .table-scroll').evaluate((b) => b.scrollWidth > b.clientWidth)).toBe(true);
+    } finally {
+      expect((await fetch(`${svc.httpUrl}/api/v1/silences/${silence.id}`, { method: 'DELETE' })).status).toBeLessThan(300);
+    }
+  });
+
   it('lists the silences in force after a reload, and expires one from the page', async () => {
     // Made earlier, through the API: the page has no form result to expire it from.
     const created = await fetch(`${svc.httpUrl}/api/v1/silences`, {
