@@ -42,6 +42,19 @@ export function replace(parent: Node, ...children: Child[]): void {
 }
 
 /**
+ * Makes `children` the children of `parent`, in this order, moving only those out of place: a node moved leaves the
+ * document for a moment, which scrolls a box in it back to its start, so what stays where it was is left alone.
+ */
+export function arrange(parent: Node, ...children: Node[]): void {
+  const wanted = new Set(children);
+  for (const node of [...parent.childNodes]) if (!wanted.has(node)) parent.removeChild(node);
+  children.forEach((child, i) => {
+    const there = parent.childNodes[i] ?? null;
+    if (there !== child) parent.insertBefore(child, there);
+  });
+}
+
+/**
  * The box a table scrolls sideways in on a narrow screen: it takes the keyboard focus (the arrow keys scroll it)
  * and is named after its table, so a keyboard-only reader reaches the last columns too.
  */

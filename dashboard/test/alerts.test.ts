@@ -157,6 +157,45 @@ describe('alerts page', () => {
     expect(await card.locator('table.attempts').evaluate((t) => (t as HTMLElement & { first?: boolean }).first)).toBe(true);
   });
 
+  it('scrolls open delivery attempts in their own box at 320 pixels, which keeps the focus and its scroll when they change', async () => {
+    const alert = await eventually('a firing persisted alert with a delivered notification', async () => {
+      const r = (await getJson<AlertsResponse>(svc.httpUrl, '/api/v1/alerts')).body;
+      const a = r.alerts.find((x) => x.state === 'firing' && x.labels['hook_name'] === 'SessionStart:startup');
+      return a && (await getJson<AlertDetailResponse>(svc.httpUrl, `/api/v1/alerts/${a.id}`)).body.attempts.some((t) => t.outcome === 'delivered') ? a : undefined;
+    });
+    const { page: p } = await page();
+    await p.setViewportSize({ width: 320, height: 800 });
+    await p.goto(`${svc.httpUrl}/alerts?refresh=1s`);
+    await waitLoaded(p);
+    const card = p.locator(`article[data-alert-id="${alert.id}"]`);
+    await card.locator('details.attempts-details > summary').click();
+    const rows = card.locator('table.attempts tbody tr');
+    await rows.first().waitFor();
+    const before = await rows.count();
+    // Eight columns do not fit 320 pixels (WCAG's reflow width): they scroll in a box of their own, which a
+    // keyboard reaches, not the whole page sideways.
+    expect(await p.evaluate(() => document.documentElement.scrollWidth - window.innerWidth)).toBe(0);
+    const box = card.locator('.attempts-holder > .table-scroll[role="region"][tabindex="0"]');
+    expect(await box.getAttribute('aria-label')).toBe('Notification delivery attempts');
+    await box.focus();
+    await box.evaluate((b) => (b.scrollLeft = 60));
+    // Refreshes that change nothing leave the box as it is: focused, scrolled (each one moved every card into a
+    // new section, which scrolled the box back to its start).
+    const loaded = Number(await p.evaluate(() => document.body.dataset['loaded']));
+    await waitLoaded(p, loaded + 2);
+    expect(await box.evaluate((b) => [document.activeElement === b, b.scrollLeft])).toEqual([true, 60]);
+    // A further attempt, as a retry adds one: the table is drawn again, in the box the reader is in.
+    await p.route((u) => u.pathname === `/api/v1/alerts/${alert.id}`, async (route) => {
+      const answer = await route.fetch();
+      const body = (await answer.json()) as AlertDetailResponse;
+      const last = body.attempts[body.attempts.length - 1];
+      if (last) body.attempts.push({ ...last, attempt: last.attempt + 1, at: new Date(Date.parse(last.at) + 1_000).toISOString() });
+      await route.fulfill({ response: answer, json: body });
+    });
+    await p.waitForFunction(([id, n]) => document.querySelectorAll(`article[data-alert-id="${id}"] table.attempts tbody tr`).length === n, [alert.id, before + 1] as const);
+    expect(await box.evaluate((b) => [document.activeElement === b, b.scrollLeft > 0])).toEqual([true, true]);
+  });
+
   it('shows a silence made or expired from a card at once, with refresh paused', async () => {
     const body = hookRequest([{ hookEvent: 'SubagentStop', hookName: 'SubagentStop', sessionId: 'session-paused', timeMs: NOW - 60_000, sizes: { stdout: 10_700, additionalContext: 0, persisted: 1 } }]);
     expect((await postOtlp(svc.otlpHttpUrl, '/v1/logs', body, { 'content-type': 'application/json' })).status).toBe(200);

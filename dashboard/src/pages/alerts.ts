@@ -11,7 +11,7 @@ import { alertPagePath, alertRange } from '../../../shared/src/alert-range.ts';
 import type { AlertSummary, Silence, SilenceMatcher } from '../../../shared/src/api.ts';
 import { ApiFailure, api, silenceIdOf } from '../api.ts';
 import { clusterPanel } from '../cluster-panel.ts';
-import { breakable, h, replace, scrollBox, table, type Child } from '../dom.ts';
+import { arrange, breakable, h, replace, scrollBox, table, type Child } from '../dom.ts';
 import { isolated } from '../format.ts';
 import type { Page, PageContext } from '../page.ts';
 import { buildUrl, keptParams, readState, samePageParams } from '../state.ts';
@@ -67,6 +67,8 @@ export function alertsPage(root: HTMLElement, ctx: PageContext): Page {
   replace(root, h('h1', null, 'Alerts'), h('div', { class: 'toolbar' }, h('label', { for: 'alert-state' }, 'Show '), stateSelect, hookChip), notice, linkPanel, list, silencesPanel, cluster.element);
   /** Open details and half-filled forms survive a refresh: cards are kept by alert id and updated in place. */
   const cards = new Map<string, { card: HTMLElement; update(a: AlertSummary): void }>();
+  /** The section of each state's alerts, kept as the cards in it are. */
+  const groupSections = new Map<string, { section: HTMLElement; heading: HTMLElement }>();
   // The server's clock as the alerts API last said it, run on by the browser's since: what silences end after and
   // cards' links end at.
   let offsetMs = 0;
@@ -93,8 +95,12 @@ export function alertsPage(root: HTMLElement, ctx: PageContext): Page {
     if (asked.get(holder) !== ask) return;
     // Drawn again only when it changed: a table being read or scrolled stays as it is.
     const now = holder.firstElementChild;
-    if (holder.childElementCount === 1 && now?.outerHTML === shown.outerHTML) return;
-    replace(holder, shown);
+    const box = holder.childElementCount === 1 && now?.classList.contains('table-scroll') ? now : null;
+    if (holder.childElementCount === 1 && (box?.firstElementChild ?? now)?.outerHTML === shown.outerHTML) return;
+    // A table changed is drawn in the box it scrolls in (eight columns are wider than a phone), kept: the focus a
+    // keyboard reader gave it and how far it is scrolled stay.
+    if (box !== null && shown instanceof HTMLTableElement) replace(box, shown);
+    else replace(holder, shown instanceof HTMLTableElement ? scrollBox('Notification delivery attempts', shown) : shown);
   };
 
   /** `made`: called once the silence exists; `extra`: controls after the Silence button. */
@@ -310,9 +316,19 @@ export function alertsPage(root: HTMLElement, ctx: PageContext): Page {
         return;
       }
       const seen = new Set<string>();
-      const sections = view.groups.map((g) => h('section', { class: 'alert-group', 'data-state': g.state, 'aria-labelledby': `alerts-${g.state}` },
-        h('h2', { id: `alerts-${g.state}` }, g.heading),
-        ...g.alerts.map((a) => {
+      // Sections and cards are kept and moved only when their place changes: a card moved leaves the page for a
+      // moment, which scrolled its open delivery attempts back to their first column at every refresh.
+      const sections = view.groups.map((g) => {
+        let s = groupSections.get(g.state);
+        if (!s) {
+          const heading = h('h2', { id: `alerts-${g.state}` });
+          s = { section: h('section', { class: 'alert-group', 'data-state': g.state, 'aria-labelledby': `alerts-${g.state}` }), heading };
+          groupSections.set(g.state, s);
+        }
+        if (s.heading.textContent !== g.heading) s.heading.textContent = g.heading;
+        const more = g.more === null ? null : s.section.querySelector<HTMLElement>(`#alerts-${g.state}-more`) ?? h('p', { class: 'hint', id: `alerts-${g.state}-more` });
+        if (more !== null && more.textContent !== g.more) more.textContent = g.more;
+        arrange(s.section, s.heading, ...g.alerts.map((a) => {
           seen.add(a.id);
           let c = cards.get(a.id);
           if (c) c.update(a);
@@ -321,10 +337,11 @@ export function alertsPage(root: HTMLElement, ctx: PageContext): Page {
             cards.set(a.id, c);
           }
           return c.card;
-        }),
-        g.more === null ? null : h('p', { class: 'hint', id: `alerts-${g.state}-more` }, g.more)));
+        }), ...(more === null ? [] : [more]));
+        return s.section;
+      });
       for (const id of [...cards.keys()]) if (!seen.has(id)) cards.delete(id);
-      replace(list, ...sections);
+      arrange(list, ...sections);
     },
     destroy() {
       cards.clear();
