@@ -5,9 +5,10 @@
  */
 import type pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { hookEvent } from '../../../test/support/alerting.ts';
 import { stuckRead } from '../../../test/support/postgres/stuck-read.ts';
 import { startTestServer, type TestServer } from '../../../test/support/postgres/server.ts';
-import { PostgresStore, READ_RANDOM_PAGE_COST } from './index.ts';
+import { PostgresStore, READ_RANDOM_PAGE_COST, WIDE_READ_WORK_MEM_MB } from './index.ts';
 
 let server: TestServer;
 beforeAll(async () => {
@@ -81,5 +82,52 @@ describe('PostgreSQL read pool', () => {
     } finally {
       await store.close();
     }
+  });
+
+  it('sums the fleet series\' rest with at least WIDE_READ_WORK_MEM_MB of work_mem, for that answer only, never less than the URL sets', async () => {
+    const settingsUrl = async (workMem: string): Promise<string> => `${await server.createDatabase()}?options=${encodeURIComponent(`-c work_mem=${workMem}`)}`;
+    // The work_mem each statement of an answer ran with, read on its connection right before it.
+    const listed = hookEvent({ hookName: 'SessionStart:startup', timeMs: 0 }).hookId;
+    const seen = async (url: string, ask: (store: PostgresStore, now: number) => Promise<unknown>): Promise<{ during: string[]; after: string }> => {
+      const store = await PostgresStore.open({ url, readers: 1, dimensions: ['team'] });
+      try {
+        const now = Date.now();
+        const events = [hookEvent({ hookName: 'SessionStart:startup', timeMs: now - DAY }), hookEvent({ hookName: 'SessionStart:resume', timeMs: now - 2 * DAY })];
+        expect((await store.ingest(events)).inserted.length).toBe(2);
+        const inner = store as unknown as { run: (c: pg.Pool | pg.PoolClient, sql: string, params: unknown[]) => Promise<Record<string, unknown>[]>; readPool: pg.Pool };
+        const run = inner.run.bind(store);
+        const during: string[] = [];
+        inner.run = async (c, sql, params) => {
+          // In an answer's snapshot, on its own connection (a pool is not one).
+          if (!('totalCount' in c)) during.push(String((await c.query<{ m: string }>("SELECT current_setting('work_mem') AS m")).rows[0]?.m));
+          return run(c, sql, params);
+        };
+        await ask(store, now);
+        inner.run = run;
+        const after = (await inner.readPool.query<{ m: string }>("SELECT current_setting('work_mem') AS m")).rows[0]?.m ?? '';
+        return { during, after };
+      } finally {
+        await store.close();
+      }
+    };
+    const wide = `${WIDE_READ_WORK_MEM_MB}MB`;
+    const range = (now: number): { fromMs: number; toMs: number } => ({ fromMs: now - 30 * DAY, toMs: now });
+    // The fleet series' rest: raised for the answer, the session's own after it.
+    const rest = await seen(await settingsUrl('7MB'), (s, now) => s.fleetRest({ ...range(now), stepMs: 43_200_000 }, [listed]));
+    expect(rest.during.length).toBeGreaterThan(0);
+    expect(new Set(rest.during)).toEqual(new Set([wide]));
+    expect(rest.after).toBe('7MB');
+    // Other answers, every hook's counters and the listed hooks' series among them: the session's setting.
+    for (const ask of [
+      (s: PostgresStore, now: number) => s.hookCounters(range(now)),
+      (s: PostgresStore, now: number) => s.fleetSeries({ ...range(now), stepMs: 43_200_000, hookIds: [listed] }),
+    ]) {
+      const other = await seen(await settingsUrl('7MB'), ask);
+      expect(other.during.length).toBeGreaterThan(0);
+      expect(new Set(other.during)).toEqual(new Set(['7MB']));
+    }
+    // A larger setting of the URL is kept.
+    const larger = await seen(await settingsUrl('100MB'), (s, now) => s.fleetRest({ ...range(now), stepMs: 43_200_000 }, [listed]));
+    expect(new Set(larger.during)).toEqual(new Set(['100MB']));
   });
 });
