@@ -745,6 +745,9 @@ export function start(root: HTMLElement): Dashboard {
    * would be, in place of a "Loading…" that would never end, with a button removing the filter it names.
    */
   function showRefused(err: ApiFailure, where: HTMLElement): void {
+    // A page that shows the refused parameter with its own way to remove it (the alerts page's hook chip) keeps its
+    // content, and that control with it.
+    if (err.parameter !== undefined && where.querySelector(`[data-param="${CSS.escape(err.parameter)}"]`)) return;
     const state = current();
     const dimension = err.parameter !== undefined && Object.hasOwn(state.filters, err.parameter) ? err.parameter : undefined;
     replace(where, h('section', { class: 'panel empty', id: 'refused' }, h('h1', null, 'Nothing to show'),

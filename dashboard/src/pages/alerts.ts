@@ -14,7 +14,7 @@ import { clusterPanel } from '../cluster-panel.ts';
 import { arrange, breakable, h, replace, scrollBox, table, type Child } from '../dom.ts';
 import { isolated } from '../format.ts';
 import type { Page, PageContext } from '../page.ts';
-import { buildUrl, keptParams, readState, samePageParams } from '../state.ts';
+import { buildUrl, HOOK_PARAM, keptParams, readState, samePageParams } from '../state.ts';
 import {
   DURATIONS, NO_MATCHER, SILENCE_SUMMARY, STATES, alertSubject, alertsView, attemptRows, cardView, clockOffset, hookFilter, hookFilterName, hookFilterUrl, hookMatchers, linkMatchers, linkedAlertText, matcherText,
   silencePrompt, silenceRequest, silenceRows, silencedText, stateFilter, withoutSilenceLink, type SilenceRow,
@@ -63,7 +63,7 @@ export function alertsPage(root: HTMLElement, ctx: PageContext): Page {
     removeHook.setAttribute('aria-label', `Remove the hook filter ${isolated(name)}`);
   };
   if (hook !== null) nameHook(hook);
-  const hookChip = hook === null ? null : h('span', { class: 'chip', id: 'alert-hook-filter' }, 'Hook: ', hookName, removeHook);
+  const hookChip = hook === null ? null : h('span', { class: 'chip', id: 'alert-hook-filter', 'data-param': HOOK_PARAM }, 'Hook: ', hookName, removeHook);
   replace(root, h('h1', null, 'Alerts'), h('div', { class: 'toolbar' }, h('label', { for: 'alert-state' }, 'Show '), stateSelect, hookChip), notice, linkPanel, list, silencesPanel, cluster.element);
   /** Open details and half-filled forms survive a refresh: cards are kept by alert id and updated in place. */
   const cards = new Map<string, { card: HTMLElement; update(a: AlertSummary): void }>();
