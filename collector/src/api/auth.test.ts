@@ -2,6 +2,7 @@ import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, effectiveDocument, loadConfig, toConfig } from '../config/index.ts';
 import { startTestService, type TestService } from '../../test/helpers.ts';
+import { hardeningHeaders } from './same-origin.ts';
 
 const PASSWORD = 'pw-7f3c:with-colon-s3cret';
 const TOKEN = 'tok-91ab-http-s3cret';
@@ -248,5 +249,65 @@ describe('http.auth configuration', () => {
     expect(text).toContain('team');
     expect(text).not.toContain(PASSWORD);
     expect(text).not.toContain(TOKEN);
+  });
+});
+
+/**
+ * A browser opened on a hookwatch in bearer mode: it cannot send the token, so a navigation gets a page that says
+ * why and what the dashboard needs instead; every other client keeps the JSON refusal it reads.
+ */
+describe('http.auth.mode bearer and a browser opening the dashboard', () => {
+  let svc: TestService;
+  beforeAll(async () => {
+    svc = await startTestService({ HOOKWATCH_HTTP_AUTH_MODE: 'bearer', HOOKWATCH_HTTP_AUTH_TOKEN: TOKEN });
+  });
+  afterAll(async () => {
+    await svc.close();
+  });
+  // Exactly the headers given (fetch would send its own Sec-Fetch-Mode: cors).
+  const raw = (path: string, headers: Record<string, string>): Promise<{ status: number; headers: Headers; text: string }> => new Promise((resolve, reject) => {
+    request(svc.httpUrl + path, { headers }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: new Headers(Object.entries(res.headers).map(([k, v]) => [k, String(v)])), text: Buffer.concat(chunks).toString() }));
+    }).on('error', reject).end();
+  });
+  // What Chromium sends for a page load.
+  const NAVIGATION = { accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,*/*;q=0.8', 'sec-fetch-mode': 'navigate', 'sec-fetch-dest': 'document' };
+
+  it('answers a navigation 401 with a page naming the modes the dashboard works with, under the API\'s headers', async () => {
+    for (const [path, headers] of [['/', NAVIGATION], ['/hooks/x', NAVIGATION], ['/', { accept: NAVIGATION.accept }], ['/', { 'sec-fetch-mode': 'navigate' }], ['/', { ...NAVIGATION, authorization: `Bearer ${TOKEN}x` }]] as const) {
+      const r = await raw(path, headers);
+      const what = `${path} ${JSON.stringify(headers)}`;
+      expect(r.status, what).toBe(401);
+      expect(r.headers.get('content-type'), what).toBe('text/html; charset=utf-8');
+      expect(r.headers.get('www-authenticate'), what).toBe('authorization' in headers ? 'Bearer realm="hookwatch", error="invalid_token"' : 'Bearer realm="hookwatch"');
+      for (const [name, value] of Object.entries(hardeningHeaders())) expect(r.headers.get(name), `${what} ${name}`).toBe(value);
+      expect(r.text, what).toMatch(/^<!doctype html>/);
+      expect(r.text, what).toContain('<title>hookwatch: the dashboard needs another sign-in mode</title>');
+      expect(r.text, what).toContain('Authorization: Bearer');
+      for (const mode of ['http.auth.mode: bearer', 'basic', 'proxy-header', 'docs/deploy.md']) expect(r.text, `${what} ${mode}`).toContain(mode);
+      expect(r.text, what).not.toContain(TOKEN);
+      expect(r.text, what).not.toMatch(/<script|<style|<img|<link/i);
+    }
+  });
+
+  it('keeps the JSON refusal for API clients: JSON asked for, curl\'s */*, no Accept, the dashboard\'s own calls', async () => {
+    for (const headers of [{}, { accept: '*/*' }, { accept: 'application/json' }, { accept: 'application/json, text/html' }, { accept: 'text/plain' }, { accept: 'application/json', 'sec-fetch-mode': 'cors', 'x-requested-with': 'XMLHttpRequest' }] as Record<string, string>[]) {
+      for (const path of ['/', '/api/v1/hooks?from=now-1h', '/metrics']) {
+        const r = await raw(path, headers);
+        const what = `${path} ${JSON.stringify(headers)}`;
+        expect(r.status, what).toBe(401);
+        expect(r.headers.get('content-type'), what).toBe('application/json; charset=utf-8');
+        expect(r.headers.get('www-authenticate'), what).toBe('Bearer realm="hookwatch"');
+        expect(JSON.parse(r.text), what).toEqual({ error: { code: 'unauthorized', message: 'authentication required: send Authorization: Bearer ...' } });
+      }
+    }
+  });
+
+  it('serves the dashboard to a navigation that carries the token', async () => {
+    const r = await raw('/', { ...NAVIGATION, authorization: `Bearer ${TOKEN}` });
+    expect(r.status).toBe(200);
+    expect(r.headers.get('content-type')).toMatch(/^text\/html/);
   });
 });

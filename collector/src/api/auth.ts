@@ -17,6 +17,31 @@ function fromPage(req: Request): boolean {
   return typeof v === 'string' && v.toLowerCase() === 'xmlhttprequest';
 }
 
+/**
+ * A page load in a browser (the address bar, a link, a bookmark): `Sec-Fetch-Mode: navigate`, or, from a browser
+ * that does not send it, an Accept that prefers a web page to JSON. curl's and fetch's `*\/*`, no Accept, and JSON
+ * asked for are API clients.
+ */
+function navigation(req: Request): boolean {
+  if (req.headers['sec-fetch-mode'] === 'navigate') return true;
+  return req.headers.accept !== undefined && req.accepts(['application/json', 'text/html']) === 'text/html';
+}
+
+/**
+ * What a browser opened on a hookwatch in bearer mode shows: it cannot send the token by itself, so the dashboard
+ * needs another mode. Plain HTML under the API's Content-Security-Policy, which allows no script, style or image.
+ */
+const BEARER_PAGE = `<!doctype html>
+<html lang="en">
+<head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>hookwatch: the dashboard needs another sign-in mode</title></head>
+<body>
+<h1>The dashboard needs another sign-in mode</h1>
+<p>This hookwatch runs with <code>http.auth.mode: bearer</code> (<code>HOOKWATCH_HTTP_AUTH_MODE=bearer</code>): every request needs <code>Authorization: Bearer &lt;token&gt;</code>, which scripts and Prometheus send and a browser cannot.</p>
+<p>To use the dashboard in a browser, run hookwatch with <code>HOOKWATCH_HTTP_AUTH_MODE=basic</code> (the browser asks for a user name and password) or <code>proxy-header</code> behind a sign-in proxy (oauth2-proxy, Pomerium, Cloudflare Access, an ingress with <code>auth-url</code>). See <code>docs/deploy.md</code>, sections "Authentication" and "The dashboard behind a sign-in proxy".</p>
+</body>
+</html>
+`;
+
 /** The path of /healthz as Express's router (not strict, not case sensitive) routes it. */
 const LIVENESS_PATH = /^\/healthz\/?$/i;
 
@@ -71,6 +96,10 @@ export function requireHttpAuth(auth: HttpAuthConfig): RequestHandler {
     const message = sent > 1 ? 'authentication required: send Authorization once'
       : rejected ? `the ${scheme} credentials sent were not accepted`
         : `authentication required: send Authorization: ${scheme} ...`;
+    if (auth.mode === 'bearer' && navigation(req)) {
+      res.status(401).type('html').send(BEARER_PAGE);
+      return;
+    }
     res.status(401).json({ error: { code: 'unauthorized', message } });
   };
 }
