@@ -644,10 +644,11 @@ describe('kept open all day', () => {
     await p.goto(`${svc.httpUrl}/?refresh=15s`);
     await waitLoaded(p);
     await context.setOffline(true);
-    // Three refreshes fail: the next try is a minute away.
-    for (const wait of [15_000, 15_000, 30_000]) {
+    // Three refreshes fail: the next try is a minute away. Each failure is waited for (the banner it announces)
+    // before the clock moves on, or the clock could pass before the next try is set.
+    for (const [wait, next] of [[15_000, 'every 15 s'], [15_000, 'less often, every 30 s'], [30_000, 'less often, every 1 min']] as const) {
       await p.clock.runFor(wait);
-      await p.waitForSelector('#error-banner:not([hidden])');
+      await expect.poll(() => p.textContent('#error-age')).toMatch(new RegExp(`; retrying ${next}\\)$`));
     }
     expect(await p.textContent('#error-alert')).toBe('Could not refresh: this browser is offline (no network connection)');
     expect(await p.textContent('#error-age')).toMatch(/retrying less often, every 1 min/);
