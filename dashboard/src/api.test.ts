@@ -98,4 +98,23 @@ describe('an answer whose body is not JSON', () => {
     const err: unknown = await api.build().then(() => undefined, (e: unknown) => e);
     expect(err instanceof ApiFailure && [err.status, err.signedOut, err.notJson]).toEqual([200, true, false]);
   });
+
+  it('carries how long a 503 or 429 asked to wait (Retry-After, seconds or a date), and nothing for another status', async () => {
+    const retryAfter = async (status: number, value: string | undefined, type = 'application/json'): Promise<number | undefined> => {
+      answer = (res) => void res.writeHead(status, { 'content-type': type, ...(value === undefined ? {} : { 'retry-after': value }) }).end(type === 'application/json' ? '{"error":{"code":"unavailable","message":"busy"}}' : '<h1>busy</h1>');
+      const err: unknown = await api.build().then(() => undefined, (e: unknown) => e);
+      if (!(err instanceof ApiFailure)) throw new Error(`not an ApiFailure: ${String(err)}`);
+      return err.retryAfterMs;
+    };
+    expect(await retryAfter(503, '5')).toBe(5000);
+    expect(await retryAfter(429, '120')).toBe(120_000);
+    // A gateway's page in hookwatch's place may say it too.
+    expect(await retryAfter(503, '30', 'text/plain')).toBe(30_000);
+    const inAMinute = await retryAfter(503, new Date(Date.now() + 60_000).toUTCString());
+    expect(inAMinute).toBeGreaterThan(55_000);
+    expect(inAMinute).toBeLessThanOrEqual(60_000);
+    expect(await retryAfter(503, undefined)).toBeUndefined();
+    expect(await retryAfter(503, 'soon')).toBeUndefined();
+    expect(await retryAfter(500, '5')).toBeUndefined();
+  });
 });

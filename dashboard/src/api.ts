@@ -4,6 +4,7 @@ import type {
 } from '../../shared/src/api.ts';
 import type { ApiError, ClusterResponse, ForwardingResponse, HookSummary, ReplayResponse } from '../../shared/src/api.ts';
 import { OWN_ANSWER_HEADER } from '../../shared/src/api.ts';
+import { parseRetryAfter } from '../../shared/src/retry-after.ts';
 import type { GuardTrimsResponse } from '../../shared/src/guard-trims.ts';
 import type { TranscriptCommandsResponse } from '../../shared/src/transcript-api.ts';
 
@@ -28,6 +29,8 @@ export class ApiFailure extends Error {
   notJson = false;
   /** The request parameter hookwatch refused (a 400's `error.parameter`), when it named one. */
   parameter: string | undefined;
+  /** How long a 503 or 429 asked to wait before the next try (its Retry-After, in ms), when it said. */
+  retryAfterMs: number | undefined;
   constructor(status: number, message: string, signIn?: SignIn) {
     super(message);
     this.status = status;
@@ -146,12 +149,15 @@ async function exchange<T>(method: string, path: string, query?: Query, body?: u
     // The connection went in the middle of the answer (a restart, a network dropped): no answer came, whole.
     throw notAnswered(err);
   }
+  // hookwatch busy or starting (503), or a proxy in front limiting requests (429), may say when to come back.
+  const retryAfterMs = res.status === 503 || res.status === 429 ? parseRetryAfter(res.headers.get('retry-after'), Date.now()) : undefined;
   let json: unknown;
   try {
     json = text ? JSON.parse(text) : undefined;
   } catch {
     const failure = new ApiFailure(res.status, `${method} ${path} answered ${res.status} with a body that is not JSON`);
     failure.notJson = true;
+    failure.retryAfterMs = retryAfterMs;
     throw failure;
   }
   if (!res.ok) {
@@ -159,6 +165,7 @@ async function exchange<T>(method: string, path: string, query?: Query, body?: u
     const msg: unknown = error?.message;
     const failure = new ApiFailure(res.status, typeof msg === 'string' ? msg : `${method} ${path} answered ${res.status}`);
     if (typeof error?.parameter === 'string') failure.parameter = error.parameter;
+    failure.retryAfterMs = retryAfterMs;
     throw failure;
   }
   return json as T;

@@ -687,6 +687,8 @@ export function start(root: HTMLElement): Dashboard {
   /** Refreshes that failed in a row (the wait between tries grows with them), and the last failure shown. */
   let failures = 0;
   let failure: { msg: string; gen: number; part: boolean; refused: boolean } | undefined;
+  /** How long the last failure asked to wait before the next try (its Retry-After), when it said. */
+  let retryAfterMs: number | undefined;
   /** The last refresh failed though hookwatch answered (showError): which dashboard it serves was asked then. */
   let answeredFailure = false;
   let signedOut = false;
@@ -704,7 +706,7 @@ export function start(root: HTMLElement): Dashboard {
     banner.hidden = false;
     const said = `Could not refresh: ${failure.msg}`;
     if (alertText.textContent !== said) replace(alertText, h('strong', null, 'Could not refresh: '), failure.msg);
-    const note = failureNote({ lastUpdated: failure.gen === shownGeneration ? lastUpdated : undefined, nowMs: Date.now(), periodMs: refreshMs(readState(location).params), failures, refused: failure.refused });
+    const note = failureNote({ lastUpdated: failure.gen === shownGeneration ? lastUpdated : undefined, nowMs: Date.now(), periodMs: refreshMs(readState(location).params), failures, refused: failure.refused, retryAfterMs });
     failureAge.textContent = ` (${note})`;
   }
 
@@ -727,6 +729,7 @@ export function start(root: HTMLElement): Dashboard {
     failures++;
     // A part refused leaves the whole refresh, another request, to its timer.
     const refused = !part && refusedRequest(err);
+    retryAfterMs = err instanceof ApiFailure ? err.retryAfterMs : undefined;
     failure = { msg: failureMessage(err), gen, part, refused };
     drawFailure();
     if (refused && gen !== shownGeneration && content) showRefused(err, content);
@@ -771,7 +774,7 @@ export function start(root: HTMLElement): Dashboard {
     clearTimeout(timer);
     const period = refreshMs(state.params);
     if (period === null || document.hidden) return;
-    timer = setTimeout(() => void load(gen), retryDelay(period, failures));
+    timer = setTimeout(() => void load(gen), retryDelay(period, failures, retryAfterMs));
   }
 
   /** When the last tick ran: a much longer gap to the next one is a sleep (WAKE_GAP_MS). */

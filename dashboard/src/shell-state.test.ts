@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { inputDateTime, setTimeZone } from './format.ts';
 import { alert } from './testdata/api-responses.ts';
 import {
-  IDLE_RELOAD_MS, MAX_RETRY_MS, UPDATE_AGAIN_NOTICE, UPDATE_NOTICE, addFilter, customFieldBounds, firingBadge, firingUnknown, customRangeFrom, customRunChoices, failureNote, filtersApply, ignoredViewNote, filtersUrl, isPlainClick, keptViewFor, keptViewText, nextTheme, notFilteredNote, notFoundView, rangeUrl, refreshParam, refreshView,
+  IDLE_RELOAD_MS, MAX_RETRY_AFTER_MS, MAX_RETRY_MS, UPDATE_AGAIN_NOTICE, UPDATE_NOTICE, addFilter, customFieldBounds, firingBadge, firingUnknown, customRangeFrom, customRunChoices, failureNote, filtersApply, ignoredViewNote, filtersUrl, isPlainClick, keptViewFor, keptViewText, nextTheme, notFilteredNote, notFoundView, rangeUrl, refreshParam, refreshView,
   RELOAD_AGAIN_MS, reloadHeldUntil, reloadedBuilds, reloadedText, removeFilter, retryDelay, selfReloadDue, signInReloadFrom, signedOutNote, toggledRefresh, updatedText, withRefresh, zoneChoice,
 } from './shell-state.ts';
 import { readState } from './state.ts';
@@ -39,6 +39,24 @@ describe('while the server fails', () => {
     expect([0, 1, 2, 3, 4, 5, 6, 9].map((n) => retryDelay(5000, n))).toEqual([5000, 5000, 10_000, 20_000, 40_000, MAX_RETRY_MS, MAX_RETRY_MS, MAX_RETRY_MS]);
     // A period longer than a minute is never shortened.
     expect(retryDelay(300_000, 4)).toBe(300_000);
+  });
+
+  it('waits at least as long as the last failure\'s Retry-After asked, up to five minutes', () => {
+    // Longer than its own backoff: what was asked; shorter: its own backoff.
+    expect([1, 2, 3].map((n) => retryDelay(15_000, n, 120_000))).toEqual([120_000, 120_000, 120_000]);
+    expect([1, 2, 3].map((n) => retryDelay(15_000, n, 5000))).toEqual([15_000, 30_000, MAX_RETRY_MS]);
+    expect(retryDelay(1000, 1, 5000)).toBe(5000);
+    // An hour asked is held to five minutes; a period chosen longer stays.
+    expect(retryDelay(15_000, 1, 3_600_000)).toBe(MAX_RETRY_AFTER_MS);
+    expect(MAX_RETRY_AFTER_MS).toBe(300_000);
+    expect(retryDelay(600_000, 1, 3_600_000)).toBe(600_000);
+    // Once a refresh succeeds, the chosen period again.
+    expect(retryDelay(15_000, 0, 120_000)).toBe(15_000);
+    setTimeZone('UTC');
+    const t = Date.parse('2026-11-30T08:30:00Z');
+    expect(failureNote({ lastUpdated: t, nowMs: t + 4000, periodMs: 15_000, failures: 1, retryAfterMs: 120_000 })).toBe('showing data from 08:30, 4 s ago; retrying every 2 min');
+    expect(failureNote({ lastUpdated: t, nowMs: t + 4000, periodMs: 1000, failures: 1, retryAfterMs: 5000 })).toBe('showing data from 08:30, 4 s ago; retrying every 5 s');
+    expect(failureNote({ lastUpdated: t, nowMs: t + 4000, periodMs: 15_000, failures: 2, retryAfterMs: 3_600_000 })).toBe('showing data from 08:30, 4 s ago; retrying less often, every 5 min');
   });
 
   it('says how old the data shown is, by the clock in the page\'s zone and counting on, and when it tries again', () => {

@@ -127,14 +127,19 @@ export const BUILD_RECHECK_MS = 60_000;
 /** The longest wait between two tries while the server keeps failing (unless the chosen period is longer). */
 export const MAX_RETRY_MS = 60_000;
 
+/** The longest a Retry-After holds the next try back: a page left open comes back on its own when asked for longer. */
+export const MAX_RETRY_AFTER_MS = 5 * 60_000;
+
 /**
  * How long to wait before the next refresh: the chosen period, doubled after each failure in a row up to a
  * minute (a failing server is not asked every few seconds by every open dashboard), back to the period once a
- * refresh succeeds (`failures` 0).
+ * refresh succeeds (`failures` 0). Never sooner than the last failure's Retry-After asked (`retryAfterMs`), up to
+ * MAX_RETRY_AFTER_MS.
  */
-export function retryDelay(periodMs: number, failures: number): number {
-  if (failures <= 1) return periodMs;
-  return Math.max(periodMs, Math.min(MAX_RETRY_MS, periodMs * 2 ** (failures - 1)));
+export function retryDelay(periodMs: number, failures: number, retryAfterMs?: number): number {
+  const asked = failures > 0 && retryAfterMs !== undefined ? Math.min(MAX_RETRY_AFTER_MS, retryAfterMs) : 0;
+  if (failures <= 1) return Math.max(periodMs, asked);
+  return Math.max(periodMs, asked, Math.min(MAX_RETRY_MS, periodMs * 2 ** (failures - 1)));
 }
 
 /**
@@ -156,10 +161,10 @@ function duration(ms: number): string {
  * tries again by itself; `refused` (a 400, refusedRequest), that it does not. Read again as time passes, so the age
  * keeps counting during an outage.
  */
-export function failureNote(o: { lastUpdated: number | undefined; nowMs: number; periodMs: number | null; failures: number; refused?: boolean }): string {
+export function failureNote(o: { lastUpdated: number | undefined; nowMs: number; periodMs: number | null; failures: number; refused?: boolean; retryAfterMs?: number | undefined }): string {
   const shown = shownNote(o.lastUpdated, o.nowMs, 'nothing to show yet');
   const next = o.refused ? 'not retried: hookwatch would refuse it again'
-    : o.periodMs === null ? 'refresh is paused: Refresh now tries again' : `retrying ${o.failures > 1 ? 'less often, ' : ''}every ${duration(retryDelay(o.periodMs, o.failures))}`;
+    : o.periodMs === null ? 'refresh is paused: Refresh now tries again' : `retrying ${o.failures > 1 ? 'less often, ' : ''}every ${duration(retryDelay(o.periodMs, o.failures, o.retryAfterMs))}`;
   return `${shown}; ${next}`;
 }
 

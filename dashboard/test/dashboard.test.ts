@@ -638,6 +638,44 @@ describe('kept open all day', () => {
     await waitLoaded(p, 2);
   });
 
+  it('waits as long as a 503\'s Retry-After asks before trying again, five minutes at most, and says how long', async () => {
+    const { page: p } = await page({ allow: /status of 503/ });
+    await p.clock.install();
+    await p.goto(`${svc.httpUrl}/?refresh=15s`);
+    await waitLoaded(p);
+    // hookwatch too busy (http.maxPendingQueries) asks for two minutes, then for an hour.
+    let retryAfter = '120';
+    let tries = 0;
+    const api = (u: URL): boolean => u.pathname.startsWith('/api/');
+    await p.route(api, (route) => {
+      if (new URL(route.request().url()).pathname === '/api/v1/hooks') tries++;
+      return route.fulfill({
+        status: 503, contentType: 'application/json; charset=utf-8', headers: { 'retry-after': retryAfter, [OWN_ANSWER_HEADER]: '1' },
+        body: JSON.stringify({ error: { code: 'unavailable', message: 'too many queries pending' } }),
+      });
+    });
+    await p.clock.runFor(15_000);
+    await p.waitForSelector('#error-banner:not([hidden])');
+    expect(tries).toBe(1);
+    expect(await p.textContent('#error-alert')).toBe('Could not refresh: too many queries pending');
+    expect(await p.textContent('#error-age')).toMatch(/; retrying every 2 min\)$/);
+    // Its own backoff would have tried after 15 s and 30 s more: not before the two minutes asked.
+    await p.clock.runFor(119_000);
+    expect(tries).toBe(1);
+    retryAfter = '3600';
+    await p.clock.runFor(1_000);
+    await expect.poll(() => tries).toBe(2);
+    // An hour asked is held to five minutes: a page left open comes back on its own.
+    await expect.poll(() => p.textContent('#error-age')).toMatch(/; retrying less often, every 5 min\)$/);
+    await p.clock.runFor(299_000);
+    expect(tries).toBe(2);
+    await p.unroute(api);
+    await p.clock.runFor(1_000);
+    await p.waitForSelector('#error-banner', { state: 'hidden' });
+    await waitLoaded(p, 2);
+    expect(tries).toBe(2);
+  });
+
   it('says the browser is offline while the network is down, and tries again as soon as it is back', async () => {
     const { page: p, context } = await page({ allow: /ERR_INTERNET_DISCONNECTED/ });
     await p.clock.install();

@@ -3,7 +3,7 @@
  * store.readers worker threads; PostgreSQL: a read pool of that size) and queues the rest, so a burst of expensive
  * queries (30-day filtered overviews, breakdowns) would make every later request wait behind all of them. Past
  * http.maxPendingQueries, a query route answers 503 with Retry-After before it asks the store anything, as the
- * OTLP receivers do past otlp.maxPendingRequests; the dashboard shows it and asks again at its next refresh.
+ * OTLP receivers do past otlp.maxPendingRequests; the dashboard shows it and asks again at its next refresh, not before the Retry-After.
  * A request no query route would answer (POST /api/v1/hooks, an unknown path under them) is not refused: it gets
  * the API's 405 or 404 as at any other time.
  *

@@ -24,7 +24,7 @@ export const API_SETTINGS: readonly Setting[] = [
   keepAliveSetting('http.keepAliveTimeout', 'HOOKWATCH_HTTP_KEEP_ALIVE_TIMEOUT', 'the HTTP port (API, dashboard, /metrics, probes)'),
   {
     key: 'http.maxPendingQueries', env: 'HOOKWATCH_HTTP_MAX_PENDING_QUERIES', type: 'int', default: 32, min: 1, max: 100_000,
-    description: 'Store reads the API may have asked for and not had answered at once (running on one of the `store.readers` read connections or waiting for one; an overview asks three, other queries one or two). Past it the query routes (`/api/v1/hooks`, `/api/v1/overview`, `/api/v1/fleet/series`) answer 503 with Retry-After instead of making every later request wait behind a burst (a request no query route answers, such as `POST /api/v1/hooks`, still gets its 405 or 404); the dashboard shows it and asks again at its next refresh.',
+    description: 'Store reads the API may have asked for and not had answered at once (running on one of the `store.readers` read connections or waiting for one; an overview asks three, other queries one or two). Past it the query routes (`/api/v1/hooks`, `/api/v1/overview`, `/api/v1/fleet/series`) answer 503 with Retry-After instead of making every later request wait behind a burst (a request no query route answers, such as `POST /api/v1/hooks`, still gets its 405 or 404); the dashboard shows it and asks again at its next refresh, not before the Retry-After.',
   },
   {
     key: 'http.allowedHosts', env: 'HOOKWATCH_HTTP_ALLOWED_HOSTS', type: 'list', default: [],
