@@ -32,6 +32,19 @@ export function fixtureRequests(run: string): FixtureRequest[] {
 
 export const FIXTURE_RUNS = ['run1-httpjson', 'run2-httpprotobuf', 'run5-mockapi-tools-httpjson'] as const;
 
+/** Shortly after the captured Claude Code sessions (their events are of 2026-11-30, 07:55 to 08:05 UTC). */
+export const FIXTURE_NOW_MS = Date.parse('2026-11-30T08:30:00Z');
+
+/**
+ * A clock for a hookwatch fed the captured requests that runs at the real pace but reads FIXTURE_NOW_MS when this
+ * module loads: ranges such as the last 7 days hold the captured events whatever the day the tests run, and the
+ * refreshes, timeouts and ages that depend on time passing still see it pass.
+ */
+export const fixtureClock: () => number = (() => {
+  const shift = Date.now() - FIXTURE_NOW_MS;
+  return () => Date.now() - shift;
+})();
+
 export function tempDir(prefix = 'hookwatch-test-'): { dir: string; cleanup: () => void } {
   const dir = mkdtempSync(join(tmpdir(), prefix));
   return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };

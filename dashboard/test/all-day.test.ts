@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, CDPSession, Page, Request, Route } from 'playwright-core';
-import { FIXTURE_RUNS, fixtureRequests, postOtlp, startTestService, type TestService } from '../../collector/test/helpers.ts';
+import { FIXTURE_RUNS, fixtureClock, fixtureRequests, postOtlp, startTestService, type TestService } from '../../collector/test/helpers.ts';
 import { hookId } from '../../collector/src/hooks/extract.ts';
 import { startCli } from '../../collector/test/faults/cli-child.ts';
 import { chartData, closePages, hoverTooltips, launch, showTab, shownAt, waitLoaded, watchedPage, type WatchedPage } from './harness.ts';
@@ -44,7 +44,7 @@ async function page(allow?: RegExp, timezoneId?: string, httpCredentials?: { use
 
 /** hookwatch on a data directory of its own, fed the captured Claude Code requests; `env` pins its ports. */
 async function hookwatch(dir: string, env: Record<string, string> = {}): Promise<TestService> {
-  const svc = await startTestService(env, { dir });
+  const svc = await startTestService(env, { dir, now: fixtureClock });
   return svc;
 }
 

@@ -11,7 +11,7 @@ import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
-import { FIXTURE_RUNS, fixtureRequests, postOtlp, startTestService, type TestService } from '../../collector/test/helpers.ts';
+import { FIXTURE_RUNS, fixtureClock, fixtureRequests, postOtlp, startTestService, type TestService } from '../../collector/test/helpers.ts';
 import { closePages, launch, shownAt, waitLoaded, watchedPage, type WatchedPage } from './harness.ts';
 import { IDLE_RELOAD_MS, RELOAD_AGAIN_MS } from '../src/shell-state.ts';
 
@@ -164,7 +164,7 @@ async function signIn(p: Page, at: string): Promise<void> {
 
 beforeAll(async () => {
   browser = await launch();
-  svc = await startTestService({ HOOKWATCH_OTLP_GRPC_ADDR: '127.0.0.1:0' });
+  svc = await startTestService({ HOOKWATCH_OTLP_GRPC_ADDR: '127.0.0.1:0' }, { now: fixtureClock });
   for (const run of FIXTURE_RUNS) {
     for (const req of fixtureRequests(run)) {
       const r = await postOtlp(svc.otlpHttpUrl, req.path, req.body, { 'content-type': req.contentType });
