@@ -12,20 +12,12 @@ import { PostgresStore } from '../store/postgres/index.ts';
 import { SqliteStore } from '../store/sqlite/index.ts';
 import type { Store } from '../store/store.ts';
 import { serveApi, type ApiServer } from '../../test/support/api-server.ts';
+import { seededRandom as random } from '../../test/support/random.ts';
 import { startTestServer, type TestServer } from '../../test/support/postgres/server.ts';
 
 const NOW = Date.parse('2026-11-30T12:00:00Z');
 const HOUR = 3_600_000;
 const MAX_HOOKS = 150;
-
-/** A random number generator of its own seed, so a failure can be run again. */
-function random(seed: number): () => number {
-  let s = seed;
-  return () => {
-    s = (s * 1_103_515_245 + 12_345) % 2 ** 31;
-    return s / 2 ** 31;
-  };
-}
 
 function events(): HookEvent[] {
   const r = random(20261207);

@@ -2,18 +2,8 @@ import { StringDecoder } from 'node:string_decoder';
 
 import { describe, expect, it } from 'vitest';
 
+import { seededRandom as random } from '../../../test/support/random.ts';
 import { Utf16Counter } from './utf16-count.ts';
-
-/** A small deterministic generator (mulberry32), so that a failure names a case that can be run again. */
-function random(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Whole characters of 1 to 4 bytes, and sequences a decoder replaces: a stray continuation byte, an unfinished emoji, a surrogate, 0xf8. */
 const PIECES = ['a', '\n', 'é', '€', '中', '😀', 'abcdefgh'].map((s) => Buffer.from(s)).concat(
