@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { OWN_ANSWER_HEADER } from '../../shared/src/api.ts';
 import { ApiFailure, api, signInLost, withQuery } from './api.ts';
+import { refusedRequest } from './shell-state.ts';
 
 describe('API requests', () => {
   it('send a filter on the empty value (the events without the attribute) and leave out the parameters not given', () => {
@@ -97,6 +98,19 @@ describe('an answer whose body is not JSON', () => {
     answer = (res) => void res.writeHead(200, { 'content-type': 'text/html' }).end('<html>Sign in</html>');
     const err: unknown = await api.build().then(() => undefined, (e: unknown) => e);
     expect(err instanceof ApiFailure && [err.status, err.signedOut, err.notJson]).toEqual([200, true, false]);
+  });
+
+  it('reads a 400 in hookwatch\'s own JSON as a refusal not to ask again, and a gateway\'s JSON 400 as one that may pass', async () => {
+    const refusal = '{"error":{"code":"bad_parameter","message":"no dimension repo","parameter":"f.repo"}}';
+    const refused = async (headers: Record<string, string>): Promise<[number, string | undefined, boolean]> => {
+      answer = (res) => void res.writeHead(400, { 'content-type': 'application/json', ...headers }).end(refusal);
+      const err: unknown = await api.build().then(() => undefined, (e: unknown) => e);
+      if (!(err instanceof ApiFailure)) throw new Error(`not an ApiFailure: ${String(err)}`);
+      return [err.status, err.parameter, refusedRequest(err)];
+    };
+    expect(await refused({ [OWN_ANSWER_HEADER]: '1' })).toEqual([400, 'f.repo', true]);
+    // The same body from an API gateway or an ingress in front, without hookwatch's mark.
+    expect(await refused({})).toEqual([400, 'f.repo', false]);
   });
 
   it('carries how long a 503 or 429 asked to wait (Retry-After, seconds or a date), and nothing for another status', async () => {

@@ -27,6 +27,8 @@ export class ApiFailure extends Error {
   signIn: SignIn | undefined;
   /** Answered with a body that is not JSON (a gateway's or proxy's page in hookwatch's place), not hookwatch's own. */
   notJson = false;
+  /** Answered in hookwatch's own JSON (hookwatchJson: its mark), not a gateway's or proxy's in its place. */
+  own = false;
   /** The request parameter hookwatch refused (a 400's `error.parameter`), when it named one. */
   parameter: string | undefined;
   /** How long a 503 or 429 asked to wait before the next try (its Retry-After, in ms), when it said. */
@@ -164,6 +166,7 @@ async function exchange<T>(method: string, path: string, query?: Query, body?: u
     const error = (json as Partial<ApiError> | undefined)?.error;
     const msg: unknown = error?.message;
     const failure = new ApiFailure(res.status, typeof msg === 'string' ? msg : `${method} ${path} answered ${res.status}`);
+    failure.own = hookwatchJson(res);
     if (typeof error?.parameter === 'string') failure.parameter = error.parameter;
     failure.retryAfterMs = retryAfterMs;
     throw failure;

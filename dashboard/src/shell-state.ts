@@ -148,7 +148,7 @@ export function retryDelay(periodMs: number, failures: number, retryAfterMs?: nu
  * else in its place (a proxy's page) may not last.
  */
 export function refusedRequest(err: unknown): err is ApiFailure {
-  return err instanceof ApiFailure && err.status === 400 && !err.notJson;
+  return err instanceof ApiFailure && err.status === 400 && err.own;
 }
 
 /** "5 s", "2 min". */
