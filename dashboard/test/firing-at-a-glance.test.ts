@@ -245,6 +245,8 @@ describe('firing alerts at a glance', () => {
     await bad.goto(`${svc.httpUrl}/alerts?hook=loud-report`);
     await bad.waitForSelector('#error-banner:not([hidden])');
     expect(await bad.textContent('#error-alert')).toBe('Could not refresh: hook must be a hook id, 16 lowercase hex characters (see GET /api/v1/hooks)');
+    // Where the alerts would be, what is wrong, not a "Loading…" that never ends (the refusal is not asked again).
+    expect(await bad.textContent('#alerts-list')).toBe('No alerts to show for this hook filterhookwatch refused it: hook must be a hook id, 16 lowercase hex characters (see GET /api/v1/hooks). Remove the hook filter above to list every hook\'s alerts.');
     await bad.click('#alert-hook-filter button');
     // The banner goes as the page is drawn anew, before its alerts come: they are waited for.
     await expect.poll(async () => (await alertsListed(bad)).cards, REFRESHED).toHaveLength(4);

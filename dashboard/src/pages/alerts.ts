@@ -302,6 +302,12 @@ export function alertsPage(root: HTMLElement, ctx: PageContext): Page {
           cards.clear();
           return;
         }
+        // A hook filter hookwatch refuses (no hook id): said where the alerts would be, the chip above removes it.
+        if (err instanceof ApiFailure && err.status === 400 && err.parameter === HOOK_PARAM && hookChip !== null) {
+          replace(list, h('section', { class: 'panel empty', id: 'hook-filter-refused' }, h('h2', null, 'No alerts to show for this hook filter'),
+            h('p', null, `hookwatch refused it: ${err.message}. Remove the hook filter above to list every hook's alerts.`)));
+          cards.clear();
+        }
         throw err;
       }
       const notes = [
