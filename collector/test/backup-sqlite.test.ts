@@ -337,6 +337,15 @@ describe('hookwatch backup on SQLite', () => {
     const byService = await startBackup(['--to', to], { HOOKWATCH_DB: path }, undefined, asUser).done;
     expect(byService).toEqual({ status: 1, signal: null, stdout: '', stderr: `hookwatch: cannot open the store's file ${path}: permission denied: it belongs to uid 1001, not to this user (uid 1000); run backup as uid 1001 (the user hookwatch serve runs as) or as root\n` });
     expect(existsSync(to)).toBe(false);
+    // The store's file readable to all, its shared memory still the service's alone: named when the first read opens it.
+    chmodSync(path, 0o644);
+    const shm = `${path}-shm`;
+    writeFileSync(shm, Buffer.alloc(32_768));
+    chownSync(shm, 1001, 1001);
+    chmodSync(shm, 0o600);
+    const byShm = await startBackup(['--to', to], { HOOKWATCH_DB: path }, undefined, asUser).done;
+    expect(byShm).toEqual({ status: 1, signal: null, stdout: '', stderr: `hookwatch: cannot open the store's file ${shm}: permission denied: it belongs to uid 1001, not to this user (uid 1000); run backup as uid 1001 (the user hookwatch serve runs as) or as root\n` });
+    expect(existsSync(to)).toBe(false);
     // Run as the store's user, the same backup is made.
     const byOwner = await startBackup(['--to', to], { HOOKWATCH_DB: path }, undefined, 'setpriv --reuid=1001 --regid=1001 --clear-groups').done;
     expect(byOwner.stderr).toBe('');

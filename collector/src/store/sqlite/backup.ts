@@ -240,7 +240,8 @@ function unreadableStoreProblem(db: string): string | undefined {
       if (errnoCode(err) === 'ENOENT') continue;
       const owner = statIfThere(file)?.uid;
       const what = `cannot open the store's file ${file}: ${fileProblem(err)}`;
-      if (owner === undefined || uid === undefined || owner === uid) return `${what}; run backup as the service's user`;
+      if (owner !== undefined && owner === uid) return `${what}: it is this user's, without the permission it needs; give it back (chmod u+rw ${file})`;
+      if (owner === undefined || uid === undefined) return `${what}; run backup as the service's user`;
       return `${what}: it belongs to uid ${owner}, not to this user (uid ${uid}); run backup as ${owner === 0 ? 'root' : `uid ${owner} (the user hookwatch serve runs as) or as root`}`;
     }
   }
@@ -271,7 +272,8 @@ function openSource(db: string): { source: DatabaseSync; schemaVersion: number }
   } catch (err) {
     source.close();
     if (err instanceof BackupError) throw err;
-    throw new BackupError(`cannot read ${db}: ${sqliteFault(err) ?? describeSqliteError(err)}`);
+    // The -wal and -shm are opened at the first read, not with the store's file.
+    throw new BackupError(unreadableStoreProblem(db) ?? `cannot read ${db}: ${sqliteFault(err) ?? describeSqliteError(err)}`);
   }
 }
 
