@@ -4,6 +4,7 @@
  * never as an all-clear). Slack's mrkdwn needs &, < and > escaped; characters that would not read as themselves
  * are written out (below).
  */
+import { hookDataExpired } from '../../../shared/src/alert-range.ts';
 import { printable } from '../../../shared/src/printable.ts';
 import { dashboardLink, silenceLink } from './links.ts';
 import type { BodyRenderer, LinkContext, Notification } from './model.ts';
@@ -28,7 +29,7 @@ export function slackText(n: Notification, ctx: LinkContext): string {
   // A quiet hook's alert ends when retention removed the hook's data: no all-clear tick, it was not heard again.
   const state = n.status === 'firing' ? ':rotating_light: *[FIRING]'
     : superseded !== undefined ? `:warning: *[SUPERSEDED by ${superseded}]`
-    : a.annotations['data_expired'] === 'true' ? ':heavy_minus_sign: *[ENDED: hook data expired]' : ':white_check_mark: *[RESOLVED]';
+    : hookDataExpired(a) ? ':heavy_minus_sign: *[ENDED: hook data expired]' : ':white_check_mark: *[RESOLVED]';
   const head = `${esc(state)} ${esc(a.rule)}*${esc(hook)}`;
   const lines = [head];
   if (a.annotations['summary']) lines.push(esc(a.annotations['summary']));

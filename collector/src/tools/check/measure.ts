@@ -48,9 +48,9 @@ export interface MeasuredStdout {
 
 /**
  * Measures one string; `sent` may exceed text.length when only the head of the output was captured, and then
- * `codePoints` gives the code points of all of it.
+ * `codePoints` gives the code points of all of it (without it, each code unit past the head counts as one).
  */
-export function measureString(kind: OutputKind, field: OutputField, text: string, budget: number | undefined, sent = measuredLength(text), codePoints = countCodePoints(text)): MeasuredOutput {
+export function measureString(kind: OutputKind, field: OutputField, text: string, budget: number | undefined, sent = measuredLength(text), codePoints = countCodePoints(text) + (sent - text.length)): MeasuredOutput {
   const persisted = isPersisted(sent);
   const preview = persisted ? headCodeUnits(text, PREVIEW_CHARS) : undefined;
   const overBudget = budget !== undefined && sent > budget;
@@ -96,7 +96,7 @@ export function measureStdout(stdout: string, stdoutChars: number, complete: boo
       }
     }
   }
-  const outputs = [measureString('stdout', 'stdout', stdout, budget, stdoutChars, stdoutCodePoints ?? countCodePoints(stdout) + (stdoutChars - stdout.length))];
+  const outputs = [measureString('stdout', 'stdout', stdout, budget, stdoutChars, stdoutCodePoints)];
   return jsonError === undefined ? { format: 'plain', outputs } : { format: 'plain', jsonError, outputs };
 }
 
