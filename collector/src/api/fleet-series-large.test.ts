@@ -6,11 +6,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FleetSeriesResponse } from '../../../shared/src/api.ts';
 import { hookId } from '../hooks/extract.ts';
 import type { HookEvent } from '../hooks/model.ts';
-import { PostgresStore } from '../store/postgres/index.ts';
-import { SqliteStore } from '../store/sqlite/index.ts';
 import type { Store } from '../store/store.ts';
 import { serveApi, type ApiServer } from '../../test/support/api-server.ts';
-import { startTestServer, type TestServer } from '../../test/support/postgres/server.ts';
+import { backendStores } from '../../test/support/backend-store.ts';
 import { MAX_FLEET_HOOK_BUCKETS } from './params.ts';
 
 const MINUTE = 60_000;
@@ -29,20 +27,16 @@ function execution(h: number, m: number): HookEvent {
   };
 }
 
-let pgServer: TestServer | undefined;
+const stores = backendStores();
 afterAll(async () => {
-  await pgServer?.stop();
+  await stores.stop();
 });
 
 describe.each(['sqlite', 'postgres'] as const)('GET /api/v1/fleet/series with many hook-buckets on %s', (backend) => {
   let store: Store;
   let api: ApiServer;
   beforeAll(async () => {
-    if (backend === 'sqlite') store = new SqliteStore({ path: ':memory:', dimensions: ['team'] });
-    else {
-      pgServer ??= await startTestServer();
-      store = await PostgresStore.open({ url: await pgServer.createDatabase(), dimensions: ['team'], poolSize: 4 });
-    }
+    store = await stores.open(backend, { dimensions: ['team'] });
     // A hook's execution in every minute: a row per hook and minute.
     for (let m = 0; m < MINUTES; m += 50) {
       const batch: HookEvent[] = [];

@@ -8,12 +8,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FleetSeriesResponse } from '../../../shared/src/api.ts';
 import { hookId } from '../hooks/extract.ts';
 import { isOverflowHook, overflowHookName, type HookEvent } from '../hooks/model.ts';
-import { PostgresStore } from '../store/postgres/index.ts';
-import { SqliteStore } from '../store/sqlite/index.ts';
 import type { Store } from '../store/store.ts';
 import { serveApi, type ApiServer } from '../../test/support/api-server.ts';
 import { seededRandom as random } from '../../test/support/random.ts';
-import { startTestServer, type TestServer } from '../../test/support/postgres/server.ts';
+import { backendStores } from '../../test/support/backend-store.ts';
 
 const NOW = Date.parse('2026-11-30T12:00:00Z');
 const HOUR = 3_600_000;
@@ -105,9 +103,9 @@ function restFromEvents(sent: readonly HookEvent[], admitted: ReadonlySet<string
   return { hooks: perHook.size, hooksWithPersisted, ...rest };
 }
 
-let pgServer: TestServer | undefined;
+const stores = backendStores();
 afterAll(async () => {
-  await pgServer?.stop();
+  await stores.stop();
 });
 
 describe.each(['sqlite', 'postgres'] as const)('the fleet series\' rest on %s, against the raw events', (backend) => {
@@ -115,11 +113,7 @@ describe.each(['sqlite', 'postgres'] as const)('the fleet series\' rest on %s, a
   let api: ApiServer;
   const sent = events();
   beforeAll(async () => {
-    if (backend === 'sqlite') store = new SqliteStore({ path: ':memory:', dimensions: ['team'], maxHooks: MAX_HOOKS });
-    else {
-      pgServer ??= await startTestServer();
-      store = await PostgresStore.open({ url: await pgServer.createDatabase(), dimensions: ['team'], poolSize: 4, maxHooks: MAX_HOOKS });
-    }
+    store = await stores.open(backend, { dimensions: ['team'], maxHooks: MAX_HOOKS });
     await store.ingest(sent);
     api = await serveApi(store, NOW);
   }, 120_000);

@@ -8,11 +8,9 @@ import type { FleetSeriesResponse } from '../../../shared/src/api.ts';
 import { measuredOnly, persistedAtLeast } from '../../../shared/src/cliff.ts';
 import { hookId } from '../hooks/extract.ts';
 import type { HookEvent } from '../hooks/model.ts';
-import { PostgresStore } from '../store/postgres/index.ts';
-import { SqliteStore } from '../store/sqlite/index.ts';
 import type { Store } from '../store/store.ts';
 import { serveApi, type ApiServer } from '../../test/support/api-server.ts';
-import { startTestServer, type TestServer } from '../../test/support/postgres/server.ts';
+import { backendStores } from '../../test/support/backend-store.ts';
 
 const NOW = Date.parse('2026-11-30T12:00:00Z');
 const HOUR = 3_600_000;
@@ -71,20 +69,16 @@ async function restFolded(store: Store, body: FleetSeriesResponse, filters: Reco
   return restCounters.length === 0 ? null : { hooks: restCounters.length, hooksWithPersisted: restCounters.filter((c) => persistedAtLeast(c) > 0).length, ...rest };
 }
 
-let pgServer: TestServer | undefined;
+const stores = backendStores();
 afterAll(async () => {
-  await pgServer?.stop();
+  await stores.stop();
 });
 
 describe.each(['sqlite', 'postgres'] as const)('the fleet series\' rest on %s', (backend) => {
   let store: Store;
   let api: ApiServer;
   beforeAll(async () => {
-    if (backend === 'sqlite') store = new SqliteStore({ path: ':memory:', dimensions: ['team'] });
-    else {
-      pgServer ??= await startTestServer();
-      store = await PostgresStore.open({ url: await pgServer.createDatabase(), dimensions: ['team'], poolSize: 4 });
-    }
+    store = await stores.open(backend, { dimensions: ['team'] });
     await store.ingest(events());
     api = await serveApi(store, NOW);
   }, 120_000);
