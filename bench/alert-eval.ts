@@ -98,6 +98,7 @@ export async function run(opts: BenchOptions & { hooks?: number; evaluations?: n
     log(`${hooks} hooks stored`);
     const config = {
       rules: groupBy ? parseRules(DEFAULT_RULE_KINDS.map((kind) => (takesGroupBy(kind) ? { kind, groupBy } : { kind })), dimensionNames(dimensions)) : parseRules(undefined),
+      externalLabels: {},
       receivers: parseReceivers([{ name: 'bench', url: `${sink.url}/hook` }]), evaluationIntervalMs: 60_000, repeatIntervalMs: 4 * 3_600_000,
       externalUrl: '', otlp: { endpoint: '', headers: {} }, delivery: { deadlineMs: 60_000, initialBackoffMs: 5, maxBackoffMs: 20, maxQueue: 100_000 },
     };

@@ -155,6 +155,7 @@ describe('a burst of new alerts', () => {
     const gate = new SeriesGate();
     const config = {
       rules: parseRules([{ kind: 'persisted', window: '1h' }], dimensionNames([])),
+      externalLabels: {},
       receivers: parseReceivers([{ name: 'ops', url: `${sink.url}/hook` }]),
       evaluationIntervalMs: 10_000, repeatIntervalMs: 4 * 3_600_000, externalUrl: 'http://hookwatch.test', otlp: { endpoint: '', headers: {} },
       delivery: { deadlineMs: 60_000, initialBackoffMs: 5, maxBackoffMs: 20, maxQueue: 100 },
@@ -196,6 +197,7 @@ describe('a rule split by groupBy', () => {
     const store = new SqliteStore({ path: join(dir, 'h.db'), dimensions: ['team'] });
     const config = {
       rules: parseRules([{ kind: 'persisted', window: '1h', groupBy: 'team' }], dimensionNames(['team'])),
+      externalLabels: {},
       receivers: [], evaluationIntervalMs: 10_000, repeatIntervalMs: 4 * 3_600_000, externalUrl: 'http://hookwatch.test', otlp: { endpoint: '', headers: {} },
       delivery: { deadlineMs: 60_000, initialBackoffMs: 5, maxBackoffMs: 20, maxQueue: 100 },
     };
@@ -236,6 +238,7 @@ describe('a rule split by groupBy', () => {
     });
     const config = {
       rules: parseRules([{ kind: 'persisted', window: '1h', groupBy: 'team' }], dimensionNames(['team'])),
+      externalLabels: {},
       receivers: [], evaluationIntervalMs: 10_000, repeatIntervalMs: 4 * 3_600_000, externalUrl: 'http://hookwatch.test', otlp: { endpoint: '', headers: {} },
       delivery: { deadlineMs: 60_000, initialBackoffMs: 5, maxBackoffMs: 20, maxQueue: 100 },
     };

@@ -63,6 +63,7 @@ afterEach(async () => {
 function alertingConfig(rules: unknown, repeatIntervalMs = 4 * HOUR, receivers?: unknown[], eventsUrl = '', evaluationIntervalMs = TICK): AlertingConfig {
   return {
     rules: parseRules(rules, dimensionNames(['team'])),
+    externalLabels: {},
     receivers: parseReceivers(receivers),
     evaluationIntervalMs,
     repeatIntervalMs,

@@ -100,13 +100,14 @@ export async function startAlerting(opts: AlertingOptions): Promise<Alerting> {
   // Alertmanager receivers: firing alerts are pushed again every resend interval, as Prometheus does (started below,
   // once the engine has loaded them).
   const refresher: AlertmanagerRefresher = new AlertmanagerRefresher({
-    receivers: config.receivers, links, alerts: () => engine.readModel.firingAndResolvedSince(now() - RESOLVED_RESEND_MS), logger, now, tls,
+    receivers: config.receivers, links, alerts: () => engine.readModel.firingAndResolvedSince(now() - RESOLVED_RESEND_MS), logger, now, tls, externalLabels: config.externalLabels,
     active: () => (leader ? leader.isLeader() : true) && !engine.isStale,
   });
   // Filled in below: the dispatcher reports into the state store the engine owns.
   const dispatcher = new Dispatcher({
     receivers: config.receivers,
     links,
+    externalLabels: config.externalLabels,
     logger,
     now,
     deadlineMs: config.delivery.deadlineMs,
@@ -192,8 +193,9 @@ export async function startAlerting(opts: AlertingOptions): Promise<Alerting> {
       tls = nextTls;
       receivers = next.receivers;
       const { deadlineMs, maxQueue, initialBackoffMs, maxBackoffMs } = next.delivery;
-      dispatcher.reconfigure({ receivers, tls, deadlineMs, maxQueue, baseDelayMs: initialBackoffMs, maxDelayMs: maxBackoffMs });
-      refresher.reconfigure({ receivers, tls });
+      const { externalLabels } = next;
+      dispatcher.reconfigure({ receivers, tls, deadlineMs, maxQueue, baseDelayMs: initialBackoffMs, maxDelayMs: maxBackoffMs, externalLabels });
+      refresher.reconfigure({ receivers, tls, externalLabels });
       return engine.reconfigure({ rules: next.rules, receivers, repeatIntervalMs: next.repeatIntervalMs, evaluationIntervalMs: next.evaluationIntervalMs });
     },
     stop(step = unboundedStep, exportStep = unboundedStep) {

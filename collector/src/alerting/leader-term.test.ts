@@ -31,6 +31,7 @@ const pg = useTestServer();
 
 const config: (url: string) => AlertingConfig = (url) => ({
   rules: parseRules([{ kind: 'persisted', window: '1h' }], dimensionNames([])),
+  externalLabels: {},
   receivers: parseReceivers([{ name: 'ops', url }]),
   evaluationIntervalMs: 10_000,
   repeatIntervalMs: 4 * 3_600_000,

@@ -50,6 +50,7 @@ interface Backend {
 function alertingConfig(receivers: unknown[]): AlertingConfig {
   return {
     rules: parseRules([{ kind: 'persisted', window: '1h' }], dimensionNames([])),
+    externalLabels: {},
     receivers: parseReceivers(receivers),
     evaluationIntervalMs: 10_000,
     repeatIntervalMs: 4 * 3_600_000,

@@ -112,6 +112,65 @@ function ruleLabels(raw: unknown, at: string, groupBy: string | null): Record<st
   }
   return out;
 }
+const MAX_EXTERNAL_LABELS = 20;
+
+/**
+ * `alerting.externalLabels`: a mapping of label names to values in the file, `name=value,name2=value2` in the
+ * environment (values URL-decoded, as forward.headers). Names as Prometheus and Alertmanager take them, none a
+ * label hookwatch sets itself (the rules' own labels and groupBy labels are checked in alertingConfig, beside the
+ * rules); values of 1 to MAX_LABEL_VALUE characters.
+ */
+export function parseExternalLabels(raw: unknown): Record<string, string> {
+  const key = 'alerting.externalLabels';
+  if (raw === null || raw === undefined || raw === '') return {};
+  let entries: [string, unknown][];
+  if (typeof raw === 'string') {
+    entries = [];
+    const parts = raw.split(',');
+    for (const [i, part] of parts.entries()) {
+      if (!part.trim()) continue;
+      const eq = part.indexOf('=');
+      if (eq <= 0) throw new SettingError(`${key}: expected name=value pairs separated by commas (entry ${i + 1} of ${parts.length} has ${eq < 0 ? 'no "="' : 'no name before "="'})`);
+      const name = part.slice(0, eq).trim();
+      let value: string;
+      try {
+        value = decodeURIComponent(part.slice(eq + 1).trim());
+      } catch {
+        throw new SettingError(`${key}: the value of label ${JSON.stringify(name)} is not valid percent-encoding`);
+      }
+      entries.push([name, value]);
+    }
+  } else if (isMap(raw)) {
+    entries = Object.entries(raw);
+  } else {
+    throw new SettingError(`${key}: expected a mapping of label names to values, e.g. { env: prod }, or env=prod,region=eu`);
+  }
+  if (entries.length > MAX_EXTERNAL_LABELS) throw new SettingError(`${key}: at most ${MAX_EXTERNAL_LABELS} labels`);
+  const out: Record<string, string> = {};
+  for (const [name, value] of entries) {
+    if (!LABEL_NAME.test(name) || name.startsWith('__')) throw new SettingError(`${key}: ${quotedKey(name.slice(0, 100))} is not a label name (letters, digits and _, starting with a letter or _, not __)`);
+    if (BUILT_IN_LABELS.includes(name)) throw new SettingError(`${key}.${name}: hookwatch sets this label itself on its alerts (it sets ${BUILT_IN_LABELS.join(', ')}); choose another name`);
+    if (Object.hasOwn(out, name)) throw new SettingError(`${key}.${name}: given twice`);
+    const text = typeof value === 'number' || typeof value === 'boolean' ? String(value) : value;
+    if (typeof text !== 'string' || text.length === 0 || text.length > MAX_LABEL_VALUE) throw new SettingError(`${key}.${name}: expected a string of 1 to ${MAX_LABEL_VALUE} characters`);
+    out[name] = text;
+  }
+  return out;
+}
+
+/**
+ * An external label that a rule's alerts carry too (a rule's `labels`, its groupBy label) is refused: an external
+ * label is the same on every alert this hookwatch sends, and one of the two values would silently be lost.
+ */
+function externalLabelsApart(external: Record<string, string>, rules: readonly RuleConfig[]): void {
+  rules.forEach((rule, i) => {
+    for (const name of Object.keys(external)) {
+      const by = Object.hasOwn(rule.labels, name) ? `its labels.${name}` : rule.groupBy !== null && dimensionLabel(rule.groupBy) === name ? `its groupBy ${rule.groupBy}` : undefined;
+      if (by) throw new SettingError(`alerting.externalLabels.${name}: alerting.rules[${i}] (${rule.name}) sets this label too (${by}); an external label is the same on every alert hookwatch sends: rename one of them`);
+    }
+  });
+}
+
 const NAME = /^[a-zA-Z_][a-zA-Z0-9_]{0,63}$/;
 const MAX_RULES = 100;
 
@@ -200,6 +259,10 @@ export const ALERTING_SETTINGS: readonly Setting[] = [
   },
   RECEIVERS_SETTING,
   {
+    key: 'alerting.externalLabels', env: 'HOOKWATCH_ALERT_EXTERNAL_LABELS', type: 'object', default: {}, validate: validator(parseExternalLabels), reloadable: true,
+    description: 'Labels added to every alert hookwatch pushes to an Alertmanager (`type: alertmanager`) and to the webhook body (`type: webhook`: each alert\'s labels and fingerprint, commonLabels, groupLabels and so groupKey), as Prometheus\' `global.external_labels`, e.g. `{ env: prod }`: two hookwatch deployments (prod and staging, two business units) sending to one Alertmanager then keep their alerts apart, where alerts of the same labels would be merged into one and one deployment\'s resolution would end the other\'s alert. A mapping in the file; `name=value,name2=value2` in the environment (values URL-decoded). Names are label names (letters, digits and _, starting with a letter or _, not __), at most 20, values 1 to 256 characters. A name hookwatch sets itself (alertname, severity, hook_event, hook_name, service_name, service_version, scope) is refused, as is one a rule sets too (its labels, its groupBy label), at start and by a reload: an alert never carries two values of one label. hookwatch\'s own API, dashboard and silences see the alerts without them (a silence in hookwatch, and the `silence_url` link to its form, match the labels hookwatch sets); an Alertmanager silence may match them. Slack messages and alert events (alerting.otlp.endpoint) do not carry them.',
+  },
+  {
     key: 'alerting.evaluationInterval', env: 'HOOKWATCH_ALERT_EVALUATION_INTERVAL', type: 'duration', default: 10_000, min: 50, max: 600_000, reloadable: true,
     description: 'How often every alert rule is evaluated for time-based transitions (for, keepFiringFor, repeats, silence, growth). Persisted outputs are evaluated on ingest, not on this timer.',
   },
@@ -226,6 +289,8 @@ function quietHooksSeen(rules: readonly RuleConfig[], evaluationIntervalMs: numb
 /** Typed `alerting.*` settings: rules and receivers parsed, durations in ms. */
 export interface AlertingConfig extends NotifyConfig {
   rules: RuleConfig[];
+  /** alerting.externalLabels: added to every alert pushed to an Alertmanager and to the webhook body's alerts. */
+  externalLabels: Record<string, string>;
   evaluationIntervalMs: number;
   repeatIntervalMs: number;
 }
@@ -236,9 +301,12 @@ export function alertingConfig(r: SettingValues, dimensions: readonly string[]):
     const rules = parseRules(r.raw('alerting.rules'), dimensions);
     const evaluationIntervalMs = r.number('alerting.evaluationInterval');
     quietHooksSeen(rules, evaluationIntervalMs);
+    const externalLabels = parseExternalLabels(r.raw('alerting.externalLabels'));
+    externalLabelsApart(externalLabels, rules);
     return {
       alerting: {
         rules,
+        externalLabels,
         evaluationIntervalMs,
         repeatIntervalMs: r.number('alerting.repeatInterval'),
         ...notifyConfig(r),

@@ -27,6 +27,7 @@ const pg = useTestServer();
 function alertingConfig(rules: unknown, receivers: unknown[]): AlertingConfig {
   return {
     rules: parseRules(rules, dimensionNames(['team'])),
+    externalLabels: {},
     receivers: parseReceivers(receivers),
     evaluationIntervalMs: TICK,
     repeatIntervalMs: 4 * 3_600_000,

@@ -671,3 +671,42 @@ describe('typed settings are read with a check, not a cast', () => {
     }
   });
 });
+
+describe('alerting.externalLabels', () => {
+  const load = (text: string, env: NodeJS.ProcessEnv = {}) => toConfig(loadConfig({ env: { HOOKWATCH_CONFIG: 'hookwatch.yaml', ...env }, readFile: () => text }));
+
+  it('reads a mapping in the file and name=value pairs in the environment, which take precedence', () => {
+    expect(load('alerting:\n  externalLabels: { env: prod, region: eu-west-1, tier: 2 }\n').alerting.externalLabels).toEqual({ env: 'prod', region: 'eu-west-1', tier: '2' });
+    expect(toConfig(loadConfig({ env: {} })).alerting.externalLabels).toEqual({});
+    const fromEnv = load('alerting:\n  externalLabels: { env: prod }\n', { HOOKWATCH_ALERT_EXTERNAL_LABELS: 'env=staging, business_unit=payments%2Ccards' });
+    expect(fromEnv.alerting.externalLabels).toEqual({ env: 'staging', business_unit: 'payments,cards' });
+  });
+
+  it('refuses a name that is no label name, or one hookwatch sets itself, naming it', () => {
+    const refused = (labels: string): string => {
+      try {
+        load(`alerting:\n  externalLabels: ${labels}\n`);
+      } catch (err) {
+        expect(err).toBeInstanceOf(ConfigError);
+        return (err as Error).message;
+      }
+      throw new Error(`accepted ${labels}`);
+    };
+    expect(refused('{ env-name: prod }')).toContain('alerting.externalLabels: "env-name" is not a label name');
+    expect(refused('{ __env: prod }')).toContain('"__env" is not a label name (letters, digits and _, starting with a letter or _, not __)');
+    expect(refused('{ 1env: prod }')).toContain('"1env" is not a label name');
+    expect(refused('{ severity: high }')).toContain('alerting.externalLabels.severity: hookwatch sets this label itself on its alerts (it sets alertname, severity, hook_event, hook_name, service_name, service_version, scope)');
+    expect(refused('{ alertname: x }')).toContain('alerting.externalLabels.alertname: hookwatch sets this label itself');
+    expect(refused('{ env: "" }')).toContain('alerting.externalLabels.env: expected a string of 1 to 256 characters');
+    expect(refused('[env, prod]')).toContain('alerting.externalLabels: expected a mapping of label names to values');
+    expect(() => load('', { HOOKWATCH_ALERT_EXTERNAL_LABELS: 'env=prod,hook_name=x' })).toThrow('alerting.externalLabels.hook_name: hookwatch sets this label itself');
+    expect(() => load('', { HOOKWATCH_ALERT_EXTERNAL_LABELS: 'env=prod,staging' })).toThrow('alerting.externalLabels: expected name=value pairs separated by commas (entry 2 of 2 has no "=")');
+    expect(() => load('', { HOOKWATCH_ALERT_EXTERNAL_LABELS: 'env=prod,env=staging' })).toThrow('alerting.externalLabels.env: given twice');
+  });
+
+  it('refuses a name a rule sets too (its labels, its groupBy label): an alert never carries two values of one label', () => {
+    expect(() => load(`alerting:\n  externalLabels: { team: platform }\n  rules:\n    - { kind: persisted, labels: { team: web } }\n`)).toThrow('alerting.externalLabels.team: alerting.rules[0] (persisted) sets this label too (its labels.team); an external label is the same on every alert hookwatch sends: rename one of them');
+    expect(() => load(`dimensions: [organization.id]\nalerting:\n  externalLabels: { organization_id: acme }\n  rules:\n    - { kind: headroom, groupBy: organization.id }\n`)).toThrow('alerting.externalLabels.organization_id: alerting.rules[0] (headroom) sets this label too (its groupBy organization.id)');
+    expect(load(`alerting:\n  externalLabels: { env: prod }\n  rules:\n    - { kind: persisted, labels: { team: web } }\n`).alerting.externalLabels).toEqual({ env: 'prod' });
+  });
+});

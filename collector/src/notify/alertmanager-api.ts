@@ -9,7 +9,7 @@
 import type { AlertSummary } from '../../../shared/src/api.ts';
 import type { ClientTlsCredentials } from '../net/tls.ts';
 import type { Logger } from '../telemetry/logger.ts';
-import { alertmanagerFingerprint } from './alertmanager.ts';
+import { alertmanagerFingerprint, withExternalLabels } from './alertmanager.ts';
 import { dashboardLink } from './links.ts';
 import type { BodyRenderer, LinkContext, Notification, ReceiverConfig } from './model.ts';
 import { sendWithRetry, type SendResult } from './transport.ts';
@@ -41,17 +41,21 @@ export interface PostableAlert {
   generatorURL?: string;
 }
 
-/** The alert an Alertmanager receives: firing with a renewed endsAt, or resolved at `resolvedAt`. */
+/**
+ * The alert an Alertmanager receives: firing with a renewed endsAt, or resolved at `resolvedAt`, its labels with
+ * alerting.externalLabels added (Alertmanager keys alerts by them: two deployments' alerts of one hook stay apart).
+ */
 export function postableAlert(
   a: { labels: Record<string, string>; annotations: Record<string, string>; startsAt: string; activeAt?: string; firstEventAt?: string | null; hookId: string | null },
   resolvedAt: string | null,
   ctx: LinkContext,
   nowMs: number,
   resendIntervalMs: number,
+  externalLabels: Readonly<Record<string, string>> = {},
 ): PostableAlert {
   const link = dashboardLink(ctx, { ...a, endsAt: resolvedAt }, nowMs);
   return {
-    labels: a.labels,
+    labels: withExternalLabels(a.labels, externalLabels),
     annotations: a.annotations,
     startsAt: a.startsAt,
     endsAt: resolvedAt ?? formatRfc3339(nowMs + LIFETIME_INTERVALS * resendIntervalMs),
@@ -67,12 +71,12 @@ export function postableAlert(
  * either: Alertmanager sends a group's resolution only after having sent it firing. A firing test alert would
  * page through the team's routes and stay firing until its endsAt, with nothing to resolve it.
  */
-export function alertmanagerApiRenderer(ctx: LinkContext, receiver: ReceiverConfig, now: () => number): BodyRenderer {
+export function alertmanagerApiRenderer(ctx: LinkContext, receiver: ReceiverConfig, now: () => number, externalLabels: Readonly<Record<string, string>> = {}): BodyRenderer {
   const resend = receiver.resendIntervalMs ?? DEFAULT_RESEND_INTERVAL_MS;
   return {
     render: (n: Notification) => {
       const resolvedAt = n.test ? n.alert.startsAt : n.status === 'resolved' ? (n.alert.endsAt ?? formatRfc3339(now())) : null;
-      return JSON.stringify([postableAlert(n.alert, resolvedAt, ctx, now(), resend)]);
+      return JSON.stringify([postableAlert(n.alert, resolvedAt, ctx, now(), resend, externalLabels)]);
     },
   };
 }
@@ -92,6 +96,8 @@ export interface AlertmanagerRefresherOptions {
   active?: () => boolean;
   /** The TLS files of the receivers with `tls`, by name (transport.ts: openReceiverTls). */
   tls?: ReadonlyMap<string, ClientTlsCredentials>;
+  /** alerting.externalLabels, added to every alert pushed. Absent: none. */
+  externalLabels?: Readonly<Record<string, string>>;
   logger: Logger;
   now?: () => number;
 }
@@ -129,9 +135,9 @@ export class AlertmanagerRefresher {
 
   /**
    * The receivers of a reloaded configuration: an Alertmanager receiver added is renewed from now on, one removed
-   * no longer, and each runs on its new resend interval.
+   * no longer, and each runs on its new resend interval; the next renewal carries the external labels given.
    */
-  reconfigure(next: Pick<AlertmanagerRefresherOptions, 'receivers' | 'tls'>): void {
+  reconfigure(next: Pick<AlertmanagerRefresherOptions, 'receivers' | 'tls' | 'externalLabels'>): void {
     this.opts = { ...this.opts, ...next };
     const names = new Set(next.receivers.filter((r) => r.type === 'alertmanager').map((r) => r.name));
     for (const name of this.byReceiver.keys()) {
@@ -192,7 +198,7 @@ export class AlertmanagerRefresher {
     const failures: SendResult[] = [];
     try {
       for (const batch of batches) {
-        const body = JSON.stringify(batch.alerts.map((a) => postableAlert({ ...a, startsAt: a.startsAt as string }, a.state === 'resolved' ? a.endsAt : null, this.opts.links, now(), resend)));
+        const body = JSON.stringify(batch.alerts.map((a) => postableAlert({ ...a, startsAt: a.startsAt as string }, a.state === 'resolved' ? a.endsAt : null, this.opts.links, now(), resend, this.opts.externalLabels)));
         const result = await sendWithRetry(() => ({ body, headers: r.headers }), {
           url: r.url, timeoutMs: r.timeoutMs, deadlineMs: now() + r.timeoutMs, maxAttempts: 1, signal: this.abort.signal, now, tls: this.opts.tls?.get(r.name) ?? null,
         });

@@ -34,6 +34,15 @@ export function alertmanagerFingerprint(labels: Record<string, string>): string 
   return h.toString(16).padStart(16, '0');
 }
 
+/**
+ * An alert's labels as they leave hookwatch: with alerting.externalLabels added, as Prometheus adds its
+ * `external_labels` to the alerts it sends. The alert's own labels win, as in Prometheus (the configuration
+ * refuses an external label an alert carries itself, so none is lost).
+ */
+export function withExternalLabels(labels: Record<string, string>, external: Readonly<Record<string, string>>): Record<string, string> {
+  return Object.keys(external).length === 0 ? labels : { ...external, ...labels };
+}
+
 /** The v4 webhook payload shape. */
 export interface AlertmanagerWebhookBody {
   version: '4';
@@ -62,28 +71,35 @@ export interface AlertmanagerWebhookBody {
  */
 const SILENCE_URL_ANNOTATION = 'silence_url';
 
-/** Builds the v4 body for one notification. */
-export function alertmanagerBody(n: Notification, ctx: LinkContext): AlertmanagerWebhookBody {
+/**
+ * Builds the v4 body for one notification. External labels are in each alert's labels and in the group's: the
+ * group is this hookwatch's alone, as an Alertmanager grouping by them (`group_by: [alertname, env]`) keeps
+ * deployments apart, so the fingerprint and the groupKey of two deployments' alerts of one hook differ.
+ */
+export function alertmanagerBody(n: Notification, ctx: LinkContext, externalLabels: Readonly<Record<string, string>> = {}): AlertmanagerWebhookBody {
   const a = n.alert;
-  const groupLabels = { alertname: a.labels['alertname'] ?? a.rule };
-  const fingerprint = alertmanagerFingerprint(a.labels);
+  const labels = withExternalLabels(a.labels, externalLabels);
+  const groupLabels = sortedLabels({ ...externalLabels, alertname: a.labels['alertname'] ?? a.rule });
+  const fingerprint = alertmanagerFingerprint(labels);
+  // To the silence form of hookwatch, whose silences match the labels hookwatch sets: without external labels.
   const silence = silenceLink(ctx, n);
   // One alert: its annotations are the group's common ones.
   const annotations = silence ? { ...a.annotations, [SILENCE_URL_ANNOTATION]: silence } : a.annotations;
   return {
     version: '4',
-    // Keyed by hookwatch's own alert key, as before: a consumer that keys incidents on it still matches them.
-    groupKey: `{}:{alertname=${JSON.stringify(groupLabels.alertname)}, fingerprint=${JSON.stringify(a.fingerprint)}}`,
+    // Keyed by hookwatch's own alert key, as before: a consumer that keys incidents on it still matches them. The
+    // group's labels come with it in byte order, so with external labels two deployments' keys differ.
+    groupKey: `{}:{${Object.entries(groupLabels).map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(', ')}, fingerprint=${JSON.stringify(a.fingerprint)}}`,
     truncatedAlerts: 0,
     status: n.status,
     receiver: n.receiver,
     groupLabels,
-    commonLabels: a.labels,
+    commonLabels: labels,
     commonAnnotations: annotations,
     externalURL: externalUrlOf(ctx),
     alerts: [{
       status: n.status,
-      labels: a.labels,
+      labels,
       annotations,
       startsAt: a.startsAt,
       endsAt: n.status === 'resolved' && a.endsAt ? a.endsAt : ZERO_TIME,
@@ -93,7 +109,12 @@ export function alertmanagerBody(n: Notification, ctx: LinkContext): Alertmanage
   };
 }
 
+/** Labels by name, in byte order, as Alertmanager writes a label set. */
+function sortedLabels(labels: Readonly<Record<string, string>>): Record<string, string> {
+  return Object.fromEntries(Object.entries(labels).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+}
+
 /** Renderer for `type: webhook` receivers. */
-export function alertmanagerRenderer(ctx: LinkContext): BodyRenderer {
-  return { render: (n) => JSON.stringify(alertmanagerBody(n, ctx)) };
+export function alertmanagerRenderer(ctx: LinkContext, externalLabels: Readonly<Record<string, string>> = {}): BodyRenderer {
+  return { render: (n) => JSON.stringify(alertmanagerBody(n, ctx, externalLabels)) };
 }

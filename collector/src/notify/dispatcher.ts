@@ -33,6 +33,8 @@ export interface DispatcherOptions {
   fence?: DeliveryFence;
   /** The TLS files of the receivers with `tls`, by name (transport.ts: openReceiverTls). */
   tls?: ReadonlyMap<string, ClientTlsCredentials>;
+  /** alerting.externalLabels: added to the alerts of `alertmanager` and `webhook` receivers. Absent: none. */
+  externalLabels?: Readonly<Record<string, string>>;
   /**
    * Resolves when an attempt of `n` may go out, awaited before each one (alerting/index.ts: a notification to an
    * Alertmanager receiver follows the batch of the renewal in flight to it that carries its alert). Absent: at once.
@@ -88,10 +90,10 @@ export function buildRequest(receiver: ReceiverConfig, renderer: BodyRenderer, n
   };
 }
 
-/** The renderer for a receiver's type. */
-export function rendererFor(receiver: ReceiverConfig, links: LinkContext, now: () => number = Date.now): BodyRenderer {
-  if (receiver.type === 'alertmanager') return alertmanagerApiRenderer(links, receiver, now);
-  return receiver.type === 'slack' ? slackRenderer(links) : alertmanagerRenderer(links);
+/** The renderer for a receiver's type; `externalLabels` go to the Alertmanager API and the webhook body. */
+export function rendererFor(receiver: ReceiverConfig, links: LinkContext, now: () => number = Date.now, externalLabels: Readonly<Record<string, string>> = {}): BodyRenderer {
+  if (receiver.type === 'alertmanager') return alertmanagerApiRenderer(links, receiver, now, externalLabels);
+  return receiver.type === 'slack' ? slackRenderer(links) : alertmanagerRenderer(links, externalLabels);
 }
 
 /**
@@ -137,16 +139,16 @@ export class Dispatcher {
 
   constructor(opts: DispatcherOptions) {
     this.opts = opts;
-    for (const r of opts.receivers) this.lanes.set(r.name, { receiver: r, renderer: rendererFor(r, opts.links, opts.now), queue: [], inFlight: new Set(), removed: new AbortController() });
+    for (const r of opts.receivers) this.lanes.set(r.name, { receiver: r, renderer: rendererFor(r, opts.links, opts.now, opts.externalLabels), queue: [], inFlight: new Set(), removed: new AbortController() });
   }
 
   /**
    * The receivers and delivery settings of a reloaded configuration, for notifications queued from now on. A
    * receiver still configured keeps its queue, sent with its new settings. What one no longer configured holds is
    * dropped, as Alertmanager drops what was pending for it: its queue at once, its deliveries in flight (retries
-   * included) as soon as their attempt in progress ends.
+   * included) as soon as their attempt in progress ends. Every attempt from now on carries the external labels given.
    */
-  reconfigure(next: Pick<DispatcherOptions, 'receivers' | 'tls' | 'deadlineMs' | 'maxQueue' | 'baseDelayMs' | 'maxDelayMs'>): void {
+  reconfigure(next: Pick<DispatcherOptions, 'receivers' | 'tls' | 'deadlineMs' | 'maxQueue' | 'baseDelayMs' | 'maxDelayMs' | 'externalLabels'>): void {
     this.opts = { ...this.opts, ...next };
     const names = new Set(next.receivers.map((r) => r.name));
     // A receiver configured again is logged again if it is removed again.
@@ -163,7 +165,7 @@ export class Dispatcher {
     }
     for (const r of next.receivers) {
       const lane = this.lanes.get(r.name);
-      const renderer = rendererFor(r, this.opts.links, this.opts.now);
+      const renderer = rendererFor(r, this.opts.links, this.opts.now, this.opts.externalLabels);
       if (lane) Object.assign(lane, { receiver: r, renderer });
       else this.lanes.set(r.name, { receiver: r, renderer, queue: [], inFlight: new Set(), removed: new AbortController() });
     }

@@ -8,7 +8,7 @@ import { otlpAccepted, WebhookSink } from '../../test/support/alerting.ts';
 import { parseExposition, sampleValue } from '../../test/support/prometheus-text.ts';
 import { recordingLogger } from '../../test/support/recording-logger.ts';
 import { MetricsRegistry } from '../telemetry/metrics.ts';
-import { alertmanagerBody } from './alertmanager.ts';
+import { alertmanagerBody, alertmanagerFingerprint } from './alertmanager.ts';
 import { Dispatcher } from './dispatcher.ts';
 import { registerNotifyMetrics } from './metrics.ts';
 import type { Notification, ReceiverConfig } from './model.ts';
@@ -477,6 +477,38 @@ describe('dispatcher', () => {
     expect(alertmanagerBody({ ...n, test: true }, ctx).commonAnnotations).not.toHaveProperty('silence_url');
     expect(slackText({ ...n, test: true }, ctx)).not.toContain('|Silence>');
     expect(alertmanagerBody(n, { externalUrl: '' }).alerts[0]?.annotations).not.toHaveProperty('silence_url');
+  });
+
+  it('adds alerting.externalLabels to the webhook body\'s labels, common and group labels, fingerprint and group key; a reload changes them', async () => {
+    const s = await sink();
+    const receiver: ReceiverConfig = { name: 'ops', type: 'webhook', url: s.url, headers: {}, signingSecret: '', timeoutMs: 2000, sendResolved: true };
+    const d = new Dispatcher({ receivers: [receiver], links: { externalUrl: 'https://hw.example.com/' }, externalLabels: { env: 'prod', a_zone: 'eu-1' }, logger: silentLogger, deadlineMs: 10_000, maxQueue: 10 });
+    try {
+      d.enqueue(notification());
+      await d.idle();
+      const body = JSON.parse(s.requests[0]?.body ?? '') as ReturnType<typeof alertmanagerBody>;
+      const labels = { alertname: 'persisted', severity: 'critical', hook_event: 'SessionStart', hook_name: 'SessionStart:startup', env: 'prod', a_zone: 'eu-1' };
+      expect(body.alerts[0]?.labels).toEqual(labels);
+      expect(body.commonLabels).toEqual(labels);
+      // The group is this deployment's: its labels in byte order, as Alertmanager writes a label set.
+      expect(Object.entries(body.groupLabels)).toEqual([['a_zone', 'eu-1'], ['alertname', 'persisted'], ['env', 'prod']]);
+      expect(body.groupKey).toBe('{}:{a_zone="eu-1", alertname="persisted", env="prod", fingerprint="aaaaaaaaaaaaaaaa"}');
+      expect(body.alerts[0]?.fingerprint).toBe(alertmanagerFingerprint(labels));
+      expect(body.alerts[0]?.fingerprint).not.toBe(alertmanagerFingerprint(notification().alert.labels));
+      // The silence link fills hookwatch's form with the labels its silences match: the alert's own.
+      expect(body.alerts[0]?.annotations['silence_url']).toBe('https://hw.example.com/alerts?silence.alertname=persisted&silence.severity=critical&silence.hook_event=SessionStart&silence.hook_name=SessionStart%3Astartup');
+
+      d.reconfigure({ receivers: [receiver], deadlineMs: 10_000, maxQueue: 10, externalLabels: {} });
+      d.enqueue(notification({ webhookId: 'msg_test2' }));
+      await d.idle();
+      // None: the body as without the setting.
+      const plain = JSON.parse(s.requests[1]?.body ?? '') as ReturnType<typeof alertmanagerBody>;
+      expect(plain.alerts[0]?.labels).toEqual(notification().alert.labels);
+      expect(plain.groupLabels).toEqual({ alertname: 'persisted' });
+      expect(plain.groupKey).toBe('{}:{alertname="persisted", fingerprint="aaaaaaaaaaaaaaaa"}');
+    } finally {
+      await d.stop();
+    }
   });
 
   it('tells Slack that guard trims the hook, when the alert says so', () => {

@@ -35,6 +35,7 @@ export async function engineFakes(prefix: string, store: 'file' | ':memory:', no
 export function engineConfig(sinkUrl: string, rules: unknown[], maxQueue: number): AlertingConfig {
   return {
     rules: parseRules(rules),
+    externalLabels: {},
     receivers: parseReceivers([{ name: 'ops', url: `${sinkUrl}/hook` }]),
     evaluationIntervalMs: 10_000,
     repeatIntervalMs: 4 * 3_600_000,
