@@ -140,7 +140,7 @@ export function serveHelp(): string {
   return helpPage('hookwatch serve [flags]', [
     'Receives Claude Code telemetry over OTLP/HTTP and OTLP/gRPC, stores every hook execution, evaluates the alert rules, forwards telemetry when configured, and serves the API, the dashboard and /metrics. Runs until SIGTERM or SIGINT, then drains and exits 0. The default command.',
     'Every flag can also be set by its environment variable or config file key; flags win over the environment, which wins over the file. Durations take ms, s, m, h, d, w (90s, 1h30m, 30d); sizes take KiB, MiB, GiB, kB, MB, GB or bytes.',
-  ], [...CONFIG_FLAG, ...HELP_FLAG, ...settingsFlags()], 'Alert rules and receivers are set in the config file, forwarding headers there or in HOOKWATCH_FORWARD_HEADERS (name=value,name2=value2): see docs/alerting.md and docs/forwarding.md.');
+  ], [...CONFIG_FLAG, ...HELP_FLAG, ...settingsFlags()], 'Alert rules and receivers are set in the config file, forwarding headers and alert external labels there or in HOOKWATCH_FORWARD_HEADERS and HOOKWATCH_ALERT_EXTERNAL_LABELS (name=value,name2=value2): see docs/alerting.md and docs/forwarding.md.');
 }
 
 /** `hookwatch config --help`. */
