@@ -333,3 +333,44 @@ describe('the sign-in session expires while the page is open', () => {
     await p.waitForSelector('#signed-out');
   });
 });
+
+describe('hookwatch in proxy-header mode reached without the header', () => {
+  it('shows a browser that reached hookwatch past the proxy, or through one that does not name the user, which header it reads and the way in', { timeout: 60_000 }, async () => {
+    const guarded = await startTestService({ HOOKWATCH_OTLP_GRPC_ADDR: '127.0.0.1:0', HOOKWATCH_HTTP_AUTH_MODE: 'proxy-header', HOOKWATCH_HTTP_AUTH_PROXY_HEADER: 'X-Forwarded-User' });
+    cleanups.push(() => guarded.close());
+    const p = await page();
+    /** What the page says, the 401 it came with and its challenge. */
+    const shown = async (res: Awaited<ReturnType<Page['goto']>>): Promise<{ status: number | undefined; challenge: string | undefined; title: string; heading: string; text: string }> => ({
+      status: res?.status(),
+      challenge: (await res?.allHeaders())?.['www-authenticate'],
+      title: await p.title(),
+      heading: await p.locator('h1').innerText(),
+      text: await p.locator('body').innerText(),
+    });
+    const expected = {
+      status: 401,
+      challenge: 'ProxyHeader realm="hookwatch", header="x-forwarded-user"',
+      title: 'hookwatch: sign in through the proxy in front of it',
+      heading: 'Sign in through the proxy in front of hookwatch',
+      text: expect.stringContaining('names the signed-in user in the x-forwarded-user header. This request came with no x-forwarded-user header.') as string,
+    };
+    // hookwatch's own address, opened past the proxy.
+    const direct = await shown(await p.goto(`${guarded.httpUrl}/?range=7d`));
+    expect(direct).toEqual(expected);
+    expect(direct.text).toContain('Open the dashboard at the proxy\'s address, the address your team signs in at, not hookwatch\'s own.');
+    expect(direct.text).toContain('HOOKWATCH_HTTP_AUTH_PROXY_HEADER');
+    expect(direct.text).not.toContain('"error"');
+    // Through a proxy that signs the person in but names them to hookwatch under no header it reads.
+    const proxy = await signInProxy('401 JSON', guarded);
+    await p.goto(`${proxy.url}/?range=7d`);
+    const [res] = await Promise.all([p.waitForResponse((r) => new URL(r.url()).pathname === '/' && r.request().isNavigationRequest()), p.click('#sign-in')]);
+    expect(await shown(res)).toEqual(expected);
+    expect(await p.content()).not.toContain('dev@example.test');
+    // Named, the same browser gets the dashboard.
+    proxy.user = 'dev@example.test';
+    await p.reload();
+    await waitLoaded(p);
+    expect(await p.title()).toBe('Overview · hookwatch');
+    expect(await p.locator('#main').count()).toBe(1);
+  });
+});

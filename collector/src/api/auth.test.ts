@@ -252,6 +252,17 @@ describe('http.auth configuration', () => {
   });
 });
 
+/** A GET with exactly the headers given (fetch would send its own Sec-Fetch-Mode: cors). */
+const rawGet = (url: string, headers: Record<string, string>): Promise<{ status: number; headers: Headers; text: string }> => new Promise((resolve, reject) => {
+  request(url, { headers }, (res) => {
+    const chunks: Buffer[] = [];
+    res.on('data', (c: Buffer) => chunks.push(c));
+    res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: new Headers(Object.entries(res.headers).map(([k, v]) => [k, String(v)])), text: Buffer.concat(chunks).toString() }));
+  }).on('error', reject).end();
+});
+// What Chromium sends for a page load.
+const NAVIGATION = { accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,*/*;q=0.8', 'sec-fetch-mode': 'navigate', 'sec-fetch-dest': 'document' };
+
 /**
  * A browser opened on a hookwatch in bearer mode: it cannot send the token, so a navigation gets a page that says
  * why and what the dashboard needs instead; every other client keeps the JSON refusal it reads.
@@ -264,16 +275,7 @@ describe('http.auth.mode bearer and a browser opening the dashboard', () => {
   afterAll(async () => {
     await svc.close();
   });
-  // Exactly the headers given (fetch would send its own Sec-Fetch-Mode: cors).
-  const raw = (path: string, headers: Record<string, string>): Promise<{ status: number; headers: Headers; text: string }> => new Promise((resolve, reject) => {
-    request(svc.httpUrl + path, { headers }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: new Headers(Object.entries(res.headers).map(([k, v]) => [k, String(v)])), text: Buffer.concat(chunks).toString() }));
-    }).on('error', reject).end();
-  });
-  // What Chromium sends for a page load.
-  const NAVIGATION = { accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,*/*;q=0.8', 'sec-fetch-mode': 'navigate', 'sec-fetch-dest': 'document' };
+  const raw = (path: string, headers: Record<string, string>): ReturnType<typeof rawGet> => rawGet(svc.httpUrl + path, headers);
 
   it('answers a navigation 401 with a page naming the modes the dashboard works with, under the API\'s headers', async () => {
     for (const [path, headers] of [['/', NAVIGATION], ['/hooks/x', NAVIGATION], ['/', { accept: NAVIGATION.accept }], ['/', { 'sec-fetch-mode': 'navigate' }], ['/', { ...NAVIGATION, authorization: `Bearer ${TOKEN}x` }]] as const) {
@@ -307,6 +309,72 @@ describe('http.auth.mode bearer and a browser opening the dashboard', () => {
 
   it('serves the dashboard to a navigation that carries the token', async () => {
     const r = await raw('/', { ...NAVIGATION, authorization: `Bearer ${TOKEN}` });
+    expect(r.status).toBe(200);
+    expect(r.headers.get('content-type')).toMatch(/^text\/html/);
+  });
+});
+
+/**
+ * A browser that reaches a hookwatch in proxy-header mode without the sign-in proxy's header: someone opening
+ * hookwatch's own address, past the proxy, or a proxy that passes the user under another header. The navigation
+ * gets a page that says which header hookwatch reads and to come in through the proxy; every other client keeps the
+ * JSON refusal it reads.
+ */
+describe('http.auth.mode proxy-header and a browser that did not come through the proxy', () => {
+  let svc: TestService;
+  beforeAll(async () => {
+    svc = await startTestService({ HOOKWATCH_HTTP_AUTH_MODE: 'proxy-header', HOOKWATCH_HTTP_AUTH_PROXY_HEADER: 'X-Forwarded-User' });
+  });
+  afterAll(async () => {
+    await svc.close();
+  });
+  const raw = (path: string, headers: Record<string, string>): ReturnType<typeof rawGet> => rawGet(svc.httpUrl + path, headers);
+  const CHALLENGE = 'ProxyHeader realm="hookwatch", header="x-forwarded-user"';
+
+  it('answers a navigation 401 with a page naming the header hookwatch reads and the way in through the proxy, under the API\'s headers', async () => {
+    const cases: [string, Record<string, string>, string][] = [
+      ['/', NAVIGATION, 'no x-forwarded-user header'],
+      ['/hooks/x?from=now-1h', NAVIGATION, 'no x-forwarded-user header'],
+      ['/alerts', { accept: NAVIGATION.accept }, 'no x-forwarded-user header'],
+      ['/', { 'sec-fetch-mode': 'navigate' }, 'no x-forwarded-user header'],
+      // A proxy that passes the user under another name, and one that sends the header empty.
+      ['/', { ...NAVIGATION, 'x-goog-authenticated-user-email': 'accounts.google.com:alice@example.com' }, 'no x-forwarded-user header'],
+      ['/', { ...NAVIGATION, 'x-forwarded-user': '  ' }, 'an empty x-forwarded-user header'],
+    ];
+    for (const [path, headers, what] of cases) {
+      const r = await raw(path, headers);
+      const at = `${path} ${JSON.stringify(headers)}`;
+      expect(r.status, at).toBe(401);
+      expect(r.headers.get('content-type'), at).toBe('text/html; charset=utf-8');
+      expect(r.headers.get('www-authenticate'), at).toBe(CHALLENGE);
+      expect(r.headers.get('cache-control'), at).toBe('no-store');
+      for (const [name, value] of Object.entries(hardeningHeaders())) expect(r.headers.get(name), `${at} ${name}`).toBe(value);
+      expect(r.text, at).toMatch(/^<!doctype html>/);
+      expect(r.text, at).toContain('<title>hookwatch: sign in through the proxy in front of it</title>');
+      expect(r.text, at).toContain(`This request came with ${what}.`);
+      for (const words of ['http.auth.mode: proxy-header', '<code>x-forwarded-user</code>', 'HOOKWATCH_HTTP_AUTH_PROXY_HEADER', 'the address your team signs in at', 'docs/deploy.md']) expect(r.text, `${at} ${words}`).toContain(words);
+      // Nothing the request carried is repeated: not the user another header named, nor any other value.
+      expect(r.text, at).not.toContain('alice');
+      expect(r.text, at).not.toContain('x-goog');
+      expect(r.text, at).not.toMatch(/<script|<style|<img|<link|<form/i);
+    }
+  });
+
+  it('keeps the JSON refusal for API clients: JSON asked for, curl\'s */*, no Accept, the dashboard\'s own calls', async () => {
+    for (const headers of [{}, { accept: '*/*' }, { accept: 'application/json' }, { accept: 'application/json, text/html' }, { accept: 'text/plain' }, { accept: 'application/json', 'sec-fetch-mode': 'cors', 'x-requested-with': 'XMLHttpRequest' }] as Record<string, string>[]) {
+      for (const path of ['/', '/api/v1/hooks?from=now-1h', '/metrics']) {
+        const r = await raw(path, headers);
+        const at = `${path} ${JSON.stringify(headers)}`;
+        expect(r.status, at).toBe(401);
+        expect(r.headers.get('content-type'), at).toBe('application/json; charset=utf-8');
+        expect(r.headers.get('www-authenticate'), at).toBe(CHALLENGE);
+        expect(JSON.parse(r.text), at).toEqual({ error: { code: 'unauthorized', message: 'authentication required: no x-forwarded-user header (sign in through the reverse proxy, which sets it)' } });
+      }
+    }
+  });
+
+  it('serves the dashboard to a navigation that came through the proxy', async () => {
+    const r = await raw('/', { ...NAVIGATION, 'x-forwarded-user': 'alice@example.com' });
     expect(r.status).toBe(200);
     expect(r.headers.get('content-type')).toMatch(/^text\/html/);
   });

@@ -42,6 +42,26 @@ const BEARER_PAGE = `<!doctype html>
 </html>
 `;
 
+/**
+ * What a browser that reached a hookwatch in proxy-header mode without the proxy's header shows: someone who opened
+ * hookwatch's own address rather than the proxy's, or a proxy that passes the user under another header. It names
+ * the header hookwatch reads, never a value the request carried; plain HTML as BEARER_PAGE is. `header` is an HTTP
+ * header name (settings.ts), whose characters are text in HTML but for `&`.
+ */
+function proxyHeaderPage(header: string, what: string): string {
+  const text = (v: string): string => v.replace(/&/g, '&amp;');
+  return `<!doctype html>
+<html lang="en">
+<head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>hookwatch: sign in through the proxy in front of it</title></head>
+<body>
+<h1>Sign in through the proxy in front of hookwatch</h1>
+<p>This hookwatch runs with <code>http.auth.mode: proxy-header</code> (<code>HOOKWATCH_HTTP_AUTH_MODE=proxy-header</code>): it takes only requests that come through the sign-in proxy in front of it (oauth2-proxy, Pomerium, Cloudflare Access, an ingress with <code>auth-url</code>), which names the signed-in user in the <code>${text(header)}</code> header. This request came with ${text(what)}.</p>
+<p>Open the dashboard at the proxy's address, the address your team signs in at, not hookwatch's own. Came through the proxy, the proxy does not set <code>${text(header)}</code>: have it set that header, or set <code>http.auth.proxyHeader</code> (<code>HOOKWATCH_HTTP_AUTH_PROXY_HEADER</code>) to the one it sets (oauth2-proxy's <code>x-auth-request-user</code>, say). See <code>docs/deploy.md</code>, sections "Authentication" and "The dashboard behind a sign-in proxy".</p>
+</body>
+</html>
+`;
+}
+
 /** The path of /healthz as Express's router (not strict, not case sensitive) routes it. */
 const LIVENESS_PATH = /^\/healthz\/?$/i;
 
@@ -82,7 +102,12 @@ export function requireHttpAuth(auth: HttpAuthConfig): RequestHandler {
       // Every 401 still carries a challenge (RFC 9110 §11.6.1); this one names that scheme and the header, and no
       // browser prompts for it.
       res.setHeader('WWW-Authenticate', `ProxyHeader realm="hookwatch", header="${auth.proxyHeader}"`);
-      const what = req.headers[auth.proxyHeader] === undefined ? `no ${auth.proxyHeader} header` : `the ${auth.proxyHeader} header is empty`;
+      const missing = req.headers[auth.proxyHeader] === undefined;
+      if (navigation(req)) {
+        res.status(401).type('html').send(proxyHeaderPage(auth.proxyHeader, missing ? `no ${auth.proxyHeader} header` : `an empty ${auth.proxyHeader} header`));
+        return;
+      }
+      const what = missing ? `no ${auth.proxyHeader} header` : `the ${auth.proxyHeader} header is empty`;
       res.status(401).json({ error: { code: 'unauthorized', message: `authentication required: ${what} (sign in through the reverse proxy, which sets it)` } });
       return;
     }
