@@ -100,6 +100,8 @@ describe('refresh control', () => {
     expect(refreshView(params('refresh=1m'))).toEqual({ selected: '1m', paused: false, extra: null, pauseLabel: 'Pause' });
     expect(refreshView(params('refresh=30s'))).toEqual({ selected: '30s', paused: false, extra: { value: '30s', text: 'every 30s' }, pauseLabel: 'Pause' });
     expect(refreshView(params('refresh=off'))).toEqual({ selected: '15s', paused: true, extra: null, pauseLabel: 'Resume' });
+    // A period of zero is off, not "every 0s".
+    for (const zero of ['0s', '0m', '0']) expect(refreshView(params(`refresh=${zero}`)), zero).toEqual({ selected: '15s', paused: true, extra: null, pauseLabel: 'Resume' });
     // One the page does not take refreshes at the default, which the select then shows, not "every 5".
     expect(refreshView(params('refresh=5'))).toEqual({ selected: '15s', paused: false, extra: null, pauseLabel: 'Pause' });
   });
@@ -110,7 +112,8 @@ describe('refresh control', () => {
     expect(plain(ignoredViewNote(params('refresh=5')))).toBe('refresh=5 in the link is not an interval this page takes (such as 5s, 1m or off): it refreshes every 15 s.');
     expect(plain(ignoredViewNote(params('range=custom&from=2026-11-30T09:00:00Z&to=2026-11-30T08:00:00Z')))).toBe('The custom range in the link (from=2026-11-30T09:00:00Z, to=2026-11-30T08:00:00Z) is not a time span this page reads: it shows the last 24 hours.');
     expect(ignoredViewNote(params('range=2h'))).toContain('\u20682h\u2069');
-    for (const ok of ['', 'range=24h', 'range=30d&refresh=off', 'refresh=30s', 'range=custom&from=2026-11-30T08:00:00Z&to=2026-11-30T09:00:00Z']) expect(ignoredViewNote(params(ok))).toBeNull();
+    expect(plain(ignoredViewNote(params('refresh=-5s')))).toBe('refresh=-5s in the link is not an interval this page takes (such as 5s, 1m or off): it refreshes every 15 s.');
+    for (const ok of ['', 'range=24h', 'range=30d&refresh=off', 'refresh=0s', 'refresh=0', 'refresh=30s', 'range=custom&from=2026-11-30T08:00:00Z&to=2026-11-30T09:00:00Z']) expect(ignoredViewNote(params(ok))).toBeNull();
   });
 
   it('pauses to off and resumes at the chosen period, keeping the default out of the URL', () => {
@@ -118,6 +121,7 @@ describe('refresh control', () => {
     expect(toggledRefresh(params(''), '15s')).toBe('off');
     expect(toggledRefresh(params('refresh=off'), '5m')).toBe('5m');
     expect(toggledRefresh(params('refresh=off'), '15s')).toBeUndefined();
+    expect(toggledRefresh(params('refresh=0s'), '15s')).toBeUndefined();
     expect(refreshParam('15s')).toBeUndefined();
     expect(refreshParam('5s')).toBe('5s');
   });

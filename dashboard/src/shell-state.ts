@@ -6,7 +6,7 @@
 import { MAX_RANGE_MS, type AlertSummary } from '../../shared/src/api.ts';
 import { ApiFailure } from './api.ts';
 import { ago, clockTime, dateTime, inputDateTimeProblem, inputDateTimeRuns, isolated, num, plural, shortOffset, type TimeZoneChoice } from './format.ts';
-import { DEFAULT_RANGE, RANGE_PRESETS, buildUrl, filterList, rangeLabel, rangeReads, refreshMs, refreshReads, routePath, samePageParams, widerRange, withParam, type Range, type Route, type ViewState } from './state.ts';
+import { DEFAULT_RANGE, RANGE_PRESETS, buildUrl, filterList, rangeLabel, rangeReads, refreshMs, refreshOff, refreshReads, routePath, samePageParams, widerRange, withParam, type Range, type Route, type ViewState } from './state.ts';
 import type { ThemeChoice } from './theme.ts';
 
 /** Refresh periods offered in the header (the URL's `refresh=` takes any). */
@@ -27,10 +27,11 @@ export interface RefreshView {
 export function refreshView(params: URLSearchParams): RefreshView {
   const given = params.get('refresh');
   // One the page does not take (`refresh=5`) refreshes at the default: the select says that one (ignoredViewNote why).
-  const current = given !== null && refreshReads(given) ? given : null;
+  // Off (`off`, or a period of zero) shows the default period, greyed, as chosen.
+  const current = given !== null && refreshReads(given) && !refreshOff(given) ? given : null;
   const paused = refreshMs(params) === null;
-  const chosen = current && current !== 'off' ? current : DEFAULT_REFRESH;
-  const extra = current && current !== 'off' && !REFRESH_CHOICES.some(([v]) => v === current) ? { value: current, text: `every ${current}` } : null;
+  const chosen = current ?? DEFAULT_REFRESH;
+  const extra = current && !REFRESH_CHOICES.some(([v]) => v === current) ? { value: current, text: `every ${current}` } : null;
   return { selected: chosen, paused, extra, pauseLabel: paused ? 'Resume' : 'Pause' };
 }
 

@@ -162,9 +162,17 @@ export function samePageParams(state: Pick<ViewState, 'route' | 'params'>): Reco
 /** A refresh period as `refresh=` gives it: seconds or minutes (5s, 1m). */
 const REFRESH_PERIOD = /^(\d+)(s|m)$/;
 
+/**
+ * Whether a `refresh=` value turns refresh off: `off`, or a period of zero (`0s`, `0m`, `0`), which is no period at
+ * all: read as a period, it would ask again at once after every answer.
+ */
+export function refreshOff(value: string): boolean {
+  return value === 'off' || /^0+[sm]?$/.test(value);
+}
+
 /** Whether a `refresh=` value is one the page takes: a period (REFRESH_PERIOD) or off; refreshMs reads any other as the default. */
 export function refreshReads(value: string): boolean {
-  return value === 'off' || REFRESH_PERIOD.test(value);
+  return refreshOff(value) || REFRESH_PERIOD.test(value);
 }
 
 /** Whether the URL's `range=` (with `from` and `to` for a custom one) is absent or one readRange takes, not replaced by the default. */
@@ -173,10 +181,10 @@ export function rangeReads(params: URLSearchParams): boolean {
   return r === null || r === '24h' || readRange(params) !== DEFAULT_RANGE;
 }
 
-/** Refresh period from `refresh=` (e.g. 5s, 1m, off); 15 s by default, never faster than 1 s. */
+/** Refresh period from `refresh=` (e.g. 5s, 1m, off; null when off); 15 s by default, never faster than 1 s. */
 export function refreshMs(params: URLSearchParams): number | null {
   const r = params.get('refresh');
-  if (r === 'off') return null;
+  if (r !== null && refreshOff(r)) return null;
   const m = REFRESH_PERIOD.exec(r ?? '');
   if (!m) return 15_000;
   const ms = Number(m[1]) * (m[2] === 'm' ? 60_000 : 1000);

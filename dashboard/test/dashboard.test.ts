@@ -970,6 +970,42 @@ describe('refresh and empty states', () => {
     expect(await p.locator('#url-ignored').isVisible()).toBe(false);
   });
 
+  it('reads a zero refresh interval in a link as off: shown paused, never refreshed by itself; no interval at all is said', async () => {
+    const { page: p } = await page();
+    await p.clock.install();
+    const said = async (): Promise<string> => ((await p.textContent('#url-ignored')) ?? '').replace(/[\u2068\u2069]/g, '');
+    for (const zero of ['0s', '0', '0m', '00s']) {
+      await p.goto(`${svc.httpUrl}/?refresh=${zero}`);
+      await waitLoaded(p);
+      // As refresh=off: paused, the select on the default period and greyed, no "every 0s" offered.
+      expect(await p.textContent('#refresh-pause'), zero).toBe('Resume');
+      expect(await p.getAttribute('#refresh-pause', 'aria-pressed'), zero).toBe('true');
+      expect(await p.isDisabled('#refresh-interval'), zero).toBe(true);
+      expect(await p.inputValue('#refresh-interval'), zero).toBe('15s');
+      expect(await p.locator('#refresh-interval option').evaluateAll((os) => os.map((o) => o.textContent)), zero).toEqual(['every 5 s', 'every 15 s', 'every minute', 'every 5 minutes']);
+      expect(await p.locator('#url-ignored').isVisible(), zero).toBe(false);
+      // Over a minute on, it has not asked again by itself.
+      await p.clock.runFor(65_000);
+      expect(await p.evaluate(() => document.body.dataset['loaded']), zero).toBe('1');
+      expect(await p.textContent('#last-updated'), zero).toBe('Updated 1 min ago · paused');
+    }
+    // Resumed, it refreshes at the default period, and the link no longer says zero.
+    await p.click('#refresh-pause');
+    expect(new URL(p.url()).searchParams.get('refresh')).toBeNull();
+    expect(await p.textContent('#refresh-pause')).toBe('Pause');
+    await p.clock.runFor(15_000);
+    await waitLoaded(p, 2);
+    // A value that is no interval at all is said as any other the page does not take, and refreshes at the default.
+    for (const bad of ['-5s', '0.5s', '1h', '0x']) {
+      await p.goto(`${svc.httpUrl}/?refresh=${encodeURIComponent(bad)}`);
+      await waitLoaded(p);
+      expect(await said(), bad).toBe(`refresh=${bad} in the link is not an interval this page takes (such as 5s, 1m or off): it refreshes every 15 s.`);
+      expect(await p.textContent('#refresh-pause'), bad).toBe('Pause');
+      await p.clock.runFor(15_000);
+      await waitLoaded(p, 2);
+    }
+  });
+
   it('says on the overview what is wrong with a filter hookwatch refuses, with a way to remove it, and does not ask again', async () => {
     const { page: p } = await page({ allow: /400/ });
     const refused: string[] = [];
