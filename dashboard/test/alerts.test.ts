@@ -9,7 +9,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import express from 'express';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser } from 'playwright-core';
+import type { Browser, Route } from 'playwright-core';
 import type { AlertDetailResponse, AlertSummary, AlertsResponse, ClusterResponse, Silence } from '../../shared/src/api.ts';
 import { FIXTURE_RUNS, eventually, fixtureRequests, getJson, postOtlp, startTestService, tempDir, type TestService } from '../../collector/test/helpers.ts';
 import { createDashboardRouter } from '../server.ts';
@@ -155,6 +155,45 @@ describe('alerts page', () => {
     // jumping), nor drew it again unchanged.
     expect(await p.evaluate(() => (window as unknown as { shown: string[] }).shown.filter((t) => t.startsWith('Loading')))).toEqual([]);
     expect(await card.locator('table.attempts').evaluate((t) => (t as HTMLElement & { first?: boolean }).first)).toBe(true);
+  });
+
+  it('gives up an alert\'s delivery attempts still being asked for when the page is left, and draws nothing of them on the page that follows', async () => {
+    const alert = await eventually('a firing persisted alert with a delivered notification', async () => {
+      const r = (await getJson<AlertsResponse>(svc.httpUrl, '/api/v1/alerts')).body;
+      const a = r.alerts.find((x) => x.state === 'firing' && x.labels['hook_name'] === 'SessionStart:startup');
+      return a && (await getJson<AlertDetailResponse>(svc.httpUrl, `/api/v1/alerts/${a.id}`)).body.attempts.some((t) => t.outcome === 'delivered') ? a : undefined;
+    });
+    const { page: p } = await page();
+    // hookwatch slow to answer for the alert: its answer waits until the test lets it through.
+    const isAlert = (u: URL): boolean => u.pathname === `/api/v1/alerts/${alert.id}`;
+    const held: Route[] = [];
+    await p.route(isAlert, (r) => void held.push(r));
+    const card = p.locator(`article[data-alert-id="${alert.id}"]`);
+    // Left for another page (the header's link), and for the same page drawn anew (a state filter picked).
+    const leave: [string, () => Promise<unknown>][] = [
+      ['the overview', () => p.click('nav a:text-is("Overview")')],
+      ['the firing alerts', () => p.selectOption('#alert-state', 'firing')],
+    ];
+    for (const [to, go] of leave) {
+      await p.goto(`${svc.httpUrl}/alerts?refresh=off`);
+      await waitLoaded(p);
+      const [asked] = await Promise.all([p.waitForRequest((r) => isAlert(new URL(r.url()))), card.locator('details.attempts-details > summary').click()]);
+      await card.locator('.attempts-holder', { hasText: 'Loading delivery attempts…' }).waitFor();
+      const given = p.waitForEvent('requestfailed', { predicate: (r) => r === asked, timeout: 5_000 });
+      await go();
+      await waitLoaded(p, 2);
+      // The request went with the page: the browser gave it up, rather than waiting on an answer nobody reads.
+      await given;
+      expect(asked.failure()?.errorText, to).toBe('net::ERR_ABORTED');
+      // Its answer, let through now, is drawn nowhere: not on the page that followed, not on its cards.
+      for (const r of held.splice(0)) await r.continue().catch(() => undefined);
+      await p.evaluate(() => new Promise((r) => setTimeout(r, 300)));
+      const text = (await p.textContent('#main')) ?? '';
+      for (const stale of ['delivery attempts…', 'Could not load delivery attempts', 'No notification has been attempted yet']) expect(text, `${to}: ${stale}`).not.toContain(stale);
+      expect(await p.locator('#main table.attempts').count(), to).toBe(0);
+      expect(await p.locator('#main .attempts-holder:not(:empty)').count(), to).toBe(0);
+      if (to === 'the firing alerts') expect(await card.locator('details.attempts-details').getAttribute('open'), to).toBeNull();
+    }
   });
 
   it('scrolls open delivery attempts in their own box at 320 pixels, which keeps the focus and its scroll when they change', async () => {

@@ -77,6 +77,10 @@ export function alertsPage(root: HTMLElement, ctx: PageContext): Page {
   // The last ask of each holder: an answer to an earlier one, come after it, is dropped.
   const asked = new WeakMap<HTMLElement, number>();
   let asks = 0;
+  // Given up when the page is left (for another page, or this one drawn anew): an ask of a card's attempts, made as
+  // they are opened or while they are open, is no part of the refresh the shell gives up then, and would run on
+  // with nobody to read its answer.
+  const left = new AbortController();
   const attemptsFor = async (a: AlertSummary, holder: HTMLElement): Promise<void> => {
     const ask = ++asks;
     asked.set(holder, ask);
@@ -85,11 +89,12 @@ export function alertsPage(root: HTMLElement, ctx: PageContext): Page {
     if (!holder.firstChild) replace(holder, h('p', { class: 'muted' }, 'Loading delivery attempts…'));
     let shown: HTMLElement;
     try {
-      const rows = attemptRows(await api.alert(a.id));
+      const rows = attemptRows(await api.alert(a.id, left.signal));
       shown = rows === null
         ? h('p', { class: 'muted' }, 'No notification has been attempted yet.')
         : table('Notification delivery attempts', ['Receiver', 'Notification', 'Attempt', 'At', 'Outcome', 'HTTP status', 'Error', 'Duration'], rows, { class: 'data attempts' });
     } catch (err) {
+      if ((err as Error).name === 'AbortError') return;
       shown = h('p', { class: 'warn' }, `Could not load delivery attempts: ${(err as Error).message}`);
     }
     if (asked.get(holder) !== ask) return;
@@ -350,6 +355,7 @@ export function alertsPage(root: HTMLElement, ctx: PageContext): Page {
       arrange(list, ...sections);
     },
     destroy() {
+      left.abort();
       cards.clear();
       // Left for another page (the header's links, Back): opening the link again later is a new visit, with a
       // fresh form. Drawn anew for the same link (a range or state change), the draft stays.
