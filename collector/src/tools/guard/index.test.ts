@@ -783,6 +783,53 @@ describe('hookwatch guard', () => {
     }
   });
 
+  it('cuts between two whole characters wherever the cut falls, keeping all that fits: plain or JSON, held in memory or spilled', async () => {
+    // Text of one character repeated (an emoji, a letter and its mark, a flag, a family joined by ZWJ, a skin
+    // tone) after 0 to length-1 letters: whatever the pointer line leaves for the front, one run has a character
+    // straddling the cut at each of its code units. No space or line break: the cut is a hard one.
+    const folder = join(dir, 'saved-😀');
+    const wellFormed = (bytes: Buffer, label: string): string => {
+      const text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+      // A lone surrogate written to a pipe arrives as U+FFFD, which the hook never printed.
+      expect(text.includes('\ufffd'), label).toBe(false);
+      return text;
+    };
+    const loneSurrogate = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+    const pointer = /\n\[hookwatch guard: ([\d,]+) more characters left out; the full output is in (.+)\]$/u;
+    const kinds = [
+      ['plain', (text: string) => text, (out: string) => out],
+      ['json', (text: string) => `{"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": ${JSON.stringify(text)}}}\n`, (out: string) => (JSON.parse(out) as { hookSpecificOutput: { additionalContext: string } }).hookSpecificOutput.additionalContext],
+    ] as const;
+    for (const cluster of ['😀', 'e\u0301', '🇯🇵', '👨\u200d👩\u200d👧', '👍🏽']) {
+      for (let offset = 0; offset < cluster.length; offset++) {
+        const text = `${'a'.repeat(offset)}${cluster.repeat(Math.ceil(12_000 / cluster.length))}`;
+        for (const [kind, make, delivered] of kinds) {
+          const file = join(dir, `cut-${kind}-${offset}.out`);
+          await writeFile(file, make(text));
+          // Held in memory whole, and spilled past 4 KiB (only the head kept in memory).
+          for (const spill of [undefined, '4096']) {
+            const label = `${JSON.stringify(cluster)} after ${offset} letters, ${kind}${spill === undefined ? '' : ' spilled'}`;
+            const ran = await guard(['--dir', folder, '--', '/bin/cat', file], { env: spill === undefined ? {} : { HOOKWATCH_GUARD_SPILL_BYTES: spill } });
+            expect([ran.code, ran.stderr], label).toEqual([0, '']);
+            const out = delivered(wellFormed(ran.stdout, label));
+            expect(loneSurrogate.test(out), label).toBe(false);
+            expect(out.length, label).toBeLessThanOrEqual(9_500);
+            const match = pointer.exec(out);
+            expect(match?.[2]?.startsWith(`${folder}/`), label).toBe(true);
+            // As much as fits: the front is sized for the pointer line stating the whole length, then backs off
+            // to the last whole character.
+            const room = 9_500 - `[hookwatch guard: ${text.length.toLocaleString('en-US')} more characters left out; the full output is in ${match?.[2]}]`.length - 1;
+            const whole = offset + Math.floor((room - offset) / cluster.length) * cluster.length;
+            const front = out.slice(0, out.length - (match?.[0].length ?? 0));
+            expect(front.length, label).toBe(whole);
+            expect(text.startsWith(front), label).toBe(true);
+            expect(match?.[1], label).toBe((text.length - whole).toLocaleString('en-US'));
+          }
+        }
+      }
+    }
+  });
+
   it('ends a run stopped at its --timeout at once: an output too large to hold is cut to the budget, not written on in full', async () => {
     // 3,000,000 characters spilled past 1 MiB, then the hook hangs until the guard's timeout stops it.
     const started = Date.now();
