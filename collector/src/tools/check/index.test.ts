@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { chmod, cp, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
@@ -8,8 +9,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { OUTPUT_CAP_CHARS, PREVIEW_CHARS } from '../../../../shared/src/cliff.ts';
 import { captureIO } from '../../../test/support/capture-io.ts';
-import { HOOKWATCH_BIN as BIN, runHookwatch, type ProcessOutput } from '../../../test/support/hookwatch-process.ts';
+import { HOOKWATCH_BIN as BIN, outputOf, runHookwatch, type ProcessOutput } from '../../../test/support/hookwatch-process.ts';
 import { hookwatchThroughNpm, PACKAGE_ROOT, shellPath } from '../../../test/support/npm-run.ts';
+import { alive, waitFor } from '../../../test/support/processes.ts';
 import { defaultGuardPrefix, wrapCommand } from '../guard/install.ts';
 import { runCheck } from './index.ts';
 import { matcherSelects } from './hook-input.ts';
@@ -213,8 +215,9 @@ describe('check: UTF-16 code units, not characters', () => {
     expect(hidden.stdout).toContain('stdout: the model sees only its first 1,999 characters');
   });
 
-  it('counts the code points of an output past the 64 MiB it keeps, an emoji as one', async () => {
-    // 17,000,000 emoji, 68,000,000 bytes: past the 64 MiB (67,108,864 bytes) check keeps of a stdout.
+  it('counts the code points of an output past what it keeps, an emoji as one', async () => {
+    // 17,000,000 emoji, 68,000,000 bytes: past the 64 MiB (67,108,864 bytes) check keeps of a stdout that may be
+    // JSON, and the 1 MiB it keeps of plain text; within the 256 MiB it reads.
     const hook = await nodeHook('emoji-68mb.mjs', `'😀'.repeat(17_000_000)`);
     const json = await checkCli(['--json', '--', hook]);
     const result = JSON.parse(json.stdout) as CheckOutput;
@@ -305,6 +308,52 @@ describe('check: running the hook like Claude Code', () => {
     expect(text.out).toMatch(/^FAIL: 1 hook timed out or failed\.$/m);
     expect(text.out).not.toMatch(/^OK:/m);
   });
+
+  it('stops reading a hook that prints without end at 256 MiB, stops the hook and fails, holding only the head of its output', async () => {
+    const readLimit = 256 * 1024 * 1024;
+    const pidFile = join(dir, 'endless.pid');
+    const hook = await hookScript('endless.sh', `#!/bin/sh\necho $$ > '${pidFile}'\nexec yes\n`);
+    /** Runs the real command, sampling the peak memory of its process (VmHWM) until it ends. */
+    const measured = async (args: string[]): Promise<ProcessOutput & { peakKiB: number }> => {
+      const child = spawn(process.execPath, [BIN, 'check', ...args], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+      let peakKiB = 0;
+      const sample = (): void => {
+        const status = readFileSync(`/proc/${child.pid}/status`, { encoding: 'utf8', flag: 'r' });
+        peakKiB = Math.max(peakKiB, Number(/^VmHWM:\s+(\d+) kB$/m.exec(status)?.[1] ?? 0));
+      };
+      const sampling = setInterval(() => {
+        try {
+          sample();
+        } catch {
+          // Ended between two samples.
+        }
+      }, 20);
+      const output = await outputOf(child);
+      clearInterval(sampling);
+      return { ...output, peakKiB };
+    };
+    // Within a timeout long enough to read the limit many times over: check stops at the limit, not the timeout.
+    const json = await measured(['--json', '--timeout', '20', '--', hook]);
+    expect(json.code, json.stderr).toBe(1);
+    const [result] = (JSON.parse(json.stdout) as CheckOutput).hooks as (CheckOutput['hooks'][number] & { stdoutBytes?: number; stdoutComplete?: boolean })[];
+    expect(result).toMatchObject({ status: 'too-much-output', fails: true, timedOut: false, stdoutBytes: readLimit, stdoutChars: readLimit, stdoutComplete: false, outputs: [] });
+    // `yes` itself is stopped, not left writing into a pipe no one reads.
+    const pid = await pidFrom(pidFile);
+    await waitFor(async () => !alive(pid));
+    // Memory: check with a hook that prints nothing holds about 100 MB. Of an endless output only the first 1 MiB
+    // is kept, and what is read past it is freed as Node collects its read buffers (some 70 MB at the peak); the
+    // previous version kept 64 MiB of it as text, some 240 MB more at the peak.
+    const idle = await measured(['--json', '--', 'true']);
+    expect(idle.code, idle.stderr).toBe(0);
+    expect(idle.peakKiB).toBeGreaterThan(0);
+    expect(json.peakKiB - idle.peakKiB).toBeLessThan(128 * 1024);
+
+    const text = await measured(['--timeout', '20', '--', hook]);
+    expect(text.code, text.stderr).toBe(1);
+    expect(text.stdout).toContain('  STOPPED after 256 MiB of stdout, the most check reads: far over the cap');
+    expect(text.stdout).toMatch(/^FAIL: 1 hook printed more stdout than check reads \(256 MiB\)\.$/m);
+    expect(text.peakKiB - idle.peakKiB).toBeLessThan(128 * 1024);
+  }, 120_000);
 
   it('takes a timeout up to what a timer holds: a longer --timeout is refused, a longer "timeout" in settings is checked with the longest', async () => {
     // Past 2^31 - 1 ms, Node fires a timer at once: the hook would be stopped as soon as it started.

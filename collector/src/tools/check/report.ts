@@ -1,5 +1,6 @@
 import { OUTPUT_CAP_CHARS, PREVIEW_CHARS } from '../../../../shared/src/cliff.ts';
 import { formatCount, outputBlock, plural, printable, renderTable } from '../common/format.ts';
+import { MAX_READ_STDOUT_BYTES } from '../common/limits.ts';
 import { callsGuard, defaultGuardPrefix, guardReportGiven, wrapCommand } from '../guard/install.ts';
 import { DEFAULT_GUARD_BUDGET } from '../guard/trim.ts';
 import type { MeasuredOutput, MeasuredStdout } from './measure.ts';
@@ -9,9 +10,10 @@ import type { HookRunResult } from './run-hook.ts';
 /**
  * measured: exit 0, outputs measured; blocked: exit 2 (Claude Code shows stderr, ignores stdout);
  * failed: another non-zero exit; timed-out: killed at the timeout (Claude Code cancels it, nothing is delivered);
+ * too-much-output: printed more stdout than check reads (MAX_READ_STDOUT_BYTES), stopped there;
  * not-started: the shell could not be started.
  */
-export type HookCheckStatus = 'measured' | 'blocked' | 'failed' | 'timed-out' | 'not-started';
+export type HookCheckStatus = 'measured' | 'blocked' | 'failed' | 'timed-out' | 'too-much-output' | 'not-started';
 
 /** One checked hook: what ran, how it ended, and its measured outputs. */
 export interface HookCheck {
@@ -29,7 +31,7 @@ export interface HookCheck {
 
 /** True when this hook makes the check fail: an output over the cap or the budget, or no measurement possible. */
 export function hookFails(hook: HookCheck): boolean {
-  if (hook.status === 'failed' || hook.status === 'timed-out' || hook.status === 'not-started') return true;
+  if (hook.status === 'failed' || hook.status === 'timed-out' || hook.status === 'too-much-output' || hook.status === 'not-started') return true;
   return hook.measured.outputs.some((o) => o.persisted || o.overBudget);
 }
 
@@ -115,6 +117,7 @@ export function checkJson(hooks: HookCheck[], options: ReportOptions): unknown {
       durationMs: hook.run.durationMs,
       stdoutChars: hook.run.stdoutChars,
       stdoutComplete: hook.run.stdoutComplete,
+      stdoutBytes: hook.run.stdoutBytes,
       stderrChars: hook.run.stderrChars,
       ...(hook.run.spawnError === undefined ? {} : { spawnError: hook.run.spawnError }),
       format: hook.measured.format,
@@ -138,6 +141,12 @@ function statusText(output: MeasuredOutput, budget: number | undefined): string 
   }
 }
 
+/** 268435456 -> "256 MiB"; a size that is no whole number of MiB in bytes. */
+function sizeText(bytes: number): string {
+  const mib = bytes / 1024 / 1024;
+  return Number.isInteger(mib) ? `${formatCount(mib)} MiB` : plural(bytes, 'byte');
+}
+
 function runText(hook: HookCheck): string {
   const { run } = hook;
   const duration = `${formatCount(run.durationMs)} ms`;
@@ -148,6 +157,12 @@ function runText(hook: HookCheck): string {
       return (
         `TIMED OUT after ${formatCount(hook.timeoutSeconds)} s and was stopped: Claude Code cancels such a hook and none ` +
         `of its output reaches the model (${formatCount(run.stdoutChars)} stdout characters were printed before it ended)`
+      );
+    case 'too-much-output':
+      return (
+        `STOPPED after ${sizeText(run.stdoutBytes)} of stdout, the most check reads: far over the cap, so Claude Code would save ` +
+        `it to a file and the model would see a ~${formatCount(PREVIEW_CHARS)}-character preview at most (nothing, if the hook ` +
+        `does not end within its timeout); check read no further and stopped the hook (${formatCount(run.stdoutChars)} stdout characters read)`
       );
     case 'failed':
       return `FAILED${run.exitCode === null && run.signal !== null ? `: killed by ${run.signal}` : ` with exit ${run.exitCode ?? '?'}`} after ${duration}: Claude Code reports a non-blocking error and the model gets none of its stdout`;
@@ -244,10 +259,12 @@ export function checkText(hooks: HookCheck[], options: ReportOptions): string {
   const over = outputs.filter((o) => o.persisted).length;
   const overBudget = outputs.filter((o) => !o.persisted && o.overBudget).length;
   const unmeasured = hooks.filter((h) => h.status === 'failed' || h.status === 'timed-out' || h.status === 'not-started').length;
+  const tooMuch = hooks.filter((h) => h.status === 'too-much-output').length;
   const problems = [
     over > 0 ? `${plural(over, 'output')} over the ${formatCount(OUTPUT_CAP_CHARS)}-character cap (saved to a file, not delivered)` : '',
     overBudget > 0 ? `${plural(overBudget, 'output')} over the budget of ${formatCount(options.budget ?? 0)}` : '',
     unmeasured > 0 ? `${plural(unmeasured, 'hook')} timed out or failed` : '',
+    tooMuch > 0 ? `${plural(tooMuch, 'hook')} printed more stdout than check reads (${sizeText(MAX_READ_STDOUT_BYTES)})` : '',
   ].filter(Boolean);
   if (problems.length > 0) out.push(`FAIL: ${problems.join('; ')}.\n`);
   if (over > 0) out.push(guardAdvice(hooks.filter((h) => h.measured.outputs.some((o) => o.persisted)), options.settingsPath));

@@ -46,6 +46,29 @@ describe('runHook', () => {
     }
   });
 
+  it('keeps a stdout that may be a JSON object whole to parse it, and only the first 1 MiB of plain text, counting all of both', async () => {
+    const size = 3 * 1024 * 1024;
+    // White space before the `{` (a byte order mark, U+3000, line breaks) is what JSON.parse of the trimmed output takes.
+    const json = await runHook({ ...base, command: `node -e 'process.stdout.write("\\ufeff\\u3000\\n" + JSON.stringify({ systemMessage: "j".repeat(${size}) }))'` });
+    expect([json.exitCode, json.stdoutComplete, json.stdout.length, json.stdoutChars]).toEqual([0, true, json.stdoutChars, size + 23]);
+    expect(measureStdout(json.stdout, json.stdoutChars, json.stdoutComplete, undefined).outputs).toMatchObject([{ field: 'systemMessage', sent: size }]);
+    const plain = await runHook({ ...base, command: `node -e 'process.stdout.write("\\n  " + "é".repeat(${size / 2}))'` });
+    expect([plain.exitCode, plain.stdoutComplete, plain.stdoutChars, plain.stdoutCodePoints, plain.stdoutBytes]).toEqual([0, false, size / 2 + 3, size / 2 + 3, size + 3]);
+    expect(plain.stdout.length).toBeLessThanOrEqual(1024 * 1024);
+    expect(plain.stdout.length).toBeGreaterThan(400 * 1024);
+    expect(plain.stdout.startsWith('\n  éé')).toBe(true);
+  });
+
+  it('reads stdout up to its limit: a hook that prints exactly that much is measured, one that prints more is stopped there', async () => {
+    const limit = 100_000;
+    const exact = await runHook({ ...base, command: `head -c ${limit} /dev/zero | tr '\\0' x`, maxReadStdoutBytes: limit });
+    expect(exact).toMatchObject({ exitCode: 0, stdoutStopped: false, stdoutBytes: limit, stdoutChars: limit });
+    // One byte more, then the hook waits: stopped at once, not at its timeout, by the stop signal.
+    const more = await runHook({ ...base, command: `head -c ${limit + 1} /dev/zero | tr '\\0' x; sleep 30`, maxReadStdoutBytes: limit });
+    expect(more).toMatchObject({ exitCode: null, signal: 'SIGTERM', timedOut: false, stdoutStopped: true, stdoutBytes: limit, stdoutChars: limit, stdoutComplete: false });
+    expect(more.durationMs).toBeLessThan(base.timeoutMs);
+  });
+
   it('reports a shell that cannot be started instead of throwing', async () => {
     const run = await runHook({ ...base, command: 'true', shell: '/nonexistent/shell' });
     expect(run.spawnError).toMatch(/ENOENT/);

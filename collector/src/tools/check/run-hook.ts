@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 
 import { countCodePoints, headCodeUnits } from '../common/format.ts';
-import { MAX_CAPTURED_STDOUT_BYTES } from '../common/limits.ts';
+import { MAX_CAPTURED_STDOUT_BYTES, MAX_KEPT_PLAIN_STDOUT_BYTES, MAX_READ_STDOUT_BYTES } from '../common/limits.ts';
 import { KILL_GRACE_MS } from '../common/io.ts';
 import { descendants } from '../common/processes.ts';
 import { Utf16Counter } from '../common/utf16-count.ts';
@@ -19,6 +19,8 @@ export interface HookRun {
   /** How long a stopped hook gets to end before SIGKILL (--kill-grace; KILL_GRACE_MS by default). */
   killGraceMs?: number;
   maxCapturedStdoutBytes?: number;
+  /** Most stdout read (MAX_READ_STDOUT_BYTES by default): past it the hook is stopped, as at its timeout. */
+  maxReadStdoutBytes?: number;
 }
 
 /** What a hook run produced. */
@@ -34,6 +36,13 @@ export interface HookRunResult {
   /** Stdout length in code points (an emoji one, where it is two code units), counted over all of it too. */
   stdoutCodePoints: number;
   stdoutComplete: boolean;
+  /** Bytes of stdout read: all the hook printed, or up to the most read (stdoutStopped). */
+  stdoutBytes: number;
+  /**
+   * Set when the hook printed more stdout than is read: reading stopped there and the hook was stopped, as at its
+   * timeout. stdoutChars and stdoutCodePoints count what was read.
+   */
+  stdoutStopped: boolean;
   /** Stderr, first part only: shown on request, never measured (it does not reach the model on success). */
   stderrHead: string;
   stderrChars: number;
@@ -52,21 +61,28 @@ const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
 
 /**
  * Collects a stream as text, keeping up to `maxBytes` and counting UTF-16 code units for all of it (past what is
- * kept, without decoding what is valid UTF-8: Utf16Counter).
+ * kept, without decoding what is valid UTF-8: Utf16Counter). Text that cannot be a JSON object (its first character
+ * other than white space, as String.prototype.trim takes it, is not `{`) is kept up to `plainMaxBytes` only.
  */
 class TextCollector {
   private readonly counter = new Utf16Counter();
   private readonly parts: string[] = [];
   private keptBytes = 0;
-  private readonly maxBytes: number;
+  private maxBytes: number;
+  private readonly plainMaxBytes: number;
+  /** Whether a character other than white space was seen yet (then maxBytes is settled). */
+  private begun = false;
+  /** Bytes given so far. */
+  bytes = 0;
   /** Code points of what is not kept: the rest of the chunk that crossed the limit, and all after it. */
   private droppedCodePoints = 0;
   complete = true;
   /** Code points of all of it, once finished. */
   codePoints = 0;
 
-  constructor(maxBytes: number) {
+  constructor(maxBytes: number, plainMaxBytes = maxBytes) {
     this.maxBytes = maxBytes;
+    this.plainMaxBytes = plainMaxBytes;
   }
 
   get chars(): number {
@@ -74,11 +90,17 @@ class TextCollector {
   }
 
   push(chunk: Buffer): void {
+    this.bytes += chunk.length;
     if (!this.complete) {
       this.counter.count(chunk);
       return;
     }
     const text = this.counter.text(chunk);
+    if (!this.begun) {
+      const lead = text.trimStart();
+      this.begun = lead !== '';
+      if (this.begun && !lead.startsWith('{')) this.maxBytes = Math.min(this.maxBytes, this.plainMaxBytes);
+    }
     if (this.keptBytes + chunk.length <= this.maxBytes) {
       this.parts.push(text);
       this.keptBytes += chunk.length;
@@ -86,10 +108,10 @@ class TextCollector {
     }
     // Keep the head of the chunk that crosses the limit: as many code units as bytes were left (a few times that
     // in bytes at most, so still bounded), enough to show what the output starts with.
-    const head = headCodeUnits(text, this.maxBytes - this.keptBytes);
+    const head = headCodeUnits(text, Math.max(0, this.maxBytes - this.keptBytes));
     this.parts.push(head);
     this.droppedCodePoints += countCodePoints(text.slice(head.length));
-    this.keptBytes = this.maxBytes;
+    this.keptBytes = Math.max(this.keptBytes, this.maxBytes);
     this.complete = false;
   }
 
@@ -108,12 +130,15 @@ class TextCollector {
  * input JSON on stdin, a timeout after which the hook (its whole process group, so children of the shell too)
  * is stopped (SIGTERM), and killed once the kill grace is over. A stop signal sent to hookwatch check while the
  * hook runs is passed on to the hook's group (which Ctrl-C does not reach) and marks the result `interrupted`.
- * Never throws: failures are in the result.
+ * Stdout is read up to `maxReadStdoutBytes`: a hook that prints more is stopped there as at its timeout, its stdout
+ * no longer read (`stdoutStopped`). Never throws: failures are in the result.
  */
 export function runHook(run: HookRun): Promise<HookRunResult> {
   const started = performance.now();
   return new Promise((resolve) => {
-    const stdout = new TextCollector(run.maxCapturedStdoutBytes ?? MAX_CAPTURED_STDOUT_BYTES);
+    const stdout = new TextCollector(run.maxCapturedStdoutBytes ?? MAX_CAPTURED_STDOUT_BYTES, MAX_KEPT_PLAIN_STDOUT_BYTES);
+    const maxReadStdoutBytes = run.maxReadStdoutBytes ?? MAX_READ_STDOUT_BYTES;
+    let stdoutStopped = false;
     const stderr = new TextCollector(STDERR_KEPT_CHARS * 4);
     let timedOut = false;
     let interrupted: NodeJS.Signals | undefined;
@@ -161,7 +186,10 @@ export function runHook(run: HookRun): Promise<HookRunResult> {
         stdout: stdoutText,
         stdoutChars: stdout.chars,
         stdoutCodePoints: stdout.codePoints,
-        stdoutComplete: stdout.complete,
+        // What was read of a stopped hook's stdout is never all of it.
+        stdoutComplete: stdout.complete && !stdoutStopped,
+        stdoutBytes: stdout.bytes,
+        stdoutStopped,
         stderrHead: stderrText.slice(0, STDERR_KEPT_CHARS),
         stderrChars: stderr.chars,
         ...(spawnError === undefined ? {} : { spawnError }),
@@ -197,7 +225,27 @@ export function runHook(run: HookRun): Promise<HookRunResult> {
     };
     for (const sig of STOP_SIGNALS) process.on(sig, onStopSignal);
 
-    child.stdout.on('data', (chunk: Buffer) => stdout.push(chunk));
+    const timeout = setTimeout(() => {
+      timedOut = true;
+      stop('SIGTERM');
+    }, run.timeoutMs);
+    timers.push(timeout);
+
+    child.stdout.on('data', (chunk: Buffer) => {
+      if (stdoutStopped) return;
+      const room = maxReadStdoutBytes - stdout.bytes;
+      if (chunk.length <= room) {
+        stdout.push(chunk);
+        return;
+      }
+      // Over the cap however it goes on: read no further (a hook still writing gets SIGPIPE), and stop the hook as
+      // at its timeout, which then no longer applies.
+      stdout.push(chunk.subarray(0, room));
+      stdoutStopped = true;
+      child.stdout.destroy();
+      clearTimeout(timeout);
+      stop('SIGTERM');
+    });
     child.stderr.on('data', (chunk: Buffer) => stderr.push(chunk));
     child.on('error', (error) => settle(null, null, error.message));
     // 'close' waits for the pipes too: output written just before exit is not lost.
@@ -206,12 +254,5 @@ export function runHook(run: HookRun): Promise<HookRunResult> {
     // A hook that does not read its stdin makes the write fail with EPIPE; that is not an error of the hook.
     child.stdin.on('error', () => undefined);
     child.stdin.end(`${JSON.stringify(run.input)}\n`);
-
-    timers.push(
-      setTimeout(() => {
-        timedOut = true;
-        stop('SIGTERM');
-      }, run.timeoutMs),
-    );
   });
 }
