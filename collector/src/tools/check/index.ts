@@ -40,7 +40,8 @@ HOOKWATCH_GUARD_REPORT): the input is made up, and its trims must not show on th
 Stdout is read up to 256 MiB: a hook that prints more (yes, a loop that never ends) is over the cap however it
 goes on, and is stopped there as at its timeout and reported as STOPPED (status too-much-output, with the bytes
 read as stdoutBytes, in --json). Of a stdout that may be a JSON object (its first character other than white
-space is {) up to 64 MiB is held in memory to be parsed; of any other, its first 1 MiB; the rest is only counted.
+space is {) up to 64 MiB is held in memory to be parsed; of any other, and of one past that, its first 1 MiB; the
+rest is only counted.
 
 Options:
   --event <name>         hook event to simulate (default SessionStart; with --settings, only hooks of this event);

@@ -54,9 +54,14 @@ describe('runHook', () => {
     expect(measureStdout(json.stdout, json.stdoutChars, json.stdoutComplete, undefined).outputs).toMatchObject([{ field: 'systemMessage', sent: size }]);
     const plain = await runHook({ ...base, command: `node -e 'process.stdout.write("\\n  " + "é".repeat(${size / 2}))'` });
     expect([plain.exitCode, plain.stdoutComplete, plain.stdoutChars, plain.stdoutCodePoints, plain.stdoutBytes]).toEqual([0, false, size / 2 + 3, size / 2 + 3, size + 3]);
-    expect(plain.stdout.length).toBeLessThanOrEqual(1024 * 1024);
-    expect(plain.stdout.length).toBeGreaterThan(400 * 1024);
-    expect(plain.stdout.startsWith('\n  éé')).toBe(true);
+    // 1 MiB less the 3 bytes before the é's holds 524,286 of them and half of the next, which is not kept.
+    expect(plain.stdout).toBe(`\n  ${'é'.repeat(524_286)}`);
+    // Past what is held of it to be parsed, an output that looked like a JSON object is plain text: no more of it
+    // is kept than of any.
+    const large = await runHook({ ...base, command: `node -e 'process.stdout.write(JSON.stringify({ systemMessage: "j".repeat(${size}) }))'`, maxCapturedStdoutBytes: 2 * 1024 * 1024 });
+    expect([large.exitCode, large.stdoutComplete, large.stdoutChars, large.stdout.length]).toEqual([0, false, size + 20, 1024 * 1024]);
+    expect(large.stdout.startsWith('{"systemMessage":"jjj')).toBe(true);
+    expect(measureStdout(large.stdout, large.stdoutChars, large.stdoutComplete, undefined)).toMatchObject({ format: 'plain', jsonError: 'output too large to parse as JSON' });
   });
 
   it('reads stdout up to its limit: a hook that prints exactly that much is measured, one that prints more is stopped there', async () => {

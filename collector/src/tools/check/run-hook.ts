@@ -1,6 +1,8 @@
 import { spawn } from 'node:child_process';
+import { StringDecoder } from 'node:string_decoder';
 
-import { countCodePoints, headCodeUnits } from '../common/format.ts';
+import { countCodePoints } from '../common/format.ts';
+import { unfinishedBytes } from '../guard/capture.ts';
 import { MAX_CAPTURED_STDOUT_BYTES, MAX_KEPT_PLAIN_STDOUT_BYTES, MAX_READ_STDOUT_BYTES } from '../common/limits.ts';
 import { KILL_GRACE_MS } from '../common/io.ts';
 import { descendants } from '../common/processes.ts';
@@ -60,13 +62,17 @@ const STDERR_KEPT_CHARS = 4_000;
 const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
 
 /**
- * Collects a stream as text, keeping up to `maxBytes` and counting UTF-16 code units for all of it (past what is
- * kept, without decoding what is valid UTF-8: Utf16Counter). Text that cannot be a JSON object (its first character
- * other than white space, as String.prototype.trim takes it, is not `{`) is kept up to `plainMaxBytes` only.
+ * Collects a stream as text, keeping up to `maxBytes` of it and counting UTF-16 code units and code points for all
+ * of it (without decoding what is valid UTF-8: Utf16Counter). Text that cannot be a JSON object (its first character
+ * other than white space, as String.prototype.trim takes it, is not `{`) is kept up to `plainMaxBytes` only. What
+ * is kept is held as the bytes read, and decoded once, when finished: held as text as well, an output kept whole
+ * took twice the memory.
  */
 class TextCollector {
   private readonly counter = new Utf16Counter();
-  private readonly parts: string[] = [];
+  /** Decodes the first bytes, until a character other than white space says whether this may be a JSON object. */
+  private readonly lead = new StringDecoder('utf8');
+  private kept: Buffer[] = [];
   private keptBytes = 0;
   private maxBytes: number;
   private readonly plainMaxBytes: number;
@@ -74,8 +80,6 @@ class TextCollector {
   private begun = false;
   /** Bytes given so far. */
   bytes = 0;
-  /** Code points of what is not kept: the rest of the chunk that crossed the limit, and all after it. */
-  private droppedCodePoints = 0;
   complete = true;
   /** Code points of all of it, once finished. */
   codePoints = 0;
@@ -91,37 +95,39 @@ class TextCollector {
 
   push(chunk: Buffer): void {
     this.bytes += chunk.length;
-    if (!this.complete) {
-      this.counter.count(chunk);
-      return;
-    }
-    const text = this.counter.text(chunk);
+    this.counter.count(chunk);
     if (!this.begun) {
-      const lead = text.trimStart();
+      const lead = this.lead.write(chunk).trimStart();
       this.begun = lead !== '';
       if (this.begun && !lead.startsWith('{')) this.maxBytes = Math.min(this.maxBytes, this.plainMaxBytes);
     }
+    if (!this.complete) return;
     if (this.keptBytes + chunk.length <= this.maxBytes) {
-      this.parts.push(text);
+      this.kept.push(chunk);
       this.keptBytes += chunk.length;
       return;
     }
-    // Keep the head of the chunk that crosses the limit: as many code units as bytes were left (a few times that
-    // in bytes at most, so still bounded), enough to show what the output starts with.
-    const head = headCodeUnits(text, Math.max(0, this.maxBytes - this.keptBytes));
-    this.parts.push(head);
-    this.droppedCodePoints += countCodePoints(text.slice(head.length));
-    this.keptBytes = Math.max(this.keptBytes, this.maxBytes);
     this.complete = false;
+    // Past the limit: what is kept is only ever shown (the output is too large to parse as JSON), so no more of it
+    // than of plain text, which frees the rest of an output that looked like a JSON object.
+    const head: Buffer[] = [];
+    let left = Math.min(this.maxBytes, this.plainMaxBytes);
+    for (const part of [...this.kept, chunk]) {
+      if (left === 0) break;
+      head.push(part.subarray(0, left));
+      left -= head.at(-1)?.length ?? 0;
+    }
+    // A copy: the chunks it was cut from are let go.
+    this.kept = [Buffer.concat(head)];
+    this.keptBytes = this.kept[0]?.length ?? 0;
   }
 
+  /** The text kept: all of it, or (not complete) its head, cut between two characters. */
   finish(): string {
-    const rest = this.counter.end();
-    if (this.complete) this.parts.push(rest);
-    else this.droppedCodePoints += countCodePoints(rest);
-    const text = this.parts.join('');
-    this.codePoints = countCodePoints(text) + this.droppedCodePoints + this.counter.countedCodePoints;
-    return text;
+    this.codePoints = this.counter.countedCodePoints + countCodePoints(this.counter.end());
+    const bytes = Buffer.concat(this.kept, this.keptBytes);
+    this.kept = [];
+    return (this.complete ? bytes : bytes.subarray(0, bytes.length - unfinishedBytes(bytes))).toString('utf8');
   }
 }
 
