@@ -785,8 +785,9 @@ describe('hookwatch guard', () => {
 
   it('cuts between two whole characters wherever the cut falls, keeping all that fits: plain or JSON, held in memory or spilled', async () => {
     // Text of one character repeated (an emoji, a letter and its mark, a flag, a family joined by ZWJ, a skin
-    // tone) after 0 to length-1 letters: whatever the pointer line leaves for the front, one run has a character
-    // straddling the cut at each of its code units. No space or line break: the cut is a hard one.
+    // tone, a Thai letter and its vowel sign SARA AM, a Malayalam dot reph and the letter it stands on) after 0 to
+    // length-1 letters: whatever the pointer line leaves for the front, one run has a character straddling the cut
+    // at each of its code units. No space or line break: the cut is a hard one.
     const folder = join(dir, 'saved-😀');
     const wellFormed = (bytes: Buffer, label: string): string => {
       const text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
@@ -800,14 +801,15 @@ describe('hookwatch guard', () => {
       ['plain', (text: string) => text, (out: string) => out],
       ['json', (text: string) => `{"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": ${JSON.stringify(text)}}}\n`, (out: string) => (JSON.parse(out) as { hookSpecificOutput: { additionalContext: string } }).hookSpecificOutput.additionalContext],
     ] as const;
-    for (const cluster of ['😀', 'e\u0301', '🇯🇵', '👨\u200d👩\u200d👧', '👍🏽']) {
+    for (const cluster of ['😀', 'e\u0301', '🇯🇵', '👨\u200d👩\u200d👧', '👍🏽', 'ก\u0e33', '\u0d4eക']) {
       for (let offset = 0; offset < cluster.length; offset++) {
         const text = `${'a'.repeat(offset)}${cluster.repeat(Math.ceil(12_000 / cluster.length))}`;
         for (const [kind, make, delivered] of kinds) {
           const file = join(dir, `cut-${kind}-${offset}.out`);
           await writeFile(file, make(text));
-          // Held in memory whole, and spilled past 4 KiB (only the head kept in memory).
-          for (const spill of [undefined, '4096']) {
+          // Held in memory whole, and spilled past 8 KiB (only the head kept in memory; a JSON output, up to 64 KiB,
+          // read back to be parsed).
+          for (const spill of [undefined, '8192']) {
             const label = `${JSON.stringify(cluster)} after ${offset} letters, ${kind}${spill === undefined ? '' : ' spilled'}`;
             const ran = await guard(['--dir', folder, '--', '/bin/cat', file], { env: spill === undefined ? {} : { HOOKWATCH_GUARD_SPILL_BYTES: spill } });
             expect([ran.code, ran.stderr], label).toEqual([0, '']);
