@@ -91,7 +91,7 @@ interface Pass {
  * shared runner, two passes one after the other can differ by 2× for reasons that have nothing to do with them).
  */
 function timedAlternating(bodies: readonly Buffer[], fns: readonly ((b: Buffer) => void)[]): Pass[] {
-  for (const b of bodies.slice(0, WARM_UP)) for (const fn of fns) fn(b); // warm the JIT like the server's warm-up batches
+  for (const b of bodies.slice(0, warmUpBatches)) for (const fn of fns) fn(b); // warm the JIT like the server's warm-up batches
   const passes = fns.map(() => ({ cpuMicros: 0, wallMs: 0 }));
   for (const b of bodies) {
     fns.forEach((fn, i) => {
@@ -148,32 +148,53 @@ async function settle(server: BenchServer): Promise<void> {
 
 /**
  * WARM_UP batches, then `batches` more, each with records the store has not seen. A server runs for weeks: the
- * figures are its steady state, after V8 has compiled the ingest path's functions and its heap has settled (with 3
- * batches, compiling and major GC in V8's own threads were 12-20% of the server's CPU in the timed batches).
+ * figures are its steady state, after V8 has compiled the ingest path's functions and its heap has settled. The
+ * warm-up is posted as the timed batches are, by CONCURRENCY clients (four requests to a commit): after 30 batches
+ * from one client, V8 was still compiling the ingest path through the timed batches (some 80 TurboFan and 220
+ * Maglev compiles among 150 batches, against 4 to 9 and 39 after 300 batches from four clients), on its own
+ * threads, which the server's CPU counts: 3.4 to 10.4 µs per hook event, against mostly 0.5 to 1 after the longer
+ * warm-up. The breakdown's rest, the server's figure less decode and store, held most of it.
  */
-const WARM_UP = 30;
+const WARM_UP = 300;
+/** With --quick: a check that the module runs, not figures. */
+const QUICK_WARM_UP = 30;
+let warmUpBatches = WARM_UP;
 /**
  * Milliseconds between the last records of consecutive batches: CONCURRENCY clients, each sending a batch of the
  * RECORDS that happened since its last one, as a live feed does. The last batch ends when the bodies are made.
  */
 const BATCH_STEP_MS = Math.round(((RECORDS - 1) * RECORD_STEP_MS) / CONCURRENCY);
-function bodiesOf(v: Variant, batches: number): { contentType: string; bodies: Buffer[] } {
+/** Warm-up batches made at a time, so that they are never all held in memory together. */
+const WARM_UP_SLICE = 30;
+/**
+ * `warmUp` batches and then `batches` more, timed as a live feed: the timed ones made now (`bodies`), the warm-up
+ * ones as they are posted (`warmUpSlice(from)`, up to WARM_UP_SLICE of them from the `from`th).
+ */
+function bodiesOf(v: Variant, batches: number, warmUp = warmUpBatches): { contentType: string; bodies: Buffer[]; warmUp: number; warmUpSlice(from: number): Buffer[] } {
   const template = batchTemplate(RECORDS, v.encoding);
-  const count = batches + WARM_UP;
+  const count = batches + warmUp;
   const endMs = Date.now();
   // Batches stamped all at once would all hold the same 19 seconds: every commit would then write into the
   // whole of each time-ordered index (events by key, by time, by hook and time), not its recent end, and the
   // store's share would grow with the number of batches already stored (2.3 MB written per commit after 230
   // batches, against 0.5 MB for a feed whose time moves on).
-  const bodies = Array.from({ length: count }, (_, i) => {
+  const body = (i: number): Buffer => {
     const b = stamp(template, randomUUID(), endMs - (count - 1 - i) * BATCH_STEP_MS);
     return v.gzip ? gzip(b) : b;
-  });
-  return { contentType: template.contentType, bodies };
+  };
+  const bodies = Array.from({ length: batches }, (_, i) => body(warmUp + i));
+  const warmUpSlice = (from: number): Buffer[] => Array.from({ length: Math.max(0, Math.min(WARM_UP_SLICE, warmUp - from)) }, (_, i) => body(from + i));
+  return { contentType: template.contentType, bodies, warmUp, warmUpSlice };
+}
+
+/** Every warm-up batch of `made`, one slice at a time, each through `use`. */
+async function eachWarmUpSlice(made: ReturnType<typeof bodiesOf>, use: (slice: Buffer[]) => Promise<void> | void): Promise<void> {
+  for (let from = 0; from < made.warmUp; from += WARM_UP_SLICE) await use(made.warmUpSlice(from));
 }
 
 async function runVariant(v: Variant, batches: number, env: Record<string, string> = {}): Promise<VariantFigures> {
-  const { contentType, bodies } = bodiesOf(v, batches);
+  const made = bodiesOf(v, batches);
+  const { contentType, bodies } = made;
   const headers: Record<string, string> = { 'content-type': contentType };
   if (v.gzip) headers['content-encoding'] = 'gzip';
 
@@ -186,13 +207,15 @@ async function runVariant(v: Variant, batches: number, env: Record<string, strin
   let stored: number;
   let evaluations: number;
   try {
-    failures += await postAll(agent, url, bodies.slice(0, WARM_UP), headers, 1);
+    await eachWarmUpSlice(made, async (slice) => {
+      failures += await postAll(agent, url, slice, headers, CONCURRENCY);
+    });
     // The warm-up's last evaluation is not the timed batches' work; theirs, up to INGEST_SPACING_MS after the last
     // one, is: each snapshot once the server is idle (on both servers, the `rules: []` one too).
     await settle(server);
     const before = await server.stats();
     const t0 = performance.now();
-    failures += await postAll(agent, url, bodies.slice(WARM_UP), headers, CONCURRENCY);
+    failures += await postAll(agent, url, bodies, headers, CONCURRENCY);
     wallMs = performance.now() - t0;
     await settle(server);
     const after = await server.stats();
@@ -203,11 +226,11 @@ async function runVariant(v: Variant, batches: number, env: Record<string, strin
     agent.destroy();
     await server.stop();
   }
-  const measured = bodies.slice(WARM_UP);
+  const measured = bodies;
   const records = batches * RECORDS;
   const [base, own] = timedAlternating(measured, v.gzip ? [(b) => baselineDecode(v, b)] : [(b) => baselineDecode(v, b), (b) => hookwatchDecode(v, b)]) as [Pass, Pass | undefined];
   const avgBytes = Math.round(measured.reduce((n, b) => n + b.length, 0) / measured.length);
-  const expectedStored = (batches + WARM_UP) * RECORDS * HOOK_EVENT_SHARE;
+  const expectedStored = (batches + made.warmUp) * RECORDS * HOOK_EVENT_SHARE;
   const notes = `${batches} batches × ${RECORDS} records (${Math.round(HOOK_EVENT_SHARE * 100)}% hook events), ${avgBytes.toLocaleString('en-US')} B/request, ${CONCURRENCY} clients, SQLite synchronous=full; ${failures} non-200; stored ${stored}/${expectedStored} hook events`;
   const out = [
     result(`ingest ${label(v)}: throughput`, records / (wallMs / 1000), 'records/s', 'protobufjs decode only', records / (base.wallMs / 1000), notes),
@@ -260,20 +283,23 @@ async function withStore<T>(config: Config, use: (store: Awaited<ReturnType<type
  * takes concurrent requests. What is left of the server's figure is HTTP, the receiver and the hook stage.
  */
 async function breakdown(batches: number, serverPerEvent: number): Promise<BenchResult[]> {
-  const { bodies } = bodiesOf({ encoding: 'protobuf', gzip: false }, batches);
+  const made = bodiesOf({ encoding: 'protobuf', gzip: false }, batches);
   const config = toConfig(loadConfig({ flags: {} }));
   const opts = { nearThreshold: config.delivery.nearThreshold, dimensions: config.dimensions };
-  // The first batches warm the JIT (as the server's warm-up batches do) and the store's caches.
+  // The warm-up batches warm the JIT (as the server's do) and the store's caches.
   // Decoded as the receivers decode for the hook stage: the attributes of records it does not read are left out.
   const decode = (b: Buffer): LogsRequest => decodeLogsProto(b, unbounded(), HOOK_STAGE_EVENT_NAMES);
-  const warm = bodies.slice(0, WARM_UP).map((b) => extractHookEvents(decode(b), opts).events);
+  const warm: HookEvent[][] = [];
+  await eachWarmUpSlice(made, (slice) => {
+    for (const b of slice) warm.push(extractHookEvents(decode(b), opts).events);
+  });
   const decoded: HookEvent[][] = [];
   const cpu = process.cpuUsage();
-  for (const b of bodies.slice(WARM_UP)) decoded.push(extractHookEvents(decode(b), opts).events);
+  for (const b of made.bodies) decoded.push(extractHookEvents(decode(b), opts).events);
   const decodeCpu = cpuMicrosSince(cpu);
   const events = decoded.reduce((n, e) => n + e.length, 0);
   const storeCpu = await withStore(config, async (store) => {
-    for (const e of warm) await store.ingest(e);
+    for (let i = 0; i < warm.length; i += CONCURRENCY) await Promise.all(warm.slice(i, i + CONCURRENCY).map((e) => store.ingest(e)));
     const before = process.cpuUsage();
     for (let i = 0; i < decoded.length; i += CONCURRENCY) await Promise.all(decoded.slice(i, i + CONCURRENCY).map((e) => store.ingest(e)));
     return cpuMicrosSince(before);
@@ -306,7 +332,7 @@ async function rowFloor(config: Config, decoded: readonly HookEvent[][], warm: r
       const commit = (group: readonly HookEvent[][]): void => inTransaction(db, () => {
         for (const batch of group) rows.insert(batch.map((e) => eventValues(e, 1)));
       });
-      commit(warm);
+      for (let i = 0; i < warm.length; i += CONCURRENCY) commit(warm.slice(i, i + CONCURRENCY));
       const before = process.cpuUsage();
       for (let i = 0; i < decoded.length; i += CONCURRENCY) commit(decoded.slice(i, i + CONCURRENCY));
       return cpuMicrosSince(before);
@@ -532,14 +558,17 @@ async function queueFileStall(runs: number, opts: {
  * commits of CONCURRENCY / 2 batches taking turns: one with each event under a session of its own, the next with
  * each under one of 10 sessions stored before. CPU per hook event of each, the second the baseline.
  */
+/** Warm-up batches of each kind for newSessions, which compares two kinds of commit taking turns in one process. */
+const NEW_SESSIONS_WARM_UP = 30;
+
 async function newSessions(batches: number): Promise<BenchResult> {
   const config = toConfig(loadConfig({ flags: {} }));
   const opts = { nearThreshold: config.delivery.nearThreshold, dimensions: config.dimensions };
   const seen = Array.from({ length: 10 }, () => randomUUID());
-  const { bodies } = bodiesOf({ encoding: 'protobuf', gzip: false }, 2 * batches + WARM_UP);
+  const { bodies } = bodiesOf({ encoding: 'protobuf', gzip: false }, 2 * batches + 2 * NEW_SESSIONS_WARM_UP, 0);
   const groups = bodies.map((b, i) => extractHookEvents(decodeLogsProto(b), opts).events.map((e, j) => ({ ...e, sessionId: i % 2 === 0 ? randomUUID() : (seen[j % seen.length] as string) })));
   // Warm-up: both kinds of batch once, which stores the sessions seen before.
-  const warm = groups.splice(0, 2 * WARM_UP);
+  const warm = groups.splice(0, 2 * NEW_SESSIONS_WARM_UP);
   const cpu = { fresh: 0, seen: 0 };
   const events = { fresh: 0, seen: 0 };
   await withStore(config, async (store) => {
@@ -564,6 +593,7 @@ async function newSessions(batches: number): Promise<BenchResult> {
 /** Runs every ingest variant. */
 export async function run(opts: BenchOptions): Promise<BenchResult[]> {
   const batches = opts.quick ? 12 : 150;
+  warmUpBatches = opts.quick ? QUICK_WARM_UP : WARM_UP;
   const out: BenchResult[] = [];
   let protobufPerEvent = Number.NaN;
   let evaluation: BenchResult | undefined;
