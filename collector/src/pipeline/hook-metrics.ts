@@ -149,11 +149,10 @@ export class HookMetrics implements IngestListener {
   }
 
   /**
-   * The hook's series, made if the cap allows (marked active now); undefined once it is reached (the hook is
-   * counted as dropped).
+   * The hook's series, made if the cap allows (marked active at `now`); undefined once it is reached (the hook is
+   * counted as dropped). A batch reads the clock once for all of its events.
    */
-  private seriesFor(h: { hookId: string; hookEvent: string; hookName: string }): HookSeries | undefined {
-    const now = this.now();
+  private seriesFor(h: { hookId: string; hookEvent: string; hookName: string }, now: number = this.now()): HookSeries | undefined {
     const s = this.series.get(h.hookId) ?? (this.series.size < this.maxSeries ? this.newSeries(h.hookId, h.hookEvent, h.hookName) : undefined);
     if (s) {
       s.activeMs = now;
@@ -183,9 +182,10 @@ export class HookMetrics implements IngestListener {
 
   /** Called with the events a batch inserted (duplicates are not passed on, so nothing counts twice). */
   onIngested(events: readonly HookEvent[]): void {
-    const slot = Math.floor(this.now() / RECENT_OUTPUT_MS);
+    const now = this.now();
+    const slot = Math.floor(now / RECENT_OUTPUT_MS);
     for (const e of events) {
-      const s = this.seriesFor(e);
+      const s = this.seriesFor(e, now);
       // Sizes without num_outputs_persisted: whether an output was persisted is unknown unless measured over the cap.
       const unreported = e.kind === 'complete' && e.sizesKnown && e.outputsPersisted === null;
       if (!s) {
