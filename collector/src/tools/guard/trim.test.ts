@@ -59,6 +59,28 @@ describe('trimText', () => {
     expect(trimText(marks, 1_000, PATH)?.keptFront.length).toBeGreaterThan(800);
   });
 
+  it('knows every code point that joins the one before or after it into one character, as the runtime\'s segmenter does', () => {
+    // The cut spares the segmenter where no joining code point is near: one missing from that list is a cut
+    // between a letter and what belongs to it. Checked against the runtime's own grapheme rules, every code point.
+    const segmenter = new Intl.Segmenter('en', { granularity: 'grapheme' });
+    const one = (s: string): boolean => [...segmenter.segment(s)].length === 1;
+    const pad = 'x'.repeat(50);
+    const missed: string[] = [];
+    // Unassigned and private-use code points and Han ideographs join nothing; a letter ('a') takes every mark and
+    // spacing mark, a Hangul syllable ('가') the vowels and trailing consonants Unicode joins to it.
+    const joinsNothing = /[\p{Cn}\p{Co}\p{Script=Han}]/u;
+    for (let cp = 0x20; cp <= 0x10ffff; cp++) {
+      if (cp >= 0xd800 && cp <= 0xdfff) continue;
+      const c = String.fromCodePoint(cp);
+      if (joinsNothing.test(c)) continue;
+      for (const base of ['a', '가']) {
+        if (one(base + c) && frontAtBoundary(`${pad}${base}${c}${pad}`, pad.length + base.length).length !== pad.length) missed.push(`U+${cp.toString(16)} after ${base}`);
+      }
+      if (one(`${c}a`) && frontAtBoundary(`${pad}${c}a${pad}`, pad.length + c.length).length !== pad.length) missed.push(`U+${cp.toString(16)} before a`);
+    }
+    expect(missed).toEqual([]);
+  }, 60_000);
+
   it('cuts after a line break near the edge, or else after a space', () => {
     const lines = Array.from({ length: 500 }, (_, i) => `line ${i} ${'-'.repeat(20)}`).join('\n');
     const cut = trimText(lines, 1_000, PATH);

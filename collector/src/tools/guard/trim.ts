@@ -77,12 +77,13 @@ function isHighSurrogate(unit: number): boolean {
 
 /**
  * Code points that may join the one before them into one user-perceived character (marks, emoji modifiers, a
- * Hangul jamo, the vowel signs SARA AM of Thai and AM of Lao, which are no marks), or the one after (ZWJ, a regional
+ * Hangul jamo, the vowel signs SARA AM of Thai and AM of Lao, which are no marks, and Kirat Rai's vowel signs, which
+ * Unicode joins as it joins Hangul vowels), or the one after (ZWJ, a regional
  * indicator of a flag, a virama, a Hangul jamo, and those that are written before it: Prepend in Unicode's grapheme
  * rules, such as an Arabic number sign or a Malayalam dot reph).
  */
 const JOINING =
-  /[\p{M}\p{Grapheme_Extend}\p{Emoji_Modifier}\p{Regional_Indicator}\u200d\u1100-\u11ff\ua960-\ua97f\ud7b0-\ud7ff\u0e33\u0eb3\u0600-\u0605\u06dd\u070f\u0890\u0891\u08e2\u0d4e\u{110bd}\u{110cd}\u{111c2}\u{111c3}\u{113d1}\u{1193f}\u{11941}\u{11a3a}\u{11a84}-\u{11a89}\u{11d46}\u{11f02}]/u;
+  /[\p{M}\p{Grapheme_Extend}\p{Emoji_Modifier}\p{Regional_Indicator}\u200d\u1100-\u11ff\ua960-\ua97f\ud7b0-\ud7ff\u0e33\u0eb3\u0600-\u0605\u06dd\u070f\u0890\u0891\u08e2\u0d4e\u{110bd}\u{110cd}\u{111c2}\u{111c3}\u{113d1}\u{1193f}\u{11941}\u{11a3a}\u{11a84}-\u{11a89}\u{11d46}\u{11f02}\u{16d63}\u{16d67}-\u{16d6a}]/u;
 
 /**
  * The end of the last whole user-perceived character (grapheme cluster) within the first `max` code units of
