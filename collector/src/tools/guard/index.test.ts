@@ -830,7 +830,7 @@ describe('hookwatch guard', () => {
         }
       }
     }
-  });
+  }, 240_000);
 
   it('ends a run stopped at its --timeout at once: an output too large to hold is cut to the budget, not written on in full', async () => {
     // 3,000,000 characters spilled past 1 MiB, then the hook hangs until the guard's timeout stops it.
