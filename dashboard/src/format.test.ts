@@ -137,6 +137,7 @@ describe('format', () => {
     expect(chars(null)).toBe('unknown');
     expect(chars(0)).toBe('0 chars');
     expect(chars(10_000)).toBe('10,000 chars');
+    expect([chars(1), chars(-1), headroomText(-1), headroomText(1)]).toEqual(['1 char', '-1 chars', '1 char over the cap', '1 char below the cap']);
     expect(pct(null)).toBe('unknown');
     expect(pct(0)).toBe('0.0%');
     expect(pct(0.975)).toBe('97.5%');

@@ -111,9 +111,9 @@ export function plural(n: number, singular: string, pluralForm = `${singular}s`)
   return `${num(n)} ${Math.round(n) === 1 ? singular : pluralForm}`;
 }
 
-/** Characters: "12,000 chars" or "unknown". */
+/** Characters: "12,000 chars", "1 char" (a hook one over the cap is common) or "unknown". */
 export function chars(n: number | null | undefined): string {
-  return n === null || n === undefined ? 'unknown' : `${NUM.format(Math.round(n))} chars`;
+  return n === null || n === undefined ? 'unknown' : plural(n, 'char');
 }
 
 /** "1.5 MiB"-style sizes. */
