@@ -305,7 +305,7 @@ describe('fleet figures', () => {
     expect(emptyTable(at('/?range=1h&f.team=nobody&sort=name'), overview(), NOW))
       .toEqual({ text: 'No hook executions match team = \u2068nobody\u2069 in the last hour. ', clearUrl: '/?range=1h&sort=name' });
     expect(emptyTable(at('/?range=1h'), overview(), NOW))
-      .toEqual({ text: 'No hook executions in the last hour; the last event arrived 3 min ago. Try a longer range.', clearUrl: null });
+      .toEqual({ text: 'No hook executions in the last hour; the newest event is stamped 3 min ago. Try a longer range.', clearUrl: null });
   });
 
   it('stacks the hooks with persisted outputs, groups the rest, and takes the fleet\'s largest per bucket', () => {

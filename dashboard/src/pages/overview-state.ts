@@ -302,7 +302,7 @@ export function emptyTable(state: ViewState, overview: OverviewResponse, nowMs: 
   if (Object.keys(state.filters).length > 0) {
     return { text: `No hook executions match ${filterList(state.filters)} in the ${rangeLabel(state.range)}. `, clearUrl: buildUrl('/', { range: state.range, filters: {} }, keptParams(state.params)) };
   }
-  return { text: `No hook executions in the ${rangeLabel(state.range)}; the last event arrived ${ago(overview.lastEventAt, nowMs)}. Try a longer range.`, clearUrl: null };
+  return { text: `No hook executions in the ${rangeLabel(state.range)}; the newest event is stamped ${ago(overview.lastEventAt, nowMs)}. Try a longer range.`, clearUrl: null };
 }
 
 /** A hook's page over the overview's range (or a bucket's), with the overview's filters. */
