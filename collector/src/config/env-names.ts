@@ -15,6 +15,19 @@ export function isServiceLinkName(name: string): boolean {
   return SERVICE_LINK.test(name);
 }
 
+/**
+ * The address setting meant by a port set on its own (`HOOKWATCH_HTTP_PORT=9318`, `HOOKWATCH_PORT=8080`), or
+ * undefined. Its name is a service link's, but a service link's `<SERVICE>_PORT` is always a URL
+ * (`tcp://10.96.12.7:4317`): a bare port number there was set by a person guessing at the `..._ADDR` setting.
+ */
+export function addrForPort(name: string, value: string, known: readonly string[]): string | undefined {
+  if (!/^\d{1,5}$/.test(value.trim()) || !/^HOOKWATCH(?:_[A-Z0-9_]+)?_PORT$/.test(name) || /_SERVICE_PORT$|_PORT_\d+_[A-Z]+_PORT$/.test(name)) return undefined;
+  if (name === 'HOOKWATCH_PORT') return 'HOOKWATCH_HTTP_ADDR';
+  // HOOKWATCH_HTTP_PORT, HOOKWATCH_OTLP_PORT (its HTTP receiver), HOOKWATCH_GRPC_PORT (the OTLP/gRPC one).
+  const stem = name.replace(/_PORT$/, '');
+  return [`${stem}_ADDR`, `${stem}_HTTP_ADDR`, stem.replace(/^HOOKWATCH_/, 'HOOKWATCH_OTLP_') + '_ADDR'].find((a) => known.includes(a));
+}
+
 /** The known name closest to `name`, or undefined when none is close enough to be a plausible typo. */
 export function nearestName(name: string, known: readonly string[]): string | undefined {
   let best: string | undefined;

@@ -8,7 +8,7 @@ import { readBoundedSync } from './bounded-read.ts';
 import { humanValue } from './format.ts';
 import { FILE_CONTENTS, FILE_CONTENTS_PROBLEM, durationProblem, parseBytes, parseDuration, quotedKey, readBoolean, readNumber, sizeFractionProblem } from './values.ts';
 import { SETTINGS, findSetting, flagName, settingForFlag } from './schema.ts';
-import { isServiceLinkName, nearestName } from './env-names.ts';
+import { addrForPort, isServiceLinkName, nearestName } from './env-names.ts';
 import { ConfigError, type Setting } from './setting.ts';
 
 export { ConfigError };
@@ -294,7 +294,14 @@ export function loadConfig(input: LoadInput = {}): LoadedConfig {
     const setting = SETTINGS.find((s) => s.env === name);
     if (!setting) {
       // The environment is shared with the platform (Kubernetes service links, CI, shells): an unknown name is
-      // a warning, not a reason to crash-loop. Service-link names are expected and not even worth a warning.
+      // a warning, not a reason to crash-loop. Service-link names are expected and not even worth a warning,
+      // unless a person set one to a port number, meaning an address setting.
+      const addr = addrForPort(name, v, envNames());
+      if (addr) {
+        const host = String(SETTINGS.find((s) => s.env === addr)?.default ?? '127.0.0.1:0').replace(/:\d+$/, '');
+        warnings.push(`environment: unknown variable ${name} is ignored; did you mean ${addr}=${host}:${v.trim()}? (an address is host:port)`);
+        continue;
+      }
       if (isServiceLinkName(name)) continue;
       const near = nearestName(name, envNames());
       warnings.push(`environment: unknown variable ${name} is ignored${near ? `; did you mean ${near}?` : ''}`);

@@ -26,6 +26,8 @@ const SERVICE_LINKS: Record<string, string> = {
   HOOKWATCH_PORT_9318_TCP_PORT: '9318',
   HOOKWATCH_OTLP_SERVICE_HOST: '10.96.12.8',
   HOOKWATCH_OTLP_PORT_4318_TCP_PROTO: 'tcp',
+  HOOKWATCH_OTLP_PORT: 'tcp://10.96.12.8:4318',
+  HOOKWATCH_HTTP_PORT: 'tcp://10.96.12.9:9318',
 };
 
 describe('HOOKWATCH_* variables set by the platform', () => {
@@ -39,5 +41,18 @@ describe('HOOKWATCH_* variables set by the platform', () => {
     expect(warnings).toContainEqual(expect.stringMatching(/HOOKWATCH_RETENTON_EVENTS.*did you mean HOOKWATCH_RETENTION_EVENTS\?/));
     // Service links are expected, not mistakes: no warning names them.
     for (const name of Object.keys(SERVICE_LINKS)) expect(warnings.join('\n')).not.toContain(name);
+  });
+
+  it('warns about a port set as HOOKWATCH_<...>_PORT by a person, naming the address setting and how to write it', async () => {
+    // A service link's <SERVICE>_PORT is always a URL (tcp://10.96.12.7:4317); a bare port number is a person's guess.
+    const cli = await start({ HOOKWATCH_HTTP_PORT: '61122', HOOKWATCH_OTLP_HTTP_PORT: '61120', HOOKWATCH_PORT: '8080', HOOKWATCH_GRPC_PORT: '61121' });
+    expect((await fetch(`${cli.http}/healthz`)).status).toBe(200);
+    const warnings = cli.logs.filter((l) => l['level'] === 'warn').map((l) => String(l['msg']));
+    expect(warnings).toEqual(expect.arrayContaining([
+      'environment: unknown variable HOOKWATCH_HTTP_PORT is ignored; did you mean HOOKWATCH_HTTP_ADDR=127.0.0.1:61122? (an address is host:port)',
+      'environment: unknown variable HOOKWATCH_OTLP_HTTP_PORT is ignored; did you mean HOOKWATCH_OTLP_HTTP_ADDR=127.0.0.1:61120? (an address is host:port)',
+      'environment: unknown variable HOOKWATCH_PORT is ignored; did you mean HOOKWATCH_HTTP_ADDR=127.0.0.1:8080? (an address is host:port)',
+      'environment: unknown variable HOOKWATCH_GRPC_PORT is ignored; did you mean HOOKWATCH_OTLP_GRPC_ADDR=127.0.0.1:61121? (an address is host:port)',
+    ]));
   });
 });
