@@ -14,11 +14,12 @@ export type TimeZoneChoice = 'local' | 'UTC';
 let zone: TimeZoneChoice = 'local';
 let formats = makeFormats();
 
-function makeFormats(): { dateTime: Intl.DateTimeFormat; short: Intl.DateTimeFormat; time: Intl.DateTimeFormat; seconds: Intl.DateTimeFormat; day: Intl.DateTimeFormat; dayMonth: Intl.DateTimeFormat } {
+function makeFormats(): { dateTime: Intl.DateTimeFormat; dateTimeSeconds: Intl.DateTimeFormat; short: Intl.DateTimeFormat; time: Intl.DateTimeFormat; seconds: Intl.DateTimeFormat; day: Intl.DateTimeFormat; dayMonth: Intl.DateTimeFormat } {
   const tz = zone === 'UTC' ? { timeZone: 'UTC' } : {};
   const base = { ...tz, hourCycle: 'h23' as const };
   return {
     dateTime: new Intl.DateTimeFormat(LOCALE, { ...base, year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit' }),
+    dateTimeSeconds: new Intl.DateTimeFormat(LOCALE, { ...base, year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit' }),
     short: new Intl.DateTimeFormat(LOCALE, { ...base, month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit' }),
     time: new Intl.DateTimeFormat(LOCALE, { ...base, hour: '2-digit', minute: '2-digit' }),
     seconds: new Intl.DateTimeFormat(LOCALE, { ...base, hour: '2-digit', minute: '2-digit', second: '2-digit' }),
@@ -155,6 +156,11 @@ export function headroomText(headroom: number | null, unmeasured = false): strin
 export function dateTime(iso: string | number | null): string {
   if (iso === null) return 'never';
   return zoned(formats.dateTime, new Date(iso).getTime());
+}
+
+/** A full date and time to the second in the chosen zone: events seconds apart (a notification's retries) read apart. */
+export function dateTimeSeconds(iso: string | number): string {
+  return zoned(formats.dateTimeSeconds, new Date(iso).getTime());
 }
 
 /** A time of day to the second in the chosen zone (two refreshes a minute apart or less read apart). */

@@ -296,8 +296,8 @@ describe('delivery attempts', () => {
       ],
     };
     expect(attemptRows(detail)).toEqual([
-      ['team-webhook', 'firing', '1', '30/11/2026, 08:30', 'retrying', '–', 'connect ECONNREFUSED', '1,205 ms'],
-      ['team-webhook', 'firing', '2', '30/11/2026, 08:30', 'delivered', '200', '', '12 ms'],
+      ['team-webhook', 'firing', '1', '30/11/2026, 08:30:00', 'retrying', '–', 'connect ECONNREFUSED', '1,205 ms'],
+      ['team-webhook', 'firing', '2', '30/11/2026, 08:30:01', 'delivered', '200', '', '12 ms'],
     ]);
     expect(attemptRows({ alert: firing, attempts: [] })).toBeNull();
   });

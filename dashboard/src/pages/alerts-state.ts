@@ -6,7 +6,7 @@
 import { hookDataExpired } from '../../../shared/src/alert-range.ts';
 import type { AlertDetailResponse, AlertState, AlertSummary, AlertsResponse, Silence, SilenceMatcher } from '../../../shared/src/api.ts';
 import { SILENCE_PARAM, silenceLabels } from '../../../shared/src/silence-link.ts';
-import { chars, dateTime, headroomText, isolated, num, pct, plural } from '../format.ts';
+import { chars, dateTime, dateTimeSeconds, headroomText, isolated, num, pct, plural } from '../format.ts';
 import { HOOK_PARAM, buildUrl, rangeLabel, samePageParams, type Range, type ViewState } from '../state.ts';
 
 export const STATES: AlertState[] = ['firing', 'pending', 'resolved'];
@@ -329,7 +329,7 @@ export function silencedText(endsAtMs: number, id: string | undefined): string {
 /** The delivery attempts table's rows; null when nothing was attempted yet. */
 export function attemptRows(detail: AlertDetailResponse): string[][] | null {
   if (detail.attempts.length === 0) return null;
-  return detail.attempts.map((t) => [t.receiver, t.status, num(t.attempt), dateTime(t.at), t.outcome, t.httpStatus === null ? '–' : String(t.httpStatus), t.error ?? '', `${num(t.durationMs)} ms`]);
+  return detail.attempts.map((t) => [t.receiver, t.status, num(t.attempt), dateTimeSeconds(t.at), t.outcome, t.httpStatus === null ? '–' : String(t.httpStatus), t.error ?? '', `${num(t.durationMs)} ms`]);
 }
 
 /** A matcher as Alertmanager and amtool write it: name="value", !=, =~ or !~. */
