@@ -103,11 +103,13 @@ async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'hookwatch-demo-'));
   const config = toConfig(loadConfig({
     env: {
-      // Demo defaults, below whatever the environment says; the database is always a fresh temporary one.
+      // Demo defaults, below whatever the environment says; the database and the forward queue are always fresh
+      // temporary ones, never the ./data/ of a hookwatch of one's own run from the same folder.
       HOOKWATCH_OTLP_GRPC_ADDR: '127.0.0.1:0',
       HOOKWATCH_ALERT_EVALUATION_INTERVAL: '2s',
       ...process.env,
       HOOKWATCH_DB: join(dir, 'hookwatch.db'),
+      HOOKWATCH_FORWARD_QUEUE_PATH: join(dir, 'forward-queue.db'),
       HOOKWATCH_SQLITE_SYNCHRONOUS: 'normal',
     },
   }));

@@ -3,16 +3,29 @@
  * dashboard must show the growing hook over the cliff and a firing alert for it.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Browser } from 'playwright-core';
 import type { AlertsResponse, HooksResponse } from '../../shared/src/api.ts';
+import { startTestService, type TestService } from '../../collector/test/helpers.ts';
 import { chartData, launch, screenshot, waitLoaded, watchedPage } from './harness.ts';
 
 const DEMO = fileURLToPath(new URL('../demo/index.ts', import.meta.url));
 
 let child: ChildProcess | undefined;
 let browser: Browser | undefined;
+/**
+ * The folder the demo is started in, as a person starts it in the hookwatch folder where their own hookwatch runs,
+ * forwarding through its queue in ./data/: the demo must leave that hookwatch's files alone.
+ */
+const cwd = mkdtempSync(join(tmpdir(), 'hookwatch-demo-cwd-'));
+const backend = createServer((req, res) => req.resume().on('end', () => res.writeHead(200).end()));
+let own: TestService | undefined;
 
 afterAll(async () => {
   await browser?.close();
@@ -21,14 +34,22 @@ afterAll(async () => {
     child.kill('SIGTERM');
     await exited;
   }
+  await own?.close();
+  backend.close();
+  rmSync(cwd, { recursive: true, force: true });
 });
 
 describe('npm run demo', () => {
   it('shows a cliff and an alert within a minute', async () => {
+    await new Promise<void>((r) => backend.listen(0, '127.0.0.1', r));
+    mkdirSync(join(cwd, 'data'));
+    own = await startTestService({ HOOKWATCH_FORWARD_ENDPOINT: `http://127.0.0.1:${(backend.address() as AddressInfo).port}`, HOOKWATCH_FORWARD_QUEUE_PATH: join(cwd, 'data', 'forward-queue.db') });
+    const ownFiles = readdirSync(join(cwd, 'data')).sort();
     const started = Date.now();
     child = spawn(process.execPath, [DEMO, '--seconds', '90', '--cross-after', '4s'], {
       env: { ...process.env, HOOKWATCH_HTTP_ADDR: '127.0.0.1:0', HOOKWATCH_OTLP_HTTP_ADDR: '127.0.0.1:0', HOOKWATCH_OTLP_GRPC_ADDR: '127.0.0.1:0' },
       stdio: ['ignore', 'pipe', 'pipe'],
+      cwd,
     });
     let out = '';
     child.stdout?.on('data', (b: Buffer) => (out += b.toString()));
@@ -58,6 +79,10 @@ describe('npm run demo', () => {
     expect(growing?.status).toBe('over');
     expect(firing).toBe(true);
     expect(Date.now() - started).toBeLessThan(60_000);
+    // Everything the demo keeps is in its temporary folder, the forward queue as the database: nothing beside the
+    // files of the hookwatch running there, and no warning about that one's queue.
+    expect([readdirSync(cwd), readdirSync(join(cwd, 'data')).sort()]).toEqual([['data'], ownFiles]);
+    expect(out).not.toMatch(/forward queue/);
 
     // The old client is blind (unknown), never healthy; the near hook is near.
     const hooks = (await (await fetch(`${base}/api/v1/overview?from=now-30d`)).json()) as { clientVersions: { version: string; hasSizeData: boolean }[] };
