@@ -74,6 +74,27 @@ describe('forwarding page', () => {
     expect(await row.textContent()).toContain('400');
   });
 
+  it('gives the next attempt its time to the second, a retry seconds away being no minute of its own', async () => {
+    const downstream = new HttpDownstream();
+    downstreams.push(downstream);
+    downstream.mode = { kind: 'status', status: 503 };
+    const endpoint = await downstream.start();
+    // A long first wait, so the next attempt the page shows is the one the API gave.
+    const svc = await startTestService({ HOOKWATCH_FORWARD_ENDPOINT: endpoint, HOOKWATCH_FORWARD_RETRY_INITIAL_INTERVAL: '40s', HOOKWATCH_FORWARD_RETRY_MAX_INTERVAL: '40s' });
+    services.push(svc);
+    const r = fixtureRequests('run2-httpprotobuf')[0]!;
+    expect((await postOtlp(svc.otlpHttpUrl, r.path, r.body, { 'content-type': r.contentType })).status).toBe(200);
+    let next = '';
+    await until('a retry waiting', async () => (next = (await getJson<ForwardingResponse>(svc.httpUrl, '/api/v1/forwarding')).body.destinations[0]!.nextAttemptAt ?? '') !== '');
+
+    const w = await watchedPage(browser, { timezoneId: 'UTC' });
+    open.push(w);
+    await w.page.goto(`${svc.httpUrl}/forwarding`);
+    await waitLoaded(w.page);
+    const at = `${next.slice(8, 10)}/${next.slice(5, 7)}/${next.slice(0, 4)}, ${next.slice(11, 19)}`;
+    expect(await w.page.locator('[data-field="state"]').textContent()).toContain(`State: waiting to retry (next attempt ${at}) · last error: `);
+  });
+
   it('shows the dead letters (count, size, oldest, last refusal) and replays them with the Replay button', async () => {
     const downstream = new HttpDownstream();
     downstreams.push(downstream);

@@ -26,7 +26,7 @@ describe('a destination', () => {
   it('raises the alarm while it backs off, with the next attempt and the last error', () => {
     const v = destinationView(down);
     expect(v.alarm).toBe(true);
-    expect(v.state.join('')).toBe('State: waiting to retry (next attempt 30/11/2026, 08:30) · last error: connect ECONNREFUSED 10.0.0.7:4318');
+    expect(v.state.join('')).toBe('State: waiting to retry (next attempt 30/11/2026, 08:30:08) · last error: connect ECONNREFUSED 10.0.0.7:4318');
     expect(v.figures.map((f) => [f.id, f.value, f.note])).toEqual([
       ['depth', '37', undefined],
       ['bytes', '8.1 MiB', '3.2% of 256 MiB; full means clients get 503'],
@@ -43,7 +43,7 @@ describe('a destination', () => {
     const sending: ForwardingDestination = { ...down, state: 'sending', nextAttemptAt: null, attemptStartedAt: '2026-11-30T08:30:09.000Z' };
     const v = destinationView(sending);
     expect(v.alarm).toBe(false);
-    expect(v.state.join('')).toBe('State: sending (attempt in flight since 30/11/2026, 08:30) · last error: connect ECONNREFUSED 10.0.0.7:4318');
+    expect(v.state.join('')).toBe('State: sending (attempt in flight since 30/11/2026, 08:30:09) · last error: connect ECONNREFUSED 10.0.0.7:4318');
   });
 
   it('reads an idle, never-used queue without dividing by zero', () => {

@@ -3,7 +3,7 @@
  * and what a replay answered. Unit-tested in Node against API-shaped responses.
  */
 import type { DeadLetterInfo, DeadLetterSummaryInfo, ForwardingDestination, ReplayResponse } from '../../../shared/src/api.ts';
-import { bytes, dateTime, num } from '../format.ts';
+import { bytes, dateTime, dateTimeSeconds, num } from '../format.ts';
 
 const STATE_TEXT: Record<ForwardingDestination['state'], string> = {
   idle: 'up to date',
@@ -39,7 +39,7 @@ function share(used: number, max: number): string {
 export function destinationView(d: ForwardingDestination): { alarm: boolean; state: string[]; figures: Figure[] } {
   return {
     alarm: d.state === 'backing_off',
-    state: [`State: ${STATE_TEXT[d.state]}`, d.attemptStartedAt ? ` (attempt in flight since ${dateTime(d.attemptStartedAt)})` : d.nextAttemptAt ? ` (next attempt ${dateTime(d.nextAttemptAt)})` : '', d.lastError ? ` · last error: ${d.lastError}` : ''],
+    state: [`State: ${STATE_TEXT[d.state]}`, d.attemptStartedAt ? ` (attempt in flight since ${dateTimeSeconds(d.attemptStartedAt)})` : d.nextAttemptAt ? ` (next attempt ${dateTimeSeconds(d.nextAttemptAt)})` : '', d.lastError ? ` · last error: ${d.lastError}` : ''],
     figures: [
       { id: 'depth', label: 'Queued requests', value: num(d.depth) },
       { id: 'bytes', label: 'Queue size', value: bytes(d.bytes), note: `${share(d.bytes, d.maxBytes)}; full means clients get 503` },
