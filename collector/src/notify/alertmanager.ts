@@ -87,8 +87,8 @@ export function alertmanagerBody(n: Notification, ctx: LinkContext, externalLabe
   const annotations = silence ? { ...a.annotations, [SILENCE_URL_ANNOTATION]: silence } : a.annotations;
   return {
     version: '4',
-    // Keyed by hookwatch's own alert key, as before: a consumer that keys incidents on it still matches them. The
-    // group's labels come with it in byte order, so with external labels two deployments' keys differ.
+    // Keyed by hookwatch's own alert key after the group's labels in byte order: with external labels two
+    // deployments' keys differ (and setting or changing them re-keys the alerts already firing).
     groupKey: `{}:{${Object.entries(groupLabels).map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(', ')}, fingerprint=${JSON.stringify(a.fingerprint)}}`,
     truncatedAlerts: 0,
     status: n.status,
