@@ -172,15 +172,16 @@ describe.skipIf(!hasAlertmanager)('alerting.externalLabels against a real Alertm
   it('a reload applies new external labels to the next push, and refuses one hookwatch sets itself, keeping the running ones', async () => {
     const prod = services.prod as RunningService;
     const file = files.prod as string;
-    writeFileSync(file, config('prod', '{ env: prod, hook_name: x }'));
+    writeFileSync(file, config('prod', '{ env: canary, hook_name: x }'));
     const refused = await reload(prod);
     expect(refused.status).toBe(400);
     expect(refused.body.error?.message).toContain('alerting.externalLabels.hook_name: hookwatch sets this label itself');
-    // The running labels stay: the next renewals carry env="prod" alone. (Staging's hook, quiet again, may fire again.)
+    // The running labels stay: the next renewals carry env="prod" alone, never the refused canary. (Staging's hook, quiet again, may fire again.)
     const ofProd = async (): Promise<AmAlert[]> => (await amAlerts()).filter((a) => a.labels['env'] === 'prod');
     const refusedAt = Date.now();
     await until('a renewal after the refused reload', async () => (await ofProd()).some((a) => Date.parse(a.updatedAt) > refusedAt), 15_000);
     expect((await ofProd()).map((a) => a.labels)).toEqual([{ alertname: 'silence', severity: 'warning', hook_event: 'SessionStart', hook_name: 'SessionStart:startup', env: 'prod' }]);
+    expect((await amAlerts()).filter((a) => a.labels['env'] === 'canary')).toEqual([]);
 
     writeFileSync(file, config('prod', '{ env: prod, region: eu }'));
     expect((await reload(prod)).status).toBe(200);
