@@ -341,18 +341,18 @@ describe('check: running the hook like Claude Code', () => {
     const pid = await pidFrom(pidFile);
     await waitFor(async () => !alive(pid));
     // Memory: check with a hook that prints nothing holds about 100 MB. Of an endless output only the first 1 MiB
-    // is kept, and what is read past it is freed as Node collects its read buffers (some 70 MB at the peak); the
+    // is kept, and what is read past it is freed as Node collects its read buffers (some 70 MB at the peak, more when the collector falls behind on a loaded machine); the
     // previous version kept 64 MiB of it as text, some 240 MB more at the peak.
     const idle = await measured(['--json', '--', 'true']);
     expect(idle.code, idle.stderr).toBe(0);
     expect(idle.peakKiB).toBeGreaterThan(0);
-    expect(json.peakKiB - idle.peakKiB).toBeLessThan(128 * 1024);
+    expect(json.peakKiB - idle.peakKiB).toBeLessThan(192 * 1024);
 
     const text = await measured(['--timeout', '20', '--', hook]);
     expect(text.code, text.stderr).toBe(1);
     expect(text.stdout).toContain('  STOPPED after 256 MiB of stdout, the most check reads: far over the cap');
     expect(text.stdout).toMatch(/^FAIL: 1 hook printed more stdout than check reads \(256 MiB\)\.$/m);
-    expect(text.peakKiB - idle.peakKiB).toBeLessThan(128 * 1024);
+    expect(text.peakKiB - idle.peakKiB).toBeLessThan(192 * 1024);
   }, 120_000);
 
   it('takes a timeout up to what a timer holds: a longer --timeout is refused, a longer "timeout" in settings is checked with the longest', async () => {
