@@ -180,6 +180,23 @@ describe('check: the cliff at 10,000 characters', () => {
     const shown = await check(['--show-content', '--', hook]);
     expect(shown.out).toContain('SECRET_TAIL'.repeat(1000));
   });
+
+  it('--show-content titles an output and a stderr it kept only the head of by how much it shows, and one kept whole as whole', async () => {
+    // 2 MiB of plain text: check keeps its first 1 MiB; 5,000 characters of stderr: it keeps the first 4,000.
+    const keptBytes = 1024 * 1024;
+    const hook = await hookScript('long-plain.sh', `#!/bin/sh\nnode -e 'process.stdout.write("x".repeat(${2 * keptBytes})); process.stderr.write("e".repeat(5000))'\n`);
+    const shown = await checkCli(['--show-content', '--', hook]);
+    expect(shown.code, shown.stderr).toBe(1);
+    expect(shown.stdout).toContain(`  --- stdout: its first 1,048,576 of 2,097,152 characters, all check keeps ---\n    ${'x'.repeat(keptBytes)}\n  --- end of stdout ---\n`);
+    expect(shown.stdout).not.toContain('whole');
+    expect(shown.stdout).toContain(`  --- stderr: its first 4,000 of 5,000 characters, all check keeps ---\n    ${'e'.repeat(4000)}\n  --- end of stderr ---\n`);
+
+    const small = await hookScript('short-plain.sh', `#!/bin/sh\nprintf 'all of it'\nprintf 'err' >&2\n`);
+    const whole = await checkCli(['--show-content', '--', small]);
+    expect(whole.code, whole.stderr).toBe(0);
+    expect(whole.stdout).toContain('  --- stdout, whole ---\n    all of it\n  --- end of stdout ---\n');
+    expect(whole.stdout).toContain('  --- stderr, whole ---\n    err\n  --- end of stderr ---\n');
+  });
 });
 
 describe('check: UTF-16 code units, not characters', () => {
@@ -642,7 +659,7 @@ describe('check --settings', () => {
     expect(run.stdout).toContain('SKIPPED, not checked: matcher "mcp\\u202e.*" does not select "Bash"');
     // Hook output keeps its lines, each indented under the block's heading, its escapes written out.
     expect(run.stdout).toContain('  --- what the model sees of stdout: the first 2,000 of 10,074 characters ---\n    \\u001b[2J\\u202ex\n    OK: 9 hooks checked');
-    expect(run.stdout).toContain('  --- stderr ---\n    \\u001b]0;title\\u0007\n    OK: 9 hooks checked');
+    expect(run.stdout).toContain('  --- stderr, whole ---\n    \\u001b]0;title\\u0007\n    OK: 9 hooks checked');
     expect(run.code).toBe(1);
 
     // What stderr names of the file (events, field names) likewise.

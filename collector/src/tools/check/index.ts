@@ -65,7 +65,9 @@ Options:
                          where it came from: flag, settings or cwd)
   --show-output          print what the model sees of an output over the cap (its preview) and stderr;
                          hidden by default, since hook output can hold secrets and CI logs are widely read
-  --show-content         print whole outputs and stderr (implies --show-output)
+  --show-content         print outputs and stderr as far as check keeps them (implies --show-output): whole, or
+                         the first 1 MiB of a larger plain stdout and 4,000 characters of stderr, as each
+                         heading says ("its first 1,048,576 of 2,097,152 characters")
   -h, --help             this help
 
 With --settings, a group runs only when its matcher selects the firing, as in Claude Code (names exactly,

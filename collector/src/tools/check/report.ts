@@ -206,6 +206,14 @@ function guardAdvice(over: HookCheck[], settingsPath: string | undefined): strin
 }
 
 /**
+ * How much of an output a heading shows: all of it, or the head check kept (the first 1 MiB of a larger plain
+ * stdout, the first characters of stderr), so that nobody takes a head for the whole output.
+ */
+function shownPart(shown: number, all: number): string {
+  return shown >= all ? ', whole' : `: its first ${formatCount(shown)} of ${formatCount(all)} characters, all check keeps`;
+}
+
+/**
  * The human-readable report: a block per hook, then a verdict line. What comes from the settings file or the hook
  * (commands, events, locations, output) is printed as printable() gives it.
  */
@@ -242,10 +250,10 @@ export function checkText(hooks: HookCheck[], options: ReportOptions): string {
         } else if (o.preview !== undefined) {
           out.push(`  ${o.field}: the model sees only its first ${formatCount(o.preview.length)} characters (--show-output prints them; hidden by default, hook output can hold secrets)\n`);
         }
-        if (options.showContent) out.push(`  --- ${o.field}, whole ---\n${outputBlock(o.content)}\n  --- end of ${o.field} ---\n`);
+        if (options.showContent) out.push(`  --- ${o.field}${shownPart(o.content.length, o.sent)} ---\n${outputBlock(o.content)}\n  --- end of ${o.field} ---\n`);
       }
     }
-    if (showPreview && hook.run.stderrChars > 0) out.push(`  --- stderr ---\n${outputBlock(hook.run.stderrHead)}\n  --- end of stderr ---\n`);
+    if (showPreview && hook.run.stderrChars > 0) out.push(`  --- stderr${shownPart(hook.run.stderrHead.length, hook.run.stderrChars)} ---\n${outputBlock(hook.run.stderrHead)}\n  --- end of stderr ---\n`);
     else if (hook.run.stderrChars > 0) out.push(`  stderr: ${plural(hook.run.stderrChars, 'character')} (--show-output prints it)\n`);
     out.push('\n');
   }

@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { StringDecoder } from 'node:string_decoder';
 
-import { countCodePoints } from '../common/format.ts';
+import { countCodePoints, headCodeUnits } from '../common/format.ts';
 import { unfinishedBytes } from '../guard/capture.ts';
 import { MAX_CAPTURED_STDOUT_BYTES, MAX_KEPT_PLAIN_STDOUT_BYTES, MAX_READ_STDOUT_BYTES } from '../common/limits.ts';
 import { KILL_GRACE_MS } from '../common/io.ts';
@@ -196,7 +196,8 @@ export function runHook(run: HookRun): Promise<HookRunResult> {
         stdoutComplete: stdout.complete && !stdoutStopped,
         stdoutBytes: stdout.bytes,
         stdoutStopped,
-        stderrHead: stderrText.slice(0, STDERR_KEPT_CHARS),
+        // Never half of an emoji at the end: the heading counts what it shows.
+        stderrHead: headCodeUnits(stderrText, STDERR_KEPT_CHARS),
         stderrChars: stderr.chars,
         ...(spawnError === undefined ? {} : { spawnError }),
         ...(interrupted === undefined ? {} : { interrupted }),
