@@ -372,6 +372,27 @@ describe('check: running the hook like Claude Code', () => {
     expect(text.peakKiB - idle.peakKiB).toBeLessThan(192 * 1024);
   }, 120_000);
 
+  it('stops reading a hook that prints without end on stderr at 256 MiB, stops the hook and fails', async () => {
+    const readLimit = 256 * 1024 * 1024;
+    const pidFile = join(dir, 'endless-stderr.pid');
+    const hook = await hookScript('endless-stderr.sh', `#!/bin/sh\necho $$ > '${pidFile}'\nprintf 'some stdout'\nexec yes >&2\n`);
+    // Within a timeout long enough to read the limit many times over: check stops at the limit, not the timeout.
+    const json = await checkCli(['--json', '--show-output', '--timeout', '20', '--', hook]);
+    expect(json.code, json.stderr).toBe(1);
+    const [result] = (JSON.parse(json.stdout) as CheckOutput).hooks as (CheckOutput['hooks'][number] & { stdoutBytes?: number; stderrBytes?: number; stderrChars?: number; stderr?: string })[];
+    expect(result).toMatchObject({ status: 'too-much-stderr', fails: true, timedOut: false, stderrBytes: readLimit, stderrChars: readLimit, stdoutBytes: 11, stdoutChars: 11, outputs: [] });
+    expect(result?.stderr).toBe('y\n'.repeat(2000));
+    // `yes` itself is stopped, not left writing into a pipe no one reads.
+    const pid = await pidFrom(pidFile);
+    await waitFor(async () => !alive(pid));
+
+    const text = await checkCli(['--timeout', '20', '--', hook]);
+    expect(text.code, text.stderr).toBe(1);
+    expect(text.stdout).toContain('  STOPPED after 256 MiB of stderr, the most check reads of it:');
+    expect(text.stdout).toMatch(/^FAIL: 1 hook printed more stderr than check reads \(256 MiB\)\.$/m);
+    expect(text.stdout).not.toMatch(/^OK:/m);
+  }, 120_000);
+
   it('takes a timeout up to what a timer holds: a longer --timeout is refused, a longer "timeout" in settings is checked with the longest', async () => {
     // Past 2^31 - 1 ms, Node fires a timer at once: the hook would be stopped as soon as it started.
     const refused = await checkCli(['--timeout', '2147484', '--', 'sleep 0.3; printf ran']);

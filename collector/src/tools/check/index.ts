@@ -41,7 +41,9 @@ Stdout is read up to 256 MiB: a hook that prints more (yes, a loop that never en
 goes on, and is stopped there as at its timeout and reported as STOPPED (status too-much-output, with the bytes
 read as stdoutBytes, in --json). Of a stdout that may be a JSON object (its first character other than white
 space is {) up to 64 MiB is held in memory to be parsed; of any other, and of one past that, its first 1 MiB; the
-rest is only counted.
+rest is only counted. Stderr, which is not measured (its first 4,000 characters are kept to be shown), is read up
+to 256 MiB too: a hook that prints more of it (yes >&2) is stopped there and reported as STOPPED (status
+too-much-stderr, with stderrBytes, in --json), where it would keep a core busy until its timeout.
 
 Options:
   --event <name>         hook event to simulate (default SessionStart; with --settings, only hooks of this event);
@@ -78,7 +80,7 @@ does not know (anything but type, command and timeout) is not run, and named on 
 not be what Claude Code runs. Such a check is INCOMPLETE, never OK: what that hook prints is unknown.
 
 Exit status: 0 every output within the cap (and budget), 1 an output over the cap or budget, or a hook that
-timed out, failed or printed more than 256 MiB, 2 bad usage or no hook selected by the firing, 4 nothing found over the cap or budget but
+timed out, failed or printed more than 256 MiB of stdout or stderr, 2 bad usage or no hook selected by the firing, 4 nothing found over the cap or budget but
 hooks of the selected event were not checked for fields hookwatch does not know (INCOMPLETE, not OK),
 killed by the signal when stopped by Ctrl-C or SIGTERM, so a shell loop calling check stops too (the hook
 running then is stopped too; nothing is reported; a shell shows 130 or 143).
@@ -235,6 +237,7 @@ export async function runCheck(argv: string[], io: ToolIO): Promise<number> {
       let status: HookCheckStatus = 'measured';
       if (run.spawnError !== undefined) status = 'not-started';
       else if (run.stdoutStopped) status = 'too-much-output';
+      else if (run.stderrStopped) status = 'too-much-stderr';
       else if (run.timedOut) status = 'timed-out';
       else if (run.exitCode === 2) status = 'blocked';
       else if (run.exitCode !== 0) status = 'failed';

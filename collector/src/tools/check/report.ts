@@ -1,6 +1,6 @@
 import { OUTPUT_CAP_CHARS, PREVIEW_CHARS } from '../../../../shared/src/cliff.ts';
 import { formatCount, outputBlock, plural, printable, renderTable } from '../common/format.ts';
-import { MAX_READ_STDOUT_BYTES } from '../common/limits.ts';
+import { MAX_READ_STDERR_BYTES, MAX_READ_STDOUT_BYTES } from '../common/limits.ts';
 import { callsGuard, defaultGuardPrefix, guardReportGiven, wrapCommand } from '../guard/install.ts';
 import { DEFAULT_GUARD_BUDGET } from '../guard/trim.ts';
 import type { MeasuredOutput, MeasuredStdout } from './measure.ts';
@@ -11,9 +11,10 @@ import type { HookRunResult } from './run-hook.ts';
  * measured: exit 0, outputs measured; blocked: exit 2 (Claude Code shows stderr, ignores stdout);
  * failed: another non-zero exit; timed-out: killed at the timeout (Claude Code cancels it, nothing is delivered);
  * too-much-output: printed more stdout than check reads (MAX_READ_STDOUT_BYTES), stopped there;
+ * too-much-stderr: printed more stderr than check reads (MAX_READ_STDERR_BYTES), stopped there;
  * not-started: the shell could not be started.
  */
-export type HookCheckStatus = 'measured' | 'blocked' | 'failed' | 'timed-out' | 'too-much-output' | 'not-started';
+export type HookCheckStatus = 'measured' | 'blocked' | 'failed' | 'timed-out' | 'too-much-output' | 'too-much-stderr' | 'not-started';
 
 /** One checked hook: what ran, how it ended, and its measured outputs. */
 export interface HookCheck {
@@ -31,7 +32,7 @@ export interface HookCheck {
 
 /** True when this hook makes the check fail: an output over the cap or the budget, or no measurement possible. */
 export function hookFails(hook: HookCheck): boolean {
-  if (hook.status === 'failed' || hook.status === 'timed-out' || hook.status === 'too-much-output' || hook.status === 'not-started') return true;
+  if (hook.status === 'failed' || hook.status === 'timed-out' || hook.status === 'too-much-output' || hook.status === 'too-much-stderr' || hook.status === 'not-started') return true;
   return hook.measured.outputs.some((o) => o.persisted || o.overBudget);
 }
 
@@ -119,6 +120,7 @@ export function checkJson(hooks: HookCheck[], options: ReportOptions): unknown {
       stdoutComplete: hook.run.stdoutComplete,
       stdoutBytes: hook.run.stdoutBytes,
       stderrChars: hook.run.stderrChars,
+      stderrBytes: hook.run.stderrBytes,
       ...(hook.run.spawnError === undefined ? {} : { spawnError: hook.run.spawnError }),
       format: hook.measured.format,
       ...(hook.measured.jsonError === undefined ? {} : { jsonError: hook.measured.jsonError }),
@@ -163,6 +165,13 @@ function runText(hook: HookCheck): string {
         `STOPPED after ${sizeText(run.stdoutBytes)} of stdout, the most check reads: far over the cap, so Claude Code would save ` +
         `it to a file and the model would see a ~${formatCount(PREVIEW_CHARS)}-character preview at most (nothing, if the hook ` +
         `does not end within its timeout); check read no further and stopped the hook (${formatCount(run.stdoutChars)} stdout characters read)`
+      );
+    case 'too-much-stderr':
+      return (
+        `STOPPED after ${sizeText(run.stderrBytes)} of stderr, the most check reads of it: stderr is not measured, but a hook ` +
+        `that prints this much of it is broken whatever it prints next (Claude Code reads all of a hook's stderr, and ` +
+        `cancels a hook that does not end within its timeout, none of its output reaching the model); check read no ` +
+        `further and stopped the hook (${formatCount(run.stdoutChars)} stdout characters read)`
       );
     case 'failed':
       return `FAILED${run.exitCode === null && run.signal !== null ? `: killed by ${run.signal}` : ` with exit ${run.exitCode ?? '?'}`} after ${duration}: Claude Code reports a non-blocking error and the model gets none of its stdout`;
@@ -268,11 +277,13 @@ export function checkText(hooks: HookCheck[], options: ReportOptions): string {
   const overBudget = outputs.filter((o) => !o.persisted && o.overBudget).length;
   const unmeasured = hooks.filter((h) => h.status === 'failed' || h.status === 'timed-out' || h.status === 'not-started').length;
   const tooMuch = hooks.filter((h) => h.status === 'too-much-output').length;
+  const tooMuchStderr = hooks.filter((h) => h.status === 'too-much-stderr').length;
   const problems = [
     over > 0 ? `${plural(over, 'output')} over the ${formatCount(OUTPUT_CAP_CHARS)}-character cap (saved to a file, not delivered)` : '',
     overBudget > 0 ? `${plural(overBudget, 'output')} over the budget of ${formatCount(options.budget ?? 0)}` : '',
     unmeasured > 0 ? `${plural(unmeasured, 'hook')} timed out or failed` : '',
     tooMuch > 0 ? `${plural(tooMuch, 'hook')} printed more stdout than check reads (${sizeText(MAX_READ_STDOUT_BYTES)})` : '',
+    tooMuchStderr > 0 ? `${plural(tooMuchStderr, 'hook')} printed more stderr than check reads (${sizeText(MAX_READ_STDERR_BYTES)})` : '',
   ].filter(Boolean);
   if (problems.length > 0) out.push(`FAIL: ${problems.join('; ')}.\n`);
   if (over > 0) out.push(guardAdvice(hooks.filter((h) => h.measured.outputs.some((o) => o.persisted)), options.settingsPath));

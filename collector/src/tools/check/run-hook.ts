@@ -1,9 +1,10 @@
 import { spawn } from 'node:child_process';
+import type { Readable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
 
 import { countCodePoints, headCodeUnits } from '../common/format.ts';
 import { unfinishedBytes } from '../guard/capture.ts';
-import { MAX_CAPTURED_STDOUT_BYTES, MAX_KEPT_PLAIN_STDOUT_BYTES, MAX_READ_STDOUT_BYTES } from '../common/limits.ts';
+import { MAX_CAPTURED_STDOUT_BYTES, MAX_KEPT_PLAIN_STDOUT_BYTES, MAX_READ_STDERR_BYTES, MAX_READ_STDOUT_BYTES } from '../common/limits.ts';
 import { KILL_GRACE_MS } from '../common/io.ts';
 import { descendants } from '../common/processes.ts';
 import { Utf16Counter } from '../common/utf16-count.ts';
@@ -23,6 +24,8 @@ export interface HookRun {
   maxCapturedStdoutBytes?: number;
   /** Most stdout read (MAX_READ_STDOUT_BYTES by default): past it the hook is stopped, as at its timeout. */
   maxReadStdoutBytes?: number;
+  /** Most stderr read (MAX_READ_STDERR_BYTES by default): past it the hook is stopped, as at its timeout. */
+  maxReadStderrBytes?: number;
 }
 
 /** What a hook run produced. */
@@ -48,6 +51,13 @@ export interface HookRunResult {
   /** Stderr, first part only: shown on request, never measured (it does not reach the model on success). */
   stderrHead: string;
   stderrChars: number;
+  /** Bytes of stderr read: all the hook printed, or up to the most read (stderrStopped). */
+  stderrBytes: number;
+  /**
+   * Set when the hook printed more stderr than is read: reading stopped there and the hook was stopped, as at its
+   * timeout. stderrChars counts what was read.
+   */
+  stderrStopped: boolean;
   /** Set when the command could not be started at all. */
   spawnError?: string;
   /** Set when hookwatch check itself was stopped (Ctrl-C, SIGTERM) while the hook ran: the hook was stopped too. */
@@ -137,7 +147,8 @@ class TextCollector {
  * is stopped (SIGTERM), and killed once the kill grace is over. A stop signal sent to hookwatch check while the
  * hook runs is passed on to the hook's group (which Ctrl-C does not reach) and marks the result `interrupted`.
  * Stdout is read up to `maxReadStdoutBytes`: a hook that prints more is stopped there as at its timeout, its stdout
- * no longer read (`stdoutStopped`). Never throws: failures are in the result.
+ * no longer read (`stdoutStopped`); stderr likewise up to `maxReadStderrBytes` (`stderrStopped`). Never throws:
+ * failures are in the result.
  */
 export function runHook(run: HookRun): Promise<HookRunResult> {
   const started = performance.now();
@@ -146,6 +157,8 @@ export function runHook(run: HookRun): Promise<HookRunResult> {
     const maxReadStdoutBytes = run.maxReadStdoutBytes ?? MAX_READ_STDOUT_BYTES;
     let stdoutStopped = false;
     const stderr = new TextCollector(STDERR_KEPT_CHARS * 4);
+    const maxReadStderrBytes = run.maxReadStderrBytes ?? MAX_READ_STDERR_BYTES;
+    let stderrStopped = false;
     let timedOut = false;
     let interrupted: NodeJS.Signals | undefined;
     let settled = false;
@@ -199,6 +212,8 @@ export function runHook(run: HookRun): Promise<HookRunResult> {
         // Never half of an emoji at the end: the heading counts what it shows.
         stderrHead: headCodeUnits(stderrText, STDERR_KEPT_CHARS),
         stderrChars: stderr.chars,
+        stderrBytes: stderr.bytes,
+        stderrStopped,
         ...(spawnError === undefined ? {} : { spawnError }),
         ...(interrupted === undefined ? {} : { interrupted }),
       });
@@ -238,22 +253,30 @@ export function runHook(run: HookRun): Promise<HookRunResult> {
     }, run.timeoutMs);
     timers.push(timeout);
 
-    child.stdout.on('data', (chunk: Buffer) => {
-      if (stdoutStopped) return;
-      const room = maxReadStdoutBytes - stdout.bytes;
+    /**
+     * Reads `chunk` into `collector` up to `maxBytes` read in all; past it, reads no further (a hook still writing
+     * gets SIGPIPE) and stops the hook as at its timeout, which then no longer applies. False once past it.
+     */
+    const readUpTo = (collector: TextCollector, chunk: Buffer, maxBytes: number, stream: Readable): boolean => {
+      const room = maxBytes - collector.bytes;
       if (chunk.length <= room) {
-        stdout.push(chunk);
-        return;
+        collector.push(chunk);
+        return true;
       }
-      // Over the cap however it goes on: read no further (a hook still writing gets SIGPIPE), and stop the hook as
-      // at its timeout, which then no longer applies.
-      stdout.push(chunk.subarray(0, room));
-      stdoutStopped = true;
-      child.stdout.destroy();
+      collector.push(chunk.subarray(0, room));
+      stream.destroy();
       clearTimeout(timeout);
       stop('SIGTERM');
+      return false;
+    };
+    // Stdout past the most read is over the cap however it goes on.
+    child.stdout.on('data', (chunk: Buffer) => {
+      if (!stdoutStopped && !readUpTo(stdout, chunk, maxReadStdoutBytes, child.stdout)) stdoutStopped = true;
     });
-    child.stderr.on('data', (chunk: Buffer) => stderr.push(chunk));
+    // Stderr is never measured, but one without end would be read until the timeout, a core busy all the while.
+    child.stderr.on('data', (chunk: Buffer) => {
+      if (!stderrStopped && !readUpTo(stderr, chunk, maxReadStderrBytes, child.stderr)) stderrStopped = true;
+    });
     child.on('error', (error) => settle(null, null, error.message));
     // 'close' waits for the pipes too: output written just before exit is not lost.
     child.on('close', (code, signal) => settle(code, signal));

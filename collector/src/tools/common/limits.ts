@@ -25,5 +25,12 @@ export const MAX_KEPT_PLAIN_STDOUT_BYTES = 1024 * 1024;
  */
 export const MAX_READ_STDOUT_BYTES = 256 * 1024 * 1024;
 
+/**
+ * Most hook stderr `check` reads, as much as of stdout. Stderr is not measured, and only its head is kept; but a hook
+ * such as `yes >&2` would be read until its timeout, a core busy all the while: check stops reading there and
+ * stops the hook, as for stdout.
+ */
+export const MAX_READ_STDERR_BYTES = MAX_READ_STDOUT_BYTES;
+
 /** Largest settings file `check --settings` reads. */
 export const MAX_SETTINGS_BYTES = 10 * 1024 * 1024;
