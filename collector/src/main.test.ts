@@ -4,7 +4,7 @@
  * nothing when imported: collector/bin/hookwatch.mjs imports them and runs the command itself.
  */
 import { spawn } from 'node:child_process';
-import { mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { HOOKWATCH_BIN, outputOf } from '../test/support/hookwatch-process.ts';
 import type { ProcessOutput } from '../test/support/hookwatch-process.ts';
-import { noImportMetaMainPreload } from '../test/support/preloads.ts';
+import { loadedModulesPreload, noImportMetaMainPreload } from '../test/support/preloads.ts';
 import { HOOKWATCH_VERSION } from './version.ts';
 
 const MAIN = fileURLToPath(new URL('./main.ts', import.meta.url));
@@ -59,5 +59,22 @@ describe('main.ts started by node', () => {
     const importer = join(dir, 'imports-main.mjs');
     await writeFile(importer, `await import(${JSON.stringify(pathToFileURL(MAIN).href)});\nawait import(${JSON.stringify(pathToFileURL(GUARD_MAIN).href)});\nconsole.log('imported');\n`);
     expect(await node(asNode24Dot0, importer, ['version'])).toEqual({ code: 0, stdout: 'imported\n', stderr: '' });
+  });
+});
+
+describe('check started on its own', () => {
+  it('loads none of the service: no configuration, store, server or command-line code of serve', async () => {
+    const list = join(dir, 'loaded-modules.txt');
+    const preload = await loadedModulesPreload(dir, list);
+    const src = fileURLToPath(new URL('.', import.meta.url));
+    // As a user runs it (the bin), and as the image does (node collector/src/main.ts).
+    for (const script of [HOOKWATCH_BIN, MAIN]) {
+      const ran = await node(['--import', preload], script, ['check', '--', 'printf checked']);
+      expect(ran.code, ran.stderr).toBe(0);
+      expect(ran.stdout).toMatch(/^OK: 1 hook checked/m);
+      const loaded = (await readFile(list, 'utf8')).split('\n').map((url) => fileURLToPath(url).slice(src.length));
+      expect(loaded).toContain('tools/check/index.ts');
+      expect(loaded.filter((path) => /^(cli\/(main|help|args)|config\/(index|load|schema)|service)\.ts$|^(store|api|receiver|otlp|pipeline|alerting|forward|notify)\//.test(path))).toEqual([]);
+    }
   });
 });

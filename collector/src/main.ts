@@ -1,7 +1,8 @@
 /**
  * The hookwatch command. `guard` wraps a hook command and runs on every tool call, so it is dispatched before
- * anything else is loaded; every other command (`serve`, the default, `config`, `check`, `scan`, `help`) is in
- * cli/main.ts.
+ * anything else is loaded; so is `check`, which needs none of the service's configuration, store or server code
+ * (some 35 MB of memory). Every other command (`serve`, the default, `config`, `scan`, `help`, and `check` after
+ * flags of serve's) is in cli/main.ts.
  */
 import { enableCompileCache } from 'node:module';
 import { startedAsScript } from './tools/common/entry.ts';
@@ -12,6 +13,11 @@ export async function main(argv: readonly string[], io?: ToolIO): Promise<number
   if (argv[0] === 'guard') {
     const { guardMain } = await import('./tools/guard/main.ts');
     return guardMain(argv.slice(1));
+  }
+  // As cli/main.ts runs it when named first: check's own flags follow it, and it reports its own errors.
+  if (argv[0] === 'check') {
+    const [{ runCheck }, { processIO }] = await Promise.all([import('./tools/check/index.ts'), import('./tools/common/io.ts')]);
+    return runCheck(argv.slice(1), io ?? processIO());
   }
   const { runCommand } = await import('./cli/main.ts');
   return runCommand(argv, io);

@@ -15,7 +15,7 @@ import { COMMANDS, commandHelp, configFlagNames, globalHelp } from './help.ts';
 import { didYouMean } from './suggest.ts';
 import { ListenError } from '../net/listen-error.ts';
 import { UsageError } from '../tools/common/args.ts';
-import { exitBySignal, flushOutput } from '../tools/common/io.ts';
+import { processIO } from '../tools/common/io.ts';
 import type { ToolIO } from '../tools/common/io.ts';
 import { HOOKWATCH_VERSION } from '../version.ts';
 import { createLogger, silentLogger } from '../telemetry/logger.ts';
@@ -209,21 +209,6 @@ function listenErrorMessage(err: ListenError): string {
   if (err.reason === 'in-use') return `${err.message}${where}: another process listens there; stop it or choose another address`;
   if (err.reason === 'denied') return `${err.message}${where}: ports below 1024 need privileges; choose a port above 1024`;
   return `${err.message}${where}`;
-}
-
-/** The process's own streams, environment and directory; a command stopped by a signal ends killed by it. */
-function processIO(): ToolIO {
-  return {
-    stdout: (s: string) => void process.stdout.write(s),
-    stderr: (s: string) => void process.stderr.write(s),
-    stdin: process.stdin,
-    env: process.env,
-    cwd: process.cwd(),
-    stoppedBy: async (signal) => {
-      await flushOutput();
-      return exitBySignal(signal);
-    },
-  };
 }
 
 /** Runs one command line; returns the exit status (`serve` runs until a signal). `io` lets tests run it in-process. */

@@ -45,3 +45,20 @@ export function noImportMetaMainPreload(dir: string): Promise<string> {
     '} });',
   ]);
 }
+
+/**
+ * Writes, in `dir`, a preload that lists in `file`, as the process exits, every hookwatch source module (.ts) it
+ * loaded, one URL a line; returns its path.
+ */
+export function loadedModulesPreload(dir: string, file: string): Promise<string> {
+  return writePreload(dir, 'loaded-modules.mjs', [
+    "import { registerHooks } from 'node:module';",
+    "import { writeFileSync } from 'node:fs';",
+    'const loaded = [];',
+    'registerHooks({ load(url, context, nextLoad) {',
+    "  if (url.endsWith('.ts')) loaded.push(url);",
+    '  return nextLoad(url, context);',
+    '} });',
+    `process.on('exit', () => writeFileSync(${JSON.stringify(file)}, loaded.join('\\n')));`,
+  ]);
+}

@@ -357,8 +357,9 @@ describe('check: running the hook like Claude Code', () => {
     // `yes` itself is stopped, not left writing into a pipe no one reads.
     const pid = await pidFrom(pidFile);
     await waitFor(async () => !alive(pid));
-    // Memory: check with a hook that prints nothing holds about 100 MB. Of an endless output only the first 1 MiB
-    // is kept, and what is read past it is freed as Node collects its read buffers (some 70 MB at the peak, more when the collector falls behind on a loaded machine); the
+    // Memory: check with a hook that prints nothing holds about 65 MB. Of an endless output only the first 1 MiB
+    // is kept, and what is read past it is freed as Node collects its read buffers (some 70 MB at the peak, more
+    // when the collector falls behind on a loaded machine); the
     // previous version kept 64 MiB of it as text, some 240 MB more at the peak.
     const idle = await measured(['--json', '--', 'true']);
     expect(idle.code, idle.stderr).toBe(0);

@@ -31,6 +31,21 @@ export async function flushOutput(): Promise<void> {
   })));
 }
 
+/** The process's own streams, environment and directory; a command stopped by a signal ends killed by it. */
+export function processIO(): ToolIO {
+  return {
+    stdout: (s: string) => void process.stdout.write(s),
+    stderr: (s: string) => void process.stderr.write(s),
+    stdin: process.stdin,
+    env: process.env,
+    cwd: process.cwd(),
+    stoppedBy: async (signal) => {
+      await flushOutput();
+      return exitBySignal(signal);
+    },
+  };
+}
+
 /**
  * Ends this process killed by `signal`, as a shell expects of a command stopped by Ctrl-C or SIGTERM: a status of
  * 128 + n alone tells bash (waiting for a foreground command) that the command handled the signal, and a loop
