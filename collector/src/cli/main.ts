@@ -87,9 +87,12 @@ async function serve(flags: Record<string, string | undefined>, env: NodeJS.Proc
   // Retry-After). One asked for once this replica migrates exits 1 at once, as before: what the migration did so
   // far is rolled back by the server or taken up by the next start (each version is one transaction, or an index
   // build or column fill made again, store/postgres/migrate.ts), where waiting for its end could outlast any grace
-  // period. On SQLite a stop during the start exits 1 too; during a schema migration (on a worker thread,
-  // store/sqlite/schema.ts) the exit waits for the SQL statement under way, and the version it belongs to, one
-  // transaction, is left whole: rolled back, or committed if it was ending.
+  // period. On SQLite a stop during the start exits 1 too, but during a schema migration (on a worker thread,
+  // store/sqlite/schema.ts schemaChanging), where Node's exit would wait for the SQL statement under way (an index
+  // built over millions of events: minutes, past a stop's grace period), the process ends by the signal, at once:
+  // the version under way, one transaction, is left whole, rolled back by SQLite as the file is next opened (or
+  // committed, if it was ending).
+  const { schemaChanging } = await import('../store/sqlite/schema.ts');
   const storeWait = isPostgresUrl(config.db) ? new StoreWait() : undefined;
   let stoppedBy: string | undefined;
   const onSignal = (signal: string): void => {
@@ -97,6 +100,10 @@ async function serve(flags: Record<string, string | undefined>, env: NodeJS.Proc
     if (signals === 1 && !service && storeWait?.giveUp()) {
       stoppedBy = signal;
       return;
+    }
+    if (!service && schemaChanging()) {
+      logger.warn('signal during the schema migration: exiting now; the version under way is rolled back', { signal });
+      exitBySignal(signal as NodeJS.Signals);
     }
     if (signals > 1 || !service) {
       logger.warn(service ? 'second signal: exiting now' : 'signal during start: exiting now', { signal });

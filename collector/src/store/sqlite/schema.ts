@@ -244,13 +244,33 @@ export type MigrateMessage = { type: 'migrating' } | { type: 'done'; migrated: S
  */
 export function migrateOnWorker(job: MigrateJob, onMigrating: () => void = () => {}): Promise<SchemaMigrated | undefined> {
   const worker = startWorker(new URL('./migrate-worker.ts', import.meta.url), { workerData: job });
+  let changing = false;
   return new Promise<SchemaMigrated | undefined>((resolve, reject) => {
     worker.on('message', (m: MigrateMessage) => {
-      if (m.type === 'migrating') onMigrating();
-      else if (m.type === 'done') resolve(m.migrated);
+      if (m.type === 'migrating') {
+        changing = true;
+        changingOnWorker++;
+        onMigrating();
+      } else if (m.type === 'done') resolve(m.migrated);
       else reject(m.unavailable ? new StoreUnavailableError(m.message) : new Error(m.message));
     });
     worker.once('error', reject);
     worker.once('exit', (code) => reject(new Error(`the schema migration of ${job.path} ended (exit code ${code}) without an answer`)));
+  }).finally(() => {
+    if (changing) changingOnWorker--;
   });
+}
+
+/** Migrations on a worker thread (migrateOnWorker) that have begun to change their file and not ended yet. */
+let changingOnWorker = 0;
+
+/**
+ * Whether a migration on a worker thread is changing its file now (schemaChanging). process.exit waits for a
+ * worker thread's SQL statement under way, which JavaScript cannot interrupt (node:sqlite has no
+ * sqlite3_interrupt): an index built over millions of events holds an exit for minutes, past any stop's grace
+ * period. A process killed instead leaves the file at a whole version: SQLite rolls the unfinished transaction back
+ * as the file is next opened.
+ */
+export function schemaChanging(): boolean {
+  return changingOnWorker > 0;
 }
