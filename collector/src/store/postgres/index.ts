@@ -27,7 +27,7 @@ import { FINDING_COLUMNS, FINDING_ON_CONFLICT, commandsQuery, findingValues, not
 import { guardTrimSql, guardTrimStats, guardTrimValues, guardTrimsDdl, type GuardTrim, type GuardTrimStats } from '../guard-trims.ts';
 import { inTransaction, isAnswerTimeout, isConnectTimeout, keepAlive, liftAnswerTimeout } from './connection.ts';
 import { boundPause, holdLease, leaseHeld, type LeaseFence } from './fence.ts';
-import { buildEventsIndex, fillColumn, inMigrationTransaction, MigrationLockWaitError, OWN_NAMESPACE, withMigrationLock, type Migration } from './migrate.ts';
+import { BlockedWatch, buildEventsIndex, fillColumn, inMigrationTransaction, MigrationBlockedError, MigrationLockWaitError, OWN_NAMESPACE, shortSteps, withMigrationLock, type Migration } from './migrate.ts';
 import { ConnectionSockets, CuttablePool } from './sockets.ts';
 import { NotLeaderError, StoreUnavailableError, fleetBreakdownFrom, hookCountersFrom, splitExpired, expiredBefore, untilStopped, type Arrival, type ArrivalQuery, type HookInfo, type LatePersistedQuery, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store, type StoreSize, type FleetBucket, type FleetRestBucket, addFleetRest } from '../store.ts';
 
@@ -76,6 +76,8 @@ export interface PostgresStoreOptions {
    * changed nothing (default: no bound).
    */
   migrationLockWaitMs?: number;
+  /** How long a migration waits for another session's lock or snapshot before it gives up (default MIGRATION_BLOCKED_MS; tests). */
+  migrationBlockedMs?: number;
 }
 
 /** A stuck statement must not hold an OTLP request (and its row locks) forever. */
@@ -620,7 +622,7 @@ export class PostgresStore implements Store {
   static async open(opts: PostgresStoreOptions): Promise<PostgresStore> {
     const store = new PostgresStore(opts);
     try {
-      await store.migrate(opts.onMigrationLock, opts.onMigrationLockWait, opts.migrationLockWaitMs);
+      await store.migrate(opts.onMigrationLock, opts.onMigrationLockWait, opts.migrationLockWaitMs, opts.migrationBlockedMs);
     } catch (err) {
       await store.close();
       throw store.classify(err, 'cannot open the PostgreSQL store');
@@ -646,43 +648,24 @@ export class PostgresStore implements Store {
 
   /**
    * `locked`: called once the migration lock is held; `waiting`: as another replica holds it; `waitMs`: how long
-   * that is waited for at most.
+   * that is waited for at most; `blockedMs`: how long the migration waits for other sessions (BlockedWatch).
    */
-  private async migrate(locked?: () => void, waiting?: () => void, waitMs?: number): Promise<void> {
+  private async migrate(locked?: () => void, waiting?: () => void, waitMs?: number, blockedMs?: number): Promise<void> {
     // Held until the end: a second replica starting now waits, then finds every migration applied. Each version is
     // recorded as it is applied, so a replica that dies halfway leaves the next one the versions after it.
     const migrated = await withMigrationLock(this.pool, MIGRATION_LOCK_KEY, this.logger, async (client) => {
       locked?.();
       // How long the migration takes, once this replica holds the lock.
       const started = performance.now();
-      await client.query('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())');
-      const r = await client.query<{ v: number | null }>('SELECT MAX(version) AS v FROM schema_migrations');
-      const from = r.rows[0]?.v ?? 0;
-      if (from > MIGRATIONS.length) {
-        // A replica of an older version (a restart mid-rollout, a rollback) writes nothing to a schema it does not know.
-        this.logger?.error('postgres schema newer than this hookwatch; not starting', { schemaVersion: from, knownVersion: MIGRATIONS.length });
-        throw new Error(`the database schema is version ${from}, newer than this hookwatch (${MIGRATIONS.length}); upgrade hookwatch`);
+      // Looked at from a read connection: the migration may hold the only connection of the ingest pool.
+      const watch = await BlockedWatch.start(this.readPool, client, this.logger, blockedMs);
+      try {
+        return await this.migrateLocked(client, started);
+      } catch (err) {
+        throw watch.failure(err);
+      } finally {
+        await watch.stop();
       }
-      if (from < MIGRATIONS.length) this.logger?.info('postgres schema migrating', { from, to: MIGRATIONS.length });
-      const record = 'INSERT INTO schema_migrations (version) VALUES ($1)';
-      for (let v = from; v < MIGRATIONS.length; v++) {
-        const m = MIGRATIONS[v] as Migration;
-        if (typeof m === 'string') {
-          await inMigrationTransaction(client, async () => {
-            await client.query(m);
-            await client.query(record, [v + 1]);
-          });
-        } else {
-          if ('build' in m) await buildEventsIndex(client, m.build, this.logger);
-          else await fillColumn(client, m.fill, this.logger);
-          await client.query(record, [v + 1]);
-        }
-      }
-      await inMigrationTransaction(client, async () => {
-        await this.syncDimensions(client);
-        await this.syncAttrIndexes(client);
-      });
-      return { from, durationMs: Math.round(performance.now() - started) };
     }, { waiting, waitMs });
     // As SQLite's `sqlite schema migrated`: the versions, and how long it took.
     if (migrated.from < MIGRATIONS.length) this.logger?.info('postgres schema migrated', { from: migrated.from, to: MIGRATIONS.length, durationMs: migrated.durationMs });
@@ -691,6 +674,43 @@ export class PostgresStore implements Store {
     await this.currentBounds();
     const today = Math.floor(Date.now() / DAY_MS);
     await this.ensurePartitions(Array.from({ length: DAYS_AHEAD + 1 }, (_, i) => today + i));
+  }
+
+  /**
+   * The migrations, on the connection holding the migration lock. A version of SQL is one transaction, whose
+   * locks are each waited for MIGRATION_STEP_LOCK_TIMEOUT_MS at most, the whole transaction tried again after that
+   * (migrate.ts shortSteps): while it waits for an ACCESS EXCLUSIVE lock, every other replica's writes to the table
+   * queue behind it.
+   */
+  private async migrateLocked(client: pg.PoolClient, started: number): Promise<{ from: number; durationMs: number }> {
+    await client.query('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())');
+    const r = await client.query<{ v: number | null }>('SELECT MAX(version) AS v FROM schema_migrations');
+    const from = r.rows[0]?.v ?? 0;
+    if (from > MIGRATIONS.length) {
+      // A replica of an older version (a restart mid-rollout, a rollback) writes nothing to a schema it does not know.
+      this.logger?.error('postgres schema newer than this hookwatch; not starting', { schemaVersion: from, knownVersion: MIGRATIONS.length });
+      throw new Error(`the database schema is version ${from}, newer than this hookwatch (${MIGRATIONS.length}); upgrade hookwatch`);
+    }
+    if (from < MIGRATIONS.length) this.logger?.info('postgres schema migrating', { from, to: MIGRATIONS.length });
+    const record = 'INSERT INTO schema_migrations (version) VALUES ($1)';
+    for (let v = from; v < MIGRATIONS.length; v++) {
+      const m = MIGRATIONS[v] as Migration;
+      if (typeof m === 'string') {
+        await shortSteps(client, this.logger, () => inMigrationTransaction(client, async () => {
+          await client.query(m);
+          await client.query(record, [v + 1]);
+        }));
+      } else {
+        if ('build' in m) await buildEventsIndex(client, m.build, this.logger);
+        else await fillColumn(client, m.fill, this.logger);
+        await client.query(record, [v + 1]);
+      }
+    }
+    await inMigrationTransaction(client, async () => {
+      await this.syncDimensions(client);
+      await this.syncAttrIndexes(client);
+    });
+    return { from, durationMs: Math.round(performance.now() - started) };
   }
 
   /** The days that have an event partition, from the catalog (on `client` when given, in its transaction). */
@@ -2005,7 +2025,7 @@ export class PostgresStore implements Store {
 
   /** Retryable failures become StoreUnavailableError (503 + Retry-After); every message is scrubbed of the password. */
   private classify(err: unknown, what: string): Error {
-    if (err instanceof StoreUnavailableError || err instanceof NotLeaderError || err instanceof MigrationLockWaitError) return err;
+    if (err instanceof StoreUnavailableError || err instanceof NotLeaderError || err instanceof MigrationLockWaitError || err instanceof MigrationBlockedError) return err;
     const e = err as { code?: string; message?: string; severity?: string };
     const code = e.code ?? '';
     const message = `${what}: ${this.describe(err)}`;

@@ -76,6 +76,142 @@ const UNDEFINED_TABLE = '42P01';
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const codeOf = (err: unknown): string => (err as { code?: string }).code ?? '';
 
+/**
+ * How long a migration waits, all told, for another session's lock or snapshot (a long report, a backup, a session
+ * left idle in a transaction) before it gives up (MigrationBlockedError). hookwatch's own sessions never hold one
+ * that long: a read ends within the statement timeout (60 s), an ingest transaction left idle within 5 s.
+ */
+export const MIGRATION_BLOCKED_MS = 300_000;
+/** How often a migration under way is looked at for a session it waits for. */
+const BLOCKED_CHECK_MS = 500;
+/**
+ * A migration waiting for a lock again within this long of its last wait still waits for the same thing: a short
+ * step's attempts (MIGRATION_STEP_LOCK_TIMEOUT_MS each, then a pause of up to 2 s) count as one wait.
+ */
+const BLOCKED_GAP_MS = 5_000;
+/** How often, at most, a migration that still waits logs what for. */
+const BLOCKED_LOG_MS = 10_000;
+
+/** A session a migration waits for: one holding a lock it asks for, or a snapshot an index build waits out. */
+export interface Blocker {
+  pid: number;
+  application: string;
+  user: string | null;
+  client: string | null;
+  state: string | null;
+  /** How long its transaction has been open, in seconds (null: none open). */
+  transactionSeconds: number | null;
+}
+
+/** A blocker in words, for the log and the error: who it is and what it does, never its query's text. */
+export function describeBlocker(b: Blocker): string {
+  const parts = [`application ${JSON.stringify(b.application)}`];
+  if (b.user) parts.push(`user ${JSON.stringify(b.user)}`);
+  if (b.client) parts.push(`from ${b.client}`);
+  if (b.state) parts.push(b.state);
+  if (b.transactionSeconds !== null) parts.push(`its transaction open ${b.transactionSeconds} s`);
+  return `PostgreSQL backend ${b.pid} (${parts.join(', ')})`;
+}
+
+/** What a migration throws once another session kept it waiting past MIGRATION_BLOCKED_MS, naming that session. */
+export class MigrationBlockedError extends Error {
+  readonly blockers: readonly Blocker[];
+  constructor(waitedMs: number, blockers: readonly Blocker[]) {
+    const who = blockers.length > 0 ? blockers.map(describeBlocker).join('; ') : 'another session';
+    const end = blockers.map((b) => `SELECT pg_terminate_backend(${b.pid})`).join('; ');
+    super(`the schema migration waited ${Math.round(waitedMs / 1000)} s for a lock or snapshot held by ${who}, and gave up, having changed nothing it cannot take up again: let that session finish${end ? ` or end it (${end})` : ''}, then start hookwatch again`);
+    this.name = 'MigrationBlockedError';
+    this.blockers = blockers;
+  }
+}
+
+/** The watch over a migration's connection (BlockedWatch), as its short steps see it. */
+const watches = new WeakMap<pg.PoolClient, BlockedWatch>();
+
+/**
+ * Looks at the migration's connection every BLOCKED_CHECK_MS from another one (`pool`, not the one the
+ * migration's connection came from: it may be its only one) for the sessions it waits for (pg_blocking_pids: a
+ * lock, or an index build waiting out an older snapshot). While it waits it logs them (at once, then every
+ * BLOCKED_LOG_MS); kept waiting `boundMs` all told, it cancels the statement and the migration ends with
+ * MigrationBlockedError naming them. A migration's statement that waits for a lock otherwise
+ * waits without a bound (an ALTER, an index build's wait for older transactions), and nothing would say why.
+ */
+export class BlockedWatch {
+  private since: number | undefined;
+  private lastSeen = -Infinity;
+  private lastLogged = -Infinity;
+  private blockers: Blocker[] = [];
+  private timer: NodeJS.Timeout | undefined;
+  private checking: Promise<void> | undefined;
+  /** Set once the bound has passed: the migration's error is this. */
+  gaveUp: MigrationBlockedError | undefined;
+
+  private readonly pool: pg.Pool;
+  private readonly client: pg.PoolClient;
+  private readonly pid: number;
+  private readonly logger: Logger | undefined;
+  private readonly boundMs: number;
+
+  private constructor(pool: pg.Pool, client: pg.PoolClient, pid: number, logger: Logger | undefined, boundMs: number) {
+    this.pool = pool;
+    this.client = client;
+    this.pid = pid;
+    this.logger = logger;
+    this.boundMs = boundMs;
+  }
+
+  static async start(pool: pg.Pool, client: pg.PoolClient, logger: Logger | undefined, boundMs = MIGRATION_BLOCKED_MS): Promise<BlockedWatch> {
+    const r = await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+    const watch = new BlockedWatch(pool, client, Number(r.rows[0]?.pid), logger, boundMs);
+    watches.set(client, watch);
+    watch.timer = setInterval(() => {
+      watch.checking ??= watch.check().catch(() => undefined).finally(() => (watch.checking = undefined));
+    }, BLOCKED_CHECK_MS);
+    return watch;
+  }
+
+  private async check(): Promise<void> {
+    const r = await this.pool.query<Blocker>(
+      `SELECT a.pid, a.application_name AS application, a.usename AS user, host(a.client_addr) AS client, a.state,
+         floor(extract(epoch FROM now() - a.xact_start))::int AS "transactionSeconds"
+       FROM pg_stat_activity a WHERE a.pid = ANY(pg_blocking_pids($1)) ORDER BY a.pid`,
+      [this.pid],
+    );
+    const now = performance.now();
+    if (r.rows.length === 0) {
+      if (now - this.lastSeen > BLOCKED_GAP_MS) this.since = undefined;
+      return;
+    }
+    this.blockers = r.rows;
+    this.lastSeen = now;
+    this.since ??= now;
+    const waitedMs = now - this.since;
+    if (this.gaveUp) return;
+    if (waitedMs >= this.boundMs) {
+      this.gaveUp = new MigrationBlockedError(waitedMs, this.blockers);
+      this.logger?.error('schema migration given up: another session kept it waiting', { waitedS: Math.round(waitedMs / 1000), blockers: this.blockers.map(describeBlocker) });
+      // The statement waiting ends (57014); a short step between attempts sees gaveUp.
+      await this.pool.query('SELECT pg_cancel_backend($1)', [this.pid]);
+      return;
+    }
+    if (now - this.lastLogged >= BLOCKED_LOG_MS) {
+      this.lastLogged = now;
+      this.logger?.warn('schema migration waiting for a lock or snapshot held by another session', { waitedS: Math.round(waitedMs / 1000), giveUpAfterS: Math.round(this.boundMs / 1000), blockers: this.blockers.map(describeBlocker) });
+    }
+  }
+
+  /** What the migration fails with: MigrationBlockedError once given up, `err` otherwise. */
+  failure(err: unknown): unknown {
+    return this.gaveUp ?? err;
+  }
+
+  async stop(): Promise<void> {
+    clearInterval(this.timer);
+    watches.delete(this.client);
+    await this.checking;
+  }
+}
+
 /** What withMigrationLock throws once another holder kept the lock past the wait it was given (`waitMs`). */
 export class MigrationLockWaitError extends Error {
   constructor(waitMs: number) {
@@ -127,14 +263,17 @@ export async function withMigrationLock<T>(pool: pg.Pool, lockKey: number, logge
  * Runs step with MIGRATION_STEP_LOCK_TIMEOUT_MS, again while its lock is not granted in time (or it met a
  * deadlock): a write waits behind it that long at most, never behind a queue of steps.
  */
-async function shortSteps<T>(client: pg.PoolClient, logger: Logger | undefined, step: () => Promise<T>): Promise<T> {
+export async function shortSteps<T>(client: pg.PoolClient, logger: Logger | undefined, step: () => Promise<T>): Promise<T> {
   await client.query(`SET lock_timeout = ${MIGRATION_STEP_LOCK_TIMEOUT_MS}`);
   try {
     for (let attempt = 1; ; attempt++) {
       try {
         return await step();
       } catch (err) {
-        if (!RETRY_STEP.has(codeOf(err)) || attempt >= STEP_ATTEMPTS) throw err;
+        const gaveUp = watches.get(client)?.gaveUp;
+        if (gaveUp) throw gaveUp;
+        // Watched (BlockedWatch), a step is tried again until the watch gives up; otherwise STEP_ATTEMPTS times.
+        if (!RETRY_STEP.has(codeOf(err)) || (attempt >= STEP_ATTEMPTS && !watches.has(client))) throw err;
         logger?.info('schema migration step waiting for a lock; trying again', { attempt });
         await sleep(Math.min(100 * attempt, 2000));
       }
