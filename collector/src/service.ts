@@ -442,6 +442,10 @@ async function start(config: HookwatchConfig, opts: ServiceOptions, opened: (() 
   // A PostgreSQL server out of reach is waited for (postgres.startTimeout), the ports answering meanwhile.
   const rawStore = opts.store ?? (await openStoreWhenReachable(config, { logger, now, onWaiting: (reason) => (openingReason = reason), wait: storeWait }));
   const instrumented = instrumentStore(metrics, rawStore);
+  metrics.collectedCounter('store', {
+    name: 'hookwatch_store_lock_timeouts_total', help: 'Ingests given up on a lock another transaction held past the ingest\'s bound (PostgreSQL: 3 s; answered 503 with Retry-After, sent again); 0 on SQLite.',
+    collect: (set) => set({}, rawStore.lockTimeouts?.() ?? 0),
+  });
   const store = instrumented.store;
   opened.push(() => store.close());
   // Replicas on one PostgreSQL elect one leader for alerting and retention; a SQLite process is its own leader.

@@ -242,6 +242,11 @@ export interface Store {
   readonly maxHooks: number;
   /** Commits the events; resolves only once they are durable (the OTLP 200 waits for this). */
   ingest(events: HookEvent[]): Promise<IngestResult>;
+  /**
+   * Ingests given up since the start on a lock another transaction held past the ingest's bound (PostgreSQL's
+   * lock_timeout: answered 503, sent again); a store without one (SQLite, a single writer) has none.
+   */
+  lockTimeouts?(): number;
   /** A known hook (one with events or rollups still in retention). */
   hook(id: string): Promise<HookInfo | undefined>;
   /** The known hooks among `ids`, by id, in one read (an unknown id is left out). */

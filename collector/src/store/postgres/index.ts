@@ -11,6 +11,7 @@ import type pg from 'pg';
 import type { BreakdownRow, ClientVersion, HookCounters } from '../model.ts';
 import { isOverflowHook, type HookEvent } from '../../hooks/model.ts';
 import type { Logger } from '../../telemetry/logger.ts';
+import { ThrottledLine } from '../../telemetry/throttled-line.ts';
 import { MAX_COUNT } from '../../hooks/extract.ts';
 import { MIN_SECRET_CHARS, urlPasswords } from '../../config/values.ts';
 import { COUNTER_COLUMNS, COUNT_SUM_COLUMNS, GRANULARITIES, MAX_COLUMNS, fromDbRow, groupForRollups, hooksSeen, mergeRow, toCounters, type CounterRow } from '../counters.ts';
@@ -146,6 +147,11 @@ const PARTITION_DDL_LOCK_TIMEOUT_MS = 1000;
  */
 const INGEST_LOCK_TIMEOUT_MS = 3000;
 const INGEST_IDLE_TIMEOUT_MS = 5000;
+/**
+ * How often, at most, ingest logs that it gave up waiting for a lock (with how many since the last line): a
+ * replica paused inside its commit has every other replica's batches of the same hooks give up, one a request.
+ */
+const LOCK_TIMEOUT_LOG_MS = 10_000;
 /**
  * How an ingest transaction begins: in one round trip with its bounds, neither above the statement timeout
  * (PostgresStoreOptions.statementTimeoutMs, which bounds every transaction left idle).
@@ -510,6 +516,14 @@ export class PostgresStore implements Store {
   readonly kind = 'postgres';
   readonly maxHooks: number;
   private readonly known: KnownHooks;
+  /** Ingests given up on a lock not granted within its bound (LOCK_NOT_AVAILABLE): lockTimeouts. */
+  private ingestLockTimeouts = 0;
+  /** The line saying so, at most once per LOCK_TIMEOUT_LOG_MS, with how many since the last. */
+  private readonly lockTimeoutLine = new ThrottledLine(LOCK_TIMEOUT_LOG_MS, () => performance.now(), (timeouts) => {
+    this.logger?.warn('postgres ingest gave up waiting for a lock another transaction holds; answered 503 with Retry-After', { waitedMs: INGEST_LOCK_TIMEOUT_MS, timeouts, lock: this.lastLockWait });
+  });
+  /** Where the last ingest given up on a lock waited (PostgreSQL's context: the relation and row), for the line. */
+  private lastLockWait: string | undefined;
   private readonly pool: CuttablePool;
   /**
    * Queries (the API, the dashboard, alert evaluation) run on their own pool: a burst of dashboard queries holds
@@ -628,6 +642,11 @@ export class PostgresStore implements Store {
       throw store.classify(err, 'cannot open the PostgreSQL store');
     }
     return store;
+  }
+
+  /** Ingests given up on a lock another transaction held past the ingest's bound (3 s), since the start. */
+  lockTimeouts(): number {
+    return this.ingestLockTimeouts;
   }
 
   /** The schema version after migrations (for tests and logs). */
@@ -831,6 +850,13 @@ export class PostgresStore implements Store {
           this.partitions.clear();
           for (const d of await this.partitionDays()) this.partitions.add(d);
           continue;
+        }
+        if (code === LOCK_NOT_AVAILABLE) {
+          // Another transaction holds a lock this one needs (a replica paused inside its commit, a long DDL):
+          // counted for /metrics, and said with where it waited (a relation and row, never a value).
+          this.ingestLockTimeouts++;
+          this.lastLockWait = (err as { where?: string }).where?.split('\n')[0];
+          this.lockTimeoutLine.note();
         }
         throw this.classify(err, 'store cannot write');
       }

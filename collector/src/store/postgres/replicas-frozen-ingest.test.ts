@@ -12,7 +12,8 @@ import { expect, it } from 'vitest';
 import { maxSizeRequest } from '../../../../bench/lib/batch.ts';
 import { ONE_COMMIT_EVENTS } from '../../pipeline/hook-ingest.ts';
 import { useReplicaFixture } from '../../../test/support/postgres/fixture.ts';
-import { waitFor } from '../../../test/support/serve-process.ts';
+import { scrapeMetrics, sampleValue } from '../../../test/support/prometheus-text.ts';
+import { logEntries, timedFetch, waitFor } from '../../../test/support/serve-process.ts';
 import type { Replica } from '../../../test/support/serve-process.ts';
 
 const fx = useReplicaFixture();
@@ -100,6 +101,9 @@ it('a replica paused inside its ingest transaction holds the other replica\'s ba
   const first = await post(healthy, healthyBatch, 20_000);
   expect(first.tookMs, JSON.stringify(first)).toBeLessThan(ANSWER_BOUND_MS);
   expect(first.status === 200 || (first.status === 503 && Number(first.retryAfter) > 0), JSON.stringify(first)).toBe(true);
+  // The healthy replica stays ready meanwhile: it can serve, and only the batches of the hooks the paused replica
+  // holds wait; a not-ready replica would be taken out of its Service for another replica's pause.
+  expect(await timedFetch(`${healthy.httpUrl}/readyz`, 3000)).toMatchObject({ status: 200 });
   // The server ends the paused replica's transaction while it is still paused, and its locks with it.
   await waitFor('the paused replica\'s transaction to be ended', async () => {
     const r = await db.query('SELECT 1 FROM pg_stat_activity WHERE pid = $1', [backend]);
@@ -111,6 +115,16 @@ it('a replica paused inside its ingest transaction holds the other replica\'s ba
   for (const a of retries) expect(a.tookMs, JSON.stringify(retries)).toBeLessThan(ANSWER_BOUND_MS);
   expect(frozen.child.signalCode).toBeNull();
   expect(frozen.child.exitCode).toBeNull();
+  // Each 503 the healthy replica answered was an ingest given up on a lock: counted, and said with where it waited.
+  const refused = [first, ...retries].filter((a) => a.status === 503).length;
+  expect(sampleValue((await scrapeMetrics(healthy.httpUrl)).families, 'hookwatch_store_lock_timeouts_total')).toBe(refused);
+  const said = await waitFor('the healthy replica to log its lock waits', async () => {
+    const lines = logEntries(healthy.lines, 'postgres ingest gave up waiting for a lock another transaction holds; answered 503 with Retry-After');
+    return lines.reduce((n, l) => n + Number(l['timeouts']), 0) === refused ? lines : undefined;
+  }, 15_000);
+  // eslint-disable-next-line no-console
+  console.log(`lock waits logged by the other replica: ${JSON.stringify(said.map((l) => ({ timeouts: l['timeouts'], lock: l['lock'] })))}`);
+  for (const l of said) expect(l, JSON.stringify(l)).toMatchObject({ level: 'warn', waitedMs: 3000, lock: expect.stringMatching(/ in relation "\w+"/) });
 
   frozen.child.kill('SIGCONT');
   // Resumed, the replica finds its transaction ended: nothing of its batch was committed, and it says so.
