@@ -15,7 +15,7 @@ import { COMMANDS, commandHelp, configFlagNames, globalHelp } from './help.ts';
 import { didYouMean } from './suggest.ts';
 import { ListenError } from '../net/listen-error.ts';
 import { UsageError } from '../tools/common/args.ts';
-import { processIO } from '../tools/common/io.ts';
+import { exitBySignal, processIO } from '../tools/common/io.ts';
 import type { ToolIO } from '../tools/common/io.ts';
 import { HOOKWATCH_VERSION } from '../version.ts';
 import { createLogger, silentLogger } from '../telemetry/logger.ts';
