@@ -2,6 +2,7 @@
  * The Store: where hook events become durable, and where every per-hook question is answered.
  * One interface, one folder per backend (sqlite/, postgres/), one conformance suite for all of them.
  */
+import { createHash } from 'node:crypto';
 import type { BreakdownRow, ClientVersion, HookCounters, TranscriptCommandRow } from './model.ts';
 import type { HookEvent } from '../hooks/model.ts';
 import type { TranscriptFinding } from '../hooks/transcript-findings.ts';
@@ -188,6 +189,11 @@ export interface FleetRestBucket {
   measuredOnly: number;
   sizeUnknownExecutions: number;
   largest: number | null;
+}
+
+/** A short name of a set of hook ids (every hook: ''), to key what was read for them. */
+export function hooksDigest(ids: readonly string[] | undefined): string {
+  return ids === undefined ? '' : createHash('sha256').update([...ids].sort().join(',')).digest('base64url').slice(0, 22);
 }
 
 /** Sums, per bucket, `sums` (Store.fleetRest's rows) and the hooks' own rows `buckets`, firsts first. */

@@ -25,6 +25,10 @@ export function sqliteUndoLaterMigrations(db: DatabaseSync): void {
   db.exec(ARRIVAL_INDEX_UNDO);
 }
 
-/** The same on PostgreSQL, migrations 15 to 18 (the indexes on the column go with it). */
+/** PostgreSQL migration 19: the days' change generations and the triggers on the rollups that bump them. */
+export const PG_UNDO_DAY_CHANGES = 'DROP FUNCTION hookwatch_day_changed() CASCADE; DROP TABLE day_changes;';
+
+/** The same on PostgreSQL, migrations 15 to 19 (the indexes on the column go with it). */
 export const PG_UNDO_LATER_MIGRATIONS = `ALTER TABLE attr_sets DROP COLUMN first_ms;
-  ${ARRIVAL_INDEX_UNDO}`;
+  ${ARRIVAL_INDEX_UNDO}
+  ${PG_UNDO_DAY_CHANGES}`;

@@ -15,7 +15,7 @@ import { ThrottledLine } from '../../telemetry/throttled-line.ts';
 import { MAX_COUNT } from '../../hooks/extract.ts';
 import { MIN_SECRET_CHARS, urlPasswords } from '../../config/values.ts';
 import { COUNTER_COLUMNS, COUNT_SUM_COLUMNS, GRANULARITIES, MAX_COLUMNS, fromDbRow, groupForRollups, hooksSeen, mergeRow, toCounters, type CounterRow } from '../counters.ts';
-import { DAY as DAY_MS, HOUR as HOUR_MS, floorSql, granularityForStep, segments, type Granularity } from '../segments.ts';
+import { DAY as DAY_MS, HOUR as HOUR_MS, MINUTE as MINUTE_MS, floorSql, granularityForStep, segments, type Granularity } from '../segments.ts';
 import { eventsPruneBound, laterBounds, mergeFleet, mergeSeries, minuteRollupsPruneBound, minuteSources, NOTHING_PRUNED, parseBounds, PRUNED_BEFORE_META, readEdges, hookEdgeRows, resolveSegment, seriesSpans, type EdgeRows, type MinuteRetention, type SeriesEdge, type PrunedBounds } from '../minute-sources.ts';
 import { ATTR_ROLLUP_TABLE, attrRollupDdl, attrRollupPruneSql, attrRollupQuery, groupForAttrRollups } from '../attr-rollups.ts';
 import { type DimFamily, type DimGranularity, type DimRollupGroup, DIM_CLIENT_FAMILY, DIM_CLIENT_TABLES, DIM_GRANULARITIES, DIM_HOOK_FAMILY, DIM_ROLLUP_TABLES, DIM_TABLE_NAMES, dimClientPruneSql, dimRollupRekeyDdl, DIM_PRUNE_HOOKS, ROLLED_DIMENSIONS_META, dimChanges, dimPruneSql, dimGranularity, dimRemoveSql, dimRollupDdl, eventGroupExprs, groupForDimRollups, groupsPerHook, newestFilteredEvent, planRead, rolledDimensions, rollupGroupColumns, rollupWhere, type Grouping } from '../dim-rollups.ts';
@@ -30,7 +30,7 @@ import { inTransaction, isAnswerTimeout, isConnectTimeout, keepAlive, liftAnswer
 import { boundPause, holdLease, leaseHeld, type LeaseFence } from './fence.ts';
 import { BlockedWatch, buildEventsIndex, fillColumn, inMigrationTransaction, MigrationBlockedError, MigrationLockWaitError, OWN_NAMESPACE, shortSteps, withMigrationLock, type Migration } from './migrate.ts';
 import { ConnectionSockets, CuttablePool } from './sockets.ts';
-import { NotLeaderError, StoreUnavailableError, fleetBreakdownFrom, hookCountersFrom, splitExpired, expiredBefore, untilStopped, type Arrival, type ArrivalQuery, type HookInfo, type LatePersistedQuery, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store, type StoreSize, type FleetBucket, type FleetRestBucket, addFleetRest } from '../store.ts';
+import { NotLeaderError, StoreUnavailableError, fleetBreakdownFrom, hookCountersFrom, splitExpired, expiredBefore, untilStopped, type Arrival, type ArrivalQuery, type HookInfo, type LatePersistedQuery, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store, type StoreSize, type FleetBucket, type FleetRestBucket, addFleetRest, hooksDigest } from '../store.ts';
 
 export interface PostgresStoreOptions {
   /** postgres:// URL; its password never appears in logs or errors. */
@@ -228,6 +228,42 @@ interface SeriesPart {
 const GUARD_SQL = guardTrimSql((n) => `$${n}`);
 
 /**
+ * Change generations per UTC day (migration 19), in DAY_CHANGE_SLOTS rows a day, by which the replicas keep the
+ * closed buckets of the fleet series and the hooks' counters between calls (PostgresStore.dayGenerations): a
+ * commit that changes a day's rollups adds 1 to one of that day's rows, in its own transaction, so a read sees a
+ * day's generations and its rows of one snapshot, and a day whose generations are as they were when its rows were
+ * kept has the same rows. The database bumps them itself, by statement triggers on the rollups, not the
+ * store's code: every writer does, a replica of the previous release still running during a rolling update too,
+ * and so would a hand-written fix of a rollup. Every ingest commit writes the day rollup of each day it touches
+ * (its inserts and updates bump those days); retention deletes from all three (each delete bumps the days it
+ * deleted from). A migration that changes rollup rows in place is a writer like any other.
+ *
+ * The row bumped is the one of the day and the slot of the writing connection (its backend pid modulo the
+ * slots): concurrent ingest transactions of several connections, each holding its row's lock from its day
+ * rollup statement to its commit, mostly bump different rows instead of waiting on one a day. Each statement
+ * takes its rows in day order; two batches of one slot each inserting into one day and updating another can
+ * still deadlock, which ingest retries as it does any conflict. The sum of a day's rows only grows.
+ */
+export const DAY_CHANGES = 'day_changes';
+const DAY_CHANGE_SLOTS = 16;
+
+function dayChangesDdl(): string {
+  const trigger = (table: string, event: 'INSERT' | 'UPDATE' | 'DELETE'): string =>
+    `CREATE TRIGGER ${table}_${event.toLowerCase()}_day_changes AFTER ${event} ON ${table} REFERENCING ${event === 'DELETE' ? 'OLD' : 'NEW'} TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION hookwatch_day_changed();`;
+  return `CREATE TABLE ${DAY_CHANGES} (day BIGINT NOT NULL, slot SMALLINT NOT NULL, generation BIGINT NOT NULL, PRIMARY KEY (day, slot));
+  CREATE FUNCTION hookwatch_day_changed() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $f$
+  BEGIN
+    INSERT INTO ${DAY_CHANGES} AS c (day, slot, generation)
+    SELECT DISTINCT ${floorSql('bucket', DAY_MS)} / ${DAY_MS}, pg_backend_pid() % ${DAY_CHANGE_SLOTS}, 1 FROM changed ORDER BY 1
+    ON CONFLICT (day, slot) DO UPDATE SET generation = c.generation + 1;
+    RETURN NULL;
+  END $f$;
+  ${trigger(ROLLUP_TABLES.day, 'INSERT')}
+  ${trigger(ROLLUP_TABLES.day, 'UPDATE')}
+  ${Object.values(ROLLUP_TABLES).map((t) => trigger(t, 'DELETE')).join('\n  ')}`;
+}
+
+/**
  * The rollups' plain sums: nearly always 0 in a row (blocking, errors, cancels, persisted outputs, executions
  * near the cap or without sizes), written as NULL when 0, which the row's null bitmap holds instead of 8 bytes;
  * every read sums them and reads NULL as 0 (counters.ts toCounters). The size sums (sum_*) are not among them:
@@ -385,6 +421,8 @@ export const MIGRATIONS: readonly Migration[] = [
   // 18: an index of the events that arrived late (sql.ts lateArrivalIndexDdl), built on every partition, so the
   // hook_limit alert's late arrivals read those and a few minutes of arrivals, not every event folded in its window.
   { build: { index: LATE_ARRIVAL_INDEX } },
+  // 19: each day's change generations (dayChangesDdl), which the closed buckets a replica keeps are checked against.
+  dayChangesDdl(),
 ];
 
 /**
@@ -395,6 +433,7 @@ export const MIGRATIONS: readonly Migration[] = [
 export const OWN_TABLES: readonly string[] = [
   'events', ...ROLLUP_TABLE_NAMES, 'hooks', 'attr_sets', 'store_meta', 'schema_migrations', 'leader_lease', 'replica_heartbeats',
   'alert_instances', 'alert_silences', 'alert_notifications', 'alert_attempts', 'transcript_findings', 'guard_trims',
+  DAY_CHANGES,
 ];
 /** The name of an events partition (PARTITION_PREFIX and a day number), as a regular expression. */
 const PARTITION_NAME = `^${PARTITION_PREFIX}-?[0-9]+$`;
@@ -502,6 +541,21 @@ function grownPastPacked(p: { indexBytes: number; tableBytes: number }, packedSh
 }
 
 /** An answer's snapshot: its connection, in its transaction, asked one statement at a time (`query`). */
+/**
+ * Rows of closed buckets kept between calls (PostgresStore.closedSegments, closedFleet), with the generations of
+ * the days they cover as they were in the snapshot they were read in (dayGenerations).
+ */
+interface Kept<T> {
+  generations: string;
+  rows: T;
+}
+
+/** Closed segments of the hooks' counters kept at most, and their rows together (as SQLite's). */
+const KEPT_SEGMENTS = 64;
+const KEPT_SEGMENT_ROWS = 100_000;
+/** Fleet series (or their rests' sums) kept at most. */
+const KEPT_FLEETS = 16;
+
 interface Snapshot {
   client: pg.PoolClient;
   /** Settles once the statement asked last is answered: the next one is sent after it. */
@@ -577,6 +631,19 @@ export class PostgresStore implements Store {
   private pinging: Promise<void> | undefined;
   /** When the database was last found unreachable (performance.now()), until it answers again (databaseReachable). */
   private unreachableAt: number | undefined;
+  /**
+   * Every hook's counter rows of closed rollup segments (aggregate), by table and bounds, most recently used last:
+   * the overview's 30 days re-read only what is still being written.
+   */
+  private readonly closedSegments = new Map<string, Kept<Record<string, unknown>[]>>();
+  private keptSegmentRows = 0;
+  /** Fleet series (or their rests' sums: fleetRest) over closed buckets (wholeFleetBuckets). */
+  private readonly closedFleet = new Map<string, Kept<readonly unknown[]>>();
+  /**
+   * The start time of the server whose generations what is kept was checked against (dayGenerations): another
+   * (a restart, a failover to a standby, a restore) may have lost commits, so its generations can repeat.
+   */
+  private keptOn: string | undefined;
 
   private constructor(opts: PostgresStoreOptions) {
     this.url = opts.url;
@@ -1120,7 +1187,17 @@ export class PostgresStore implements Store {
       // a statement of their own, beside the one that reads every rollup segment.
       const eventParts: (() => Promise<Record<string, unknown>[]>)[] = [];
       const parts: string[] = [];
-      for (const seg of segments(q.fromMs, q.toMs).flatMap((planned) => resolveSegment(planned, false, sources))) {
+      const runs = segments(q.fromMs, q.toMs).flatMap((planned) => resolveSegment(planned, false, sources));
+      // Every hook's counters of a rollup segment before the minute being written, read in an answer's snapshot
+      // (hookCounters, the fleet series' partial buckets), are kept while its days' generations stay as they were
+      // (closedSegments): the overview's 30 days of day rows are read once, not on every refresh.
+      const closedTo = Math.floor(Date.now() / MINUTE_MS) * MINUTE_MS;
+      const keeping = grouping === 'hook' && hooks === undefined && Object.keys(filters).length === 0 && this.answers.getStore() !== undefined;
+      const closed = keeping ? runs.filter((seg) => !seg.events && seg.toMs <= closedTo) : [];
+      const generations = closed.length === 0 ? undefined : await this.dayGenerations(Math.min(...closed.map((seg) => seg.fromMs)), Math.max(...closed.map((seg) => seg.toMs)));
+      // What each part read is kept as (by its position in `parts`).
+      const keepAs: ({ key: string; generations: string; rows: Record<string, unknown>[] } | undefined)[] = [];
+      for (const seg of runs) {
         const dimG = plan.source === 'dims' ? dimGranularity(seg.granularity) : undefined;
         // A dimension has no minute rollups: the partial hours at the range's edges come from the raw events.
         if (seg.events || (plan.source === 'dims' && dimG === undefined)) {
@@ -1131,13 +1208,32 @@ export class PostgresStore implements Store {
           continue;
         }
         const table = dimG !== undefined ? (grouping === 'client' ? DIM_CLIENT_TABLES : DIM_ROLLUP_TABLES)[dimG] : ROLLUP_TABLES[seg.granularity];
+        if (generations && closed.includes(seg)) {
+          const key = `${table}|${seg.fromMs}|${seg.toMs}`;
+          const now = generations(seg.fromMs, seg.toMs);
+          const found = this.closedSegments.get(key);
+          if (found?.generations === now) {
+            // Most recently used last: eviction takes the oldest first, never the segments read every refresh.
+            this.closedSegments.delete(key);
+            this.closedSegments.set(key, found);
+            for (const r of found.rows) add(r);
+            continue;
+          }
+          keepAs[parts.length] = { key, generations: now, rows: [] };
+        }
         const a = params.push(seg.fromMs);
         const b = params.push(seg.toMs);
         const cond = rollupWhere(plan, dimG !== undefined, (v) => `$${params.push(v)}`);
-        parts.push(`SELECT ${rollupSelect}, ${rollupAggregates()} FROM ${table} WHERE bucket >= $${a} AND bucket < $${b} ${hookParam} ${cond} GROUP BY ${group}`);
+        parts.push(`SELECT ${parts.length} AS part, ${rollupSelect}, ${rollupAggregates()} FROM ${table} WHERE bucket >= $${a} AND bucket < $${b} ${hookParam} ${cond} GROUP BY ${group}`);
       }
       const statements = parts.length > 0 ? [() => this.query(parts.join('\nUNION ALL\n'), params), ...eventParts] : eventParts;
-      for (const rows of await Promise.all(statements.map((st) => st()))) for (const r of rows) add(r);
+      for (const rows of await Promise.all(statements.map((st) => st()))) {
+        for (const r of rows) {
+          add(r);
+          keepAs[Number(r['part'])]?.rows.push(r);
+        }
+      }
+      for (const k of keepAs) if (k) this.keepSegment(k.key, { generations: k.generations, rows: k.rows });
       return out;
     }
   }
@@ -1237,23 +1333,27 @@ export class PostgresStore implements Store {
   }
 
   private async readFleetSeries(q: SeriesQuery): Promise<FleetBucket[]> {
-    const { fromMs, parts, edges } = await this.seriesParts(q, [null, null]);
-    const whole = async (): Promise<FleetBucket[]> => {
+    const { fromMs, readFromMs, readToMs, parts, edges } = await this.seriesParts(q, [null, null]);
+    const read = async (a: number, b: number): Promise<FleetBucket[]> => {
       const out: FleetBucket[] = [];
       for (const part of parts) {
+        // A part starting before `a` (the whole hour at the range's start) is read whole when `a` is the range's start.
+        const [pa, pb] = [a <= readFromMs ? part.fromMs : Math.max(a, part.fromMs), Math.min(b, part.toMs)];
+        if (pb <= pa) continue;
+        const params = [...part.params];
         // A few hooks (RangeQuery.hookIds): their rows only, each hook's through its own index.
-        const ids = q.hookIds ? part.params.push([...q.hookIds]) : 0;
+        const ids = q.hookIds ? params.push([...q.hookIds]) : 0;
         const scope = q.hookIds ? hookScope((column) => `${column} = ANY($${ids}::text[])`) : undefined;
         const { sql } = fleetSeriesQuery(q, part.filterWhere, (n) => `$${n}`, part.rollup, part.granularity, scope);
-        part.params[0] = part.fromMs;
-        part.params[1] = part.toMs;
+        params[0] = pa;
+        params[1] = pb;
         // Row by row, not spread as arguments: a part holds up to MAX_FLEET_HOOK_BUCKETS rows, past what a call takes.
-        for (const r of await this.query(sql, part.params)) out.push(toFleetBucket(r));
+        for (const r of await this.query(sql, params)) out.push(toFleetBucket(r));
       }
       return parts.length === 1 && parts[0]?.granularity === undefined ? out : mergeFleet(out, fromMs);
     };
     // The partial buckets at the range's ends: buckets of their own, apart from the whole ones the parts read.
-    const [out, partial] = await Promise.all([whole(), this.seriesEdges(q, edges, q.hookIds)]);
+    const [out, partial] = await Promise.all([this.wholeFleetBuckets(q, `s${hooksDigest(q.hookIds)}`, readFromMs, readToMs, parts, read), this.seriesEdges(q, edges, q.hookIds)]);
     return [...out, ...edgeFleetBuckets(partial)];
   }
 
@@ -1266,25 +1366,102 @@ export class PostgresStore implements Store {
     // A few hooks (RangeQuery.hookIds): those not listed, each through its own index; every hook: all but the listed.
     const rest = q.hookIds?.filter((id) => !except.has(id));
     if (rest?.length === 0) return [];
-    const { fromMs, parts, edges } = await this.seriesParts(q, [null, null]);
-    const whole = async (): Promise<FleetRestBucket[]> => {
+    const { fromMs, readFromMs, readToMs, parts, edges } = await this.seriesParts(q, [null, null]);
+    const read = async (a: number, b: number): Promise<FleetRestBucket[]> => {
       // One statement over every part, each part's parameters after the one before.
       const statements: string[] = [];
       const params: unknown[] = [];
       for (const part of parts) {
-        const ids = part.params.push(rest ?? [...listed]);
+        // A part starting before `a` (the whole hour at the range's start) is read whole when `a` is the range's start.
+        const [pa, pb] = [a <= readFromMs ? part.fromMs : Math.max(a, part.fromMs), Math.min(b, part.toMs)];
+        if (pb <= pa) continue;
+        const own = [...part.params];
+        const ids = own.push(rest ?? [...listed]);
         const scope = hookScope((column) => (rest ? `${column} = ANY($${ids}::text[])` : `${column} <> ALL($${ids}::text[])`));
         const { sql } = fleetSeriesQuery(q, part.filterWhere, (n) => `$${n}`, part.rollup, part.granularity, scope, false);
-        part.params[0] = part.fromMs;
-        part.params[1] = part.toMs;
+        own[0] = pa;
+        own[1] = pb;
         statements.push(shiftParams(sql, params.length));
-        params.push(...part.params);
+        params.push(...own);
       }
       return statements.length === 0 ? [] : (await this.query(fleetRestQuery(statements, fromMs), params)).map(toFleetRest);
     };
     // The partial buckets at the range's ends: read per hook as the range's figures are, those listed left out.
-    const [sums, partial] = await Promise.all([whole(), this.seriesEdges(q, edges, rest)]);
+    // Kept as the sums of these hooks (r+) or of every hook but these (r-): the same ids name different sums.
+    const [sums, partial] = await Promise.all([this.wholeFleetBuckets(q, rest ? `r+${hooksDigest(rest)}` : `r-${hooksDigest(listed)}`, readFromMs, readToMs, parts, read), this.seriesEdges(q, edges, rest)]);
     return addFleetRest(sums, edgeFleetBuckets(partial).filter((b) => !except.has(b.hookId)));
+  }
+
+  /**
+   * The change generations of the days of [fromMs, toMs) (DAY_CHANGES), read in the answer's snapshot, as a
+   * function giving those of a stretch of them: what was kept for a stretch holds while its generations are the
+   * ones it was read with, whichever replica commits meanwhile. Read on another server than the one what is kept
+   * was checked against (a restart, a failover, a restore may have lost commits, so generations can come again),
+   * everything kept is dropped first.
+   */
+  private async dayGenerations(fromMs: number, toMs: number): Promise<(a: number, b: number) => string> {
+    const [row] = await this.query(
+      `SELECT pg_postmaster_start_time()::text AS started, COALESCE((SELECT json_object_agg(day, g) FROM (SELECT day, SUM(generation) AS g FROM ${DAY_CHANGES} WHERE day >= $1 AND day <= $2 GROUP BY day) d), '{}')::text AS days`,
+      [Math.floor(fromMs / DAY_MS), Math.floor((toMs - 1) / DAY_MS)],
+    );
+    const started = String(row?.['started']);
+    if (started !== this.keptOn) {
+      this.forgetKept();
+      this.keptOn = started;
+    }
+    const days = JSON.parse(String(row?.['days'] ?? '{}')) as Record<string, number>;
+    return (a, b) => {
+      const out: number[] = [];
+      for (let d = Math.floor(a / DAY_MS); d <= Math.floor((b - 1) / DAY_MS); d++) out.push(days[String(d)] ?? 0);
+      return `${started}|${out.join(',')}`;
+    };
+  }
+
+  /** Keeps a closed segment's rows (closedSegments), the oldest dropped past KEPT_SEGMENTS or KEPT_SEGMENT_ROWS. */
+  private keepSegment(key: string, kept: Kept<Record<string, unknown>[]>): void {
+    if (kept.rows.length > KEPT_SEGMENT_ROWS / 4) return;
+    this.forgetSegment(key);
+    while (this.closedSegments.size > 0 && (this.closedSegments.size >= KEPT_SEGMENTS || this.keptSegmentRows + kept.rows.length > KEPT_SEGMENT_ROWS)) {
+      this.forgetSegment(this.closedSegments.keys().next().value as string);
+    }
+    this.closedSegments.set(key, kept);
+    this.keptSegmentRows += kept.rows.length;
+  }
+
+  private forgetSegment(key: string): void {
+    const kept = this.closedSegments.get(key);
+    if (!kept) return;
+    this.keptSegmentRows -= kept.rows.length;
+    this.closedSegments.delete(key);
+  }
+
+  private forgetKept(): void {
+    this.closedSegments.clear();
+    this.keptSegmentRows = 0;
+    this.closedFleet.clear();
+  }
+
+  /**
+   * The fleet series' whole buckets (or their sums: fleetRest), those before the one being written kept while the
+   * generations of their days stay as they were (dayGenerations). `scope` names what `read` reads beside the range
+   * (which hooks, summed or not).
+   */
+  private async wholeFleetBuckets<T>(q: SeriesQuery, scope: string, readFromMs: number, readToMs: number, parts: readonly SeriesPart[], read: (a: number, b: number) => Promise<T[]>): Promise<T[]> {
+    // The buckets before the one being written: an overview refreshing its 30-day fleet chart re-reads only that one.
+    const openFrom = Math.min(readToMs, Math.max(readFromMs, Math.floor(Date.now() / q.stepMs) * q.stepMs));
+    if (Object.keys(q.filters ?? {}).length > 0 || openFrom <= readFromMs || !this.answers.getStore()) return read(readFromMs, readToMs);
+    // Where the parts meet is part of what was read: a kept chart is one of the same sources.
+    const key = `${scope}|${q.stepMs}|${readFromMs}|${openFrom}|${parts.map((p) => `${p.granularity ?? ''}${p.filterWhere === null ? 'r' : 'e'}${p.fromMs}`).join(',')}`;
+    const generations = (await this.dayGenerations(readFromMs, openFrom))(readFromMs, openFrom);
+    const found = this.closedFleet.get(key);
+    let closed = found?.generations === generations ? (found.rows as readonly T[]) : undefined;
+    if (!closed) {
+      closed = await read(readFromMs, openFrom);
+      this.closedFleet.delete(key);
+      if (this.closedFleet.size >= KEPT_FLEETS) this.closedFleet.delete(this.closedFleet.keys().next().value as string);
+      this.closedFleet.set(key, { generations, rows: closed });
+    }
+    return [...closed, ...(await read(openFrom, readToMs))];
   }
 
   /** The partial buckets at a series range's ends (seriesSpans), each read as the range's figures read it. */
@@ -1297,7 +1474,7 @@ export class PostgresStore implements Store {
    * age (minute-sources.ts) into whole hours, raw events and minute rollups; its partial buckets (`edges`) as
    * range reads read them. Each part's parameters begin with `first` (its range goes in there).
    */
-  private async seriesParts(q: SeriesQuery, first: unknown[]): Promise<{ fromMs: number; parts: SeriesPart[]; edges: SeriesEdge[] }> {
+  private async seriesParts(q: SeriesQuery, first: unknown[]): Promise<{ fromMs: number; readFromMs: number; readToMs: number; parts: SeriesPart[]; edges: SeriesEdge[] }> {
     const filters = q.filters ?? {};
     // Refuses a filter on an unknown dimension.
     this.filterClause(filters, []);
@@ -1310,7 +1487,8 @@ export class PostgresStore implements Store {
       const dims = plan.source === 'dims';
       return { filterWhere: null, rollup: { dims, where: rollupWhere(plan, dims, (v) => `$${params.push(v)}`) }, params, granularity: 'hour', fromMs: span.fromMs, toMs: span.toMs };
     });
-    return { fromMs, parts, edges };
+    const readFromMs = parts[0]?.fromMs ?? fromMs;
+    return { fromMs, readFromMs, readToMs: Math.max(readFromMs, parts.at(-1)?.toMs ?? readFromMs), parts, edges };
   }
 
   async clientVersions(q: RangeQuery): Promise<ClientVersion[]> {

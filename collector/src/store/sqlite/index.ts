@@ -3,7 +3,6 @@
  * is one transaction, committed (and with synchronous=FULL, synced) before the OTLP 200 goes out.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { createHash } from 'node:crypto';
 import { existsSync, rmSync, statSync } from 'node:fs';
 import type { DatabaseSync, SQLInputValue, StatementSync } from 'node:sqlite';
 import type { BreakdownRow, ClientVersion, HookCounters } from '../model.ts';
@@ -26,7 +25,7 @@ import type { TranscriptCommandRow } from '../model.ts';
 import type { TranscriptFinding } from '../../hooks/transcript-findings.ts';
 import { FINDING_COLUMNS, FINDING_ON_CONFLICT, commandsQuery, findingValues, notStoredUnderPreviousId, toCommandRow, uniqueFindings, type FindingsResult } from '../transcript-findings.ts';
 import { guardTrimSql, guardTrimStats, guardTrimValues, type GuardTrim, type GuardTrimStats } from '../guard-trims.ts';
-import { StoreUnavailableError, fleetBreakdownFrom, hookCountersFrom, untilStopped, splitExpired, expiredBefore, type Arrival, type ArrivalQuery, type HookInfo, type LatePersistedQuery, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store, type StoreSize, type FleetBucket, type FleetRestBucket, addFleetRest } from '../store.ts';
+import { StoreUnavailableError, fleetBreakdownFrom, hookCountersFrom, untilStopped, splitExpired, expiredBefore, type Arrival, type ArrivalQuery, type HookInfo, type LatePersistedQuery, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store, type StoreSize, type FleetBucket, type FleetRestBucket, addFleetRest, hooksDigest } from '../store.ts';
 import { isInMemory } from '../settings.ts';
 
 export interface SqliteStoreOptions {
@@ -86,10 +85,6 @@ interface SeriesPart {
 // Numbered, because the step appears twice and before the range in the bucket query.
 const GUARD_SQL = guardTrimSql((n) => `?${n}`);
 
-/** A short name of a set of hook ids (every hook: ''), to key what was read for them. */
-function hooksDigest(ids: readonly string[] | undefined): string {
-  return ids === undefined ? '' : createHash('sha256').update([...ids].sort().join(',')).digest('base64url').slice(0, 22);
-}
 
 /**
  * Every hook's rows of an hour or day rollup over a long range, read a hook at a time through the primary key

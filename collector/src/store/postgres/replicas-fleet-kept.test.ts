@@ -1,0 +1,123 @@
+/**
+ * GET /api/v1/fleet/series on PostgreSQL replicas sharing one database: a replica keeps the fleet chart's closed
+ * buckets and the hooks' counters over them between calls (it does not read them again), yet an event another
+ * replica commits into a closed bucket (a late event), a write of another writer to the rollups, or a database
+ * restart (which may lose commits) makes it read them again: its answer is that of a replica keeping nothing.
+ */
+import pg from 'pg';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { FleetSeriesResponse } from '../../../../shared/src/api.ts';
+import { hookId } from '../../hooks/extract.ts';
+import type { HookEvent } from '../../hooks/model.ts';
+import { useTestServer } from '../../../test/support/postgres/fixture.ts';
+import { serveApi, type ApiServer } from '../../../test/support/api-server.ts';
+import { PostgresStore } from './index.ts';
+
+const HOUR = 3_600_000;
+const pgServer = useTestServer();
+const apis: ApiServer[] = [];
+afterEach(async () => {
+  await Promise.all(apis.splice(0).map((a) => a.close()));
+});
+
+const id = (name: string): string => hookId('PostToolUse', `PostToolUse:${name}`);
+
+function execution(name: string, key: string, timeMs: number, over: boolean): HookEvent {
+  return {
+    kind: 'complete', dedupKey: `k-${name}-${key}`, hookId: id(name), hookEvent: 'PostToolUse', hookName: `PostToolUse:${name}`,
+    timeMs, numHooks: 1, numSuccess: 1, numBlocking: 0, numNonBlockingError: 0, numCancelled: 0, durationMs: 10,
+    stdoutChars: over ? 60_000 : 1000, additionalContextChars: null, systemMessageChars: null, initialUserMessageChars: null, outputsPersisted: over ? 1 : 0,
+    sizesKnown: true, status: over ? 'over' : 'ok', serviceName: 'claude-code', serviceVersion: '2.1.332', sessionId: 's', userId: 'u', userEmail: '',
+    userAccountUuid: '', organizationId: '', terminalType: '', source: 'otlp', extra: { team: 'web' },
+  };
+}
+
+/** A database of two hooks over the cap and four under it, in the closed hours of the last 6 only; `now`: the API's clock. */
+async function replicas(n: number): Promise<{ url: string; now: number; stores: PostgresStore[] }> {
+  const url = await pgServer.server().createDatabase();
+  const stores = await Promise.all(Array.from({ length: n }, () => PostgresStore.open({ url, poolSize: 3, dimensions: ['team'] }).then((s) => pgServer.track(s))));
+  // Kept are the buckets before the one being written (by the store's clock): the range ends now.
+  const now = Math.max(Date.now(), Math.floor(Date.now() / HOUR) * HOUR + 1000);
+  const hour = Math.floor(now / HOUR) * HOUR;
+  const events: HookEvent[] = [];
+  ['a', 'b', 'c', 'd', 'e', 'x'].forEach((name, h) => {
+    for (let i = 0; i < 2 + h; i++) events.push(execution(name, String(i), hour - (1 + ((h + i) % 5)) * HOUR + 60_000 * h, name === 'a' || name === 'b'));
+  });
+  await stores[0]!.ingest(events);
+  return { url, now, stores };
+}
+
+async function fleet(store: PostgresStore, now: number): Promise<FleetSeriesResponse> {
+  const api = await serveApi(store, now);
+  apis.push(api);
+  const res = await fetch(`${api.base}/api/v1/fleet/series?from=now-6h&step=1h&limit=2`, { signal: AbortSignal.timeout(10_000) });
+  expect(res.status).toBe(200);
+  return (await res.json()) as FleetSeriesResponse;
+}
+
+/** Changes the rollups' executions of hook `name` in every closed hour as no store does: no trigger fires. */
+async function rewriteUnseen(url: string, name: string, executions: number): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query('SET session_replication_role = replica');
+    for (const t of ['rollup_1m', 'rollup_1h', 'rollup_1d']) await client.query(`UPDATE ${t} SET executions = executions + $2 WHERE hook_id = $1`, [id(name), executions]);
+  } finally {
+    await client.end();
+  }
+}
+
+const restExecutions = (f: FleetSeriesResponse): number => f.rest!.executions.reduce((s, n) => s + n, 0);
+
+describe('the fleet series on PostgreSQL replicas', () => {
+  it('is kept for its closed buckets, and read again when another replica commits an event into one of them', async () => {
+    const { url, now, stores: [a, b] } = await replicas(2);
+    const first = await fleet(a!, now);
+    expect(first.hooks.map((h) => h.id).sort()).toEqual([id('a'), id('b')].sort());
+    expect(restExecutions(first)).toBe(4 + 5 + 6 + 7);
+    // Kept, not read again: a change no trigger saw is not in the answer (only what the store itself writes
+    // moves the days' generations).
+    await rewriteUnseen(url, 'x', 100);
+    expect(await fleet(a!, now)).toEqual(first);
+    // Replica B commits a late event of hook c, over the cap, into a closed hour.
+    const hour = Math.floor(now / HOUR) * HOUR;
+    await b!.ingest([execution('c', 'late', hour - 3 * HOUR + 5_000, true)]);
+    const after = await fleet(a!, now);
+    // Every closed hour of that day is read again (x's rewrite with them); the answer is a fresh replica's.
+    const fresh = pgServer.track(await PostgresStore.open({ url, poolSize: 2, dimensions: ['team'] }));
+    expect(after).toEqual(await fleet(fresh, now));
+    expect(after.rest!.hooksWithPersisted).toBe(first.rest!.hooksWithPersisted + 1);
+    const i = after.buckets.findIndex((t) => Date.parse(t) === hour - 3 * HOUR);
+    expect(i).toBeGreaterThanOrEqual(0);
+    expect(after.rest!.persisted[i]).toBe(first.rest!.persisted[i]! + 1);
+  });
+
+  it('is read again after another writer changes a closed bucket\'s rollups, as a replica of the previous release would', async () => {
+    const { url, now, stores: [a] } = await replicas(1);
+    const first = await fleet(a!, now);
+    // A plain UPDATE of the rollups (triggers fire as for any writer's statement).
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    try {
+      for (const t of ['rollup_1m', 'rollup_1h', 'rollup_1d']) await client.query(`UPDATE ${t} SET executions = executions + 100 WHERE hook_id = $1`, [id('x')]);
+    } finally {
+      await client.end();
+    }
+    const after = await fleet(a!, now);
+    const fresh = pgServer.track(await PostgresStore.open({ url, poolSize: 2, dimensions: ['team'] }));
+    expect(after).toEqual(await fleet(fresh, now));
+    expect(restExecutions(after)).toBeGreaterThan(restExecutions(first));
+  });
+
+  it('drops what it kept when the database restarts: commits may have been lost there, so generations can repeat', async () => {
+    const { url, now, stores: [a] } = await replicas(1);
+    const first = await fleet(a!, now);
+    await rewriteUnseen(url, 'x', 100);
+    expect(await fleet(a!, now)).toEqual(first);
+    await pgServer.server().restart();
+    const after = await fleet(a!, now);
+    const fresh = pgServer.track(await PostgresStore.open({ url, poolSize: 2, dimensions: ['team'] }));
+    expect(after).toEqual(await fleet(fresh, now));
+    expect(restExecutions(after)).toBeGreaterThan(restExecutions(first));
+  });
+});
