@@ -147,7 +147,7 @@ describe('upgrade on PostgreSQL, replica by replica', () => {
     await leave(a);
     await leads(b);
     expect(await views(b.httpUrl, range)).toEqual(seen);
-    // A long read (a dashboard's, a dump) holds a snapshot: A's index build waits for it, and B ingests meanwhile.
+    // A long read (a dashboard's, a dump) holds a snapshot: A's index build, if any, waits for it, and B ingests meanwhile.
     const reader = new pg.Client({ connectionString: url });
     await reader.connect();
     fx.defer(() => reader.end());
@@ -157,7 +157,8 @@ describe('upgrade on PostgreSQL, replica by replica', () => {
     const starting = replica().finally(() => {
       a2Started = true;
     });
-    if (release.schema < MIGRATIONS.length) {
+    // Only an index build waits for the read; migration 19 (tables and triggers) goes on beside it.
+    if (MIGRATIONS.slice(release.schema).some((m) => typeof m === 'object' && 'build' in m)) {
       await waitFor('the index build waiting for the read', async () => ((await db.query("SELECT 1 FROM pg_stat_activity WHERE query LIKE 'CREATE INDEX CONCURRENTLY%' AND wait_event_type = 'Lock'")).rowCount ? true : undefined), 60_000);
       await moreTraffic();
       expect(a2Started).toBe(false);

@@ -540,7 +540,6 @@ function grownPastPacked(p: { indexBytes: number; tableBytes: number }, packedSh
   return p.indexBytes >= REPACK_MIN_BYTES && p.tableBytes >= REPACK_MIN_BYTES && p.indexBytes / p.tableBytes > packedShare * REPACK_GROWTH;
 }
 
-/** An answer's snapshot: its connection, in its transaction, asked one statement at a time (`query`). */
 /**
  * Rows of closed buckets kept between calls (PostgresStore.closedSegments, closedFleet), with the generations of
  * the days they cover as they were in the snapshot they were read in (dayGenerations).
@@ -556,6 +555,7 @@ const KEPT_SEGMENT_ROWS = 100_000;
 /** Fleet series (or their rests' sums) kept at most. */
 const KEPT_FLEETS = 16;
 
+/** An answer's snapshot: its connection, in its transaction, asked one statement at a time (`query`). */
 interface Snapshot {
   client: pg.PoolClient;
   /** Settles once the statement asked last is answered: the next one is sent after it. */
@@ -640,8 +640,9 @@ export class PostgresStore implements Store {
   /** Fleet series (or their rests' sums: fleetRest) over closed buckets (wholeFleetBuckets). */
   private readonly closedFleet = new Map<string, Kept<readonly unknown[]>>();
   /**
-   * The start time of the server whose generations what is kept was checked against (dayGenerations): another
-   * (a restart, a failover to a standby, a restore) may have lost commits, so its generations can repeat.
+   * The server (its start time) and the table of generations what is kept was checked against (dayGenerations):
+   * another server (a restart, a failover to a standby, a restore) may have lost commits, and another table
+   * counts from 1 again, so generations can repeat.
    */
   private keptOn: string | undefined;
 
@@ -1397,23 +1398,28 @@ export class PostgresStore implements Store {
    * function giving those of a stretch of them: what was kept for a stretch holds while its generations are the
    * ones it was read with, whichever replica commits meanwhile. Read on another server than the one what is kept
    * was checked against (a restart, a failover, a restore may have lost commits, so generations can come again),
-   * everything kept is dropped first.
+   * or from another table of them, everything kept is dropped first. Undefined, and nothing kept, on a schema
+   * without them (a database put back from a backup of an earlier version under running replicas, until they
+   * restart and migrate it): every call then reads what it answers, as before.
    */
-  private async dayGenerations(fromMs: number, toMs: number): Promise<(a: number, b: number) => string> {
-    const [row] = await this.query(
-      `SELECT pg_postmaster_start_time()::text AS started, COALESCE((SELECT json_object_agg(day, g) FROM (SELECT day, SUM(generation) AS g FROM ${DAY_CHANGES} WHERE day >= $1 AND day <= $2 GROUP BY day) d), '{}')::text AS days`,
+  private async dayGenerations(fromMs: number, toMs: number): Promise<((a: number, b: number) => string) | undefined> {
+    const [head] = await this.query('SELECT pg_postmaster_start_time()::text AS started, to_regclass($1)::oid::text AS generations', [DAY_CHANGES]);
+    const table = head?.['generations'];
+    const server = `${String(head?.['started'])}/${String(table)}`;
+    if (server !== this.keptOn) {
+      this.forgetKept();
+      this.keptOn = server;
+    }
+    if (typeof table !== 'string') return undefined;
+    const rows = await this.query(
+      `SELECT day::text AS day, SUM(generation)::text AS generation FROM ${DAY_CHANGES} WHERE day >= $1 AND day <= $2 GROUP BY day`,
       [Math.floor(fromMs / DAY_MS), Math.floor((toMs - 1) / DAY_MS)],
     );
-    const started = String(row?.['started']);
-    if (started !== this.keptOn) {
-      this.forgetKept();
-      this.keptOn = started;
-    }
-    const days = JSON.parse(String(row?.['days'] ?? '{}')) as Record<string, number>;
+    const days = new Map(rows.map((r) => [Number(r['day']), String(r['generation'])]));
     return (a, b) => {
-      const out: number[] = [];
-      for (let d = Math.floor(a / DAY_MS); d <= Math.floor((b - 1) / DAY_MS); d++) out.push(days[String(d)] ?? 0);
-      return `${started}|${out.join(',')}`;
+      const out: string[] = [];
+      for (let d = Math.floor(a / DAY_MS); d <= Math.floor((b - 1) / DAY_MS); d++) out.push(days.get(d) ?? '0');
+      return `${server}|${out.join(',')}`;
     };
   }
 
@@ -1452,7 +1458,9 @@ export class PostgresStore implements Store {
     if (Object.keys(q.filters ?? {}).length > 0 || openFrom <= readFromMs || !this.answers.getStore()) return read(readFromMs, readToMs);
     // Where the parts meet is part of what was read: a kept chart is one of the same sources.
     const key = `${scope}|${q.stepMs}|${readFromMs}|${openFrom}|${parts.map((p) => `${p.granularity ?? ''}${p.filterWhere === null ? 'r' : 'e'}${p.fromMs}`).join(',')}`;
-    const generations = (await this.dayGenerations(readFromMs, openFrom))(readFromMs, openFrom);
+    const changes = await this.dayGenerations(readFromMs, openFrom);
+    if (!changes) return read(readFromMs, readToMs);
+    const generations = changes(readFromMs, openFrom);
     const found = this.closedFleet.get(key);
     let closed = found?.generations === generations ? (found.rows as readonly T[]) : undefined;
     if (!closed) {
