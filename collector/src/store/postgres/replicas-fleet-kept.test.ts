@@ -2,7 +2,8 @@
  * GET /api/v1/fleet/series on PostgreSQL replicas sharing one database: a replica keeps the fleet chart's closed
  * buckets and the hooks' counters over them between calls (it does not read them again), yet an event another
  * replica commits into a closed bucket (a late event), a write of another writer to the rollups, or a database
- * restart (which may lose commits) makes it read them again: its answer is that of a replica keeping nothing.
+ * restart (which may lose commits) makes it read them again: its answer is that of a replica keeping nothing. On
+ * a schema without the generations it keeps nothing.
  */
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -10,6 +11,8 @@ import type { FleetSeriesResponse } from '../../../../shared/src/api.ts';
 import { hookId } from '../../hooks/extract.ts';
 import type { HookEvent } from '../../hooks/model.ts';
 import { useTestServer } from '../../../test/support/postgres/fixture.ts';
+import { queryOnce } from '../../../test/support/postgres/server.ts';
+import { PG_UNDO_DAY_CHANGES } from '../../../test/support/downgrade.ts';
 import { serveApi, type ApiServer } from '../../../test/support/api-server.ts';
 import { PostgresStore } from './index.ts';
 
@@ -107,6 +110,18 @@ describe('the fleet series on PostgreSQL replicas', () => {
     const fresh = pgServer.track(await PostgresStore.open({ url, poolSize: 2, dimensions: ['team'] }));
     expect(after).toEqual(await fleet(fresh, now));
     expect(restExecutions(after)).toBeGreaterThan(restExecutions(first));
+  });
+
+  it('keeps nothing, and still answers, on a schema put back before the days\' change generations', async () => {
+    const { url, now, stores: [a] } = await replicas(1);
+    const first = await fleet(a!, now);
+    // A backup of the previous release restored under the running replica: no generations, no triggers.
+    await queryOnce(url, PG_UNDO_DAY_CHANGES);
+    await rewriteUnseen(url, 'x', 100);
+    const after = await fleet(a!, now);
+    expect(restExecutions(after)).toBeGreaterThan(restExecutions(first));
+    await rewriteUnseen(url, 'x', 100);
+    expect(restExecutions(await fleet(a!, now))).toBeGreaterThan(restExecutions(after));
   });
 
   it('drops what it kept when the database restarts: commits may have been lost there, so generations can repeat', async () => {
