@@ -95,7 +95,7 @@ describe('the fleet series on PostgreSQL replicas', () => {
     expect(after.rest!.persisted[i]).toBe(first.rest!.persisted[i]! + 1);
   });
 
-  it('is read again after another writer changes a closed bucket\'s rollups, as a replica of the previous release would', async () => {
+  it('is read again after another writer changes a closed bucket\'s rollups, as a replica of the previous release or retention would', async () => {
     const { url, now, stores: [a] } = await replicas(1);
     const first = await fleet(a!, now);
     // A plain UPDATE of the rollups (triggers fire as for any writer's statement).
@@ -110,6 +110,13 @@ describe('the fleet series on PostgreSQL replicas', () => {
     const fresh = pgServer.track(await PostgresStore.open({ url, poolSize: 2, dimensions: ['team'] }));
     expect(after).toEqual(await fleet(fresh, now));
     expect(restExecutions(after)).toBeGreaterThan(restExecutions(first));
+    // Rows deleted as retention deletes them.
+    await queryOnce(url, `DELETE FROM rollup_1m WHERE hook_id = '${id('e')}'; DELETE FROM rollup_1h WHERE hook_id = '${id('e')}'; DELETE FROM rollup_1d WHERE hook_id = '${id('e')}'`);
+    const pruned = await fleet(a!, now);
+    expect(pruned.rest!.hooks).toBe(after.rest!.hooks - 1);
+    expect(restExecutions(pruned)).toBe(restExecutions(after) - 6);
+    const fresh2 = pgServer.track(await PostgresStore.open({ url, poolSize: 2, dimensions: ['team'] }));
+    expect(pruned).toEqual(await fleet(fresh2, now));
   });
 
   it('keeps nothing, and still answers, on a schema put back before the days\' change generations', async () => {
@@ -134,5 +141,12 @@ describe('the fleet series on PostgreSQL replicas', () => {
     const fresh = pgServer.track(await PostgresStore.open({ url, poolSize: 2, dimensions: ['team'] }));
     expect(after).toEqual(await fleet(fresh, now));
     expect(restExecutions(after)).toBeGreaterThan(restExecutions(first));
+    // Rows deleted as retention deletes them.
+    await queryOnce(url, `DELETE FROM rollup_1m WHERE hook_id = '${id('e')}'; DELETE FROM rollup_1h WHERE hook_id = '${id('e')}'; DELETE FROM rollup_1d WHERE hook_id = '${id('e')}'`);
+    const pruned = await fleet(a!, now);
+    expect(pruned.rest!.hooks).toBe(after.rest!.hooks - 1);
+    expect(restExecutions(pruned)).toBe(restExecutions(after) - 6);
+    const fresh2 = pgServer.track(await PostgresStore.open({ url, poolSize: 2, dimensions: ['team'] }));
+    expect(pruned).toEqual(await fleet(fresh2, now));
   });
 });
