@@ -10,6 +10,7 @@ import { expect, it } from 'vitest';
 import { useTestServer } from '../../../test/support/postgres/fixture.ts';
 import { queryOnce } from '../../../test/support/postgres/server.ts';
 import { recordingLogger } from '../../../test/support/recording-logger.ts';
+import { PG_UNDO_DAY_CHANGES } from '../../../test/support/downgrade.ts';
 import { LATE_ARRIVAL_INDEX } from '../sql.ts';
 import { MIGRATIONS, PostgresStore } from './index.ts';
 import { MigrationBlockedError } from './migrate.ts';
@@ -19,11 +20,14 @@ const t = useTestServer();
 const BLOCKED_MS = 4000;
 const APPLICATION = 'nightly-report';
 
-/** A database at the schema before the last migration (an index of the events, built partition by partition). */
+/**
+ * A database at the schema before its last index build (migration 18: an index of the events, built partition by
+ * partition) and the days' change generations after it.
+ */
 async function previousSchema(): Promise<string> {
   const url = await t.server().createDatabase();
   await (await PostgresStore.open({ url, poolSize: 1 })).close();
-  await queryOnce(url, `DROP INDEX ${LATE_ARRIVAL_INDEX.name}; DELETE FROM schema_migrations WHERE version >= ${MIGRATIONS.length};`);
+  await queryOnce(url, `DROP INDEX ${LATE_ARRIVAL_INDEX.name}; ${PG_UNDO_DAY_CHANGES} DELETE FROM schema_migrations WHERE version >= ${MIGRATIONS.length - 1};`);
   return url;
 }
 
@@ -69,7 +73,7 @@ for (const [what, hold] of Object.entries(holds)) {
     expect(waiting[0]?.msg).toContain(`PostgreSQL backend ${holderPid} (application \\"${APPLICATION}\\"`);
     expect(log.lines.filter((l) => l.level === 'error').map((l) => l.msg.replace(/ \{.*/, ''))).toEqual(['schema migration given up: another session kept it waiting']);
     // Nothing applied; the session that held it goes on, unharmed.
-    expect((await holder.query<{ v: number }>('SELECT max(version) AS v FROM schema_migrations')).rows[0]?.v).toBe(MIGRATIONS.length - 1);
+    expect((await holder.query<{ v: number }>('SELECT max(version) AS v FROM schema_migrations')).rows[0]?.v).toBe(MIGRATIONS.length - 2);
     await holder.query('ROLLBACK');
 
     const store = t.track(await PostgresStore.open({ url, poolSize: 2, migrationBlockedMs: BLOCKED_MS }));
