@@ -4,6 +4,7 @@
  */
 import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { HttpAuthConfig } from './settings.ts';
+import { isNavigation } from '../net/navigation.ts';
 import { authCredentials, onlyAuthorization, sameSecret, secretDigest } from '../net/secret.ts';
 
 /**
@@ -17,14 +18,9 @@ function fromPage(req: Request): boolean {
   return typeof v === 'string' && v.toLowerCase() === 'xmlhttprequest';
 }
 
-/**
- * A page load in a browser (the address bar, a link, a bookmark): `Sec-Fetch-Mode: navigate`, or, from a browser
- * that does not send it, an Accept that prefers a web page to JSON. curl's and fetch's `*\/*`, no Accept, and JSON
- * asked for are API clients.
- */
+/** A page load in a browser (net/navigation.ts). */
 function navigation(req: Request): boolean {
-  if (req.headers['sec-fetch-mode'] === 'navigate') return true;
-  return req.headers.accept !== undefined && req.accepts(['application/json', 'text/html']) === 'text/html';
+  return isNavigation(req.headers);
 }
 
 /**
