@@ -30,7 +30,7 @@ export function echoed(value: string): string {
 }
 
 /** At most ECHO_CHARS characters of `value`, an ellipsis after them when it was cut (never inside an emoji). */
-function cut(value: string): string {
+export function cut(value: string): string {
   if (value.length <= ECHO_CHARS) return value;
   const code = value.charCodeAt(ECHO_CHARS - 1);
   const end = code >= 0xd800 && code <= 0xdbff ? ECHO_CHARS - 1 : ECHO_CHARS;

@@ -42,6 +42,7 @@ import { answerPlainHttp } from './net/plain-http-on-tls.ts';
 import { discardPassThrough, type PassThroughConsumer } from './pipeline/consumer.ts';
 import { HookIngest } from './pipeline/hook-ingest.ts';
 import { OpeningIntake } from './pipeline/opening.ts';
+import { OtlpRefusals } from './receiver/refusals.ts';
 import { OtlpHttpReceiver } from './receiver/otlp-http/index.ts';
 import { OtlpGrpcReceiver } from './receiver/otlp-grpc/index.ts';
 import type { HoldBackoff } from './receiver/otlp-grpc/store-hold.ts';
@@ -241,6 +242,8 @@ interface RouteContext {
   logger: Logger;
   now: () => number;
   otlpTls: TlsCredentials | undefined;
+  /** The OTLP requests both receivers refused lately (the overview's otlpRefusals). */
+  refusals: OtlpRefusals;
 }
 
 /** What the serving app's routes answer from: the store and what is built on it. */
@@ -261,7 +264,7 @@ interface OpenParts {
  * tried, and the last handler; then each route named for hookwatch_http_requests_total.
  */
 function mountRoutes(app: express.Express, ctx: RouteContext, parts: OpenParts): void {
-  const { config, metrics, requestMetrics, queries, logger, now, otlpTls } = ctx;
+  const { config, metrics, requestMetrics, queries, logger, now, otlpTls, refusals } = ctx;
   const { store, alerting, coordination, forwarding, privacy } = parts;
   serveMetrics(app, metrics);
   app.use(['/api', '/-/reload'], rejectCrossSiteWrites({ externalUrl: config.alerting.externalUrl }));
@@ -272,7 +275,7 @@ function mountRoutes(app: express.Express, ctx: RouteContext, parts: OpenParts):
   app.use(createForwardingRouter({ forwarding }));
   app.use(createGuardTrimsRouter({ store, now, queries }));
   const otlpHttp = { otlpHttpPort: parts.otlpHttpPort, otlpHttpTls: otlpTls !== undefined };
-  app.use(createApiRouter({ store, queries, dimensions: config.dimensions, logger, now, ready: parts.ready, privacy, ...otlpHttp, otlpIngestToken: config.otlp.ingestToken !== '', otlpClientCertificate: otlpTls?.mutual === true }));
+  app.use(createApiRouter({ store, queries, dimensions: config.dimensions, logger, now, ready: parts.ready, privacy, ...otlpHttp, otlpIngestToken: config.otlp.ingestToken !== '', otlpClientCertificate: otlpTls?.mutual === true, otlpRefusals: refusals }));
   const dashboard = createDashboardRouter({ ...otlpHttp, servedFile: (res) => requestMetrics.answeredBy(res, DASHBOARD_HANDLER) });
   app.use(dashboard);
   // Last: an error a router passes on gets the API's JSON answer (503 while the store is down), not an HTML page.
@@ -368,6 +371,12 @@ async function start(config: HookwatchConfig, opts: ServiceOptions, opened: (() 
   // The start's wait for its database: a request refused meanwhile brings the next attempt forward.
   const storeWait = opts.storeWait ?? new StoreWait();
   const intake = new OpeningIntake(() => storeWait.hurry());
+  // Links in notifications (webhook externalURL and generatorURL, Slack, Alertmanager's generatorURL) and on the
+  // OTLP/HTTP port's page for a browser: to alerting.externalUrl, else to the HTTP port where a person opens the
+  // dashboard, as Alertmanager defaults its own to its listen address. A port chosen at bind time (:0) is known once bound: no link is given before.
+  let externalUrl = config.alerting.externalUrl || reachableUrl(config.http.addr, { tls: httpTls !== undefined });
+  // Both receivers' refusals, logged and kept for the overview: an exporter drops a refused batch without a word.
+  const refusals = new OtlpRefusals({ logger, now });
   const receiverOptions = {
     maxRequestBytes: config.otlp.maxRequestBytes,
     requestTimeoutMs: config.otlp.requestTimeoutMs,
@@ -379,9 +388,10 @@ async function start(config: HookwatchConfig, opts: ServiceOptions, opened: (() 
     logs: intake.logs,
     passThrough: intake.passThrough,
     logger,
+    refusals,
   };
   const grpcReceiver = new OtlpGrpcReceiver({ addr: config.otlpGrpc.addr, maxPending: config.otlp.maxPendingRequests, ...receiverOptions }, opts.grpcHoldBackoff);
-  const receiver = new OtlpHttpReceiver({ addr: config.otlp.http.addr, keepAliveTimeoutMs: config.otlp.http.keepAliveTimeoutMs, ...receiverOptions });
+  const receiver = new OtlpHttpReceiver({ addr: config.otlp.http.addr, keepAliveTimeoutMs: config.otlp.http.keepAliveTimeoutMs, dashboardUrl: () => externalUrl, ...receiverOptions });
   registerHandshakeMetrics(metrics, handshakes);
   registerReceiverMetrics(metrics, [{ transport: 'http', stats: receiver.stats }, { transport: 'grpc', stats: grpcReceiver.stats }]);
 
@@ -407,7 +417,7 @@ async function start(config: HookwatchConfig, opts: ServiceOptions, opened: (() 
   // One bound for every query route: a burst of expensive queries gets 503s, not a queue every later request waits in.
   const queries = new QueryGate(config.http.maxPendingQueries);
   registerQueryMetrics(metrics, queries);
-  const routeContext: RouteContext = { config, metrics, requestMetrics, queries, logger, now, otlpTls };
+  const routeContext: RouteContext = { config, metrics, requestMetrics, queries, logger, now, otlpTls, refusals };
   // The opening app until the store is open and everything serves, then the app; /readyz says why it waits.
   let openingReason = 'the store is opening';
   let serving: RequestListener = openingApp(routeContext, () => openingReason);
@@ -471,10 +481,6 @@ async function start(config: HookwatchConfig, opts: ServiceOptions, opened: (() 
   const hookMetrics = new HookMetrics({ maxSeries: config.metrics.maxHookSeries, now });
   hookMetrics.register(metrics);
   ingest.addListener(hookMetrics);
-  // Links in notifications (webhook externalURL and generatorURL, Slack, Alertmanager's generatorURL): to
-  // alerting.externalUrl, else to the HTTP port where a person opens the dashboard, as Alertmanager defaults its
-  // own to its listen address. A port chosen at bind time (:0) is known once bound: no link is given before.
-  let externalUrl = config.alerting.externalUrl || reachableUrl(config.http.addr, { tls: httpTls !== undefined });
   const links: LinkContext = {
     get externalUrl() {
       return externalUrl;

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadConfig, toConfig, type HookwatchConfig } from '../src/config/index.ts';
 import { startService, type RunningService } from '../src/service.ts';
-import { silentLogger } from '../src/telemetry/logger.ts';
+import { silentLogger, type Logger } from '../src/telemetry/logger.ts';
 import type { Store } from '../src/store/store.ts';
 
 export const FIXTURES = fileURLToPath(new URL('../testdata/claude-code-2.1.332/', import.meta.url));
@@ -59,7 +59,7 @@ export interface TestService extends RunningService {
  * Starts hookwatch on 127.0.0.1 port 0 with a fresh SQLite file; env-style overrides apply on top, and over the
  * config file `yaml` when given.
  */
-export async function startTestService(env: Record<string, string> = {}, opts: { now?: () => number; dir?: string; yaml?: string; storeSizeRefreshMs?: number; store?: Store } = {}): Promise<TestService> {
+export async function startTestService(env: Record<string, string> = {}, opts: { now?: () => number; dir?: string; yaml?: string; storeSizeRefreshMs?: number; store?: Store; logger?: Logger } = {}): Promise<TestService> {
   const tmp = opts.dir ? { dir: opts.dir, cleanup: () => rmSync(opts.dir as string, { recursive: true, force: true }) } : tempDir();
   const config: HookwatchConfig = toConfig(loadConfig({
     env: {
@@ -73,7 +73,7 @@ export async function startTestService(env: Record<string, string> = {}, opts: {
     },
     ...(opts.yaml === undefined ? {} : { readFile: () => opts.yaml as string }),
   }));
-  const service = await startService(config, { logger: silentLogger, ...(opts.now ? { now: opts.now } : {}), ...(opts.storeSizeRefreshMs === undefined ? {} : { storeSizeRefreshMs: opts.storeSizeRefreshMs }), ...(opts.store ? { store: opts.store } : {}) });
+  const service = await startService(config, { logger: opts.logger ?? silentLogger, ...(opts.now ? { now: opts.now } : {}), ...(opts.storeSizeRefreshMs === undefined ? {} : { storeSizeRefreshMs: opts.storeSizeRefreshMs }), ...(opts.store ? { store: opts.store } : {}) });
   return {
     ...service,
     dir: tmp.dir,

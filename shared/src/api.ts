@@ -124,6 +124,26 @@ export interface OverviewResponse {
   otlpIngestToken?: boolean;
   /** Whether the receivers require client certificates (mutual TLS, otlp.tls.clientCaFile): the snippet then sets them. Never a path. */
   otlpClientCertificate?: boolean;
+  /**
+   * The OTLP requests this replica's receivers refused in the last 15 minutes, by transport and reason, most first
+   * (empty when none): kept in the memory of the process that answers, so another replica's refusals are not here.
+   * Never a header, token or query string.
+   */
+  otlpRefusals?: OtlpRefusal[];
+}
+
+/** OTLP requests refused for one reason over one transport (OverviewResponse.otlpRefusals). */
+export interface OtlpRefusal {
+  transport: 'http' | 'grpc';
+  /** As hookwatch_otlp_requests_rejected_total's reason: not_found, unauthenticated, too_large, ... */
+  reason: string;
+  count: number;
+  /** When the last of them was refused. */
+  lastAt: string;
+  /** The path the last of them asked for (over gRPC, the method), cut to 64 characters, without its query string. */
+  lastPath?: string;
+  /** What the client's exporter settings likely need, where hookwatch can tell. */
+  hint?: string;
 }
 
 /** One hook's buckets in a fleet series (arrays aligned with FleetSeriesResponse.buckets). */

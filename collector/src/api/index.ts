@@ -17,6 +17,7 @@ import type { Privacy } from '../privacy/index.ts';
 import { BadBodyError, BadParameterError, echoed } from '../request-error.ts';
 import { MAX_FLEET_HOOK_BUCKETS, ParamError, breakdownOrder, breakdownPageOf, bucketEnd, bucketStart, bucketStarts, hookCursor, nameMatches, onlyParams, pageAfter, parseBreakdownCursor, parseFilters, parseHookCursor, parseHookId, parseHookIds, parseLimit, parseNameFilter, parseRange, parseStep, single, type HookPosition } from './params.ts';
 import { addTranscriptCommandsRoute } from './transcript-commands.ts';
+import type { OtlpRefusals } from '../receiver/refusals.ts';
 import type { QueryGate } from './query-gate.ts';
 import { breakdownRow, clientVersion, headroom, hookSummary, seriesBucket, wireCounters } from './wire.ts';
 import { formatRfc3339, formatRfc3339OrNull } from '../rfc3339.ts';
@@ -43,6 +44,8 @@ export interface ApiOptions {
   otlpClientCertificate?: boolean;
   /** Bounds the store reads the query routes have pending (http.maxPendingQueries); unbounded without. */
   queries?: QueryGate;
+  /** The OTLP requests the receivers of this process refused lately (the overview's otlpRefusals). */
+  otlpRefusals?: Pick<OtlpRefusals, 'recent'>;
 }
 
 /** 404 for a well-formed hook id hookwatch keeps no hook under. */
@@ -238,6 +241,7 @@ export function createApiRouter(opts: ApiOptions): Router {
       clientVersions: versions.map(clientVersion),
       lastEventAt: formatRfc3339OrNull(last),
       ...(port === undefined ? {} : { otlpHttpPort: port, otlpHttpTls: opts.otlpHttpTls === true, otlpIngestToken: opts.otlpIngestToken === true, otlpClientCertificate: opts.otlpClientCertificate === true }),
+      ...(opts.otlpRefusals ? { otlpRefusals: opts.otlpRefusals.recent().map(({ lastAtMs, ...r }) => ({ ...r, lastAt: formatRfc3339(lastAtMs) })) } : {}),
     };
     res.json(body);
   });

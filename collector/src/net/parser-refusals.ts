@@ -118,7 +118,7 @@ export interface RefusalBody {
  * The answer is sent before the connection is closed (net/close-after-answer.ts), which a handler still reading the
  * body sees end then, with the parser's error as the socket's.
  */
-export function answerParserRefusals(server: Server, answer: (refusal: ParserRefusal, request: IncomingMessage | undefined, err: NodeJS.ErrnoException) => RefusalBody, unseen?: (refusal: ParserRefusal, err: NodeJS.ErrnoException & { rawPacket?: unknown }) => void): void {
+export function answerParserRefusals(server: Server, answer: (refusal: ParserRefusal, request: IncomingMessage | undefined, err: NodeJS.ErrnoException) => RefusalBody, unseen?: (refusal: ParserRefusal, err: NodeJS.ErrnoException & { rawPacket?: unknown }, socket: Duplex) => void): void {
   // The last request each connection's handler was given: one not yet whole when its connection fails is its handler's.
   const handled = new WeakMap<Duplex, IncomingMessage>();
   // Connections refused, their answer being sent: the parser, still reading them, reports its error again on what
@@ -130,7 +130,7 @@ export function answerParserRefusals(server: Server, answer: (refusal: ParserRef
     const refusal = parserRefusal(err);
     const current = handled.get(socket);
     // bytesRead counts what the parser was given (the plain text, on a TLS connection).
-    if (refusal && (!current || current.complete) && (socket as Duplex & { bytesRead?: number }).bytesRead) unseen?.(refusal, err);
+    if (refusal && (!current || current.complete) && (socket as Duplex & { bytesRead?: number }).bytesRead) unseen?.(refusal, err, socket);
     // As Node: no answer on a connection that is gone, nor in the middle of one already being written.
     const inFlight = (socket as Duplex & { _httpMessage?: ServerResponse | null })._httpMessage ?? undefined;
     if (err.code === 'ECONNRESET' || !socket.writable || inFlight?.headersSent) {

@@ -9,6 +9,7 @@ import type { TlsCredentials } from '../net/tls.ts';
 import type { JsonThread } from '../otlp/json-thread.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { InflightBudget } from './inflight.ts';
+import type { OtlpRefusals } from './refusals.ts';
 
 export interface OtlpReceiverOptions {
   addr: string;
@@ -41,6 +42,13 @@ export interface OtlpReceiverOptions {
   logs: LogsConsumer;
   passThrough: PassThroughConsumer;
   logger: Logger;
+  /**
+   * OTLP/HTTP only: where the dashboard is (alerting.externalUrl, else the HTTP port's address; empty while not
+   * known), named on the page a browser opened at this port gets.
+   */
+  dashboardUrl?: () => string;
+  /** Where both receivers log and keep their refusals (refusals.ts); unset, each keeps its own. */
+  refusals?: OtlpRefusals;
 }
 
 /**

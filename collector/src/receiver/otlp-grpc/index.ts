@@ -45,6 +45,7 @@ import { decodeLogs, decodeWithin, type InflightAccount } from '../inflight.ts';
 import { WRONG_PROTOCOL_LOG_INTERVAL_MS, type OtlpReceiverOptions, type ReceiverStats, type RejectReason } from '../options.ts';
 import { StoreHolds, wakeAtOnce, type HoldBackoff } from './store-hold.ts';
 import { tooSlowMessage, watchBodyRate } from '../body-rate.ts';
+import { OtlpRefusals, type RefusedAt } from '../refusals.ts';
 
 /** Commits a decoded request; resolves with the records rejected and the message of an OTLP partial success. */
 type Consume = () => Promise<{ rejected: number; message: string }>;
@@ -124,6 +125,9 @@ function headerListBytes(rawHeaders: readonly string[]): number {
   return bytes + 16 * rawHeaders.length;
 }
 
+/** What a client whose metadata this port cannot read is to change (the overview's hint; its own line says more). */
+const METADATA_HINT = 'send less metadata: an OTEL_EXPORTER_OTLP_HEADERS value, or headers a proxy adds';
+
 /** The errno node:http2 gives a connection that did not start with HTTP/2's client preface (NGHTTP2_ERR_BAD_CLIENT_MAGIC). */
 const NGHTTP2_ERR_BAD_CLIENT_MAGIC = -903;
 
@@ -164,6 +168,11 @@ function callStream(call: ServerInterceptingCallInterface): ServerHttp2Stream | 
 function resetStream(call: ServerInterceptingCallInterface): void {
   const stream = callStream(call);
   if (stream && typeof stream.close === 'function' && !stream.closed) stream.close(http2Constants.NGHTTP2_NO_ERROR);
+}
+
+/** Where a refused call came from, for the refusal's log line and the overview (refusals.ts): read only on a refusal. */
+function callAt(path: string, call: Pick<ServerInterceptingCallInterface, 'getPeer'>): RefusedAt {
+  return { path, client: call.getPeer() };
 }
 
 /** The answer to a message flagged compressed in a call that names no compression (gRPC compression.md, test case 6). */
@@ -273,6 +282,8 @@ export class OtlpGrpcReceiver {
   private readonly headerOverflows: ThrottledLine;
   /** The calls refused for metadata over MAX_HEADER_LIST_BYTES, logged: their clients see only RESOURCE_EXHAUSTED. */
   private readonly metadataOverflows: ThrottledLine;
+  /** Refusals logged and kept for the overview: the ones given, or the receiver's own. */
+  private readonly refusals: OtlpRefusals;
   private port = 0;
 
   /** `holdBackoff`: how long a held export waits between its tries when nothing wakes it sooner (STORE_HOLD's unless given). */
@@ -280,6 +291,7 @@ export class OtlpGrpcReceiver {
     this.opts = opts;
     this.holds = new StoreHolds(wakeAtOnce(opts.maxPending), holdBackoff);
     this.stats = { requests: {}, rejected: {}, held: this.holds.stats };
+    this.refusals = opts.refusals ?? new OtlpRefusals({ logger: opts.logger });
     this.notGrpc = new ThrottledLine(WRONG_PROTOCOL_LOG_INTERVAL_MS, () => performance.now(), (connections) => {
       opts.logger.warn('otlp grpc: a client that does not speak gRPC connected; an OTLP/HTTP exporter (OTEL_EXPORTER_OTLP_PROTOCOL http/protobuf or http/json) goes to the OTLP/HTTP port (otlp.http.addr, 4318 by default), a gRPC one to this port needs OTEL_EXPORTER_OTLP_PROTOCOL=grpc', { port: this.port, connections });
     });
@@ -387,7 +399,8 @@ export class OtlpGrpcReceiver {
           this.refuseMethod(stream, method);
           return;
         }
-        if (!SERVED_PATHS.has(headers[':path'] ?? '')) this.count(this.stats.rejected, 'not_found');
+        const path = headers[':path'] ?? '';
+        if (!SERVED_PATHS.has(path)) this.refuse('not_found', { path, client: stream.session?.socket?.remoteAddress });
       }
       for (const listener of grpcJs) listener.call(server, stream, headers, ...rest);
     });
@@ -405,7 +418,7 @@ export class OtlpGrpcReceiver {
       const close = (): void => {
         done();
         if (session.closed || session.destroyed) return;
-        this.count(this.stats.rejected, 'malformed');
+        this.refuse('malformed', { client: session.socket?.remoteAddress });
         // With an error, or node:http2 sends GOAWAY NO_ERROR whatever the code; the server's sessionError takes it.
         session.destroy(new Error('the client did not acknowledge the server\'s SETTINGS'), http2Constants.NGHTTP2_SETTINGS_TIMEOUT);
       };
@@ -432,7 +445,7 @@ export class OtlpGrpcReceiver {
    * has not ended it.
    */
   private refuseMetadata(stream: ServerHttp2Stream): void {
-    this.count(this.stats.rejected, 'header_overflow');
+    this.refuse('header_overflow', { client: stream.session?.socket?.remoteAddress }, METADATA_HINT, true);
     this.metadataOverflows.note();
     stream.on('error', () => {});
     stream.respond({
@@ -446,7 +459,7 @@ export class OtlpGrpcReceiver {
 
   /** Answers a call that is not a POST: 405 with INTERNAL, as grpc-go does (see screenCalls). */
   private refuseMethod(stream: ServerHttp2Stream, method: string): void {
-    this.count(this.stats.rejected, 'method_not_allowed');
+    this.refuse('method_not_allowed', { client: stream.session?.socket?.remoteAddress });
     stream.on('error', () => {});
     stream.respond({
       ':status': 405,
@@ -519,21 +532,21 @@ export class OtlpGrpcReceiver {
       if (err.code !== 'ERR_HTTP2_ERROR') return;
       const reads = this.sessionReads.get(session);
       if (err.errno !== NGHTTP2_ERR_BAD_CLIENT_MAGIC && reads && reads.socket.bytesRead - reads.atLastCall >= HPACK_FIELD_LIMIT) {
-        this.count(this.stats.rejected, 'header_overflow');
+        this.refuse('header_overflow', { client: reads.socket.remoteAddress }, METADATA_HINT, true);
         this.headerOverflows.note();
       } else if (!this.calling.has(session)) {
-        this.notGrpcClient();
+        this.notGrpcClient(session.socket?.remoteAddress);
       }
     });
     if (this.opts.tls) {
       server.on('secureConnection', (socket: TLSSocket) => {
-        if (socket.alpnProtocol !== 'h2') this.notGrpcClient();
+        if (socket.alpnProtocol !== 'h2') this.notGrpcClient(socket.remoteAddress);
       });
     }
   }
 
-  private notGrpcClient(): void {
-    this.count(this.stats.rejected, 'malformed');
+  private notGrpcClient(client: string | undefined): void {
+    this.refuse('malformed', { client }, 'an OTLP/HTTP exporter goes to the OTLP/HTTP port; a gRPC one to this port needs OTEL_EXPORTER_OTLP_PROTOCOL=grpc', true);
     this.notGrpc.note();
   }
 
@@ -573,6 +586,7 @@ export class OtlpGrpcReceiver {
     this.notGrpc.flush();
     this.headerOverflows.flush();
     this.metadataOverflows.flush();
+    this.refusals.flush();
     this.stopped ??= new Promise<void>((resolve) => {
       const closeFresh = (): void => this.closeFresh(NEW_CONNECTION_GRACE_MS);
       const sweep = setInterval(closeFresh, 50);
@@ -649,19 +663,20 @@ export class OtlpGrpcReceiver {
               account.take(reserved);
               charge();
             } catch (err) {
-              const status = this.refusal(err);
+              const status = this.refusal(err, callAt(method.path, next));
               if (signal) this.count(this.stats.requests, `${signal}:${status.code}`);
               call.sendStatus(status);
               resetStream(next);
               return;
             }
             timer = setTimeout(() => {
-              this.count(this.stats.rejected, 'request_timeout');
+              this.refuse('request_timeout', callAt(method.path, next));
               if (signal) this.count(this.stats.requests, `${signal}:${GrpcStatus.DEADLINE_EXCEEDED}`);
               call.sendStatus({ code: GrpcStatus.DEADLINE_EXCEEDED, details: `request not received whole within otlp.requestTimeout (${this.opts.requestTimeoutMs} ms)`, metadata: new Metadata() });
               resetStream(next);
             }, this.opts.requestTimeoutMs);
             stopRate = this.watchMessageRate(next, () => {
+              this.refuse('request_too_slow', callAt(method.path, next));
               if (signal) this.count(this.stats.requests, `${signal}:${GrpcStatus.UNAVAILABLE}`);
             }, (details, retryAfterSeconds) => {
               // UNAVAILABLE with RetryInfo: the client sends the batch again, once the budget is no longer under pressure.
@@ -696,14 +711,14 @@ export class OtlpGrpcReceiver {
             const reason = code === undefined ? undefined : GRPC_JS_REFUSALS[code];
             if (reason === undefined) return;
             this.count(this.stats.requests, `${signal}:${code}`);
-            this.count(this.stats.rejected, reason);
+            this.refuse(reason, callAt(method.path, next));
           },
         });
       },
       sendStatus: (status, statusNext) => {
         answered = true;
         finish();
-        statusNext(signal ? this.oneMessageRefusal(signal, status, messages, clientAborted(next)) : status);
+        statusNext(signal ? this.oneMessageRefusal(signal, status, messages, clientAborted(next), method.path, next) : status);
       },
     });
     return call;
@@ -713,7 +728,7 @@ export class OtlpGrpcReceiver {
    * Checks the rate at which a call's message arrives on its HTTP/2 stream, as the OTLP/HTTP port checks a body's
    * (body-rate.ts): its size is the one its 5-byte prefix declares. A call under the minimum rate while the in-flight
    * budget is under pressure is counted as
-   * request_too_slow (`counted` counts its outcome) and ended with `answer`'s status (its details, and the seconds its
+   * request_too_slow (`counted` counts it and its outcome) and ended with `answer`'s status (its details, and the seconds its
    * client is to wait: tooSlowRetryAfterSeconds), which gives back its
    * reservation at once. The stream's bytes are read beside grpc-js's own reader, which keeps the stream paused
    * while it has a message to hand on: counting them never makes it read more. Returns the function that stops the
@@ -735,7 +750,6 @@ export class OtlpGrpcReceiver {
     stream.on('data', onData);
     const stop = watchBodyRate(this.opts.requestTimeoutMs, () => received, () => declared, () => this.opts.inflight.pressureLeftMs, (slow, retryAfterSeconds) => {
       stream.off('data', onData);
-      this.count(this.stats.rejected, 'request_too_slow');
       counted();
       answer(tooSlowMessage('request message', slow), retryAfterSeconds);
     });
@@ -767,22 +781,22 @@ export class OtlpGrpcReceiver {
    * sending, client_aborted (CANCELLED), not as a bad request, and nothing reaches the client. Any other status
    * passes unchanged.
    */
-  private oneMessageRefusal(signal: Signal, status: SentStatus, messages: number, aborted: boolean): SentStatus {
+  private oneMessageRefusal(signal: Signal, status: SentStatus, messages: number, aborted: boolean, path: string, call: ServerInterceptingCallInterface): SentStatus {
     if (status.code !== GrpcStatus.UNIMPLEMENTED || messages === 1) return status;
     if (aborted) {
       this.count(this.stats.requests, `${signal}:${GrpcStatus.CANCELLED}`);
-      this.count(this.stats.rejected, 'client_aborted');
+      this.refuse('client_aborted', callAt(path, call));
       return { ...status, code: GrpcStatus.CANCELLED, details: 'the client gave up on its request before its message was whole' };
     }
     this.count(this.stats.requests, `${signal}:${GrpcStatus.INVALID_ARGUMENT}`);
-    this.count(this.stats.rejected, 'bad_request');
+    this.refuse('bad_request', callAt(path, call));
     return { ...status, code: GrpcStatus.INVALID_ARGUMENT, details: `an Export call carries exactly one request message; this one carried ${messages === 0 ? 'none' : messages}` };
   }
 
   /** The status for a refused call, counted; UNAVAILABLE carries RetryInfo. */
-  private refusal(err: unknown): StatusObject {
+  private refusal(err: unknown, at: RefusedAt): StatusObject {
     const m = mapError(err);
-    this.count(this.stats.rejected, m.reason);
+    this.refuse(m.reason, at);
     const metadata = new Metadata();
     if (m.retryAfterSeconds !== undefined && m.grpcCode === GrpcStatus.UNAVAILABLE) {
       // RetryInfo tells the OTLP client how long to back off (specification, "OTLP/gRPC Throttling").
@@ -793,6 +807,12 @@ export class OtlpGrpcReceiver {
 
   private count<K extends string>(map: Partial<Record<K, number>>, key: K): void {
     map[key] = (map[key] ?? 0) + 1;
+  }
+
+  /** A call or connection refused: counted for /metrics, logged (throttled) and kept for the overview (refusals.ts). */
+  private refuse(reason: RejectReason, at: RefusedAt = {}, hint?: string, logged = false): void {
+    this.count(this.stats.rejected, reason);
+    this.refusals.note('grpc', reason, at, hint, logged);
   }
 
   private authorized(metadata: Metadata): boolean {
@@ -842,7 +862,7 @@ export class OtlpGrpcReceiver {
       // Partial success has the same field numbers in all three Export*ServiceResponse messages.
       callback(null, encodeExportResponse('protobuf', rejected, message));
     } catch (err) {
-      const status = this.refusal(err);
+      const status = this.refusal(err, { path: call.getPath(), client: call.getPeer() });
       this.count(this.stats.requests, `${signal}:${status.code}`);
       if (status.code === GrpcStatus.INTERNAL) this.opts.logger.error('otlp grpc request failed', { signal, err });
       callback(status);

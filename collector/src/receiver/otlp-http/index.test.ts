@@ -109,6 +109,7 @@ const CASES: Case[] = [
   { name: 'an unknown path', headers: json, body: '{}', path: '/v1/profiles', status: 404, message: /no OTLP endpoint/ },
   // OTEL_EXPORTER_OTLP_ENDPOINT written with the signal's path, which the exporter appends again.
   { name: 'the signal path twice', headers: json, body: '{}', path: '/v1/logs/v1/logs', status: 404, message: /^no OTLP endpoint at "\/v1\/logs\/v1\/logs"; use \/v1\/logs, \/v1\/metrics or \/v1\/traces \(OTEL_EXPORTER_OTLP_ENDPOINT is the base URL, such as http:\/\/<host>:\d+, to which the exporter appends \/v1\/logs\)$/ },
+  { name: 'the signal path with a trailing slash', headers: json, body: '{}', path: '/v1/logs/', status: 404, message: /^no OTLP endpoint at "\/v1\/logs\/"; use \/v1\/logs, \/v1\/metrics or \/v1\/traces \(no trailing slash: \/v1\/logs; OTEL_EXPORTER_OTLP_ENDPOINT is the base URL, such as http:\/\/<host>:\d+, to which the exporter appends \/v1\/logs\)$/ },
   // OTEL_EXPORTER_OTLP_LOGS_ENDPOINT, used as given, written without the path.
   { name: 'no path', headers: json, body: '{}', path: '/', status: 404, message: /^no OTLP endpoint at "\/"; use \/v1\/logs, \/v1\/metrics or \/v1\/traces \(OTEL_EXPORTER_OTLP_LOGS_ENDPOINT is used as given: end it with \/v1\/logs\)$/ },
 ];
@@ -227,13 +228,14 @@ describe('a request the HTTP parser refuses gets a google.rpc.Status, not an emp
         msg: 'otlp http: an OTLP/gRPC client connected; a gRPC exporter (OTEL_EXPORTER_OTLP_PROTOCOL=grpc) goes to the OTLP/gRPC port (otlp.grpc.addr, 4317 by default), an OTLP/HTTP one to this port needs OTEL_EXPORTER_OTLP_PROTOCOL http/protobuf or http/json',
         fields: { port, connections: 1 },
       });
-      // HTTP/1.1 that does not parse is no exporter set to the wrong protocol: counted, not logged.
+      // HTTP/1.1 that does not parse is no exporter set to the wrong protocol: counted, and logged as a refusal, not as one.
       client.close();
       const grpcConnections = receiver.stats.rejected.malformed ?? 0;
       await new Promise((resolve) => connect(port, '127.0.0.1', function (this: Socket) { this.end('POST /v1/logs HTTP/1.1\r\nContent-Length: x\r\n\r\n'); }).on('close', resolve).resume());
       expect(receiver.stats.rejected.malformed).toBe(grpcConnections + 1);
       await receiver.shutdown();
-      expect(warnings.reduce((n, w) => n + (w.fields?.['connections'] as number), 0)).toBe(grpcConnections);
+      expect(warnings.reduce((n, w) => n + ((w.fields?.['connections'] as number | undefined) ?? 0), 0)).toBe(grpcConnections);
+      expect(warnings.filter((w) => w.fields?.['connections'] === undefined).map((w) => w.msg)).toEqual(['otlp http: refused an OTLP request (malformed)']);
     } finally {
       client.close();
       await receiver.shutdown();

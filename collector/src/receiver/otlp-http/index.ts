@@ -21,6 +21,8 @@ import { ClientAbortedError, readBody } from './body.ts';
 import { RequestTooSlowError } from '../body-rate.ts';
 import { WRONG_PROTOCOL_LOG_INTERVAL_MS, type OtlpReceiverOptions, type ReceiverStats, type RejectReason } from '../options.ts';
 import { ThrottledLine } from '../../telemetry/throttled-line.ts';
+import { OtlpRefusals, endpointHint } from '../refusals.ts';
+import { isNavigation } from '../../net/navigation.ts';
 import { decodeLogs, decodeWithin } from '../inflight.ts';
 import { hostCheck, requestHost, targetPath } from '../../net/allowed-hosts.ts';
 import { handshakeTimeout, slowClientLimits } from '../../net/slow-clients.ts';
@@ -78,6 +80,33 @@ const SERVER_REFUSALS: Record<ServerRefusal, [number, number, RejectReason]> = {
   connect: [405, RpcCode.UNIMPLEMENTED, 'method_not_allowed'],
 };
 
+/** Text in HTML. */
+function html(text: string): string {
+  return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+}
+
+/**
+ * What a browser opened at a path of this port that serves no signal shows (404 still): that this is where
+ * exporters send telemetry, not a web page, and where the dashboard is when hookwatch knows (`dashboardUrl`:
+ * alerting.externalUrl, else the HTTP port's address). Plain HTML, no script, style or image, as the HTTP port's
+ * pages for a browser are.
+ */
+function receiverPage(dashboardUrl: string): string {
+  const where = dashboardUrl
+    ? `<p>The dashboard is at <a href="${html(dashboardUrl)}">${html(dashboardUrl)}</a>.</p>`
+    : '<p>The dashboard is on hookwatch\'s HTTP port (<code>http.addr</code>, 8080 unless <code>HOOKWATCH_HTTP_ADDR</code> says otherwise; hookwatch logs it at start).</p>';
+  return `<!doctype html>
+<html lang="en">
+<head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>hookwatch: this is the OTLP receiver port</title></head>
+<body>
+<h1>This is hookwatch's OTLP receiver port</h1>
+<p>OpenTelemetry exporters (Claude Code's among them) send telemetry here: <code>POST /v1/logs</code>, <code>/v1/metrics</code> and <code>/v1/traces</code>. Set <code>OTEL_EXPORTER_OTLP_ENDPOINT</code> to this port's base URL, without a path: the exporter appends <code>/v1/logs</code> itself.</p>
+${where}
+</body>
+</html>
+`;
+}
+
 export class OtlpHttpReceiver {
   readonly stats: ReceiverStats = { requests: {}, rejected: {} };
   private readonly server: Server;
@@ -89,11 +118,14 @@ export class OtlpHttpReceiver {
   private readonly grpcClients: ThrottledLine;
   /** Where a large OTLP/JSON body is parsed, off the event loop: the one given, or the receiver's own. */
   private readonly json: JsonThread;
+  /** Refusals logged and kept for the overview: the ones given, or the receiver's own. */
+  private readonly refusals: OtlpRefusals;
   private port = 0;
 
   constructor(opts: OtlpReceiverOptions) {
     this.opts = opts;
     this.json = opts.jsonThread ?? new JsonThread({ maxRequestBytes: opts.maxRequestBytes });
+    this.refusals = opts.refusals ?? new OtlpRefusals({ logger: opts.logger });
     this.grpcClients = new ThrottledLine(WRONG_PROTOCOL_LOG_INTERVAL_MS, () => performance.now(), (connections) => {
       opts.logger.warn('otlp http: an OTLP/gRPC client connected; a gRPC exporter (OTEL_EXPORTER_OTLP_PROTOCOL=grpc) goes to the OTLP/gRPC port (otlp.grpc.addr, 4317 by default), an OTLP/HTTP one to this port needs OTEL_EXPORTER_OTLP_PROTOCOL http/protobuf or http/json', { port: this.port, connections });
     });
@@ -122,7 +154,7 @@ export class OtlpHttpReceiver {
     // What Node's server would answer itself, with an empty body or not at all: a google.rpc.Status, counted.
     answerServerRefusals(this.server, listener, 'method CONNECT not allowed; use POST on /v1/logs, /v1/metrics or /v1/traces', (refusal, req, message) => {
       const [status, code, reason] = SERVER_REFUSALS[refusal];
-      this.count(this.stats.rejected, reason);
+      this.refuse(reason, req);
       const encoding = answerEncoding(req);
       return { status, contentType: contentType(encoding), body: encodeStatus(encoding, code, message), ...(refusal === 'connect' ? { headers: { allow: 'POST' } } : {}) };
     });
@@ -134,10 +166,11 @@ export class OtlpHttpReceiver {
       const encoding = req ? answerEncoding(req) : 'protobuf';
       const [code, message] = refusal === 'malformed' ? [RpcCode.INVALID_ARGUMENT, malformedMessage(err)] : PARSER_REFUSALS[refusal];
       return { contentType: contentType(encoding), body: encodeStatus(encoding, code, message) };
-    }, (refusal, err) => {
-      this.count(this.stats.rejected, refusal);
-      // HTTP/2's connection preface, which a gRPC client sends first: an exporter set to the other protocol.
-      if (Buffer.isBuffer(err.rawPacket) && err.rawPacket.subarray(0, HTTP2_PREFACE.length).equals(HTTP2_PREFACE)) this.grpcClients.note();
+    }, (refusal, err, socket) => {
+      // HTTP/2's connection preface, which a gRPC client sends first: an exporter set to the other protocol, logged as such.
+      const grpcClient = Buffer.isBuffer(err.rawPacket) && err.rawPacket.subarray(0, HTTP2_PREFACE.length).equals(HTTP2_PREFACE);
+      this.refuse(refusal, undefined, grpcClient ? 'a gRPC exporter goes to the OTLP/gRPC port; an OTLP/HTTP one to this port needs OTEL_EXPORTER_OTLP_PROTOCOL http/protobuf or http/json' : undefined, (socket as { remoteAddress?: string }).remoteAddress, grpcClient);
+      if (grpcClient) this.grpcClients.note();
     });
   }
 
@@ -159,12 +192,19 @@ export class OtlpHttpReceiver {
   /** Stops accepting, lets in-flight requests finish, then stops its own JSON parser thread. Safe to call twice or before start. */
   async shutdown(): Promise<void> {
     this.grpcClients.flush();
+    this.refusals.flush();
     await closeServer(this.server);
     if (!this.opts.jsonThread) await this.json.close();
   }
 
   private count<K extends string>(map: Partial<Record<K, number>>, key: K): void {
     map[key] = (map[key] ?? 0) + 1;
+  }
+
+  /** A request refused: counted for /metrics, logged (throttled) and kept for the overview (refusals.ts). */
+  private refuse(reason: RejectReason, req: IncomingMessage | undefined, hint?: string, client = req?.socket.remoteAddress, logged = false): void {
+    this.count(this.stats.rejected, reason);
+    this.refusals.note('http', reason, { path: req ? targetPath(req.url ?? '/') : undefined, client }, hint, logged);
   }
 
   private fail(res: ServerResponse, encoding: Encoding, status: number, code: number, message: string, headers: Record<string, string> = {}): void {
@@ -183,39 +223,35 @@ export class OtlpHttpReceiver {
     return sameSecret(authCredentials(onlyAuthorization(req), 'bearer') ?? '', this.tokenDigest);
   }
 
-  /**
-   * What an exporter's settings likely got wrong for a path that is no signal's: OTEL_EXPORTER_OTLP_ENDPOINT written
-   * with the signal's path, which the exporter appends again (`/v1/logs/v1/logs`), or the per-signal
-   * OTEL_EXPORTER_OTLP_LOGS_ENDPOINT, used as given, written without it (`/`).
-   */
-  private endpointHint(req: IncomingMessage, path: string): string {
-    const appended = /\/v1\/(logs|metrics|traces)\/?$/.exec(path);
-    if (appended && appended.index > 0) {
-      return ` (OTEL_EXPORTER_OTLP_ENDPOINT is the base URL, such as ${this.opts.tls ? 'https' : 'http'}://<host>:${req.socket.localPort ?? ''}, to which the exporter appends /v1/${appended[1] ?? ''})`;
-    }
-    return path === '/' && req.method === 'POST' ? ' (OTEL_EXPORTER_OTLP_LOGS_ENDPOINT is used as given: end it with /v1/logs)' : '';
-  }
-
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = targetPath(req.url ?? '/');
     const signal = PATHS[path];
     const encoding = mediaType(req.headers['content-type']);
     const answerIn = answerEncoding(req);
     if (!signal) {
-      this.count(this.stats.rejected, 'not_found');
-      this.fail(res, answerIn, 404, RpcCode.UNIMPLEMENTED, `no OTLP endpoint at ${echoed(path)}; use /v1/logs, /v1/metrics or /v1/traces${this.endpointHint(req, path)}`);
+      const hint = endpointHint(path, req.method, `${this.opts.tls ? 'https' : 'http'}://<host>:${req.socket.localPort ?? ''}`);
+      this.refuse('not_found', req, hint);
+      if ((req.method === 'GET' || req.method === 'HEAD') && isNavigation(req.headers)) {
+        // A person's browser: a page saying what this port is, not a google.rpc.Status it would show as text.
+        const page = Buffer.from(receiverPage(this.opts.dashboardUrl?.() ?? ''));
+        res.writeHead(404, { 'content-type': 'text/html; charset=utf-8', 'content-length': page.length, 'content-security-policy': "default-src 'none'", 'x-content-type-options': 'nosniff' });
+        res.end(req.method === 'HEAD' ? undefined : page);
+        req.resume();
+        return;
+      }
+      this.fail(res, answerIn, 404, RpcCode.UNIMPLEMENTED, `no OTLP endpoint at ${echoed(path)}; use /v1/logs, /v1/metrics or /v1/traces${hint ? ` (${hint})` : ''}`);
       req.resume();
       return;
     }
     const refusal = this.hostRefusal(requestHost(req));
     if (refusal !== undefined) {
-      this.count(this.stats.rejected, 'host_not_allowed');
+      this.refuse('host_not_allowed', req);
       this.fail(res, answerIn, 403, RpcCode.PERMISSION_DENIED, refusal);
       req.resume();
       return;
     }
     if (req.method !== 'POST') {
-      this.count(this.stats.rejected, 'method_not_allowed');
+      this.refuse('method_not_allowed', req);
       this.fail(res, answerIn, 405, RpcCode.UNIMPLEMENTED, `method ${req.method} not allowed on ${path}; use POST`, { allow: 'POST' });
       req.resume();
       return;
@@ -254,7 +290,7 @@ export class OtlpHttpReceiver {
         // client gave up on it: not a bad request either, and no answer can reach it.
         const refused = parserRefusal(req.socket.errored);
         this.count(this.stats.requests, `${signal}:${refused ? refusalStatus(refused) : 499}`);
-        this.count(this.stats.rejected, refused ?? 'client_aborted');
+        this.refuse(refused ?? 'client_aborted', req);
         return;
       }
       if (err instanceof RequestTooSlowError) {
@@ -262,13 +298,13 @@ export class OtlpHttpReceiver {
         // unread: the connection closes after the answer, and the request's reservation is given back now, not at
         // otlp.requestTimeout.
         this.count(this.stats.requests, `${signal}:503`);
-        this.count(this.stats.rejected, 'request_too_slow');
+        this.refuse('request_too_slow', req);
         this.fail(res, answerIn, 503, RpcCode.UNAVAILABLE, err.message, { 'retry-after': String(err.retryAfterSeconds) });
         return;
       }
       const m = mapError(err);
       this.count(this.stats.requests, `${signal}:${m.httpStatus}`);
-      this.count(this.stats.rejected, m.reason);
+      this.refuse(m.reason, req);
       if (m.httpStatus === 500) this.opts.logger.error('otlp request failed', { signal, err });
       const headers: Record<string, string> = {};
       if (m.retryAfterSeconds !== undefined) headers['retry-after'] = String(m.retryAfterSeconds);

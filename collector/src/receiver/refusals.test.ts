@@ -1,0 +1,54 @@
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { recordingLogger } from '../../test/support/recording-logger.ts';
+import { OtlpRefusals, RECENT_REFUSALS_MS, endpointHint } from './refusals.ts';
+
+afterEach(() => {
+  vi.useRealTimers();
+});
+
+describe('OtlpRefusals', () => {
+  it('logs the first refusal of each transport and reason at once, then one line per interval with the count since the last', async () => {
+    const { logger, lines } = recordingLogger();
+    const refusals = new OtlpRefusals({ logger, logIntervalMs: 200 });
+    for (let i = 0; i < 1000; i++) refusals.note('http', 'not_found', { path: `/p${i}`, client: '10.0.0.7' });
+    refusals.note('grpc', 'not_found', { path: '/x.Service/Export', client: '10.0.0.8:5555' });
+    expect(lines.map((l) => l.msg)).toEqual([
+      'otlp http: refused an OTLP request (not_found) {"transport":"http","reason":"not_found","requests":1,"path":"/p0","client":"10.0.0.7"}',
+      'otlp grpc: refused an OTLP request (not_found) {"transport":"grpc","reason":"not_found","requests":1,"path":"/x.Service/Export","client":"10.0.0.8:5555"}',
+    ]);
+    await vi.waitFor(() => expect(lines).toHaveLength(3), { timeout: 2000 });
+    expect(lines[2]).toEqual({ level: 'warn', msg: 'otlp http: refused 999 OTLP requests (not_found) since the last line about them {"transport":"http","reason":"not_found","requests":999,"path":"/p999","client":"10.0.0.7"}' });
+  });
+
+  it('counts the refusals of the last 15 minutes, most first, with the last path and time', () => {
+    let now = Date.parse('2026-12-01T10:00:30Z');
+    const refusals = new OtlpRefusals({ logger: recordingLogger().logger, now: () => now });
+    refusals.note('http', 'unauthenticated', { path: '/v1/logs' });
+    now += 5 * 60_000;
+    for (let i = 0; i < 3; i++) refusals.note('http', 'not_found', { path: `/v1/logs/v1/logs${'x'.repeat(i * 40)}` });
+    expect(refusals.recent()).toEqual([
+      { transport: 'http', reason: 'not_found', count: 3, lastAtMs: now, lastPath: `/v1/logs/v1/logs${'x'.repeat(48)}…` },
+      { transport: 'http', reason: 'unauthenticated', count: 1, lastAtMs: now - 5 * 60_000, lastPath: '/v1/logs', hint: expect.stringContaining('OTEL_EXPORTER_OTLP_HEADERS') as string },
+    ]);
+    // The unauthenticated one leaves the window; the others count from then on.
+    now += RECENT_REFUSALS_MS - 5 * 60_000;
+    refusals.note('http', 'not_found', { path: '/a' }, 'a hint');
+    expect(refusals.recent()).toEqual([{ transport: 'http', reason: 'not_found', count: 4, lastAtMs: now, lastPath: '/a', hint: 'a hint' }]);
+    now += RECENT_REFUSALS_MS;
+    expect(refusals.recent()).toEqual([]);
+  });
+});
+
+describe('endpointHint', () => {
+  const base = 'http://<host>:4318';
+  it.each([
+    ['/v1/logs/v1/logs', 'POST', 'OTEL_EXPORTER_OTLP_ENDPOINT is the base URL, such as http://<host>:4318, to which the exporter appends /v1/logs'],
+    ['/otlp/v1/metrics', 'POST', 'OTEL_EXPORTER_OTLP_ENDPOINT is the base URL, such as http://<host>:4318, to which the exporter appends /v1/metrics'],
+    ['/v1/logs/', 'POST', 'no trailing slash: /v1/logs; OTEL_EXPORTER_OTLP_ENDPOINT is the base URL, such as http://<host>:4318, to which the exporter appends /v1/logs'],
+    ['/', 'POST', 'OTEL_EXPORTER_OTLP_LOGS_ENDPOINT is used as given: end it with /v1/logs'],
+    ['/', 'GET', undefined],
+    ['/v2/logs', 'POST', undefined],
+  ])('%s (%s)', (path, method, hint) => {
+    expect(endpointHint(path, method, base)).toBe(hint);
+  });
+});

@@ -1,0 +1,197 @@
+/**
+ * A refused OTLP request is seen by whoever sets hookwatch up: logged at warn (the first of each reason at once,
+ * then at most one line a minute, however many arrive), with the path asked, the client's address and the fix
+ * where it is known, never a token; and listed with its count in the overview the dashboard's empty state reads.
+ * A browser opened at the OTLP/HTTP port gets a page naming the dashboard's address, an API client the JSON answer.
+ */
+import { Client, Metadata, credentials, status as GrpcStatus, type ServiceError } from '@grpc/grpc-js';
+import { OTLPLogExporter } from '@opentelemetry/exporter-logs-otlp-http';
+import { resourceFromAttributes } from '@opentelemetry/resources';
+import { BatchLogRecordProcessor, LoggerProvider } from '@opentelemetry/sdk-logs';
+import { request } from 'node:http';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { OverviewResponse } from '../../shared/src/api.ts';
+import { getJson, postOtlp, startTestService, type TestService } from './helpers.ts';
+import { recordingLogger, type Logged } from './support/recording-logger.ts';
+
+const TOKEN = 'ingest-token-for-refusals-0123456789';
+const LOGS_EXPORT = '/opentelemetry.proto.collector.logs.v1.LogsService/Export';
+
+let service: TestService | undefined;
+let grpc: Client | undefined;
+afterEach(async () => {
+  grpc?.close();
+  grpc = undefined;
+  await service?.close();
+  service = undefined;
+});
+
+async function start(env: Record<string, string> = {}): Promise<{ svc: TestService; lines: Logged[] }> {
+  const { logger, lines } = recordingLogger();
+  service = await startTestService(env, { logger });
+  return { svc: service, lines };
+}
+
+/**
+ * A GET with these headers over node:http, which sends them as given (fetch sets Sec-Fetch-Mode itself, as a
+ * browser's fetch() does).
+ */
+function get(url: string, headers: Record<string, string>): Promise<{ status: number; type: string | undefined; csp: string | undefined; body: string }> {
+  return new Promise((resolve, reject) => {
+    request(url, { headers }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, type: res.headers['content-type'], csp: res.headers['content-security-policy'] as string | undefined, body: Buffer.concat(chunks).toString() }));
+    }).on('error', reject).end();
+  });
+}
+
+/** The refusal lines logged: warn lines naming a refused OTLP request. */
+function refusalLines(lines: Logged[]): Logged[] {
+  return lines.filter((l) => l.level === 'warn' && /^otlp (http|grpc): refused /.test(l.msg));
+}
+
+async function overview(svc: TestService): Promise<OverviewResponse> {
+  const { status, body } = await getJson<OverviewResponse>(svc.httpUrl, '/api/v1/overview');
+  expect(status).toBe(200);
+  return body;
+}
+
+describe('refused OTLP requests', () => {
+  it('logs the real exporter given the signal path in OTEL_EXPORTER_OTLP_ENDPOINT once, with the fix, and lists it in the overview', async () => {
+    const { svc, lines } = await start();
+    const saved = process.env.OTEL_EXPORTER_OTLP_ENDPOINT;
+    // As a README reader might write it: the exporter appends /v1/logs to it.
+    process.env.OTEL_EXPORTER_OTLP_ENDPOINT = `${svc.otlpHttpUrl}/v1/logs`;
+    try {
+      const exporter = new OTLPLogExporter();
+      const provider = new LoggerProvider({ resource: resourceFromAttributes({ 'service.name': 'claude-code' }), processors: [new BatchLogRecordProcessor({ exporter })] });
+      const logger = provider.getLogger('com.anthropic.claude_code.events', '2.1.332');
+      for (let i = 0; i < 3; i++) {
+        logger.emit({ body: 'claude_code.hook_execution_complete', attributes: { 'event.name': 'hook_execution_complete', hook_name: 'Stop' } });
+        await provider.forceFlush();
+      }
+      await provider.shutdown();
+    } finally {
+      if (saved === undefined) delete process.env.OTEL_EXPORTER_OTLP_ENDPOINT;
+      else process.env.OTEL_EXPORTER_OTLP_ENDPOINT = saved;
+    }
+    expect(svc.receiver.stats.rejected.not_found).toBe(3);
+    const logged = refusalLines(lines);
+    expect(logged).toHaveLength(1);
+    expect(logged[0]!.msg).toContain('otlp http: refused an OTLP request (not_found); OTEL_EXPORTER_OTLP_ENDPOINT is the base URL, such as http://<host>:');
+    expect(logged[0]!.msg).toContain('to which the exporter appends /v1/logs');
+    expect(logged[0]!.msg).toContain('"path":"/v1/logs/v1/logs"');
+    expect(logged[0]!.msg).toContain('"client":"127.0.0.1"');
+    const body = await overview(svc);
+    expect(body.lastEventAt).toBeNull();
+    expect(body.otlpRefusals).toEqual([{
+      transport: 'http', reason: 'not_found', count: 3, lastAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT/) as string, lastPath: '/v1/logs/v1/logs',
+      hint: expect.stringMatching(/^OTEL_EXPORTER_OTLP_ENDPOINT is the base URL, such as http:\/\/<host>:\d+, to which the exporter appends \/v1\/logs$/) as string,
+    }]);
+    expect(Date.now() - Date.parse(body.otlpRefusals![0]!.lastAt)).toBeLessThan(60_000);
+  });
+
+  it('logs a missing or wrong token with the fix, and neither the log nor the overview holds the token sent or a query string', async () => {
+    const { svc, lines } = await start({ HOOKWATCH_INGEST_TOKEN: TOKEN });
+    const sent = 'Bearer wrong-token-sent-by-the-client-42';
+    expect((await postOtlp(svc.otlpHttpUrl, '/v1/logs?key=secret-in-the-query-7', '{}', { 'content-type': 'application/json', authorization: sent })).status).toBe(401);
+    expect((await postOtlp(svc.otlpHttpUrl, '/v1/logs', '{}', { 'content-type': 'application/json' })).status).toBe(401);
+    const logged = refusalLines(lines);
+    expect(logged).toHaveLength(1);
+    expect(logged[0]!.msg).toContain('otlp http: refused an OTLP request (unauthenticated); hookwatch requires its ingest token (otlp.ingestToken): set OTEL_EXPORTER_OTLP_HEADERS="Authorization=Bearer <token>"');
+    expect(logged[0]!.msg).toContain('"path":"/v1/logs"');
+    const body = await overview(svc);
+    expect(body.otlpRefusals).toMatchObject([{ transport: 'http', reason: 'unauthenticated', count: 2, lastPath: '/v1/logs' }]);
+    const everything = JSON.stringify(lines) + JSON.stringify(body);
+    for (const secret of ['wrong-token-sent-by-the-client-42', 'secret-in-the-query-7', TOKEN]) expect(everything).not.toContain(secret);
+  });
+
+  it('writes one line per reason for a flood of refusals, and the count held back when it stops', async () => {
+    const { svc, lines } = await start();
+    const flood = async (n: number, path: string, method: string): Promise<number[]> => {
+      const statuses: number[] = [];
+      for (let i = 0; i < n; i += 50) {
+        const batch = Array.from({ length: Math.min(50, n - i) }, () => fetch(svc.otlpHttpUrl + path, { method, headers: { 'content-type': 'application/json' }, ...(method === 'POST' ? { body: '{}' } : {}) }).then(async (r) => {
+          await r.arrayBuffer();
+          return r.status;
+        }));
+        statuses.push(...(await Promise.all(batch)));
+      }
+      return statuses;
+    };
+    expect(new Set(await flood(600, '/flood/v1/logs', 'POST'))).toEqual(new Set([404]));
+    expect(new Set(await flood(200, '/v1/logs', 'PUT'))).toEqual(new Set([405]));
+    const logged = refusalLines(lines);
+    expect(logged.map((l) => l.msg.split(';')[0])).toEqual(['otlp http: refused an OTLP request (not_found)', 'otlp http: refused an OTLP request (method_not_allowed)']);
+    const body = await overview(svc);
+    expect(body.otlpRefusals?.map((r) => [r.reason, r.count, r.lastPath])).toEqual([['not_found', 600, '/flood/v1/logs'], ['method_not_allowed', 200, '/v1/logs']]);
+    // Stopping writes what the minute held back: one line each, with the count since the first.
+    await svc.close();
+    service = undefined;
+    const after = refusalLines(lines).slice(2);
+    expect(after.map((l) => l.msg.split(' since ')[0])).toEqual(expect.arrayContaining(['otlp http: refused 599 OTLP requests (not_found)', 'otlp http: refused 199 OTLP requests (method_not_allowed)']));
+    expect(after).toHaveLength(2);
+    expect(after.find((l) => l.msg.includes('not_found'))!.msg).toContain('"requests":599');
+  });
+
+  it('logs a refused gRPC call with its method and lists it in the overview', async () => {
+    const { svc, lines } = await start({ HOOKWATCH_INGEST_TOKEN: TOKEN });
+    grpc = new Client(svc.otlpGrpcUrl.replace('http://', ''), credentials.createInsecure());
+    const id = (b: Buffer): Buffer => b;
+    const call = (path: string, metadata = new Metadata()): Promise<ServiceError | null> => new Promise((resolve) => {
+      grpc!.makeUnaryRequest(path, id, id, Buffer.alloc(0), metadata, { deadline: Date.now() + 5000 }, (e: ServiceError | null) => resolve(e));
+    });
+    const wrong = new Metadata();
+    wrong.set('authorization', 'Bearer wrong-grpc-token-99');
+    expect((await call(LOGS_EXPORT, wrong))?.code).toBe(GrpcStatus.UNAUTHENTICATED);
+    expect((await call(LOGS_EXPORT))?.code).toBe(GrpcStatus.UNAUTHENTICATED);
+    expect((await call('/opentelemetry.proto.collector.logs.v1.LogService/Export'))?.code).toBe(GrpcStatus.UNIMPLEMENTED);
+    const logged = refusalLines(lines);
+    expect(logged.map((l) => (l.msg.split(';')[0] ?? '').split(' {')[0])).toEqual(['otlp grpc: refused an OTLP request (unauthenticated)', 'otlp grpc: refused an OTLP request (not_found)']);
+    expect(logged[0]!.msg).toContain(`"path":"${LOGS_EXPORT}"`);
+    expect(logged[0]!.msg).toContain('"client":"');
+    expect(logged[1]!.msg).toContain('"path":"/opentelemetry.proto.collector.logs.v1.LogService/Export"');
+    const body = await overview(svc);
+    expect(body.otlpRefusals).toMatchObject([{ transport: 'grpc', reason: 'unauthenticated', count: 2, lastPath: LOGS_EXPORT }, { transport: 'grpc', reason: 'not_found', count: 1 }]);
+    expect(JSON.stringify(lines) + JSON.stringify(body)).not.toContain('wrong-grpc-token-99');
+  });
+
+  it('lists no refusals when there were none', async () => {
+    const { svc, lines } = await start();
+    expect((await overview(svc)).otlpRefusals).toEqual([]);
+    expect(refusalLines(lines)).toEqual([]);
+  });
+});
+
+describe('a browser at the OTLP/HTTP port', () => {
+  it('gets a page (404) saying what the port is and where the dashboard is; an API client gets the JSON answer', async () => {
+    const { svc } = await start();
+    for (const headers of [{ 'sec-fetch-mode': 'navigate', accept: '*/*' } as Record<string, string>, { accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8' }]) {
+      const res = await get(`${svc.otlpHttpUrl}/`, headers);
+      expect(res.status).toBe(404);
+      expect(res.type).toBe('text/html; charset=utf-8');
+      expect(res.csp).toBe("default-src 'none'");
+      const page = res.body;
+      expect(page).toContain("<h1>This is hookwatch's OTLP receiver port</h1>");
+      expect(svc.externalUrl).toMatch(/^http:\/\/.+:\d+$/);
+      expect(page).toContain(`The dashboard is at <a href="${svc.externalUrl}">${svc.externalUrl}</a>.`);
+    }
+    for (const headers of [{}, { accept: '*/*' }, { accept: 'application/json' }] as Record<string, string>[]) {
+      const res = await fetch(`${svc.otlpHttpUrl}/`, { headers });
+      expect(res.status).toBe(404);
+      expect(res.headers.get('content-type')).toBe('application/json');
+      expect(await res.json()).toEqual({ code: 12, message: 'no OTLP endpoint at "/"; use /v1/logs, /v1/metrics or /v1/traces' });
+    }
+    // Counted as every other path it does not serve.
+    expect(svc.receiver.stats.rejected.not_found).toBe(5);
+  });
+
+  it('names alerting.externalUrl as the dashboard, as HTML text', async () => {
+    const { svc } = await start({ HOOKWATCH_EXTERNAL_URL: 'https://hookwatch.example.com/a?b=1&c=2' });
+    const res = await get(`${svc.otlpHttpUrl}/anything`, { 'sec-fetch-mode': 'navigate' });
+    expect(res.status).toBe(404);
+    expect(res.type).toBe('text/html; charset=utf-8');
+    expect(res.body).toContain('The dashboard is at <a href="https://hookwatch.example.com/a?b=1&amp;c=2">https://hookwatch.example.com/a?b=1&amp;c=2</a>.');
+  });
+});
