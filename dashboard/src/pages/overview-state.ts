@@ -3,7 +3,7 @@
  * the KPIs, the client versions, the fleet chart's numbers and the empty states, each as plain data the page
  * then draws. Unit-tested in Node against API-shaped responses.
  */
-import type { AlertSummary, FleetSeriesHook, FleetSeriesResponse, HookSummary, OverviewResponse } from '../../../shared/src/api.ts';
+import type { AlertSummary, FleetSeriesHook, FleetSeriesResponse, HookSummary, OtlpRefusal, OverviewResponse } from '../../../shared/src/api.ts';
 import { largestOutput, measuredOnly, persistedAtLeast, type DeliveryStatus } from '../../../shared/src/cliff.ts';
 import type { Forecast } from '../../../shared/src/forecast.ts';
 import type { Query } from '../api.ts';
@@ -595,7 +595,38 @@ export function fleetView(fleet: FleetSeriesResponse, top = FLEET_TOP): FleetVie
 }
 
 /** What the overview says of the OTLP receivers, all the setup snippet is made of besides the page's own host. */
-export type SetupFacts = Pick<OverviewResponse, 'otlpHttpPort' | 'otlpHttpTls' | 'otlpIngestToken' | 'otlpClientCertificate'>;
+export type SetupFacts = Pick<OverviewResponse, 'otlpHttpPort' | 'otlpHttpTls' | 'otlpIngestToken' | 'otlpClientCertificate' | 'otlpRefusals'>;
+
+/** What each reason of refusal means to the person sending, by transport's status (the path, where known, follows). */
+const REFUSAL_WORDS: Record<string, string> = {
+  not_found: 'no OTLP endpoint',
+  unauthenticated: 'missing or wrong bearer token',
+  method_not_allowed: 'not a POST',
+  unsupported_media_type: 'a Content-Type that is not OTLP',
+  too_large: 'larger than otlp.maxRequestBytes',
+  host_not_allowed: 'a Host this port does not answer',
+  malformed: 'not OTLP over this port\'s protocol',
+  bad_request: 'a body that does not decode',
+};
+
+/**
+ * The OTLP requests refused lately, for the empty overview: an exporter drops a refused batch silently, so a wrong
+ * endpoint or a missing token would otherwise look like telemetry that never left. Null when there were none (or
+ * the server does not say). Each line: the count, the transport's status, what it means with the last path asked,
+ * and the fix where hookwatch knows it.
+ */
+export function refusalsView(refusals: readonly OtlpRefusal[] | undefined, nowMs: number): { headline: string; lines: string[] } | null {
+  const total = (refusals ?? []).reduce((n, r) => n + r.count, 0);
+  if (!refusals || total === 0) return null;
+  return {
+    headline: `hookwatch refused ${plural(total, 'OTLP request')} in the last 15 minutes (as counted by the hookwatch process that answered this page):`,
+    lines: refusals.map((r) => {
+      const words = REFUSAL_WORDS[r.reason] ?? r.reason.replace(/_/g, ' ');
+      const path = r.lastPath === undefined ? '' : r.reason === 'not_found' ? ` at ${r.lastPath}` : ` (last on ${r.lastPath})`;
+      return `${num(r.count)} over OTLP/${r.transport === 'http' ? 'HTTP' : 'gRPC'}: ${words}${path}, the last ${ago(r.lastAt, nowMs)}${r.hint ? `. ${r.hint}` : ''}`;
+    }),
+  };
+}
 
 /**
  * How to point Claude Code at this hookwatch, shown until the first event arrives: shell lines that work when

@@ -18,15 +18,19 @@ import { zoomOutUrl } from '../shell-state.ts';
 import { sparkGeometry, sparkline } from '../sparkline.ts';
 import {
   COLUMNS, FIRING_UNKNOWN, FLEET_TOP, ROW_LIMIT, bucketRange, emptyTable, firingByHook, firingLabel, fleetClickUrl, fleetView, forecastOf, linePointRadii, forecastTodo, headerCells, hookAlertsUrl, hookRow, hookUrl, kpis, readSort,
-  SEARCH_MAX, SPARK_BATCH, searchOf, searchUrl, setupView, sparkQuery, sparkViews, showsSetup, sortHooks, tableView, uniqueHooks, versionsView, zoomUrl, type ChartHit, type FleetView,
+  SEARCH_MAX, SPARK_BATCH, refusalsView, searchOf, searchUrl, setupView, sparkQuery, sparkViews, showsSetup, sortHooks, tableView, uniqueHooks, versionsView, zoomUrl, type ChartHit, type FleetView,
   type ForecastEntry, type Kpi, type SetupFacts,
 } from './overview-state.ts';
 
 /** How to point Claude Code at hookwatch, shown until the first event arrives: pasted into a shell, it works. */
 export function setupHelp(otlp: SetupFacts): HTMLElement {
   const v = setupView(location, otlp);
+  const refused = refusalsView(otlp.otlpRefusals, Date.now());
   return h('section', { class: 'panel empty', id: 'empty-state' },
     h('h2', null, 'No events yet: here is how to point Claude Code at hookwatch'),
+    refused ? h('div', { class: 'refusals', id: 'otlp-refusals', role: 'status' },
+      h('p', null, refused.headline),
+      h('ul', null, ...refused.lines.map((line) => h('li', null, line)))) : null,
     h('p', null, 'Run these in the shell Claude Code starts from (or put the same variables in the "env" block of its settings.json), then start a session that fires a hook:'),
     h('pre', null, h('code', { id: 'setup-snippet' }, v.lines.join('\n'))),
     h('p', null, v.note,

@@ -1,0 +1,52 @@
+/**
+ * The empty overview says when hookwatch refused OTLP requests lately: an exporter given a wrong endpoint or no
+ * token drops its batches without a word, and "No events yet" alone would send its reader looking elsewhere.
+ * Headless Chromium against a real hookwatch, refused over real HTTP.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { Browser } from 'playwright-core';
+import { postOtlp, startTestService, type TestService } from '../../collector/test/helpers.ts';
+import { closePages, launch, watchedPage, type WatchedPage } from './harness.ts';
+
+const TOKEN = 'dashboard-refusals-ingest-token-0123';
+let browser: Browser;
+let svc: TestService;
+const open: WatchedPage[] = [];
+
+beforeAll(async () => {
+  browser = await launch();
+  svc = await startTestService({ HOOKWATCH_INGEST_TOKEN: TOKEN });
+});
+afterAll(async () => {
+  await browser?.close();
+  await svc?.close();
+});
+afterEach(async () => {
+  expect(await closePages(open)).toEqual([]);
+});
+
+describe('the empty overview', () => {
+  it('says how many OTLP requests were refused lately, why, and the fix, and never the token sent', async () => {
+    const w = await watchedPage(browser);
+    open.push(w);
+    const p = w.page;
+    await p.goto(`${svc.httpUrl}/?refresh=1s`);
+    await p.waitForSelector('#setup-snippet');
+    expect(await p.locator('#otlp-refusals').count()).toBe(0);
+    // The endpoint written with the signal's path (the exporter appends it again), and a wrong token.
+    for (let i = 0; i < 12; i++) {
+      expect((await postOtlp(svc.otlpHttpUrl, '/v1/logs/v1/logs', '{}', { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` })).status).toBe(404);
+    }
+    expect((await postOtlp(svc.otlpHttpUrl, '/v1/logs', '{}', { 'content-type': 'application/json', authorization: 'Bearer not-the-token-5150' })).status).toBe(401);
+    await p.waitForSelector('#otlp-refusals');
+    const text = (await p.textContent('#otlp-refusals')) ?? '';
+    expect(text).toContain('hookwatch refused 13 OTLP requests in the last 15 minutes');
+    const items = await p.locator('#otlp-refusals li').allTextContents();
+    expect(items).toHaveLength(2);
+    expect(items[0]).toMatch(/^12 over OTLP\/HTTP: no OTLP endpoint at \/v1\/logs\/v1\/logs, the last \d+ s ago\. OTEL_EXPORTER_OTLP_ENDPOINT is the base URL, such as http:\/\/<host>:\d+, to which the exporter appends \/v1\/logs$/);
+    expect(items[1]).toMatch(/^1 over OTLP\/HTTP: missing or wrong bearer token \(last on \/v1\/logs\), the last \d+ s ago\. hookwatch requires its ingest token .*OTEL_EXPORTER_OTLP_HEADERS="Authorization=Bearer <token>"$/);
+    expect(await p.content()).not.toContain('not-the-token-5150');
+    // Still the setup help beneath it.
+    expect(await p.locator('#setup-snippet').textContent()).toContain('export OTEL_EXPORTER_OTLP_ENDPOINT=');
+  });
+});
