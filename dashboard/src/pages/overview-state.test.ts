@@ -10,7 +10,7 @@ import SEEDED_SPARKLINES from '../testdata/sparklines-seeded.json' with { type: 
 import { BLIND, NEAR, NOW, OK, OVER, PARTIAL, alert, fleet, fleetHook, hook, overview } from '../testdata/api-responses.ts';
 import {
   FORECAST_ROWS, ROW_LIMIT, bucketRange, emptyTable, firingByHook, firingLabel, fleetClickUrl, fleetPartial, fleetView, forecastOf, linePointRadii, forecastTodo, headerCells, hookAlertsUrl, hookRow, hookUrl, kpis, readSort,
-  persistedSeries, searchOf, searchUrl, setupView, showsSetup, sortHooks, sparkLabel, sparkQuery, sparkViews, tableView, uniqueHooks, versionsView, zoomUrl, type ForecastEntry, type Kpi,
+  persistedSeries, refusalsView, searchOf, searchUrl, setupView, showsSetup, sortHooks, sparkLabel, sparkQuery, sparkViews, tableView, uniqueHooks, versionsView, zoomUrl, type ForecastEntry, type Kpi,
 } from './overview-state.ts';
 
 const at = (url: string) => {
@@ -534,5 +534,30 @@ describe('before the first event', () => {
     const v = setupView({ protocol: 'https:', hostname: '10.0.0.5' }, {});
     expect(v.lines).toContain('export OTEL_EXPORTER_OTLP_ENDPOINT=https://10.0.0.5:4318');
     expect(v.note).toMatch(/^The endpoint is hookwatch's OTLP\/HTTP address \(4318 unless HOOKWATCH_OTLP_HTTP_ADDR/);
+  });
+});
+
+describe('refusalsView', () => {
+  const nowMs = Date.parse('2026-12-01T10:00:00Z');
+  it('is null with no refusals, or from a server that does not say', () => {
+    expect(refusalsView([], nowMs)).toBeNull();
+    expect(refusalsView(undefined, nowMs)).toBeNull();
+  });
+
+  it('counts them all, then says each reason with its path, when and the fix', () => {
+    const v = refusalsView([
+      { transport: 'http', reason: 'not_found', count: 12, lastAt: '2026-12-01T09:59:30Z', lastPath: '/v1/logs/v1/logs', hint: 'OTEL_EXPORTER_OTLP_ENDPOINT is the base URL' },
+      { transport: 'grpc', reason: 'unauthenticated', count: 1, lastAt: '2026-12-01T09:50:00Z', lastPath: '/opentelemetry.proto.collector.logs.v1.LogsService/Export' },
+      { transport: 'http', reason: 'request_timeout', count: 2, lastAt: '2026-12-01T09:58:00Z' },
+    ], nowMs);
+    expect(v).toEqual({
+      headline: 'hookwatch refused 15 OTLP requests in the last 15 minutes (as counted by the hookwatch process that answered this page):',
+      lines: [
+        '12 over OTLP/HTTP: no OTLP endpoint at /v1/logs/v1/logs, the last 30 s ago. OTEL_EXPORTER_OTLP_ENDPOINT is the base URL',
+        '1 over OTLP/gRPC: missing or wrong bearer token (last on /opentelemetry.proto.collector.logs.v1.LogsService/Export), the last 10 min ago',
+        '2 over OTLP/HTTP: request timeout, the last 2 min ago',
+      ],
+    });
+    expect(refusalsView([{ transport: 'http', reason: 'not_found', count: 1, lastAt: '2026-12-01T09:59:59Z', lastPath: '/' }], nowMs)?.headline).toMatch(/^hookwatch refused 1 OTLP request in/);
   });
 });
