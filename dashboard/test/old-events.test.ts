@@ -16,7 +16,8 @@ const open: WatchedPage[] = [];
 
 beforeAll(async () => {
   browser = await launch();
-  svc = await startTestService();
+  // Kept however long ago they were captured: the default 30 days of events would drop them at ingest one day.
+  svc = await startTestService({ HOOKWATCH_RETENTION_EVENTS: '36500d', HOOKWATCH_RETENTION_ROLLUPS: '36500d' });
   for (const r of fixtureRequests('run1-httpjson').filter((q) => q.path === '/v1/logs')) {
     expect((await postOtlp(svc.otlpHttpUrl, r.path, r.body, { 'content-type': r.contentType })).status).toBe(200);
   }
