@@ -105,6 +105,7 @@ const NOT_CHARTED = new Map<string, string>([
   ['hookwatch_ingest_store_errors_total', 'store errors are charted by operation (hookwatch_store_errors_total)'],
   ['hookwatch_otlp_requests_held_total', 'OTLP/gRPC exports held through a store outage: how they ended is charted as OTLP requests by outcome, the outage as store errors by operation'],
   ['hookwatch_ingest_store_seconds_total', 'the commit latency is charted as its p99 (hookwatch_store_operation_duration_seconds)'],
+  ['hookwatch_store_lock_timeouts_total', 'a cause of the ingest store errors, which are charted by operation; each is logged with the relation and row waited for'],
   ['hookwatch_store_inflight_operations', 'the ingest queue and the API\'s pending reads chart the load the store is under'],
   ['hookwatch_alert_evaluations_total', 'the alert engine at work: a steady count, not a trend to watch'],
   ['hookwatch_alert_label_sets_dropped_total', 'a rule over its alert limit is logged with the rule'],
