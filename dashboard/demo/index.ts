@@ -6,6 +6,9 @@
  *   npm run demo                          dashboard on http://127.0.0.1:9318/ (HOOKWATCH_HTTP_ADDR to change)
  *   npm run demo -- --cross-after 10s     how long until the growing hook crosses the cap (default 20s)
  *   npm run demo -- --seconds 60          stop by itself after that long (default: run until Ctrl-C)
+ *
+ * It forwards nothing and notifies nobody: forwarding, alert event export, a config file (receivers) and the
+ * database of the environment are left out.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -98,8 +101,25 @@ function flags(argv: string[]): { crossAfterMs: number; seconds: number | null }
   return { crossAfterMs: cross, seconds };
 }
 
+/**
+ * Settings of the environment that would take the demo's simulated telemetry and alerts somewhere real: a forward
+ * endpoint, an alert event endpoint, a config file (with its receivers, a team's pager) and a database.
+ */
+const REAL_DESTINATION = /^HOOKWATCH_(?:FORWARD_|ALERT_OTLP_|CONFIG$|DB$)/;
+
+/**
+ * The environment the demo's hookwatch runs on: the shell's, less the settings that reach anything real (a
+ * hookwatch of one's own may run from the same shell), which `dropped` names; the rest (addresses, log level) kept.
+ */
+export function demoEnvironment(env: NodeJS.ProcessEnv): { env: NodeJS.ProcessEnv; dropped: string[] } {
+  const dropped = Object.keys(env).filter((name) => REAL_DESTINATION.test(name)).sort();
+  return { env: Object.fromEntries(Object.entries(env).filter(([name]) => !REAL_DESTINATION.test(name))), dropped };
+}
+
 async function main(): Promise<void> {
   const { crossAfterMs, seconds } = flags(process.argv.slice(2));
+  const own = demoEnvironment(process.env);
+  if (own.dropped.length) console.log(`hookwatch demo: ignores ${own.dropped.join(', ')} of the environment: simulated telemetry and alerts reach nothing real.`);
   const dir = mkdtempSync(join(tmpdir(), 'hookwatch-demo-'));
   const config = toConfig(loadConfig({
     env: {
@@ -107,7 +127,7 @@ async function main(): Promise<void> {
       // temporary ones, never the ./data/ of a hookwatch of one's own run from the same folder.
       HOOKWATCH_OTLP_GRPC_ADDR: '127.0.0.1:0',
       HOOKWATCH_ALERT_EVALUATION_INTERVAL: '2s',
-      ...process.env,
+      ...own.env,
       HOOKWATCH_DB: join(dir, 'hookwatch.db'),
       HOOKWATCH_FORWARD_QUEUE_PATH: join(dir, 'forward-queue.db'),
       HOOKWATCH_SQLITE_SYNCHRONOUS: 'normal',

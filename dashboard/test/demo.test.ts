@@ -5,7 +5,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -25,6 +25,15 @@ let browser: Browser | undefined;
  */
 const cwd = mkdtempSync(join(tmpdir(), 'hookwatch-demo-cwd-'));
 const backend = createServer((req, res) => req.resume().on('end', () => res.writeHead(200).end()));
+/**
+ * A real team's backend and pager, named in the shell the demo is started from (a forward endpoint, an alert event
+ * endpoint, a config file with a webhook receiver): the demo's simulated telemetry and alerts must reach none of them.
+ */
+const reached: string[] = [];
+const real = createServer((req, res) => {
+  reached.push(`${req.method} ${req.url}`);
+  req.resume().on('end', () => res.writeHead(200).end());
+});
 let own: TestService | undefined;
 
 afterAll(async () => {
@@ -36,6 +45,7 @@ afterAll(async () => {
   }
   await own?.close();
   backend.close();
+  real.close();
   rmSync(cwd, { recursive: true, force: true });
 });
 
@@ -45,9 +55,22 @@ describe('npm run demo', () => {
     mkdirSync(join(cwd, 'data'));
     own = await startTestService({ HOOKWATCH_FORWARD_ENDPOINT: `http://127.0.0.1:${(backend.address() as AddressInfo).port}`, HOOKWATCH_FORWARD_QUEUE_PATH: join(cwd, 'data', 'forward-queue.db') });
     const ownFiles = readdirSync(join(cwd, 'data')).sort();
+    await new Promise<void>((r) => real.listen(0, '127.0.0.1', r));
+    const realUrl = `http://127.0.0.1:${(real.address() as AddressInfo).port}`;
+    const realConfig = join(cwd, 'data', 'team.yaml');
+    writeFileSync(realConfig, `alerting:\n  receivers:\n    - name: oncall\n      type: webhook\n      url: ${realUrl}/page-the-team\n`);
     const started = Date.now();
     child = spawn(process.execPath, [DEMO, '--seconds', '90', '--cross-after', '4s'], {
-      env: { ...process.env, HOOKWATCH_HTTP_ADDR: '127.0.0.1:0', HOOKWATCH_OTLP_HTTP_ADDR: '127.0.0.1:0', HOOKWATCH_OTLP_GRPC_ADDR: '127.0.0.1:0' },
+      env: {
+        ...process.env,
+        HOOKWATCH_HTTP_ADDR: '127.0.0.1:0',
+        HOOKWATCH_OTLP_HTTP_ADDR: '127.0.0.1:0',
+        HOOKWATCH_OTLP_GRPC_ADDR: '127.0.0.1:0',
+        HOOKWATCH_FORWARD_ENDPOINT: `${realUrl}/forward`,
+        HOOKWATCH_ALERT_OTLP_ENDPOINT: `${realUrl}/alert-events`,
+        HOOKWATCH_CONFIG: realConfig,
+        HOOKWATCH_DB: join(cwd, 'data', 'team.db'),
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
       cwd,
     });
@@ -81,8 +104,12 @@ describe('npm run demo', () => {
     expect(Date.now() - started).toBeLessThan(60_000);
     // Everything the demo keeps is in its temporary folder, the forward queue as the database: nothing beside the
     // files of the hookwatch running there, and no warning about that one's queue.
-    expect([readdirSync(cwd), readdirSync(join(cwd, 'data')).sort()]).toEqual([['data'], ownFiles]);
+    expect([readdirSync(cwd), readdirSync(join(cwd, 'data')).sort()]).toEqual([['data'], [...ownFiles, 'team.yaml'].sort()]);
     expect(out).not.toMatch(/forward queue/);
+    // The start said once which settings the demo left out.
+    expect(out.match(/ignores HOOKWATCH_/g)?.length).toBe(1);
+    expect(out).toMatch(/ignores HOOKWATCH_ALERT_OTLP_ENDPOINT, HOOKWATCH_CONFIG, HOOKWATCH_DB, HOOKWATCH_FORWARD_ENDPOINT\b/);
+    expect(out).not.toContain(realUrl);
 
     // The old client is blind (unknown), never healthy; the near hook is near.
     const hooks = (await (await fetch(`${base}/api/v1/overview?from=now-30d`)).json()) as { clientVersions: { version: string; hasSizeData: boolean }[] };
@@ -104,5 +131,7 @@ describe('npm run demo', () => {
     } finally {
       await w.close();
     }
+    // The alert fired seconds ago, and the demo has been forwarding all along: nothing real was reached.
+    expect(reached).toEqual([]);
   }, 90_000);
 });
