@@ -520,6 +520,47 @@ describe('alerts page', () => {
     }
   });
 
+  it('lists the most severe alerts first, critical, warning, info, the newest first within a severity, as the API lists them newest first', async () => {
+    const now = Date.parse('2026-11-30T08:30:00Z');
+    const iso = (ms: number): string => new Date(ms).toISOString();
+    const base = { fingerprint: '0123456789abcdef', annotations: {}, firstEventAt: null, lastNotifiedAt: null, deliveries: [], silencedBy: [] as string[], endsAt: null, hookId: null };
+    const alert = (n: number, rule: string, severity: string | null, state: AlertSummary['state'], agoMs: number): AlertSummary => ({
+      ...base, id: `0123456789abcdef-${n}`, rule, state, labels: { alertname: rule, hook_name: `Stop:${n}`, hook_event: 'Stop', ...(severity ? { severity } : {}) },
+      activeAt: iso(now - agoMs - 60_000), startsAt: state === 'pending' ? null : iso(now - agoMs),
+    });
+    // The API's order: firing, then pending, the newest first in each.
+    const alerts: AlertSummary[] = [
+      alert(1, 'headroom', 'warning', 'firing', 60_000),
+      alert(2, 'custom', 'info', 'firing', 120_000),
+      alert(3, 'persisted', 'critical', 'firing', 600_000),
+      alert(4, 'custom', null, 'firing', 700_000),
+      alert(5, 'growth', 'warning', 'firing', 900_000),
+      alert(6, 'persisted', 'critical', 'firing', 1_200_000),
+      alert(7, 'headroom', 'warning', 'pending', 60_000),
+      alert(8, 'persisted', 'critical', 'pending', 300_000),
+    ];
+    const app = express();
+    app.get('/api/v1/dimensions', (_req, res) => void res.json({ dimensions: [] }));
+    app.get('/api/v1/alerts', (_req, res) => void res.json({ alerts, resolvedOmitted: 0, receivers: ['team-webhook'], now: iso(now) } satisfies AlertsResponse));
+    app.get('/api/v1/silences', (_req, res) => void res.json({ silences: [] as Silence[] }));
+    app.get('/api/v1/cluster', (_req, res) => void res.json({ backend: 'sqlite', self: 'test', leader: null, leaseTtlSeconds: null, replicas: [] } satisfies ClusterResponse));
+    app.use(createDashboardRouter());
+    const server = createServer(app);
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      const { page: p } = await page();
+      await p.goto(`http://127.0.0.1:${(server.address() as AddressInfo).port}/alerts`);
+      await waitLoaded(p);
+      const order = (state: string): Promise<(string | null)[]> => p.locator(`section.alert-group[data-state="${state}"] article[data-alert-id]`).evaluateAll((cards) => cards.map((c) => c.getAttribute('data-alert-id')?.replace(/^.*-/, '') ?? null));
+      // An alert of a severity the page does not know (or of none) comes after info, the newest first among them.
+      expect(await order('firing')).toEqual(['3', '6', '1', '5', '2', '4']);
+      expect(await order('pending')).toEqual(['8', '7']);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    }
+  });
+
   it('shows a quiet-hook alert that ended because its hook\'s data left retention as ended, never as a green resolved', async () => {
     const now = Date.parse('2026-11-30T08:30:00Z');
     const iso = (ms: number): string => new Date(ms).toISOString();

@@ -10,6 +10,23 @@ import { chars, dateTime, dateTimeSeconds, headroomText, isolated, num, pct, plu
 import { HOOK_PARAM, buildUrl, rangeLabel, samePageParams, type Range, type ViewState } from '../state.ts';
 
 export const STATES: AlertState[] = ['firing', 'pending', 'resolved'];
+/** Severities, the most severe first, as Alertmanager and Grafana list them; any other (or none) comes after. */
+const SEVERITIES = ['critical', 'warning', 'info'];
+
+const severityRank = (a: AlertSummary): number => {
+  const i = SEVERITIES.indexOf(a.labels['severity'] ?? '');
+  return i < 0 ? SEVERITIES.length : i;
+};
+
+/**
+ * Firing or pending alerts the most severe first (critical, warning, info, then any other), the newest first
+ * within a severity; resolved ones as the API lists them.
+ */
+function ordered(state: AlertState, alerts: AlertSummary[]): AlertSummary[] {
+  if (state === 'resolved') return alerts;
+  const since = (a: AlertSummary): number => Date.parse(a.startsAt ?? a.activeAt);
+  return [...alerts].sort((a, b) => severityRank(a) - severityRank(b) || since(b) - since(a));
+}
 /**
  * Labels that name a hook, as hookwatch sets them on a hook's alerts; a silence matches on these so it mutes that
  * hook and nothing else. A rule's own label of another name (even `hook`) names no hook.
@@ -105,8 +122,9 @@ export interface AlertsView {
   /** How many alerts lie outside the range, in words; null when none does. */
   rangeNote: string | null;
   /**
-   * Non-empty groups in the order firing, pending, resolved; `more` says under the resolved one how many older
-   * resolved alerts the API left out (it lists the newest 1,000), null when none.
+   * Non-empty groups in the order firing, pending, resolved, the firing and pending alerts the most severe first;
+   * `more` says under the resolved one how many older resolved alerts the API left out (it lists the newest
+   * 1,000), null when none.
    */
   groups: { state: AlertState; heading: string; alerts: AlertSummary[]; more: string | null }[];
   /** The empty state's text when no alert is shown. */
@@ -130,7 +148,7 @@ export function alertsView(r: AlertsResponse, state: ViewState, browserNowMs: nu
   return {
     noReceivers: r.receivers !== undefined && r.receivers.length === 0,
     rangeNote: hidden > 0 ? `Alerts active in the ${range}; ${plural(hidden, 'older alert')} outside the range ${hidden === 1 ? 'is' : 'are'} not shown.` : null,
-    groups: STATES.map((s) => ({ state: s, alerts: shown.filter((a) => a.state === s) }))
+    groups: STATES.map((s) => ({ state: s, alerts: ordered(s, shown.filter((a) => a.state === s)) }))
       .filter((g) => g.alerts.length)
       .map((g) => ({
         ...g,
