@@ -129,6 +129,38 @@ describe('alerts page', () => {
     await screenshot(p, 'alerts');
   });
 
+  it('says in words why a delivery attempt reached nobody, with the code, the host and port, and never the URL\'s token', async () => {
+    // A port nothing listens on: taken, then given back.
+    const closed = createServer();
+    await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise((r) => closed.close(r));
+    const dir = tempDir('hookwatch-alerts-refused-');
+    const configFile = join(dir.dir, 'hookwatch.yaml');
+    writeFileSync(configFile, `alerting:\n  receivers:\n    - name: pager\n      type: webhook\n      url: http://127.0.0.1:${port}/services/T0/tok3n-in-the-path?key=k3y-in-the-query\n`);
+    const own = await startTestService({ HOOKWATCH_OTLP_GRPC_ADDR: '127.0.0.1:0', HOOKWATCH_CONFIG: configFile, HOOKWATCH_ALERT_EVALUATION_INTERVAL: '200ms', HOOKWATCH_ALERT_DELIVERY_DEADLINE: '1s' });
+    try {
+      const body = hookRequest([{ hookEvent: 'Stop', hookName: 'Stop:report', timeMs: Date.now() - 60_000, sizes: { stdout: 10_500, additionalContext: 0, persisted: 1 } }]);
+      expect((await postOtlp(own.otlpHttpUrl, '/v1/logs', body, { 'content-type': 'application/json' })).status).toBe(200);
+      const alert = await eventually('a firing persisted alert', async () => (await getJson<AlertsResponse>(own.httpUrl, '/api/v1/alerts?state=firing')).body.alerts.find((a) => a.labels['hook_name'] === 'Stop:report'));
+      await eventually('a delivery attempt', async () => (await getJson<AlertDetailResponse>(own.httpUrl, `/api/v1/alerts/${alert.id}`)).body.attempts[0]);
+      const { page: p } = await page();
+      await p.goto(`${own.httpUrl}/alerts`);
+      await waitLoaded(p);
+      const card = p.locator(`article[data-alert-id="${alert.id}"]`);
+      await card.locator('details.attempts-details > summary').click();
+      await card.locator('table.attempts').waitFor();
+      const errors = await card.locator('table.attempts tbody tr td:nth-child(7)').allTextContents();
+      expect(errors.length).toBeGreaterThan(0);
+      // The last attempt says too that the deadline ended the retries.
+      for (const e of errors) expect(e.split('; gave up: ')[0]).toBe(`connection refused (ECONNREFUSED): nothing listens at 127.0.0.1:${port}`);
+      expect(await p.locator('#app').textContent()).not.toMatch(/tok3n|k3y/);
+    } finally {
+      await own.close();
+      dir.cleanup();
+    }
+  });
+
   it('keeps open delivery attempts on screen through the refreshes, drawn again only when they change', async () => {
     const alert = await eventually('a firing persisted alert with a delivered notification', async () => {
       const r = (await getJson<AlertsResponse>(svc.httpUrl, '/api/v1/alerts')).body;

@@ -2,6 +2,8 @@
  * The forwarding page in headless Chromium against a real hookwatch: in inline mode during a downstream outage
  * (queue depth, oldest age, retries, the last error, then a dead letter), and in fan-out mode.
  */
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser } from 'playwright-core';
 import type { ForwardingResponse } from '../../shared/src/api.ts';
@@ -72,6 +74,27 @@ describe('forwarding page', () => {
     expect(await kpi('dead-letters')).not.toBe('0');
     const row = w.page.locator('table.dead-letters tbody tr').first();
     expect(await row.textContent()).toContain('400');
+  });
+
+  it('says in words why the destination cannot be reached, with the code and its host and port, never its key', async () => {
+    // A port nothing listens on: taken, then given back.
+    const closed = createServer();
+    await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise((r) => closed.close(r));
+    const svc = await startTestService({ HOOKWATCH_FORWARD_ENDPOINT: `http://127.0.0.1:${port}/otlp?api_key=k3y-in-the-query`, HOOKWATCH_FORWARD_RETRY_INITIAL_INTERVAL: '40s', HOOKWATCH_FORWARD_RETRY_MAX_INTERVAL: '40s' });
+    services.push(svc);
+    const r = fixtureRequests('run2-httpprotobuf')[0]!;
+    expect((await postOtlp(svc.otlpHttpUrl, r.path, r.body, { 'content-type': r.contentType })).status).toBe(200);
+    await until('a retry waiting', async () => (await getJson<ForwardingResponse>(svc.httpUrl, '/api/v1/forwarding')).body.destinations[0]!.lastError !== null);
+
+    const w = await watchedPage(browser);
+    open.push(w);
+    await w.page.goto(`${svc.httpUrl}/forwarding`);
+    await waitLoaded(w.page);
+    const state = await w.page.locator('[data-field="state"]').textContent();
+    expect(state).toContain(` · last error: cannot reach http://127.0.0.1:${port}/otlp (http/protobuf): connection refused (ECONNREFUSED): nothing listens at 127.0.0.1:${port}`);
+    expect(await w.page.locator('#app').textContent()).not.toContain('k3y');
   });
 
   it('gives the next attempt its time to the second, a retry seconds away being no minute of its own', async () => {

@@ -23,6 +23,7 @@ import { otlpSignalUrl, safeEndpoint } from '../net/otlp-url.ts';
 import { secretScrubber } from '../net/endpoint-secrets.ts';
 import type { Signal } from '../pipeline/consumer.ts';
 import { scrubbedResult, type ExportItem, type ExportResult, type Exporter } from './exporter.ts';
+import { hostPort, networkErrorWords } from '../../../shared/src/network-error.ts';
 
 const gzipAsync = promisify(gzip);
 
@@ -173,7 +174,8 @@ export class HttpExporter implements Exporter {
       // least once), but only for forward.retry.maxElapsedTime, as each attempt may be one more copy downstream.
       const unreadable = unreadableAnswer(cause);
       if (unreadable) return { kind: 'retryable', message: `${this.description} answered what is not HTTP hookwatch can read (${unreadable})`, bounded: true };
-      const message = `cannot reach ${this.description}: ${cause?.code ?? cause?.message ?? (err as Error).message}`;
+      const code = cause?.code;
+      const message = `cannot reach ${this.description}: ${(code && networkErrorWords(code, hostPort(this.opts.endpoint))) ?? code ?? cause?.message ?? (err as Error).message}`;
       return CUT_OFF_CODES.has(cause?.code ?? '') ? { kind: 'retryable', message, cutOff: true } : { kind: 'retryable', message };
     }
     // The body says what was rejected, or why the request was. Only its start is read: a destination (or a

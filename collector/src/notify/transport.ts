@@ -11,6 +11,7 @@ import { fullJitterBackoff, parseRetryAfter } from '../net/backoff.ts';
 import { ClientTlsAgent } from '../net/tls-agent.ts';
 import { ClientTlsCredentials, tlsFailure } from '../net/tls.ts';
 import type { Logger } from '../telemetry/logger.ts';
+import { hostPort, networkErrorCode, networkErrorWords, timedOutWords } from '../../../shared/src/network-error.ts';
 import type { ReceiverConfig } from './model.ts';
 
 /** What one attempt came to. */
@@ -119,14 +120,18 @@ export function abortableSleep(ms: number, signal?: AbortSignal): Promise<void> 
 /** How an attempt's error begins when the TLS handshake with the receiver failed (counted on /metrics). */
 export const TLS_FAILURE_PREFIX = 'TLS handshake failed: ';
 
-/** A network error as a short reason; never the URL (it may carry a token). */
-export function describeError(err: unknown, url: string): string {
+/**
+ * A network error as a short reason in words, its code kept (`connection refused (ECONNREFUSED): nothing listens
+ * at host:port`); never the URL (it may carry a token), its host and port only.
+ */
+export function describeError(err: unknown, url: string, timeoutMs: number): string {
   const e = err as { name?: string; message?: string; cause?: { code?: string; message?: string } };
   let msg: string;
   const tls = tlsFailure(e?.cause);
-  if (e?.name === 'TimeoutError') msg = 'timed out';
+  const where = hostPort(url);
+  if (e?.name === 'TimeoutError') msg = timedOutWords(timeoutMs, where);
   else if (tls) msg = TLS_FAILURE_PREFIX + tls;
-  else if (e?.cause?.code) msg = String(e.cause.code);
+  else if (e?.cause?.code) msg = networkErrorWords(String(e.cause.code), where) ?? String(e.cause.code);
   else msg = e?.cause?.message ?? e?.message ?? String(err);
   return scrubUrl(msg, url).slice(0, 300);
 }
@@ -140,7 +145,7 @@ export function describeError(err: unknown, url: string): string {
 export const NOTIFICATION_FAILURE_REASONS = ['refused_3xx', 'refused_4xx', 'refused_5xx', 'unreachable', 'timeout', 'tls', 'other'] as const;
 export type NotificationFailureReason = (typeof NOTIFICATION_FAILURE_REASONS)[number];
 
-/** describeError's codes that mean no connection could be made or kept. */
+/** Codes (describeError's, in its words or stored bare before them) that mean no connection could be made or kept. */
 const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNABORTED', 'UND_ERR_SOCKET']);
 /** describeError's codes of fetch's own timeouts (connecting, the answer's headers or body). */
 const TIMEOUT_CODES = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
@@ -158,10 +163,13 @@ export function failureReason(result: Pick<SendResult, 'httpStatus' | 'error'>):
   if (status !== null && status >= 300) return status >= 500 ? 'refused_5xx' : status >= 400 ? 'refused_4xx' : 'refused_3xx';
   const error = result.error ?? '';
   if (error.startsWith(TLS_FAILURE_PREFIX)) return 'tls';
-  // The error as describeError wrote it, `; gave up: ...` after it when the deadline ended the retries.
+  // The error as describeError wrote it, `; gave up: ...` after it when the deadline ended the retries: in words
+  // with its code in them (`connection refused (ECONNREFUSED): ...`, `timed out after 10 s: ...`), or, stored
+  // before those words, the code bare (`ECONNREFUSED`, `timed out`).
   const cause = error.split(';')[0] ?? '';
-  if (cause === 'timed out' || TIMEOUT_CODES.has(cause)) return 'timeout';
-  return UNREACHABLE_CODES.has(cause) ? 'unreachable' : 'other';
+  const code = networkErrorCode(cause) ?? '';
+  if (cause === 'timed out' || cause.startsWith('timed out after ') || TIMEOUT_CODES.has(code)) return 'timeout';
+  return UNREACHABLE_CODES.has(code) ? 'unreachable' : 'other';
 }
 
 /** Removes a URL and its path/query from a message. */
@@ -242,13 +250,13 @@ export async function sendWithRetry(build: (attempt: number) => OutgoingRequest,
       await drain(res);
       if (status < 200 || status >= 300) error = `HTTP ${status}`;
     } catch (err) {
-      error = opts.signal?.aborted ? 'aborted' : describeError(err, url);
+      error = opts.signal?.aborted ? 'aborted' : describeError(err, url, timeoutMs);
     }
     const durationMs = Math.round(performance.now() - started);
     lastStatus = status;
     lastError = error;
     const delivered = status !== null && status >= 200 && status < 300;
-    const retryable = !delivered && (status === null ? !UNREADABLE_ANSWER_CODES.has(error ?? '') : isRetryableStatus(status));
+    const retryable = !delivered && (status === null ? !UNREADABLE_ANSWER_CODES.has(networkErrorCode(error ?? '') ?? '') : isRetryableStatus(status));
     let wait = retryable ? fullJitterBackoff(attempt, { baseMs: base, capMs: cap, multiplier: 2 }, random) : 0;
     if (retryable && retryAfter !== undefined) wait = Math.max(wait, retryAfter);
     const giveUp = !delivered && (!retryable || now() + wait > opts.deadlineMs || attempt >= (opts.maxAttempts ?? Infinity) || opts.signal?.aborted === true);

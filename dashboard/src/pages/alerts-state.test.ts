@@ -301,6 +301,24 @@ describe('delivery attempts', () => {
     ]);
     expect(attemptRows({ alert: firing, attempts: [] })).toBeNull();
   });
+
+  it('says in words a network error stored as a bare code, the code kept; other errors as stored', () => {
+    const attempt = (n: number, error: string): AlertDetailResponse['attempts'][number] => ({ receiver: 'team-webhook', webhookId: 'w1', attempt: n, at: iso(NOW), status: 'firing', outcome: 'retrying', httpStatus: null, error, durationMs: 3 });
+    const rows = attemptRows({ alert: firing, attempts: [
+      attempt(1, 'ECONNREFUSED'),
+      attempt(2, 'ENOTFOUND; gave up: the next attempt would pass the delivery deadline'),
+      attempt(3, 'connection refused (ECONNREFUSED): nothing listens at 10.0.0.7:443'),
+      attempt(4, 'TLS handshake failed: self-signed certificate (DEPTH_ZERO_SELF_SIGNED_CERT)'),
+      attempt(5, 'timed out'),
+    ] });
+    expect(rows?.map((r) => r[6])).toEqual([
+      'connection refused (ECONNREFUSED): nothing listens at that address',
+      'name not found (ENOTFOUND): no address for that host name; gave up: the next attempt would pass the delivery deadline',
+      'connection refused (ECONNREFUSED): nothing listens at 10.0.0.7:443',
+      'TLS handshake failed: self-signed certificate (DEPTH_ZERO_SELF_SIGNED_CERT)',
+      'timed out',
+    ]);
+  });
 });
 
 describe('silences in force', () => {

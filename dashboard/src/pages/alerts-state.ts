@@ -4,6 +4,7 @@
  * form asks the API for and what its result reads. Unit-tested in Node against API-shaped responses.
  */
 import { hookDataExpired } from '../../../shared/src/alert-range.ts';
+import { readableError } from '../../../shared/src/network-error.ts';
 import type { AlertDetailResponse, AlertState, AlertSummary, AlertsResponse, Silence, SilenceMatcher } from '../../../shared/src/api.ts';
 import { SILENCE_PARAM, silenceLabels } from '../../../shared/src/silence-link.ts';
 import { chars, dateTime, dateTimeSeconds, headroomText, isolated, num, pct, plural } from '../format.ts';
@@ -347,7 +348,7 @@ export function silencedText(endsAtMs: number, id: string | undefined): string {
 /** The delivery attempts table's rows; null when nothing was attempted yet. */
 export function attemptRows(detail: AlertDetailResponse): string[][] | null {
   if (detail.attempts.length === 0) return null;
-  return detail.attempts.map((t) => [t.receiver, t.status, num(t.attempt), dateTimeSeconds(t.at), t.outcome, t.httpStatus === null ? '–' : String(t.httpStatus), t.error ?? '', `${num(t.durationMs)} ms`]);
+  return detail.attempts.map((t) => [t.receiver, t.status, num(t.attempt), dateTimeSeconds(t.at), t.outcome, t.httpStatus === null ? '–' : String(t.httpStatus), t.error === null ? '' : readableError(t.error), `${num(t.durationMs)} ms`]);
 }
 
 /** A matcher as Alertmanager and amtool write it: name="value", !=, =~ or !~. */
