@@ -215,8 +215,9 @@ describe('wording', () => {
     const kpi = async (k: string): Promise<[string | null, string | null]> => [await p.textContent(`[data-kpi="${k}"] .kpi-value`), await p.textContent(`[data-kpi="${k}"] .kpi-note`)];
     await p.goto(`${fx.svc().httpUrl}/hooks/${id}`);
     await waitLoaded(p);
-    // 16 executions measured at 400 chars at most, 17 not: the largest output is at least 400, the headroom at most 9,600.
-    expect(await kpi('largest')).toEqual(['at least 400 chars', 'from the 16 measured executions of 33; an upper bound of each: Claude Code reports sums over the hook commands of one execution']);
+    // 16 executions measured at 400 chars at most, 17 not: the largest output is at least 400, the headroom at most
+    // 9,600. Each ran one command: the size measured is its output's, no sum.
+    expect(await kpi('largest')).toEqual(['at least 400 chars', 'from the 16 measured executions of 33']);
     expect(await kpi('headroom')).toEqual(['at most 9,600 chars below the cap', 'from the 16 measured executions of 33']);
     // So do the cliff chart's summary and the breakdowns: a row of both clients at least, the old client's unknown.
     expect(await p.textContent('#chart-cliff-summary')).toMatch(/^Largest output at least 400 chars against the 10,000 cap; /);

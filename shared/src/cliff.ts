@@ -65,7 +65,20 @@ export function measuredOnly(c: { outputsPersisted: number; executionsWithPersis
   return c.executionsWithPersisted > c.outputsPersisted ? c.executionsWithPersisted : 0;
 }
 
-/** A counters row's largest output over every kind (an upper bound on its largest single string), or null. */
+/**
+ * Whether a counters row's sizes may be sums over more than one hook command (Claude Code reports an execution's
+ * sizes summed over the num_hooks commands it ran): true when some execution ran more than one (the commands run
+ * outnumber the executions) or did not say how many (fewer); false when each ran exactly one, which makes every
+ * size that of one command's output.
+ */
+export function sizesMaySum(c: { executions: number; numHooks: number }): boolean {
+  return c.numHooks !== c.executions;
+}
+
+/**
+ * A counters row's largest output over every kind (an upper bound on its largest single string when sizesMaySum),
+ * or null.
+ */
 export function largestOutput(c: { maxChars: Record<OutputKind, number | null> }): number | null {
   return largestKnown(Object.values(c.maxChars));
 }

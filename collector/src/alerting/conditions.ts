@@ -4,7 +4,7 @@
  * feed them.
  */
 import type { ClientVersion, HookCounters } from '../../../shared/src/api.ts';
-import { FIRST_VERSION_WITH_SIZES, OUTPUT_CAP_CHARS, PREVIEW_CHARS, largestOutput, measuredOnly, persistedAtLeast } from '../../../shared/src/cliff.ts';
+import { FIRST_VERSION_WITH_SIZES, OUTPUT_CAP_CHARS, PREVIEW_CHARS, largestOutput, measuredOnly, persistedAtLeast, sizesMaySum } from '../../../shared/src/cliff.ts';
 import { forecastCrossing, type Point } from '../../../shared/src/forecast.ts';
 import type { GuardTrimStats } from '../store/guard-trims.ts';
 import type { Arrival, ArrivalCounters, FleetBucket } from '../store/store.ts';
@@ -180,14 +180,18 @@ export function headroomCondition(rule: Pick<RuleConfig, 'windowMs' | 'threshold
   if (max === null || max <= limit) return null;
   const b = blindness(c);
   const blind = b.note ? `; ${b.note}` : '';
+  // Sizes are sums over the hooks of an execution (num_hooks): a sum can pass the cap while no single output did.
+  // Executions that each ran one command report one output's size: said plainly then.
+  const summed = sizesMaySum(c);
   return {
-    // Sizes are sums over the hooks of an execution: a sum can pass the cap while no single output did. "None was
-    // persisted" is not known: a client that sends the sizes without num_outputs_persisted adds nothing to the
-    // count, as one that reports 0 does, and the counters do not tell the two apart.
+    // "None was persisted" is not known: a client that sends the sizes without num_outputs_persisted adds nothing
+    // to the count, as one that reports 0 does, and the counters do not tell the two apart.
     summary: max > OUTPUT_CAP_CHARS
-      ? `${scope}: largest output in the last ${w} is ${b.atLeast}${fmt(max)} characters, ${b.atLeast}${fmt(max - OUTPUT_CAP_CHARS)} over the ${fmt(OUTPUT_CAP_CHARS)}-character cap summed over the hooks that ran; no output was reported persisted (alert above ${fmt(limit)})${blind}.`
+      ? `${scope}: largest output in the last ${w} is ${b.atLeast}${fmt(max)} characters, ${b.atLeast}${fmt(max - OUTPUT_CAP_CHARS)} over the ${fmt(OUTPUT_CAP_CHARS)}-character cap${summed ? ' summed over the hooks that ran' : ''}; no output was reported persisted (alert above ${fmt(limit)})${blind}.`
       : `${scope}: largest output in the last ${w} is ${b.atLeast}${fmt(max)} characters, ${b.atMost}${fmt(OUTPUT_CAP_CHARS - max)} below the ${fmt(OUTPUT_CAP_CHARS)}-character cap (alert above ${fmt(limit)})${blind}.`,
-    description: `Past the cap the model gets a ~${fmt(PREVIEW_CHARS)}-character preview instead. Sizes are sums over the hooks that ran, so this is an upper bound of the largest single output. ${NEAR_ACTION}`,
+    description: `Past the cap the model gets a ~${fmt(PREVIEW_CHARS)}-character preview instead. ${summed
+      ? 'Sizes are sums over the hooks that ran, so this is an upper bound of the largest single output.'
+      : `Each execution ran one hook command, so ${fmt(max)} characters is the largest ${b.atLeast ? 'measured ' : ''}output's size.`} ${NEAR_ACTION}`,
     largest_output: String(max),
     headroom: String(OUTPUT_CAP_CHARS - max),
     ...b.annotations,

@@ -79,13 +79,16 @@ describe('the hook page in the URL', () => {
 });
 
 describe('key figures', () => {
-  it('says over the cap, by how much, and that the largest output is an upper bound', () => {
+  it('says over the cap, by how much, and that the largest output is an upper bound where an execution ran more than one command', () => {
     const f = facts(OVER, forecastReading(null, { status: 'over' }));
     expect(f.map((x) => [x.id, x.value])).toEqual([
       ['executions', '12'], ['persisted', '1'], ['largest', '10,500 chars'], ['headroom', '500 chars over the cap'], ['forecast', 'over the cap now'], ['size-unknown', '0'],
     ]);
     expect(f.find((x) => x.id === 'size-unknown')?.note).toBeNull();
-    expect(f.find((x) => x.id === 'largest')?.note).toBe('upper bound: Claude Code reports sums over the hook commands of one execution');
+    // Each of its 12 executions ran one command: the size is its output's, said plainly.
+    expect(f.find((x) => x.id === 'largest')?.note).toBeNull();
+    const summed = facts({ ...OVER, numHooks: 13 }, forecastReading(null, { status: 'over' }));
+    expect(summed.find((x) => x.id === 'largest')?.note).toBe('upper bound: Claude Code reports sums over the hook commands of one execution');
   });
 
   it('keeps unknown sizes unknown and says how much was not measured', () => {
@@ -102,7 +105,9 @@ describe('key figures', () => {
     expect(partial.find((x) => x.id === 'forecast')).toMatchObject({ value: 'not enough data', note: '1 day with size data; needs 3' });
     expect(partial.find((x) => x.id === 'headroom')).toMatchObject({ value: 'at most 9,600 chars below the cap', note: 'from the 16 measured executions of 33' });
     // The measured figures are bounds of the hook's: the largest at least, the headroom at most (past the cap, at least over).
-    expect(partial.find((x) => x.id === 'largest')).toMatchObject({ value: 'at least 400 chars', note: 'from the 16 measured executions of 33; an upper bound of each: Claude Code reports sums over the hook commands of one execution' });
+    expect(partial.find((x) => x.id === 'largest')).toMatchObject({ value: 'at least 400 chars', note: 'from the 16 measured executions of 33' });
+    const partlySummed = facts({ ...PARTIAL, numHooks: 34 }, forecastReading(null, { status: 'unknown', latest: 400, days: 1 }));
+    expect(partlySummed.find((x) => x.id === 'largest')).toMatchObject({ value: 'at least 400 chars', note: 'from the 16 measured executions of 33; an upper bound of each: Claude Code reports sums over the hook commands of one execution' });
     const over = (h: number): Fact | undefined => facts({ ...OVER, headroom: h, sizeUnknownExecutions: 2 }, forecastReading(null, { status: 'unknown' })).find((x) => x.id === 'headroom');
     expect(over(-500)?.value).toBe('at least 500 chars over the cap');
     expect(over(0)?.value).toBe('at the cap or over it');

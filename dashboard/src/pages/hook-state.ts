@@ -4,7 +4,7 @@
  * The page turns these into charts and tables. Unit-tested in Node against API-shaped responses.
  */
 import type { AlertSummary, BreakdownResponse, HookSummary, SeriesBucket, SeriesResponse } from '../../../shared/src/api.ts';
-import { OUTPUT_CAP_CHARS, OUTPUT_KINDS, deliveredChars, largestOutput, measuredOnly, persistedAtLeast, type DeliveryStatus, type OutputKind } from '../../../shared/src/cliff.ts';
+import { OUTPUT_CAP_CHARS, OUTPUT_KINDS, deliveredChars, largestOutput, measuredOnly, persistedAtLeast, sizesMaySum, type DeliveryStatus, type OutputKind } from '../../../shared/src/cliff.ts';
 import type { Point } from '../../../shared/src/forecast.ts';
 import type { GuardField, GuardTrimsResponse } from '../../../shared/src/guard-trims.ts';
 import type { TranscriptCommandsResponse } from '../../../shared/src/transcript-api.ts';
@@ -97,7 +97,8 @@ export function facts(hk: HookSummary, reading: ForecastReading): Fact[] {
     { id: 'persisted', label: 'Outputs persisted', value: persistedKnown(hk).text, note: persistedKnown(hk).why },
     {
       id: 'largest', label: 'Largest output', value: largestKnownText(hk),
-      note: largest === null ? unsized : unmeasured ? `${measured}; an upper bound of each: ${SUMMED}` : `upper bound: ${SUMMED}`,
+      // An upper bound only where some execution ran more than one command: one command's size is its output's.
+      note: largest === null ? unsized : !sizesMaySum(hk) ? (unmeasured ? measured : null) : unmeasured ? `${measured}; an upper bound of each: ${SUMMED}` : `upper bound: ${SUMMED}`,
     },
     {
       // Of the measured executions only: the unmeasured may have come nearer the cap, or past it.

@@ -1,0 +1,94 @@
+/**
+ * Claude Code reports an execution's sizes summed over the hook commands it ran (num_hooks): one command's size is
+ * exact, two commands' an upper bound of either's. In headless Chromium against a real hookwatch fed real OTLP:
+ * the hook page's largest output and the headroom alert's words say "sum" and "upper bound" only of a hook one of
+ * whose executions ran more than one command, say the size plainly of one that ran a single command each time, and
+ * keep a hook without size data unknown.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { Browser, Page } from 'playwright-core';
+import type { AlertSummary, AlertsResponse } from '../../shared/src/api.ts';
+import { hookId } from '../../collector/src/hooks/extract.ts';
+import { eventually, getJson, postOtlp, startTestService, type TestService } from '../../collector/test/helpers.ts';
+import { closePages, launch, waitLoaded, watchedPage, type WatchedPage } from './harness.ts';
+import { hookRequest, type HookExecution } from './otlp-json.ts';
+
+const ONE = 'PostToolUse:one-command';
+const TWO = 'SessionStart:two-commands';
+const MIXED = 'UserPromptSubmit:mixed';
+const BLIND = 'Stop:old-client';
+const SUMMED = /\bsums?\b|summed|upper bound/;
+
+let browser: Browser;
+let svc: TestService;
+const open: WatchedPage[] = [];
+
+beforeAll(async () => {
+  browser = await launch();
+  svc = await startTestService({ HOOKWATCH_OTLP_GRPC_ADDR: '127.0.0.1:0', HOOKWATCH_ALERT_EVALUATION_INTERVAL: '200ms' });
+  const t = Date.now() - 10 * 60_000;
+  const run = (hookEvent: string, hookName: string, numHooks: number, stdout: number, i: number): HookExecution => ({ hookEvent, hookName, timeMs: t + i * 1000, numHooks, sizes: { stdout, additionalContext: 0, persisted: 0 } });
+  const executions: HookExecution[] = [
+    run('PostToolUse', ONE, 1, 9_000, 0), run('PostToolUse', ONE, 1, 8_500, 1),
+    run('SessionStart', TWO, 2, 9_000, 2), run('SessionStart', TWO, 2, 8_600, 3),
+    // One execution of two commands among single ones: the largest may be a sum.
+    run('UserPromptSubmit', MIXED, 1, 9_000, 4), run('UserPromptSubmit', MIXED, 2, 4_000, 5),
+    { hookEvent: 'Stop', hookName: BLIND, timeMs: t + 6000, version: '2.1.250' },
+  ];
+  expect((await postOtlp(svc.otlpHttpUrl, '/v1/logs', hookRequest(executions), { 'content-type': 'application/json' })).status).toBe(200);
+});
+
+afterEach(async () => {
+  expect(await closePages(open)).toEqual([]);
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await svc?.close();
+});
+
+async function page(): Promise<Page> {
+  const w = await watchedPage(browser);
+  open.push(w);
+  return w.page;
+}
+
+/** The hook page's largest output: its value and its note ('' for none). */
+async function largest(p: Page, hookEvent: string, hookName: string): Promise<[string, string]> {
+  await p.goto(`${svc.httpUrl}/hooks/${hookId(hookEvent, hookName)}`);
+  await waitLoaded(p);
+  return p.evaluate(() => [
+    document.querySelector('[data-kpi="largest"] .kpi-value')?.textContent ?? '',
+    document.querySelector('[data-kpi="largest"] .kpi-note')?.textContent ?? '',
+  ]);
+}
+
+describe('summed sizes', () => {
+  it('calls the largest output an upper bound only of a hook one of whose executions ran more than one command', async () => {
+    const p = await page();
+    expect(await largest(p, 'PostToolUse', ONE)).toEqual(['9,000 chars', '']);
+    expect(await largest(p, 'SessionStart', TWO)).toEqual(['9,000 chars', 'upper bound: Claude Code reports sums over the hook commands of one execution']);
+    expect(await largest(p, 'UserPromptSubmit', MIXED)).toEqual(['9,000 chars', 'upper bound: Claude Code reports sums over the hook commands of one execution']);
+    // No size data: unknown, never a size, plain or bound.
+    expect(await largest(p, 'Stop', BLIND)).toEqual(['unknown', 'no execution in this range sent size data']);
+  });
+
+  it('says the headroom alert\'s size is a sum over the hooks that ran only when its evidence ran more than one command', async () => {
+    const headroom = (name: string) => eventually(`a headroom alert of ${name}`, async () => (await getJson<AlertsResponse>(svc.httpUrl, '/api/v1/alerts')).body.alerts.find((a) => a.rule === 'headroom' && a.labels['hook_name'] === name));
+    const one = await headroom(ONE);
+    const two = await headroom(TWO);
+    const mixed = await headroom(MIXED);
+    expect(one.annotations['description']).not.toMatch(SUMMED);
+    expect(one.annotations['description']).toMatch(/^Past the cap the model gets a ~2,000-character preview instead\. Each execution ran one hook command, so 9,000 characters is the largest output's size\./);
+    expect(two.annotations['description']).toContain('Sizes are sums over the hooks that ran, so this is an upper bound of the largest single output.');
+    expect(mixed.annotations['description']).toContain('Sizes are sums over the hooks that ran, so this is an upper bound of the largest single output.');
+
+    const p = await page();
+    await p.goto(`${svc.httpUrl}/alerts`);
+    await waitLoaded(p);
+    const card = (a: AlertSummary) => p.locator(`article[data-alert-id="${a.id}"]`).textContent();
+    expect(await card(one)).toContain('Each execution ran one hook command, so 9,000 characters is the largest output\'s size.');
+    expect(await card(one)).not.toMatch(SUMMED);
+    expect(await card(two)).toContain('Sizes are sums over the hooks that ran');
+  });
+});
