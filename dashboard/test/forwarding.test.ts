@@ -76,26 +76,30 @@ describe('forwarding page', () => {
     expect(await row.textContent()).toContain('400');
   });
 
-  it('says in words why the destination cannot be reached, with the code and its host and port, never its key', async () => {
-    // A port nothing listens on: taken, then given back.
-    const closed = createServer();
-    await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
-    const port = (closed.address() as AddressInfo).port;
-    await new Promise((r) => closed.close(r));
-    const svc = await startTestService({ HOOKWATCH_FORWARD_ENDPOINT: `http://127.0.0.1:${port}/otlp?api_key=k3y-in-the-query`, HOOKWATCH_FORWARD_RETRY_INITIAL_INTERVAL: '40s', HOOKWATCH_FORWARD_RETRY_MAX_INTERVAL: '40s' });
-    services.push(svc);
-    const r = fixtureRequests('run2-httpprotobuf')[0]!;
-    expect((await postOtlp(svc.otlpHttpUrl, r.path, r.body, { 'content-type': r.contentType })).status).toBe(200);
-    await until('a retry waiting', async () => (await getJson<ForwardingResponse>(svc.httpUrl, '/api/v1/forwarding')).body.destinations[0]!.lastError !== null);
+  for (const protocol of ['http/protobuf', 'grpc'] as const) {
+    it(`says in words why the destination cannot be reached, with the code and its host and port, never its key (${protocol})`, async () => {
+      // A port nothing listens on: taken, then given back.
+      const closed = createServer();
+      await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
+      const port = (closed.address() as AddressInfo).port;
+      await new Promise((r) => closed.close(r));
+      const endpoint = protocol === 'grpc' ? `http://127.0.0.1:${port}` : `http://127.0.0.1:${port}/otlp?api_key=k3y-in-the-query`;
+      const svc = await startTestService({ HOOKWATCH_FORWARD_ENDPOINT: endpoint, HOOKWATCH_FORWARD_PROTOCOL: protocol, HOOKWATCH_FORWARD_HEADERS: 'x-api-key=k3y-in-a-header', HOOKWATCH_FORWARD_RETRY_INITIAL_INTERVAL: '40s', HOOKWATCH_FORWARD_RETRY_MAX_INTERVAL: '40s' });
+      services.push(svc);
+      const r = fixtureRequests('run2-httpprotobuf')[0]!;
+      expect((await postOtlp(svc.otlpHttpUrl, r.path, r.body, { 'content-type': r.contentType })).status).toBe(200);
+      await until('a retry waiting', async () => (await getJson<ForwardingResponse>(svc.httpUrl, '/api/v1/forwarding')).body.destinations[0]!.lastError !== null);
 
-    const w = await watchedPage(browser);
-    open.push(w);
-    await w.page.goto(`${svc.httpUrl}/forwarding`);
-    await waitLoaded(w.page);
-    const state = await w.page.locator('[data-field="state"]').textContent();
-    expect(state).toContain(` · last error: cannot reach http://127.0.0.1:${port}/otlp (http/protobuf): connection refused (ECONNREFUSED): nothing listens at 127.0.0.1:${port}`);
-    expect(await w.page.locator('#app').textContent()).not.toContain('k3y');
-  });
+      const w = await watchedPage(browser);
+      open.push(w);
+      await w.page.goto(`${svc.httpUrl}/forwarding`);
+      await waitLoaded(w.page);
+      const state = await w.page.locator('[data-field="state"]').textContent();
+      const destination = protocol === 'grpc' ? `http://127.0.0.1:${port} (grpc)` : `http://127.0.0.1:${port}/otlp (http/protobuf)`;
+      expect(state).toContain(` · last error: cannot reach ${destination}: connection refused (ECONNREFUSED): nothing listens at 127.0.0.1:${port}`);
+      expect(await w.page.locator('#app').textContent()).not.toContain('k3y');
+    });
+  }
 
   it('gives the next attempt its time to the second, a retry seconds away being no minute of its own', async () => {
     const downstream = new HttpDownstream();

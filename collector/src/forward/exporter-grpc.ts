@@ -18,6 +18,7 @@ import type { Signal } from '../pipeline/consumer.ts';
 import { safeEndpoint } from '../net/otlp-url.ts';
 import { secretScrubber } from '../net/endpoint-secrets.ts';
 import { scrubbedResult, type ExportItem, type ExportResult, type Exporter } from './exporter.ts';
+import { networkErrorWords } from '../../../shared/src/network-error.ts';
 
 export interface GrpcExporterOptions {
   /** http://host:4317 (plaintext) or https://host:4317 (TLS), as in OTEL_EXPORTER_OTLP_ENDPOINT. */
@@ -57,6 +58,15 @@ export function grpcTarget(endpoint: string): { target: string; tls: boolean } {
   if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(endpoint)) return { target: endpoint, tls: false };
   const url = new URL(endpoint);
   return { target: url.host, tls: url.protocol === 'https:' };
+}
+
+/**
+ * grpc-js's UNAVAILABLE of a connection it could not make (`No connection established. Last error: Error: connect
+ * ECONNREFUSED 127.0.0.1:4317. ...`) in words, with the code and the address it names; undefined for any other.
+ */
+function unreachedWords(details: string): string | undefined {
+  const m = /^No connection established\. Last error: (?:Error(?: \[\w+\])?: )?(?:[a-z]+ )?([A-Z][A-Z0-9_]+)(?: (\[[0-9a-fA-F:.]+\]:\d+|[\w.-]+:\d+))?/.exec(details);
+  return m?.[1] ? networkErrorWords(m[1], m[2]) : undefined;
 }
 
 export class GrpcExporter implements Exporter {
@@ -152,8 +162,10 @@ export class GrpcExporter implements Exporter {
           resolve({ kind: 'retryable', message: `TLS with ${this.description} failed: ${tls}`.slice(0, 500), status: err.code, bounded: true, tls: true });
           return;
         }
-        // Scrubbed before it is cut, so that a key across the cut does not leave its first half.
-        const message = `${this.description} answered ${GrpcStatus[err.code] ?? err.code}: ${this.scrub(err.details)}`.slice(0, 500);
+        // Scrubbed before it is cut, so that a key across the cut does not leave its first half. A connection that
+        // could not be made is no answer: said in words, as the HTTP exporter says it.
+        const unreached = err.code === GrpcStatus.UNAVAILABLE ? unreachedWords(err.details) : undefined;
+        const message = (unreached ? `cannot reach ${this.description}: ${unreached}` : `${this.description} answered ${GrpcStatus[err.code] ?? err.code}: ${this.scrub(err.details)}`).slice(0, 500);
         if (RETRYABLE.has(err.code) || (err.code === GrpcStatus.RESOURCE_EXHAUSTED && retryAfterMs !== undefined)) {
           // A connection dropped under the call (grpc-js: UNAVAILABLE, "Connection dropped" or the socket's error).
           const cutOff = err.code === GrpcStatus.UNAVAILABLE && CUT_OFF.test(err.details);
