@@ -115,12 +115,14 @@ export function describeBlocker(b: Blocker): string {
 
 /** What a migration throws once another session kept it waiting past MIGRATION_BLOCKED_MS, naming that session. */
 export class MigrationBlockedError extends Error {
+  readonly waitedMs: number;
   readonly blockers: readonly Blocker[];
   constructor(waitedMs: number, blockers: readonly Blocker[]) {
     const who = blockers.length > 0 ? blockers.map(describeBlocker).join('; ') : 'another session';
     const end = blockers.map((b) => `SELECT pg_terminate_backend(${b.pid})`).join('; ');
     super(`the schema migration waited ${Math.round(waitedMs / 1000)} s for a lock or snapshot held by ${who}, and gave up, having changed nothing it cannot take up again: let that session finish${end ? ` or end it (${end})` : ''}, then start hookwatch again`);
     this.name = 'MigrationBlockedError';
+    this.waitedMs = waitedMs;
     this.blockers = blockers;
   }
 }
@@ -143,8 +145,9 @@ export class BlockedWatch {
   private blockers: Blocker[] = [];
   private timer: NodeJS.Timeout | undefined;
   private checking: Promise<void> | undefined;
-  /** Set once the bound has passed: the migration's error is this. */
+  /** Set once the bound has passed: the migration's error is this, should it fail (failure). */
   gaveUp: MigrationBlockedError | undefined;
+  private loggedGaveUp = false;
 
   private readonly pool: pg.Pool;
   private readonly client: pg.PoolClient;
@@ -188,8 +191,8 @@ export class BlockedWatch {
     const waitedMs = now - this.since;
     if (this.gaveUp) return;
     if (waitedMs >= this.boundMs) {
+      // Logged once the migration fails with it (failure): one whose statement ended meanwhile may succeed.
       this.gaveUp = new MigrationBlockedError(waitedMs, this.blockers);
-      this.logger?.error('schema migration given up: another session kept it waiting', { waitedS: Math.round(waitedMs / 1000), blockers: this.blockers.map(describeBlocker) });
       // The statement waiting ends (57014); a short step between attempts sees gaveUp.
       await this.pool.query('SELECT pg_cancel_backend($1)', [this.pid]);
       return;
@@ -200,9 +203,15 @@ export class BlockedWatch {
     }
   }
 
-  /** What the migration fails with: MigrationBlockedError once given up, `err` otherwise. */
+  /** What the migration fails with: MigrationBlockedError once given up (logged), `err` otherwise. */
   failure(err: unknown): unknown {
-    return this.gaveUp ?? err;
+    const gaveUp = this.gaveUp;
+    if (!gaveUp) return err;
+    if (!this.loggedGaveUp) {
+      this.loggedGaveUp = true;
+      this.logger?.error('schema migration given up: another session kept it waiting', { waitedS: Math.round(gaveUp.waitedMs / 1000), blockers: gaveUp.blockers.map(describeBlocker) });
+    }
+    return gaveUp;
   }
 
   async stop(): Promise<void> {

@@ -1,0 +1,69 @@
+/**
+ * The watch over a migration's connection (BlockedWatch) and its short steps (shortSteps) on a real PostgreSQL,
+ * where its cancel comes to nothing: one landing as the statement it was meant for has just ended is lost, as the
+ * one of a session without the right to cancel the migration's is here (a role of its own, not the migration's).
+ */
+import { randomUUID } from 'node:crypto';
+import pg from 'pg';
+import { expect, it } from 'vitest';
+import { useTestServer } from '../../../test/support/postgres/fixture.ts';
+import { queryOnce } from '../../../test/support/postgres/server.ts';
+import { waitFor } from '../../../test/support/serve-process.ts';
+import { recordingLogger } from '../../../test/support/recording-logger.ts';
+import { BlockedWatch } from './migrate.ts';
+
+const t = useTestServer();
+/** The bound given to the watch here, instead of minutes. */
+const BOUND_MS = 1500;
+
+/** `url` as another role (same password). */
+function asRole(url: string, role: string): string {
+  const u = new URL(url);
+  u.username = role;
+  return u.toString();
+}
+
+/**
+ * A database with tables `a` and `b` owned by the migration's role, the migration's connection (`client`), a pool
+ * of the watch's role, which may not cancel the migration's statements until `letWatchCancel`, and a connection of
+ * the server's superuser to hold locks with (`holder`).
+ */
+async function setup(): Promise<{ url: string; client: pg.PoolClient; watchPool: pg.Pool; holder: pg.Client; letWatchCancel(): Promise<void> }> {
+  const url = await t.server().createDatabase();
+  const password = t.server().password;
+  const suffix = randomUUID().slice(0, 8);
+  const migrator = `migrator_${suffix}`;
+  const watcher = `watcher_${suffix}`;
+  await queryOnce(url, `CREATE ROLE ${migrator} LOGIN PASSWORD '${password}'; CREATE ROLE ${watcher} LOGIN PASSWORD '${password}';
+    CREATE TABLE a (x int); CREATE TABLE b (x int); ALTER TABLE a OWNER TO ${migrator}; ALTER TABLE b OWNER TO ${migrator};`);
+  const migrationPool = new pg.Pool({ connectionString: asRole(url, migrator), max: 1 });
+  const watchPool = new pg.Pool({ connectionString: asRole(url, watcher), max: 1 });
+  const client = await migrationPool.connect();
+  const holder = new pg.Client({ connectionString: url, application_name: 'nightly-report' });
+  await holder.connect();
+  t.defer(async () => {
+    await holder.end();
+    client.release(true);
+    await migrationPool.end();
+    await watchPool.end();
+  });
+  return { url, client, watchPool, holder, letWatchCancel: async () => void (await queryOnce(url, `GRANT ${migrator} TO ${watcher}`)) };
+}
+
+it('logs nothing given up when the statement it waits for ends as the bound passes, and the migration goes on', async () => {
+  const s = await setup();
+  await s.holder.query('BEGIN');
+  await s.holder.query('SELECT * FROM a');
+  const log = recordingLogger();
+  const watch = await BlockedWatch.start(s.watchPool, s.client, log.logger, BOUND_MS);
+  const altered = s.client.query('ALTER TABLE a ADD COLUMN y int');
+  // The bound passed, its cancel came to nothing; the session it waited for ends.
+  await waitFor('the watch to give up', async () => watch.gaveUp, 20_000);
+  await s.holder.query('COMMIT');
+  await altered;
+  await watch.stop();
+  expect(await queryOnce<{ n: string }>(s.url, "SELECT attname AS n FROM pg_attribute WHERE attrelid = 'a'::regclass AND attname = 'y'")).toEqual([{ n: 'y' }]);
+  // The migration did not give up: nothing says it did.
+  expect(log.lines.filter((l) => l.level === 'error')).toEqual([]);
+  expect(log.lines.filter((l) => l.level === 'warn').length).toBeGreaterThan(0);
+}, 60_000);
