@@ -10,7 +10,7 @@ import { useTestServer } from '../../../test/support/postgres/fixture.ts';
 import { queryOnce } from '../../../test/support/postgres/server.ts';
 import { waitFor } from '../../../test/support/serve-process.ts';
 import { recordingLogger } from '../../../test/support/recording-logger.ts';
-import { BlockedWatch } from './migrate.ts';
+import { BlockedWatch, MigrationBlockedError, shortSteps } from './migrate.ts';
 
 const t = useTestServer();
 /** The bound given to the watch here, instead of minutes. */
@@ -66,4 +66,35 @@ it('logs nothing given up when the statement it waits for ends as the bound pass
   // The migration did not give up: nothing says it did.
   expect(log.lines.filter((l) => l.level === 'error')).toEqual([]);
   expect(log.lines.filter((l) => l.level === 'warn').length).toBeGreaterThan(0);
+}, 60_000);
+
+it('once given up, ends the migration at its next step and cancels a later wait, when its first cancel came to nothing', async () => {
+  const s = await setup();
+  await s.holder.query('BEGIN');
+  await s.holder.query('SELECT * FROM a');
+  const log = recordingLogger();
+  const watch = await BlockedWatch.start(s.watchPool, s.client, log.logger, BOUND_MS);
+  const altered = s.client.query('ALTER TABLE a ADD COLUMN y int');
+  await waitFor('the watch to give up', async () => watch.gaveUp, 20_000);
+  await s.holder.query('COMMIT');
+  await altered;
+  // A short step begins no attempt once the migration is given up.
+  const step = await shortSteps(s.client, log.logger, () => s.client.query('ALTER TABLE a ADD COLUMN z int')).then(() => 'applied', (e: unknown) => e);
+  expect(step).toBe(watch.gaveUp);
+  // A statement outside the short steps (an index build waiting out a snapshot) that waits again is cancelled,
+  // the watch's cancel now able to reach it.
+  await s.letWatchCancel();
+  await s.holder.query('BEGIN');
+  await s.holder.query('SELECT * FROM b');
+  t.defer(async () => void (await s.holder.query('ROLLBACK')));
+  const waited = await Promise.race([
+    s.client.query('ALTER TABLE b ADD COLUMN y int').then(() => 'applied', (e: unknown) => e),
+    new Promise((r) => setTimeout(() => r('still waiting'), 15_000)),
+  ]);
+  expect((waited as { code?: string }).code).toBe('57014');
+  const failure = watch.failure(waited);
+  await watch.stop();
+  expect(failure).toBeInstanceOf(MigrationBlockedError);
+  expect(log.lines.filter((l) => l.level === 'error').map((l) => l.msg.replace(/ \{.*/, ''))).toEqual(['schema migration given up: another session kept it waiting']);
+  expect(await queryOnce<{ n: string }>(s.url, "SELECT attname AS n FROM pg_attribute WHERE attrelid IN ('a'::regclass, 'b'::regclass) AND attname IN ('y', 'z') ORDER BY attrelid")).toEqual([{ n: 'y' }]);
 }, 60_000);

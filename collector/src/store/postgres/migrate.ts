@@ -189,7 +189,11 @@ export class BlockedWatch {
     this.lastSeen = now;
     this.since ??= now;
     const waitedMs = now - this.since;
-    if (this.gaveUp) return;
+    if (this.gaveUp) {
+      // Still waiting once given up: the cancel landed between statements (or was refused); this one is cancelled.
+      await this.pool.query('SELECT pg_cancel_backend($1)', [this.pid]);
+      return;
+    }
     if (waitedMs >= this.boundMs) {
       // Logged once the migration fails with it (failure): one whose statement ended meanwhile may succeed.
       this.gaveUp = new MigrationBlockedError(waitedMs, this.blockers);
@@ -276,6 +280,9 @@ export async function shortSteps<T>(client: pg.PoolClient, logger: Logger | unde
   await client.query(`SET lock_timeout = ${MIGRATION_STEP_LOCK_TIMEOUT_MS}`);
   try {
     for (let attempt = 1; ; attempt++) {
+      // Given up while no statement was under way (the cancel then reached none): no attempt more.
+      const given = watches.get(client)?.gaveUp;
+      if (given) throw given;
       try {
         return await step();
       } catch (err) {
