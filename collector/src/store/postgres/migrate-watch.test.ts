@@ -98,3 +98,28 @@ it('once given up, ends the migration at its next step and cancels a later wait,
   expect(log.lines.filter((l) => l.level === 'error').map((l) => l.msg.replace(/ \{.*/, ''))).toEqual(['schema migration given up: another session kept it waiting']);
   expect(await queryOnce<{ n: string }>(s.url, "SELECT attname AS n FROM pg_attribute WHERE attrelid IN ('a'::regclass, 'b'::regclass) AND attname IN ('y', 'z') ORDER BY attrelid")).toEqual([{ n: 'y' }]);
 }, 60_000);
+
+it('gives up on a short step kept waiting past the bound when the watch cannot look at what it waits for', async () => {
+  const s = await setup();
+  await s.holder.query('BEGIN');
+  await s.holder.query('SELECT * FROM a');
+  t.defer(async () => void (await s.holder.query('ROLLBACK')));
+  // No read connection to be had: every look fails.
+  const closed = new pg.Pool({ connectionString: s.url, max: 1 });
+  await closed.end();
+  const log = recordingLogger();
+  const watch = await BlockedWatch.start(closed, s.client, log.logger, BOUND_MS);
+  const t0 = performance.now();
+  const step = await Promise.race([
+    shortSteps(s.client, log.logger, () => s.client.query('ALTER TABLE a ADD COLUMN y int')).then(() => 'applied', (e: unknown) => e),
+    new Promise((r) => setTimeout(() => r('still trying'), 30_000)),
+  ]);
+  const tookMs = performance.now() - t0;
+  const failure = watch.failure(step);
+  await watch.stop();
+  expect(failure).toBeInstanceOf(MigrationBlockedError);
+  expect(step).toBe(failure);
+  expect((failure as Error).message).toMatch(/^the schema migration waited \d+ s for a lock or snapshot held by another session, and gave up/);
+  expect(tookMs).toBeGreaterThanOrEqual(BOUND_MS);
+  expect(log.lines.filter((l) => l.level === 'error').map((l) => l.msg.replace(/ \{.*/, ''))).toEqual(['schema migration given up: another session kept it waiting']);
+}, 60_000);

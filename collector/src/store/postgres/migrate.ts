@@ -153,7 +153,8 @@ export class BlockedWatch {
   private readonly client: pg.PoolClient;
   private readonly pid: number;
   private readonly logger: Logger | undefined;
-  private readonly boundMs: number;
+  /** How long a wait may last before the migration is given up. */
+  readonly boundMs: number;
 
   private constructor(pool: pg.Pool, client: pg.PoolClient, pid: number, logger: Logger | undefined, boundMs: number) {
     this.pool = pool;
@@ -205,6 +206,15 @@ export class BlockedWatch {
       this.lastLogged = now;
       this.logger?.warn('schema migration waiting for a lock or snapshot held by another session', { waitedS: Math.round(waitedMs / 1000), giveUpAfterS: Math.round(this.boundMs / 1000), blockers: this.blockers.map(describeBlocker) });
     }
+  }
+
+  /**
+   * Gives the migration up after `waitedMs` of a short step's attempts, which the watch did not see (every look at
+   * the sessions failed: no read connection free, the database slow to answer), naming the sessions last seen.
+   */
+  giveUp(waitedMs: number): MigrationBlockedError {
+    this.gaveUp ??= new MigrationBlockedError(waitedMs, performance.now() - this.lastSeen <= BLOCKED_GAP_MS ? this.blockers : []);
+    return this.gaveUp;
   }
 
   /** What the migration fails with: MigrationBlockedError once given up (logged), `err` otherwise. */
@@ -278,18 +288,22 @@ export async function withMigrationLock<T>(pool: pg.Pool, lockKey: number, logge
  */
 export async function shortSteps<T>(client: pg.PoolClient, logger: Logger | undefined, step: () => Promise<T>): Promise<T> {
   await client.query(`SET lock_timeout = ${MIGRATION_STEP_LOCK_TIMEOUT_MS}`);
+  const watch = watches.get(client);
+  const began = performance.now();
   try {
     for (let attempt = 1; ; attempt++) {
       // Given up while no statement was under way (the cancel then reached none): no attempt more.
-      const given = watches.get(client)?.gaveUp;
-      if (given) throw given;
+      if (watch?.gaveUp) throw watch.gaveUp;
       try {
         return await step();
       } catch (err) {
-        const gaveUp = watches.get(client)?.gaveUp;
-        if (gaveUp) throw gaveUp;
-        // Watched (BlockedWatch), a step is tried again until the watch gives up; otherwise STEP_ATTEMPTS times.
-        if (!RETRY_STEP.has(codeOf(err)) || (attempt >= STEP_ATTEMPTS && !watches.has(client))) throw err;
+        if (watch?.gaveUp) throw watch.gaveUp;
+        if (!RETRY_STEP.has(codeOf(err))) throw err;
+        // Watched (BlockedWatch), a step is tried again until the watch gives up, or, should the watch see nothing,
+        // until its bound and a wait's gap have passed; otherwise STEP_ATTEMPTS times.
+        if (!watch && attempt >= STEP_ATTEMPTS) throw err;
+        const waitedMs = performance.now() - began;
+        if (watch && waitedMs >= watch.boundMs + BLOCKED_GAP_MS) throw watch.giveUp(waitedMs);
         logger?.info('schema migration step waiting for a lock; trying again', { attempt });
         await sleep(Math.min(100 * attempt, 2000));
       }
