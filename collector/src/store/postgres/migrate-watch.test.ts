@@ -123,3 +123,29 @@ it('gives up on a short step kept waiting past the bound when the watch cannot l
   expect(tookMs).toBeGreaterThanOrEqual(BOUND_MS);
   expect(log.lines.filter((l) => l.level === 'error').map((l) => l.msg.replace(/ \{.*/, ''))).toEqual(['schema migration given up: another session kept it waiting']);
 }, 60_000);
+
+it('bounds each wait on its own: waits shorter than the bound, seconds apart, are not given up however long they last together', async () => {
+  const s = await setup();
+  const log = recordingLogger();
+  const watch = await BlockedWatch.start(s.watchPool, s.client, log.logger, BOUND_MS);
+  const waitMs = 1200;
+  for (let i = 0; i < 3; i++) {
+    if (i > 0) await new Promise((r) => setTimeout(r, 6500)); // past the gap that ends a wait (5 s)
+    await s.holder.query('BEGIN');
+    await s.holder.query('SELECT * FROM a');
+    await s.client.query('BEGIN');
+    const locked = s.client.query('LOCK TABLE a IN ACCESS EXCLUSIVE MODE');
+    await new Promise((r) => setTimeout(r, waitMs));
+    await s.holder.query('COMMIT');
+    await locked;
+    await s.client.query('COMMIT');
+  }
+  await watch.stop();
+  // 3.6 s of waiting in all, none given up; what is said of them counts each wait from its beginning.
+  expect(watch.gaveUp).toBeUndefined();
+  const said = log.lines.filter((l) => l.msg.startsWith('schema migration waiting for a lock or snapshot held by another session'));
+  expect(said.length).toBeGreaterThanOrEqual(2);
+  for (const l of said) expect(JSON.parse(l.msg.replace(/^[^{]*/, '')).waitedS).toBeLessThanOrEqual(1);
+  expect(watch.failure('the error')).toBe('the error');
+  expect(log.lines.filter((l) => l.level === 'error')).toEqual([]);
+}, 60_000);

@@ -77,9 +77,11 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 const codeOf = (err: unknown): string => (err as { code?: string }).code ?? '';
 
 /**
- * How long a migration waits, all told, for another session's lock or snapshot (a long report, a backup, a session
- * left idle in a transaction) before it gives up (MigrationBlockedError). hookwatch's own sessions never hold one
- * that long: a read ends within the statement timeout (60 s), an ingest transaction left idle within 5 s.
+ * How long one wait of a migration for another session's lock or snapshot (a long report, a backup, a session left
+ * idle in a transaction) may last before it gives up (MigrationBlockedError). Each wait is bounded on its own, not
+ * the waits of a migration together: a long one (an index built partition by partition) waits for many sessions in
+ * turn, each briefly, and goes on meanwhile. hookwatch's own sessions never hold one that long: a read ends within
+ * the statement timeout (60 s), an ingest transaction left idle within 5 s.
  */
 export const MIGRATION_BLOCKED_MS = 300_000;
 /** How often a migration under way is looked at for a session it waits for. */
@@ -134,7 +136,7 @@ const watches = new WeakMap<pg.PoolClient, BlockedWatch>();
  * Looks at the migration's connection every BLOCKED_CHECK_MS from another one (`pool`, not the one the
  * migration's connection came from: it may be its only one) for the sessions it waits for (pg_blocking_pids: a
  * lock, or an index build waiting out an older snapshot). While it waits it logs them (at once, then every
- * BLOCKED_LOG_MS); kept waiting `boundMs` all told, it cancels the statement and the migration ends with
+ * BLOCKED_LOG_MS); kept waiting `boundMs` in one wait, it cancels the statement and the migration ends with
  * MigrationBlockedError naming them. A migration's statement that waits for a lock otherwise
  * waits without a bound (an ALTER, an index build's wait for older transactions), and nothing would say why.
  */
