@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { afterEach, expect, it } from 'vitest';
 import { MIGRATIONS } from '../src/store/sqlite/index.ts';
+import { migrateOnWorker, schemaChanging } from '../src/store/sqlite/schema.ts';
 import { tempDir } from './helpers.ts';
 import { OLD_SCHEMA, OLD_SCHEMA_EVENTS as EVENTS, oldSchemaFile } from './support/old-schema.ts';
 import { logEntries, spawnReplica, timedFetch, waitFor, type SpawnedReplica } from './support/serve-process.ts';
@@ -170,6 +171,32 @@ it('stops within seconds on SIGTERM while a long migration statement runs, the v
   expect(logEntries(again.lines(), 'sqlite schema migrated')).toEqual([expect.objectContaining({ from: OLD_SCHEMA, to: MIGRATIONS.length })]);
   await served.stop();
 }, 180_000);
+
+/** Blocks this thread (its event loop: no message, no signal handled) until `done`, or `ms` have passed. */
+function blockUntil(done: () => boolean, ms: number): boolean {
+  const pause = new Int32Array(new SharedArrayBuffer(4));
+  const until = performance.now() + ms;
+  while (!done() && performance.now() < until) Atomics.wait(pause, 0, 0, 10);
+  return done();
+}
+
+it('says the file is changing from the moment the worker begins the migration, before its word reaches the event loop', async () => {
+  const { path } = await oldSchemaInTemp();
+  const lock = holdWriteLock(path);
+  expect(schemaChanging()).toBe(false);
+  let told = false;
+  const migrated = migrateOnWorker({ path, synchronous: 'full', cacheBytes: 2 * 1024 * 1024, dimensions: [] }, () => (told = true));
+  // A signal handled before the worker's message (the event loop busy meanwhile, here blocked) must see the
+  // migration under way, or it would exit and wait out the statement. Within the busy timeout (5 s): the worker
+  // waits for the lock meanwhile.
+  expect(blockUntil(schemaChanging, 4000)).toBe(true);
+  expect(told).toBe(false);
+  lock.release();
+  expect(await migrated).toEqual(expect.objectContaining({ from: OLD_SCHEMA, to: MIGRATIONS.length }));
+  expect(told).toBe(true);
+  expect(schemaChanging()).toBe(false);
+  expect(fileState(path)).toEqual({ version: MIGRATIONS.length, events: EVENTS });
+}, 60_000);
 
 it('exits 1 naming the file and what to do when another process keeps it locked past the busy timeout', async () => {
   const { dir, path } = await oldSchemaInTemp();

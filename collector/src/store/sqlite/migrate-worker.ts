@@ -4,13 +4,17 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { StoreUnavailableError } from '../store.ts';
-import { openMigrated, type MigrateJob, type MigrateMessage, type SchemaMigrated } from './schema.ts';
+import { openMigrated, type MigrateMessage, type MigrateWorkerData, type SchemaMigrated } from './schema.ts';
 
-const job = workerData as MigrateJob;
+const { job, changing } = workerData as MigrateWorkerData;
 const tell = (m: MigrateMessage): void => parentPort?.postMessage(m);
 
 function run(): SchemaMigrated | undefined {
-  const { db, migrated } = openMigrated(job, () => tell({ type: 'migrating' }));
+  const { db, migrated } = openMigrated(job, () => {
+    // Seen by the main thread at once (schemaChanging), before the message below is.
+    Atomics.store(changing, 0, 1);
+    tell({ type: 'migrating' });
+  });
   db.close();
   return migrated;
 }

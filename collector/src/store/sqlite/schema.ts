@@ -234,6 +234,15 @@ export interface MigrateJob {
   dimensions: readonly string[];
 }
 
+/**
+ * What migrate-worker.ts is started with: the job, and where it marks that it has begun to change the file
+ * (schemaChanging), read by this thread without waiting for its message.
+ */
+export interface MigrateWorkerData {
+  job: MigrateJob;
+  changing: Int32Array;
+}
+
 /** What migrate-worker.ts tells: it began to change the file, it is done, or it failed (the store's error, rebuilt). */
 export type MigrateMessage = { type: 'migrating' } | { type: 'done'; migrated: SchemaMigrated | undefined } | { type: 'failed'; message: string; unavailable: boolean };
 
@@ -243,26 +252,25 @@ export type MigrateMessage = { type: 'migrating' } | { type: 'done'; migrated: S
  * this thread would have thrown. The caller holds the store's process lock (process-lock.ts): one process migrates.
  */
 export function migrateOnWorker(job: MigrateJob, onMigrating: () => void = () => {}): Promise<SchemaMigrated | undefined> {
-  const worker = startWorker(new URL('./migrate-worker.ts', import.meta.url), { workerData: job });
-  let changing = false;
+  // Marked by the worker itself as it begins, before its first change: its message may reach this thread only
+  // after a signal is handled.
+  const changing = new Int32Array(new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT));
+  const data: MigrateWorkerData = { job, changing };
+  const worker = startWorker(new URL('./migrate-worker.ts', import.meta.url), { workerData: data });
+  onWorker.add(changing);
   return new Promise<SchemaMigrated | undefined>((resolve, reject) => {
     worker.on('message', (m: MigrateMessage) => {
-      if (m.type === 'migrating') {
-        changing = true;
-        changingOnWorker++;
-        onMigrating();
-      } else if (m.type === 'done') resolve(m.migrated);
+      if (m.type === 'migrating') onMigrating();
+      else if (m.type === 'done') resolve(m.migrated);
       else reject(m.unavailable ? new StoreUnavailableError(m.message) : new Error(m.message));
     });
     worker.once('error', reject);
     worker.once('exit', (code) => reject(new Error(`the schema migration of ${job.path} ended (exit code ${code}) without an answer`)));
-  }).finally(() => {
-    if (changing) changingOnWorker--;
-  });
+  }).finally(() => onWorker.delete(changing));
 }
 
-/** Migrations on a worker thread (migrateOnWorker) that have begun to change their file and not ended yet. */
-let changingOnWorker = 0;
+/** The marks of the migrations on a worker thread (migrateOnWorker) not ended yet: 1 once one has begun to change its file. */
+const onWorker = new Set<Int32Array>();
 
 /**
  * Whether a migration on a worker thread is changing its file now (schemaChanging). process.exit waits for a
@@ -272,5 +280,6 @@ let changingOnWorker = 0;
  * as the file is next opened.
  */
 export function schemaChanging(): boolean {
-  return changingOnWorker > 0;
+  for (const changing of onWorker) if (Atomics.load(changing, 0) === 1) return true;
+  return false;
 }
