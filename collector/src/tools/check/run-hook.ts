@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import type { Readable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
 
@@ -164,13 +164,25 @@ export function runHook(run: HookRun): Promise<HookRunResult> {
     let settled = false;
     const timers: NodeJS.Timeout[] = [];
 
-    const child = spawn(run.shell, ['-c', run.command], {
-      cwd: run.cwd,
-      env: run.env,
-      stdio: ['pipe', 'pipe', 'pipe'],
-      // Its own process group, so a timeout can kill what the shell started, not only the shell.
-      detached: true,
-    });
+    // The stop signals are caught before the hook starts: the hook may run, and be seen running, before this process
+    // is scheduled again, and a signal then, with no listener yet, would end this process at once, saying nothing
+    // and leaving the hook running. A signal reaches listeners from the event loop, so onStopSignal, added below
+    // in the same turn, is the one that handles it.
+    const catching = (): void => undefined;
+    for (const sig of STOP_SIGNALS) process.on(sig, catching);
+    let child: ChildProcessWithoutNullStreams;
+    try {
+      child = spawn(run.shell, ['-c', run.command], {
+        cwd: run.cwd,
+        env: run.env,
+        stdio: ['pipe', 'pipe', 'pipe'],
+        // Its own process group, so a timeout can kill what the shell started, not only the shell.
+        detached: true,
+      });
+    } catch (err) {
+      for (const sig of STOP_SIGNALS) process.off(sig, catching);
+      throw err;
+    }
 
     /**
      * Signals the hook's group. SIGKILL also goes to what runs below the hook outside the group, found before the
@@ -245,7 +257,10 @@ export function runHook(run: HookRun): Promise<HookRunResult> {
       interrupted ??= signal;
       stop(again ? 'SIGKILL' : signal);
     };
-    for (const sig of STOP_SIGNALS) process.on(sig, onStopSignal);
+    for (const sig of STOP_SIGNALS) {
+      process.on(sig, onStopSignal);
+      process.off(sig, catching);
+    }
 
     const timeout = setTimeout(() => {
       timedOut = true;
