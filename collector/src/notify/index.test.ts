@@ -102,7 +102,7 @@ describe('transport', () => {
     const s = await sink();
     s.reply = () => ({ status: 503 });
     const started = Date.now();
-    const r = await sendWithRetry(() => ({ body: '{}', headers: {} }), { url: s.url, timeoutMs: 2000, deadlineMs: started + 300, baseDelayMs: 20, maxDelayMs: 50 });
+    const r = await sendWithRetry(() => ({ body: '{}', headers: {} }), { url: s.url, timeoutMs: 2000, deadlineMs: started + 1500, baseDelayMs: 20, maxDelayMs: 50 });
     expect(r.outcome).toBe('failed');
     expect(r.error).toContain('deadline');
     expect(Date.now() - started).toBeLessThan(5000);
