@@ -1448,28 +1448,31 @@ export class PostgresStore implements Store {
   }
 
   /**
-   * The fleet series' whole buckets (or their sums: fleetRest), those before the one being written kept while the
-   * generations of their days stay as they were (dayGenerations). `scope` names what `read` reads beside the range
-   * (which hooks, summed or not).
+   * The fleet series' whole buckets (or their sums: fleetRest), those of the whole UTC days before today kept while
+   * the generations of their days stay as they were (dayGenerations). Today's buckets are read on every call: every
+   * ingest commit of live traffic moves today's generations, which would make a kept range holding today miss on
+   * each call. `scope` names what `read` reads beside the range (which hooks, summed or not).
    */
   private async wholeFleetBuckets<T>(q: SeriesQuery, scope: string, readFromMs: number, readToMs: number, parts: readonly SeriesPart[], read: (a: number, b: number) => Promise<T[]>): Promise<T[]> {
-    // The buckets before the one being written: an overview refreshing its 30-day fleet chart re-reads only that one.
-    const openFrom = Math.min(readToMs, Math.max(readFromMs, Math.floor(Date.now() / q.stepMs) * q.stepMs));
-    if (Object.keys(q.filters ?? {}).length > 0 || openFrom <= readFromMs || !this.answers.getStore()) return read(readFromMs, readToMs);
+    // The buckets before the one being written and before today: an overview refreshing its 30-day fleet chart
+    // re-reads today's buckets only, however much another replica ingests meanwhile.
+    const today = Math.floor(Date.now() / DAY_MS) * DAY_MS;
+    const keptTo = Math.min(readToMs, Math.max(readFromMs, Math.floor(today / q.stepMs) * q.stepMs));
+    if (Object.keys(q.filters ?? {}).length > 0 || keptTo <= readFromMs || !this.answers.getStore()) return read(readFromMs, readToMs);
     // Where the parts meet is part of what was read: a kept chart is one of the same sources.
-    const key = `${scope}|${q.stepMs}|${readFromMs}|${openFrom}|${parts.map((p) => `${p.granularity ?? ''}${p.filterWhere === null ? 'r' : 'e'}${p.fromMs}`).join(',')}`;
-    const changes = await this.dayGenerations(readFromMs, openFrom);
+    const key = `${scope}|${q.stepMs}|${readFromMs}|${keptTo}|${parts.map((p) => `${p.granularity ?? ''}${p.filterWhere === null ? 'r' : 'e'}${p.fromMs}`).join(',')}`;
+    const changes = await this.dayGenerations(readFromMs, keptTo);
     if (!changes) return read(readFromMs, readToMs);
-    const generations = changes(readFromMs, openFrom);
+    const generations = changes(readFromMs, keptTo);
     const found = this.closedFleet.get(key);
     let closed = found?.generations === generations ? (found.rows as readonly T[]) : undefined;
     if (!closed) {
-      closed = await read(readFromMs, openFrom);
+      closed = await read(readFromMs, keptTo);
       this.closedFleet.delete(key);
       if (this.closedFleet.size >= KEPT_FLEETS) this.closedFleet.delete(this.closedFleet.keys().next().value as string);
       this.closedFleet.set(key, { generations, rows: closed });
     }
-    return [...closed, ...(await read(openFrom, readToMs))];
+    return [...closed, ...(await read(keptTo, readToMs))];
   }
 
   /** The partial buckets at a series range's ends (seriesSpans), each read as the range's figures read it. */

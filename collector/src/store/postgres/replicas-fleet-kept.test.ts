@@ -17,6 +17,7 @@ import { serveApi, type ApiServer } from '../../../test/support/api-server.ts';
 import { PostgresStore } from './index.ts';
 
 const HOUR = 3_600_000;
+const DAY = 86_400_000;
 const pgServer = useTestServer();
 const apis: ApiServer[] = [];
 afterEach(async () => {
@@ -35,13 +36,16 @@ function execution(name: string, key: string, timeMs: number, over: boolean): Ho
   };
 }
 
-/** A database of two hooks over the cap and four under it, in the closed hours of the last 6 only; `now`: the API's clock. */
+/**
+ * A database of two hooks over the cap and four under it, in the last 5 hours of the day before today only (what
+ * a replica keeps are whole days before today); `now`: the API's clock.
+ */
 async function replicas(n: number): Promise<{ url: string; now: number; stores: PostgresStore[] }> {
   const url = await pgServer.server().createDatabase();
   const stores = await Promise.all(Array.from({ length: n }, () => PostgresStore.open({ url, poolSize: 3, dimensions: ['team'] }).then((s) => pgServer.track(s))));
   // Kept are the buckets before the one being written (by the store's clock): the range ends now.
   const now = Math.max(Date.now(), Math.floor(Date.now() / HOUR) * HOUR + 1000);
-  const hour = Math.floor(now / HOUR) * HOUR;
+  const hour = Math.floor(now / DAY) * DAY;
   const events: HookEvent[] = [];
   ['a', 'b', 'c', 'd', 'e', 'x'].forEach((name, h) => {
     for (let i = 0; i < 2 + h; i++) events.push(execution(name, String(i), hour - (1 + ((h + i) % 5)) * HOUR + 60_000 * h, name === 'a' || name === 'b'));
@@ -50,10 +54,10 @@ async function replicas(n: number): Promise<{ url: string; now: number; stores: 
   return { url, now, stores };
 }
 
-async function fleet(store: PostgresStore, now: number): Promise<FleetSeriesResponse> {
+async function fleet(store: PostgresStore, now: number, range = 'from=now-2d&step=1h'): Promise<FleetSeriesResponse> {
   const api = await serveApi(store, now);
   apis.push(api);
-  const res = await fetch(`${api.base}/api/v1/fleet/series?from=now-6h&step=1h&limit=2`, { signal: AbortSignal.timeout(10_000) });
+  const res = await fetch(`${api.base}/api/v1/fleet/series?${range}&limit=2`, { signal: AbortSignal.timeout(10_000) });
   expect(res.status).toBe(200);
   return (await res.json()) as FleetSeriesResponse;
 }
@@ -82,8 +86,8 @@ describe('the fleet series on PostgreSQL replicas', () => {
     // moves the days' generations).
     await rewriteUnseen(url, 'x', 100);
     expect(await fleet(a!, now)).toEqual(first);
-    // Replica B commits a late event of hook c, over the cap, into a closed hour.
-    const hour = Math.floor(now / HOUR) * HOUR;
+    // Replica B commits a late event of hook c, over the cap, into a closed hour of a kept day.
+    const hour = Math.floor(now / DAY) * DAY;
     await b!.ingest([execution('c', 'late', hour - 3 * HOUR + 5_000, true)]);
     const after = await fleet(a!, now);
     // Every closed hour of that day is read again (x's rewrite with them); the answer is a fresh replica's.
@@ -93,6 +97,30 @@ describe('the fleet series on PostgreSQL replicas', () => {
     const i = after.buckets.findIndex((t) => Date.parse(t) === hour - 3 * HOUR);
     expect(i).toBeGreaterThanOrEqual(0);
     expect(after.rest!.persisted[i]).toBe(first.rest!.persisted[i]! + 1);
+  });
+
+  it('keeps the closed days before today while replicas ingest into the bucket being written', async () => {
+    // The hooks' events on the day before today; the chart's buckets of an hour span it and today.
+    const { url, now, stores: [a, b] } = await replicas(2);
+    const first = await fleet(a!, now);
+    expect(restExecutions(first)).toBe(4 + 5 + 6 + 7);
+    // Kept: a change no trigger saw stays out of the answer.
+    await rewriteUnseen(url, 'x', 100);
+    expect(await fleet(a!, now)).toEqual(first);
+    // Replica B commits live traffic into the bucket being written (today's generations move, not yesterday's).
+    await b!.ingest([execution('y', 'live', Math.floor(now / HOUR) * HOUR + 500, false)]);
+    const after = await fleet(a!, now);
+    // Yesterday's buckets are still those kept (x's rewrite is not read), and B's event is in the answer.
+    expect(after.rest!.executions.slice(0, -1)).toEqual(first.rest!.executions.slice(0, -1));
+    expect(after.rest!.executions.at(-1)).toBe(first.rest!.executions.at(-1)! + 1);
+    expect(after.rest!.hooks).toBe(first.rest!.hooks + 1);
+    // A late event into a kept day still reads that day again (x's rewrite with it).
+    await b!.ingest([execution('c', 'late', Math.floor(now / DAY) * DAY - 2 * HOUR + 5_000, false)]);
+    const late = await fleet(a!, now);
+    const fresh = pgServer.track(await PostgresStore.open({ url, poolSize: 2, dimensions: ['team'] }));
+    expect(late).toEqual(await fleet(fresh, now));
+    // x's rewrite: 100 more in each of its 5 hours.
+    expect(restExecutions(late)).toBe(restExecutions(after) + 1 + 5 * 100);
   });
 
   it('is read again after another writer changes a closed bucket\'s rollups, as a replica of the previous release or retention would', async () => {
