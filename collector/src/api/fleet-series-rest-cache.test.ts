@@ -72,3 +72,34 @@ describe('the fleet series\' rest kept for its closed buckets', () => {
     expect(some.rest!.executions.reduce((s, n) => s + n, 0)).toBe(2 + 3);
   });
 });
+
+describe('a minute-step fleet series kept for its closed buckets', () => {
+  it('is kept per start: two ranges beginning in one hour have their own first bucket', async () => {
+    const at = Date.now();
+    // Minutes older than 2 h are read from the hour rollups: a range's first hour is read whole.
+    const hour = Math.floor(at / HOUR) * HOUR - 5 * HOUR;
+    const open = (): SqliteStore => new SqliteStore({ path: ':memory:', dimensions: ['team'], retention: { eventsMs: 2 * HOUR, minuteRollupsMs: 2 * HOUR }, now: () => hour });
+    const [kept, fresh] = [open(), open()];
+    const events = [execution('a', 1, hour + 20 * 60_000, true), execution('x', 1, hour + 25 * 60_000, false), execution('x', 2, hour + 90 * 60_000, false)];
+    await kept.ingest(events);
+    await fresh.ingest(events);
+    const [keptApi, freshApi] = [await serveApi(kept, at), await serveApi(fresh, at)];
+    try {
+      const get = async (base: string, fromMin: number): Promise<FleetSeriesResponse> => {
+        const range = `from=${new Date(hour + fromMin * 60_000).toISOString()}&to=${new Date(hour + (fromMin + 60) * 60_000).toISOString()}`;
+        const res = await fetch(`${base}/api/v1/fleet/series?${range}&step=1m&limit=2`, { signal: AbortSignal.timeout(10_000) });
+        expect(res.status).toBe(200);
+        return (await res.json()) as FleetSeriesResponse;
+      };
+      const first = await get(keptApi.base, 5);
+      expect(first.total).toBe(2);
+      const second = await get(keptApi.base, 17);
+      expect(Date.parse(second.buckets[0]!)).toBe(hour + 17 * 60_000);
+      expect(second).toEqual(await get(freshApi.base, 17));
+      expect(first).toEqual(await get(freshApi.base, 5));
+    } finally {
+      await Promise.all([keptApi.close(), freshApi.close()]);
+      await Promise.all([kept.close(), fresh.close()]);
+    }
+  });
+});

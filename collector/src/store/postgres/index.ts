@@ -1354,7 +1354,7 @@ export class PostgresStore implements Store {
       return parts.length === 1 && parts[0]?.granularity === undefined ? out : mergeFleet(out, fromMs);
     };
     // The partial buckets at the range's ends: buckets of their own, apart from the whole ones the parts read.
-    const [out, partial] = await Promise.all([this.wholeFleetBuckets(q, `s${hooksDigest(q.hookIds)}`, readFromMs, readToMs, parts, read), this.seriesEdges(q, edges, q.hookIds)]);
+    const [out, partial] = await Promise.all([this.wholeFleetBuckets(q, `s${hooksDigest(q.hookIds)}`, fromMs, readFromMs, readToMs, parts, read), this.seriesEdges(q, edges, q.hookIds)]);
     return [...out, ...edgeFleetBuckets(partial)];
   }
 
@@ -1389,7 +1389,7 @@ export class PostgresStore implements Store {
     };
     // The partial buckets at the range's ends: read per hook as the range's figures are, those listed left out.
     // Kept as the sums of these hooks (r+) or of every hook but these (r-): the same ids name different sums.
-    const [sums, partial] = await Promise.all([this.wholeFleetBuckets(q, rest ? `r+${hooksDigest(rest)}` : `r-${hooksDigest(listed)}`, readFromMs, readToMs, parts, read), this.seriesEdges(q, edges, rest)]);
+    const [sums, partial] = await Promise.all([this.wholeFleetBuckets(q, rest ? `r+${hooksDigest(rest)}` : `r-${hooksDigest(listed)}`, fromMs, readFromMs, readToMs, parts, read), this.seriesEdges(q, edges, rest)]);
     return addFleetRest(sums, edgeFleetBuckets(partial).filter((b) => !except.has(b.hookId)));
   }
 
@@ -1451,16 +1451,18 @@ export class PostgresStore implements Store {
    * The fleet series' whole buckets (or their sums: fleetRest), those of the whole UTC days before today kept while
    * the generations of their days stay as they were (dayGenerations). Today's buckets are read on every call: every
    * ingest commit of live traffic moves today's generations, which would make a kept range holding today miss on
-   * each call. `scope` names what `read` reads beside the range (which hooks, summed or not).
+   * each call. `scope` names what `read` reads beside the range (which hooks, summed or not); `fromMs` is the first bucket's
+   * start, which the rows before it count in.
    */
-  private async wholeFleetBuckets<T>(q: SeriesQuery, scope: string, readFromMs: number, readToMs: number, parts: readonly SeriesPart[], read: (a: number, b: number) => Promise<T[]>): Promise<T[]> {
+  private async wholeFleetBuckets<T>(q: SeriesQuery, scope: string, fromMs: number, readFromMs: number, readToMs: number, parts: readonly SeriesPart[], read: (a: number, b: number) => Promise<T[]>): Promise<T[]> {
     // The buckets before the one being written and before today: an overview refreshing its 30-day fleet chart
     // re-reads today's buckets only, however much another replica ingests meanwhile.
     const today = Math.floor(Date.now() / DAY_MS) * DAY_MS;
     const keptTo = Math.min(readToMs, Math.max(readFromMs, Math.floor(today / q.stepMs) * q.stepMs));
     if (Object.keys(q.filters ?? {}).length > 0 || keptTo <= readFromMs || !this.answers.getStore()) return read(readFromMs, readToMs);
     // Where the parts meet is part of what was read: a kept chart is one of the same sources.
-    const key = `${scope}|${q.stepMs}|${readFromMs}|${keptTo}|${parts.map((p) => `${p.granularity ?? ''}${p.filterWhere === null ? 'r' : 'e'}${p.fromMs}`).join(',')}`;
+    // The first bucket's start too: rows before it (the whole hour a minute step's range starts in) count in it.
+    const key = `${scope}|${q.stepMs}|${fromMs}|${readFromMs}|${keptTo}|${parts.map((p) => `${p.granularity ?? ''}${p.filterWhere === null ? 'r' : 'e'}${p.fromMs}`).join(',')}`;
     const changes = await this.dayGenerations(readFromMs, keptTo);
     if (!changes) return read(readFromMs, readToMs);
     const generations = changes(readFromMs, keptTo);

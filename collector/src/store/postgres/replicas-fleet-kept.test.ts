@@ -123,6 +123,27 @@ describe('the fleet series on PostgreSQL replicas', () => {
     expect(restExecutions(late)).toBe(restExecutions(after) + 1 + 5 * 100);
   });
 
+  it('keeps a minute-step chart per start: two ranges beginning in one hour have their own first bucket', async () => {
+    const url = await pgServer.server().createDatabase();
+    // Minutes older than 2 h are read from the hour rollups: a range's first hour is read whole.
+    const open = (): Promise<PostgresStore> => PostgresStore.open({ url, poolSize: 3, dimensions: ['team'], retention: { eventsMs: 2 * HOUR, minuteRollupsMs: 2 * HOUR } }).then((s) => pgServer.track(s));
+    const store = await open();
+    const now = Date.now();
+    // Hours of the day before today: what a replica keeps.
+    const hour = Math.floor(now / DAY) * DAY - 5 * HOUR;
+    // Written by a replica keeping them longer (this one would take them for expired).
+    const writer = pgServer.track(await PostgresStore.open({ url, poolSize: 2, dimensions: ['team'] }));
+    await writer.ingest([execution('a', '1', hour + 20 * 60_000, true), execution('x', '1', hour + 25 * 60_000, false), execution('x', '2', hour + 90 * 60_000, false)]);
+    const range = (fromMin: number): string => `from=${new Date(hour + fromMin * 60_000).toISOString()}&to=${new Date(hour + (fromMin + 60) * 60_000).toISOString()}&step=1m`;
+    const first = await fleet(store, now, range(5));
+    expect(first.total).toBe(2);
+    const second = await fleet(store, now, range(17));
+    expect(Date.parse(second.buckets[0]!)).toBe(hour + 17 * 60_000);
+    const fresh = await open();
+    expect(second).toEqual(await fleet(fresh, now, range(17)));
+    expect(first).toEqual(await fleet(fresh, now, range(5)));
+  });
+
   it('is read again after another writer changes a closed bucket\'s rollups, as a replica of the previous release or retention would', async () => {
     const { url, now, stores: [a] } = await replicas(1);
     const first = await fleet(a!, now);

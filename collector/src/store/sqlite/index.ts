@@ -963,7 +963,7 @@ export class SqliteStore implements Store {
       return parts.length === 1 && parts[0]?.granularity === undefined ? out : mergeFleet(out, fromMs);
     };
     // The partial buckets at the range's ends: buckets of their own, apart from the whole ones the parts read.
-    const [whole, partial] = await Promise.all([this.wholeFleetBuckets(q, `s${hooksDigest(q.hookIds)}`, readFromMs, readToMs, parts, read), this.seriesEdges(q, edges, q.hookIds)]);
+    const [whole, partial] = await Promise.all([this.wholeFleetBuckets(q, `s${hooksDigest(q.hookIds)}`, fromMs, readFromMs, readToMs, parts, read), this.seriesEdges(q, edges, q.hookIds)]);
     return [...whole, ...edgeFleetBuckets(partial)];
   }
 
@@ -997,7 +997,7 @@ export class SqliteStore implements Store {
     };
     // The partial buckets at the range's ends: read per hook as the range's figures are, those listed left out.
     // Kept as the sums of these hooks (r+) or of every hook but these (r-): the same ids name different sums.
-    const [whole, partial] = await Promise.all([this.wholeFleetBuckets(q, rest ? `r+${hooksDigest(rest)}` : `r-${hooksDigest(listed)}`, readFromMs, readToMs, parts, read), this.seriesEdges(q, edges, rest)]);
+    const [whole, partial] = await Promise.all([this.wholeFleetBuckets(q, rest ? `r+${hooksDigest(rest)}` : `r-${hooksDigest(listed)}`, fromMs, readFromMs, readToMs, parts, read), this.seriesEdges(q, edges, rest)]);
     return addFleetRest(whole, edgeFleetBuckets(partial).filter((b) => !except.has(b.hookId)));
   }
 
@@ -1008,15 +1008,17 @@ export class SqliteStore implements Store {
 
   /**
    * The fleet series' whole buckets (or their sums: fleetRest), those before the one being written kept until an
-   * event for their time arrives. `scope` names what `read` reads beside the range (which hooks, summed or not).
+   * event for their time arrives. `scope` names what `read` reads beside the range (which hooks, summed or not);
+   * `fromMs` is the first bucket's start, which the rows before it count in.
    */
-  private async wholeFleetBuckets<T>(q: SeriesQuery, scope: string, readFromMs: number, readToMs: number, parts: readonly SeriesPart[], read: (a: number, b: number) => Promise<T[]>): Promise<T[]> {
+  private async wholeFleetBuckets<T>(q: SeriesQuery, scope: string, fromMs: number, readFromMs: number, readToMs: number, parts: readonly SeriesPart[], read: (a: number, b: number) => Promise<T[]>): Promise<T[]> {
     if (Object.keys(q.filters ?? {}).length > 0) return read(readFromMs, readToMs);
     // Buckets before the one being written only change when an event for their time arrives (which drops
     // them): an overview refreshing its 30-day fleet chart re-reads only the open bucket.
     const openFrom = Math.min(readToMs, Math.max(readFromMs, Math.floor(Date.now() / q.stepMs) * q.stepMs));
     // Where the parts meet is part of what was read: a cached chart is one of the same sources.
-    const key = `${scope}|${q.stepMs}|${readFromMs}|${openFrom}|${parts.map((p) => `${p.granularity ?? ''}${p.filterWhere === null ? 'r' : 'e'}${p.fromMs}`).join(',')}`;
+    // The first bucket's start too: rows before it (the whole hour a minute step's range starts in) count in it.
+    const key = `${scope}|${q.stepMs}|${fromMs}|${readFromMs}|${openFrom}|${parts.map((p) => `${p.granularity ?? ''}${p.filterWhere === null ? 'r' : 'e'}${p.fromMs}`).join(',')}`;
     const found = this.closedFleet.get(key);
     let closed = found && found.since <= this.readSince ? (found.rows as readonly T[]) : undefined;
     if (!closed) {
