@@ -106,7 +106,7 @@ export const BOUNDS_REFRESH_MS = 5_000;
 /** Advisory lock key that serialises migrations across replicas (any constant; "hookwatch" in ASCII, truncated). */
 export const MIGRATION_LOCK_KEY = 0x686f6f6b77;
 /** Advisory lock key that serialises creating event partitions across replicas. */
-const PARTITION_LOCK_KEY = 0x686f6f6b78;
+export const PARTITION_LOCK_KEY = 0x686f6f6b78;
 
 /**
  * Event partitions are named by their day number since the epoch (events_d20514 holds 2026-03-02 UTC; a day
@@ -572,12 +572,12 @@ export class PostgresStore implements Store {
   private readonly known: KnownHooks;
   /** Ingests given up on a lock not granted within its bound (LOCK_NOT_AVAILABLE): lockTimeouts. */
   private ingestLockTimeouts = 0;
-  /** The line saying so, at most once per LOCK_TIMEOUT_LOG_MS, with how many since the last. */
-  private readonly lockTimeoutLine = new ThrottledLine(LOCK_TIMEOUT_LOG_MS, () => performance.now(), (timeouts) => {
-    this.logger?.warn('postgres ingest gave up waiting for a lock another transaction holds; answered 503 with Retry-After', { waitedMs: INGEST_LOCK_TIMEOUT_MS, timeouts, lock: this.lastLockWait });
-  });
-  /** Where the last ingest given up on a lock waited (PostgreSQL's context: the relation and row), for the line. */
-  private lastLockWait: string | undefined;
+  /**
+   * The lines saying so, one per bound waited (the ingest transaction's, the partition DDL's), each at most once per
+   * LOCK_TIMEOUT_LOG_MS, with how many since the last and where the last waited (PostgreSQL's context: the
+   * relation and row).
+   */
+  private readonly lockTimeoutLines = new Map<number, { line: ThrottledLine; lock: string | undefined }>();
   private readonly pool: CuttablePool;
   /**
    * Queries (the API, the dashboard, alert evaluation) run on their own pool: a burst of dashboard queries holds
@@ -884,9 +884,13 @@ export class PostgresStore implements Store {
     // Once a hook taken for known turned out deleted (HookRecreated), the batch is counted as one with new hooks.
     let recount = false;
     for (let attempt = 1; ; attempt++) {
+      // The bound of the lock waits under way: a partition's DDL, then the ingest transaction's.
+      let waitBound = INGEST_LOCK_TIMEOUT_MS;
       try {
         const admitting = recount || (await this.admitsNewHooks(sorted));
+        waitBound = PARTITION_DDL_LOCK_TIMEOUT_MS;
         await this.ensurePartitions(sorted.map((e) => Math.floor(e.timeMs / DAY_MS)));
+        waitBound = INGEST_LOCK_TIMEOUT_MS;
         let inserted: HookEvent[];
         let fold: { folded: number; overflowHooks: string[] };
         try {
@@ -923,12 +927,28 @@ export class PostgresStore implements Store {
           // Another transaction holds a lock this one needs (a replica paused inside its commit, a long DDL):
           // counted for /metrics, and said with where it waited (a relation and row, never a value).
           this.ingestLockTimeouts++;
-          this.lastLockWait = (err as { where?: string }).where?.split('\n')[0];
-          this.lockTimeoutLine.note();
+          this.noteLockTimeout(waitBound, (err as { where?: string }).where?.split('\n')[0]);
         }
         throw this.classify(err, 'store cannot write');
       }
     }
+  }
+
+  /** Logs an ingest given up on a lock after `waitedMs` (lockTimeoutLines). */
+  private noteLockTimeout(waitedMs: number, lock: string | undefined): void {
+    let said = this.lockTimeoutLines.get(waitedMs);
+    if (!said) {
+      const entry: { line: ThrottledLine; lock: string | undefined } = {
+        lock,
+        line: new ThrottledLine(LOCK_TIMEOUT_LOG_MS, () => performance.now(), (timeouts) => {
+          this.logger?.warn('postgres ingest gave up waiting for a lock another transaction holds; answered 503 with Retry-After', { waitedMs, timeouts, lock: entry.lock });
+        }),
+      };
+      said = entry;
+      this.lockTimeoutLines.set(waitedMs, said);
+    }
+    said.lock = lock;
+    said.line.note();
   }
 
   /**
@@ -2157,6 +2177,8 @@ export class PostgresStore implements Store {
   }
 
   close(): Promise<void> {
+    // What the lock-timeout lines held back is said before the store goes.
+    for (const { line } of this.lockTimeoutLines.values()) line.flush();
     this.closed ??= Promise.all(this.pools.map((p) => p.end().catch(() => {}))).then(() => {});
     return this.closed;
   }
