@@ -549,11 +549,18 @@ interface Kept<T> {
   rows: T;
 }
 
-/** Closed segments of the hooks' counters kept at most, and their rows together (as SQLite's). */
+/** Closed segments of the hooks' counters kept at most, and their rows together. */
 const KEPT_SEGMENTS = 64;
 const KEPT_SEGMENT_ROWS = 100_000;
-/** Fleet series (or their rests' sums) kept at most. */
+/**
+ * Fleet series (or their rests' sums) kept at most, and their rows together: a chart of 1,000 listed hooks over
+ * 61 buckets holds 61,000, and 16 charts of a 250,000-bucket series alone would hold hundreds of megabytes.
+ */
 const KEPT_FLEETS = 16;
+const KEPT_FLEET_ROWS = 500_000;
+
+/** A kept row of the hooks' counters: its group key (as `aggregate` keys it), its group values and its counters. */
+type KeptCounterRow = [key: string, keys: unknown[], row: CounterRow];
 
 /** An answer's snapshot: its connection, in its transaction, asked one statement at a time (`query`). */
 interface Snapshot {
@@ -635,10 +642,11 @@ export class PostgresStore implements Store {
    * Every hook's counter rows of closed rollup segments (aggregate), by table and bounds, most recently used last:
    * the overview's 30 days re-read only what is still being written.
    */
-  private readonly closedSegments = new Map<string, Kept<Record<string, unknown>[]>>();
+  private readonly closedSegments = new Map<string, Kept<KeptCounterRow[]>>();
   private keptSegmentRows = 0;
   /** Fleet series (or their rests' sums: fleetRest) over closed buckets (wholeFleetBuckets). */
   private readonly closedFleet = new Map<string, Kept<readonly unknown[]>>();
+  private keptFleetRows = 0;
   /**
    * The server (its start time) and the table of generations what is kept was checked against (dayGenerations):
    * another server (a restart, a failover to a standby, a restore) may have lost commits, and another table
@@ -1132,14 +1140,18 @@ export class PostgresStore implements Store {
    */
   private async aggregate(q: RangeQuery, grouping: Grouping, hooks?: string | readonly string[]): Promise<Map<string, { keys: unknown[]; row: CounterRow }>> {
     const out = new Map<string, { keys: unknown[]; row: CounterRow }>();
-    const add = (r: Record<string, unknown>): void => {
+    // A row as `add` merges it: kept segments (closedSegments) keep these, not the database's rows.
+    const counterRow = (r: Record<string, unknown>): KeptCounterRow => {
       const keys = rollupGroupColumns(grouping).map((_, i) => r[`g${i}`]);
-      const k = JSON.stringify(keys);
-      const row = fromDbRow(r);
+      return [JSON.stringify(keys), keys, fromDbRow(r)];
+    };
+    // `row` is merged into, never kept as it is: a kept row stays as it was read.
+    const addRow = ([k, keys, row]: KeptCounterRow): void => {
       const cur = out.get(k);
       if (cur) mergeRow(cur.row, row);
-      else out.set(k, { keys, row });
+      else out.set(k, { keys, row: { ...row } });
     };
+    const add = (r: Record<string, unknown>): void => addRow(counterRow(r));
     const filters = q.filters ?? {};
     const params: unknown[] = [];
     // Refuses a filter on an unknown dimension whatever is read; the clause itself is numbered where each
@@ -1217,7 +1229,7 @@ export class PostgresStore implements Store {
       const closed = keeping ? runs.filter((seg) => !seg.events && seg.toMs <= closedTo) : [];
       const generations = closed.length === 0 ? undefined : await this.dayGenerations(Math.min(...closed.map((seg) => seg.fromMs)), Math.max(...closed.map((seg) => seg.toMs)));
       // What each part read is kept as (by its position in `parts`).
-      const keepAs: ({ key: string; generations: string; rows: Record<string, unknown>[] } | undefined)[] = [];
+      const keepAs: ({ key: string; generations: string; rows: KeptCounterRow[] } | undefined)[] = [];
       for (const seg of runs) {
         const dimG = plan.source === 'dims' ? dimGranularity(seg.granularity) : undefined;
         // A dimension has no minute rollups: the partial hours at the range's edges come from the raw events.
@@ -1237,7 +1249,7 @@ export class PostgresStore implements Store {
             // Most recently used last: eviction takes the oldest first, never the segments read every refresh.
             this.closedSegments.delete(key);
             this.closedSegments.set(key, found);
-            for (const r of found.rows) add(r);
+            for (const r of found.rows) addRow(r);
             continue;
           }
           keepAs[parts.length] = { key, generations: now, rows: [] };
@@ -1250,8 +1262,9 @@ export class PostgresStore implements Store {
       const statements = parts.length > 0 ? [() => this.query(parts.join('\nUNION ALL\n'), params), ...eventParts] : eventParts;
       for (const rows of await Promise.all(statements.map((st) => st()))) {
         for (const r of rows) {
-          add(r);
-          keepAs[Number(r['part'])]?.rows.push(r);
+          const row = counterRow(r);
+          addRow(row);
+          keepAs[Number(r['part'])]?.rows.push(row);
         }
       }
       for (const k of keepAs) if (k) this.keepSegment(k.key, { generations: k.generations, rows: k.rows });
@@ -1444,7 +1457,7 @@ export class PostgresStore implements Store {
   }
 
   /** Keeps a closed segment's rows (closedSegments), the oldest dropped past KEPT_SEGMENTS or KEPT_SEGMENT_ROWS. */
-  private keepSegment(key: string, kept: Kept<Record<string, unknown>[]>): void {
+  private keepSegment(key: string, kept: Kept<KeptCounterRow[]>): void {
     if (kept.rows.length > KEPT_SEGMENT_ROWS / 4) return;
     this.forgetSegment(key);
     while (this.closedSegments.size > 0 && (this.closedSegments.size >= KEPT_SEGMENTS || this.keptSegmentRows + kept.rows.length > KEPT_SEGMENT_ROWS)) {
@@ -1461,10 +1474,29 @@ export class PostgresStore implements Store {
     this.closedSegments.delete(key);
   }
 
+  /** Keeps a fleet series' closed buckets (closedFleet), the oldest dropped past KEPT_FLEETS or KEPT_FLEET_ROWS. */
+  private keepFleet(key: string, kept: Kept<readonly unknown[]>): void {
+    this.forgetFleet(key);
+    if (kept.rows.length > KEPT_FLEET_ROWS / 2) return;
+    while (this.closedFleet.size > 0 && (this.closedFleet.size >= KEPT_FLEETS || this.keptFleetRows + kept.rows.length > KEPT_FLEET_ROWS)) {
+      this.forgetFleet(this.closedFleet.keys().next().value as string);
+    }
+    this.closedFleet.set(key, kept);
+    this.keptFleetRows += kept.rows.length;
+  }
+
+  private forgetFleet(key: string): void {
+    const kept = this.closedFleet.get(key);
+    if (!kept) return;
+    this.keptFleetRows -= kept.rows.length;
+    this.closedFleet.delete(key);
+  }
+
   private forgetKept(): void {
     this.closedSegments.clear();
     this.keptSegmentRows = 0;
     this.closedFleet.clear();
+    this.keptFleetRows = 0;
   }
 
   /**
@@ -1487,12 +1519,15 @@ export class PostgresStore implements Store {
     if (!changes) return read(readFromMs, readToMs);
     const generations = changes(readFromMs, keptTo);
     const found = this.closedFleet.get(key);
-    let closed = found?.generations === generations ? (found.rows as readonly T[]) : undefined;
-    if (!closed) {
-      closed = await read(readFromMs, keptTo);
+    let closed: readonly T[];
+    if (found?.generations === generations) {
+      closed = found.rows as readonly T[];
+      // Most recently used last: eviction takes the oldest first.
       this.closedFleet.delete(key);
-      if (this.closedFleet.size >= KEPT_FLEETS) this.closedFleet.delete(this.closedFleet.keys().next().value as string);
-      this.closedFleet.set(key, { generations, rows: closed });
+      this.closedFleet.set(key, found);
+    } else {
+      closed = await read(readFromMs, keptTo);
+      this.keepFleet(key, { generations, rows: closed });
     }
     return [...closed, ...(await read(keptTo, readToMs))];
   }

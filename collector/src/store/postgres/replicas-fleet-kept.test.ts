@@ -7,7 +7,7 @@
  */
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { FleetSeriesResponse } from '../../../../shared/src/api.ts';
+import type { FleetSeriesResponse, HooksResponse } from '../../../../shared/src/api.ts';
 import { hookId } from '../../hooks/extract.ts';
 import type { HookEvent } from '../../hooks/model.ts';
 import { useTestServer } from '../../../test/support/postgres/fixture.ts';
@@ -121,6 +121,19 @@ describe('the fleet series on PostgreSQL replicas', () => {
     expect(late).toEqual(await fleet(fresh, now));
     // x's rewrite: 100 more in each of its 5 hours.
     expect(restExecutions(late)).toBe(restExecutions(after) + 1 + 5 * 100);
+    // Every hook's counters: x's kept rows of yesterday and its rows of today, read on each call, merge into the
+    // answer without the kept ones changing.
+    await b!.ingest([execution('x', 'today', Math.floor(now / HOUR) * HOUR + 600, false)]);
+    const executionsOfX = async (store: PostgresStore): Promise<number | undefined> => {
+      const api = await serveApi(store, now);
+      apis.push(api);
+      const res = await fetch(`${api.base}/api/v1/hooks?from=now-2d`, { signal: AbortSignal.timeout(10_000) });
+      expect(res.status).toBe(200);
+      return ((await res.json()) as HooksResponse).hooks.find((h) => h.id === id('x'))?.executions;
+    };
+    const x = await executionsOfX(fresh);
+    expect(x).toBeGreaterThan(7);
+    for (let i = 0; i < 3; i++) expect(await executionsOfX(a!)).toBe(x);
   });
 
   it('keeps a minute-step chart per start: two ranges beginning in one hour have their own first bucket', async () => {
