@@ -233,8 +233,9 @@ const GUARD_SQL = guardTrimSql((n) => `$${n}`);
  * commit that changes a day's rollups adds 1 to one of that day's rows, in its own transaction, so a read sees a
  * day's generations and its rows of one snapshot, and a day whose generations are as they were when its rows were
  * kept has the same rows. The database bumps them itself, by statement triggers on the rollups, not the
- * store's code: every writer does, a replica of the previous release still running during a rolling update too,
- * and so would a hand-written fix of a rollup. Every ingest commit writes the day rollup of each day it touches
+ * store's code: every writer does, a replica of the previous release still running during a rolling update too.
+ * Inserts and updates of the minute and hour rollups bump nothing: a hand change of those alone is not seen by
+ * the replicas until it touches the day's rollup_1d too or they restart. Every ingest commit writes the day rollup of each day it touches
  * (its inserts and updates bump those days); retention deletes from all three (each delete bumps the days it
  * deleted from). A migration that changes rollup rows in place is a writer like any other.
  *
