@@ -241,12 +241,13 @@ const GUARD_SQL = guardTrimSql((n) => `$${n}`);
  *
  * The row bumped is the one of the day and the slot of the writing connection (its backend pid modulo the
  * slots): concurrent ingest transactions of several connections, each holding its row's lock from its day
- * rollup statement to its commit, mostly bump different rows instead of waiting on one a day. Each statement
+ * rollup statement (the last of the transaction: applyRollups) to its commit, mostly bump different rows instead
+ * of waiting on one a day; a replica paused there holds up the connections of its slot only, one in 256. Each statement
  * takes its rows in day order; two batches of one slot each inserting into one day and updating another can
  * still deadlock, which ingest retries as it does any conflict. The sum of a day's rows only grows.
  */
 export const DAY_CHANGES = 'day_changes';
-const DAY_CHANGE_SLOTS = 16;
+const DAY_CHANGE_SLOTS = 256;
 
 function dayChangesDdl(): string {
   const trigger = (table: string, event: 'INSERT' | 'UPDATE' | 'DELETE'): string =>
@@ -1097,7 +1098,8 @@ export class PostgresStore implements Store {
    * What the inserted events add, each table in one multi-row statement: the hooks, the base rollups, the
    * dimension rollups, the rollup per (hook, attribute set) (`attrIds`: each event's set), then the client rows
    * per dimension value: those are shared by every batch of a team whatever its hooks, so their row locks are
-   * taken last, just before the commit that releases them. Not `admitting` (ingestOnce), a hook row created is
+   * taken late, just before the commit that releases them; and the day rollup last, for the days' change
+   * generations its triggers bump (DAY_CHANGES). Not `admitting` (ingestOnce), a hook row created is
    * HookRecreated, before any other row is locked: the row version an upsert's update writes carries its
    * transaction in xmax (the row lock it takes), an inserted one none.
    */
@@ -1112,16 +1114,21 @@ export class PostgresStore implements Store {
       [hookList.map(([id]) => id), hookList.map(([, h]) => h.event.hookEvent), hookList.map(([, h]) => h.event.hookName), hookList.map(([, h]) => h.firstMs), hookList.map(([, h]) => h.lastMs), hookList.map(([id]) => hookRef(id)?.toString() ?? null)],
     );
     if (!admitting && upserted.rows.some((r) => r.created)) throw new HookRecreated();
-    for (const g of GRANULARITIES) {
+    const base = (g: Granularity): Promise<void> => {
       const list = rows[g];
-      await upsertRollups(client, ROLLUP_TABLES[g], [['hook_id', 'text'], ['bucket', 'int8'], ['service_name', 'text'], ['service_version', 'text']], list.map((x) => [x.hookId, x.bucket, x.serviceName, x.serviceVersion]), list.map((x) => x.row));
-    }
+      return upsertRollups(client, ROLLUP_TABLES[g], [['hook_id', 'text'], ['bucket', 'int8'], ['service_name', 'text'], ['service_version', 'text']], list.map((x) => [x.hookId, x.bucket, x.serviceName, x.serviceVersion]), list.map((x) => x.row));
+    };
+    for (const g of GRANULARITIES) if (g !== 'day') await base(g);
     // The batch's deltas folded in memory (dim-rollups.ts, attr-rollups.ts).
     const dimRows = groupForDimRollups(events, this.rolled);
     await upsertDimFamily(client, DIM_HOOK_FAMILY, dimRows.hooks);
     const attrRows = groupForAttrRollups(events, attrIds);
     await upsertRollups(client, ATTR_ROLLUP_TABLE, [['hook', 'int8'], ['bucket', 'int8'], ['attrs', 'int4']], attrRows.map((x) => [x.hook, x.bucket, x.attrs]), attrRows.map((x) => x.row));
     await upsertDimFamily(client, DIM_CLIENT_FAMILY, dimRows.clients);
+    // The day rollup last: its statement bumps the days' change generations (DAY_CHANGES), whose row of the day
+    // and this connection's slot the batches of every replica sharing that slot need. Taken just before the
+    // commit, it is held for the commit only, not while this transaction waits on any other row.
+    await base('day');
   }
 
   async hook(id: string): Promise<HookInfo | undefined> {
