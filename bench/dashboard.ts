@@ -1,9 +1,11 @@
 /**
- * `npm run bench:dashboard [-- --quick] [--events N] [--hooks N] [--fleet-only [--postgres]]`: the dashboard's API
+ * `npm run bench:dashboard [-- --quick] [--events N] [--hooks N] [--fleet-only [--postgres] [--live] [--step S]]`: the dashboard's API
  * latency over 30 days of data, the overview's first render in headless Chromium, and the fleet chart's first call
  * over 10,000 hooks, each in every bucket, beside the same over 1,000 (runFleet; `--fleet-only` runs just this part,
- * `--hooks` then sets the larger fleet, and `--postgres` writes and serves the fleets from a throwaway PostgreSQL
- * cluster of collector/test/support/postgres instead of SQLite files).
+ * `--hooks` then sets the larger fleet, `--postgres` writes and serves the fleets from a throwaway PostgreSQL
+ * cluster of collector/test/support/postgres instead of SQLite files, and `--live` sends an OTLP batch of one
+ * execution, stamped now, every 100 ms while the calls are timed; `--step` asks the chart at another step, in
+ * seconds).
  *
  * Data: `hooks` hooks and `events` hook executions over the last 30 days, handed to the SQLite store's own
  * ingest() (not through OTLP: ingest has its own benchmark, and 10 million events through HTTP would take longer
@@ -39,6 +41,8 @@ const GOAL_RENDER_MS = 1000;
 const EVERY_HOOK = ['overview', 'hooks list', 'fleet series (overview chart, every hook)'];
 /** The overview's fleet chart of 30 days as the dashboard asks it: 1,000 hooks listed, the rest summed, 12-hour buckets. */
 const FLEET_CHART = '/api/v1/fleet/series?from=now-30d&to=now&step=43200&limit=1000';
+/** The same chart at another step (seconds; runFleet's `step`). */
+const fleetChart = (step: number): string => FLEET_CHART.replace('step=43200', `step=${step}`);
 
 export interface GenerateOptions {
   path: string;
@@ -133,7 +137,7 @@ async function serve(path: string): Promise<Awaited<ReturnType<typeof startServi
  * The fleet chart's first call over 10,000 hooks (`hooks`), each in every bucket, against the same over a tenth of
  * them in the same run, each from a store just opened (nothing kept from an earlier call); then its p95.
  */
-export async function runFleet(opts: BenchOptions & { hooks?: number; postgres?: boolean; log?: (m: string) => void }): Promise<BenchResult[]> {
+export async function runFleet(opts: BenchOptions & { hooks?: number; postgres?: boolean; live?: boolean; step?: number; log?: (m: string) => void }): Promise<BenchResult[]> {
   const hooks = opts.hooks ?? (opts.quick ? 2000 : 10_000);
   const log = opts.log ?? (() => undefined);
   const n = opts.quick ? 10 : 30;
@@ -148,16 +152,18 @@ export async function runFleet(opts: BenchOptions & { hooks?: number; postgres?:
       const gen = await generateFleet({ path, hooks: count, nowMs });
       const svc = await serve(path);
       try {
-        log(`timing the fleet chart over ${count.toLocaleString('en-US')} hooks`);
-        const { first, samples } = await time(`${svc.httpUrl}${FLEET_CHART}`, n);
-        log(`first call ${first.toFixed(0)} ms; later calls p50 ${percentile(samples, 50).toFixed(0)} ms, p95 ${percentile(samples, 95).toFixed(0)} ms`);
+        log(`timing the fleet chart over ${count.toLocaleString('en-US')} hooks${opts.live ? ', ingest running' : ''}`);
+        const stopTraffic = opts.live ? liveTraffic(svc.otlpHttpUrl) : undefined;
+        const { first, samples } = await time(`${svc.httpUrl}${fleetChart(opts.step ?? 43_200)}`, n);
+        const sent = await stopTraffic?.();
+        log(`first call ${first.toFixed(0)} ms; later calls p50 ${percentile(samples, 50).toFixed(0)} ms, p95 ${percentile(samples, 95).toFixed(0)} ms${sent === undefined ? '' : ` (${sent} OTLP batches acknowledged meanwhile)`}`);
         figures.push({ hooks: count, events: gen.events, seconds: gen.seconds, first, p50: percentile(samples, 50), p95: percentile(samples, 95) });
       } finally {
         await svc.stop();
       }
     }
     const [small, large] = figures as [(typeof figures)[number], (typeof figures)[number]];
-    const note = `${large.events.toLocaleString('en-US')} events (${large.seconds.toFixed(0)} s to generate; ${small.hooks.toLocaleString('en-US')} hooks: ${small.events.toLocaleString('en-US')}), 1,000 hooks listed, step 12 h, 30 days; ${server ? 'PostgreSQL' : 'SQLite'}`;
+    const note = `${large.events.toLocaleString('en-US')} events (${large.seconds.toFixed(0)} s to generate; ${small.hooks.toLocaleString('en-US')} hooks: ${small.events.toLocaleString('en-US')}), 1,000 hooks listed, step ${((opts.step ?? 43_200) / 3600).toString()} h, 30 days; ${server ? 'PostgreSQL' : 'SQLite'}${opts.live ? '; an OTLP batch of one execution, stamped now, every 100 ms meanwhile' : ''}`;
     const label = `${large.hooks.toLocaleString('en-US')} hooks`;
     return [
       result(`dashboard API fleet chart over ${label} (30 d): first call`, large.first, 'ms', `${small.hooks.toLocaleString('en-US')} hooks`, small.first, `${note}; a store just opened, nothing kept from an earlier call`),
@@ -168,6 +174,31 @@ export async function runFleet(opts: BenchOptions & { hooks?: number; postgres?:
     await server?.stop();
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * Live traffic (`--live`): an OTLP/JSON batch of one hook execution stamped now, every 100 ms, through hookwatch's
+ * receiver, until the function returned is called; it resolves to the batches acknowledged.
+ */
+function liveTraffic(otlpUrl: string): () => Promise<number> {
+  let stopped = false;
+  let acknowledged = 0;
+  const loop = (async () => {
+    for (let seq = 0; !stopped; seq++) {
+      const attributes = Object.entries({ 'event.name': 'hook_execution_complete', hook_event: 'PostToolUse', hook_name: 'PostToolUse:Live', 'session.id': 'bench-live', 'event.sequence': String(seq), num_hooks: '1', num_success: '1' })
+        .map(([key, value]) => ({ key, value: { stringValue: value } }));
+      const body = JSON.stringify({ resourceLogs: [{ scopeLogs: [{ logRecords: [{ timeUnixNano: `${Date.now()}000000`, attributes }] }] }] });
+      const res = await fetch(`${otlpUrl}/v1/logs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+      await res.arrayBuffer();
+      if (res.ok) acknowledged++;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  })();
+  return async () => {
+    stopped = true;
+    await loop;
+    return acknowledged;
+  };
 }
 
 /**
@@ -289,12 +320,14 @@ async function runViews(opts: BenchOptions & { events?: number; hooks?: number; 
 }
 
 if (startedAsScript(import.meta.url)) {
-  const { values } = parseArgs({ options: { quick: { type: 'boolean' }, events: { type: 'string' }, hooks: { type: 'string' }, 'fleet-only': { type: 'boolean' }, postgres: { type: 'boolean' } } });
+  const { values } = parseArgs({ options: { quick: { type: 'boolean' }, events: { type: 'string' }, hooks: { type: 'string' }, 'fleet-only': { type: 'boolean' }, postgres: { type: 'boolean' }, live: { type: 'boolean' }, step: { type: 'string' } } });
   const results = await (values['fleet-only'] ? runFleet : run)({
     quick: values.quick === true,
     ...(values.events ? { events: Number(values.events) } : {}),
     ...(values.hooks ? { hooks: Number(values.hooks) } : {}),
     ...(values.postgres ? { postgres: true } : {}),
+    ...(values.live ? { live: true } : {}),
+    ...(values.step ? { step: Number(values.step) } : {}),
     log: (m) => console.error(`[${new Date().toISOString().slice(11, 19)}] ${m}`),
   });
   const md = markdownTable(results);
