@@ -50,17 +50,25 @@ async function setup(): Promise<{ url: string; client: pg.PoolClient; watchPool:
   return { url, client, watchPool, holder, letWatchCancel: async () => void (await queryOnce(url, `GRANT ${migrator} TO ${watcher}`)) };
 }
 
-it('logs nothing given up when the statement it waits for ends as the bound passes, and the migration goes on', async () => {
-  const s = await setup();
+/**
+ * A migration statement kept waiting by a session's read past the bound: the watch gives up, its cancel comes to
+ * nothing (the watch may not cancel yet), and the session it waited for then ends, so the statement goes through.
+ */
+async function givenUpInVain(s: Awaited<ReturnType<typeof setup>>): Promise<{ log: ReturnType<typeof recordingLogger>; watch: BlockedWatch }> {
   await s.holder.query('BEGIN');
   await s.holder.query('SELECT * FROM a');
   const log = recordingLogger();
   const watch = await BlockedWatch.start(s.watchPool, s.client, log.logger, BOUND_MS);
   const altered = s.client.query('ALTER TABLE a ADD COLUMN y int');
-  // The bound passed, its cancel came to nothing; the session it waited for ends.
   await waitFor('the watch to give up', async () => watch.gaveUp, 20_000);
   await s.holder.query('COMMIT');
   await altered;
+  return { log, watch };
+}
+
+it('logs nothing given up when the statement it waits for ends as the bound passes, and the migration goes on', async () => {
+  const s = await setup();
+  const { log, watch } = await givenUpInVain(s);
   await watch.stop();
   expect(await queryOnce<{ n: string }>(s.url, "SELECT attname AS n FROM pg_attribute WHERE attrelid = 'a'::regclass AND attname = 'y'")).toEqual([{ n: 'y' }]);
   // The migration did not give up: nothing says it did.
@@ -70,14 +78,7 @@ it('logs nothing given up when the statement it waits for ends as the bound pass
 
 it('once given up, ends the migration at its next step and cancels a later wait, when its first cancel came to nothing', async () => {
   const s = await setup();
-  await s.holder.query('BEGIN');
-  await s.holder.query('SELECT * FROM a');
-  const log = recordingLogger();
-  const watch = await BlockedWatch.start(s.watchPool, s.client, log.logger, BOUND_MS);
-  const altered = s.client.query('ALTER TABLE a ADD COLUMN y int');
-  await waitFor('the watch to give up', async () => watch.gaveUp, 20_000);
-  await s.holder.query('COMMIT');
-  await altered;
+  const { log, watch } = await givenUpInVain(s);
   // A short step begins no attempt once the migration is given up.
   const step = await shortSteps(s.client, log.logger, () => s.client.query('ALTER TABLE a ADD COLUMN z int')).then(() => 'applied', (e: unknown) => e);
   expect(step).toBe(watch.gaveUp);

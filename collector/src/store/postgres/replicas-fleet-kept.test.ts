@@ -76,6 +76,16 @@ async function rewriteUnseen(url: string, name: string, executions: number): Pro
 
 const restExecutions = (f: FleetSeriesResponse): number => f.rest!.executions.reduce((s, n) => s + n, 0);
 
+/** A hook's rollup rows deleted as retention deletes them: `store`'s next answer lacks it, as a fresh replica's does. */
+async function expectRetentionDeleteSeen(url: string, store: PostgresStore, now: number, before: FleetSeriesResponse): Promise<void> {
+  await queryOnce(url, `DELETE FROM rollup_1m WHERE hook_id = '${id('e')}'; DELETE FROM rollup_1h WHERE hook_id = '${id('e')}'; DELETE FROM rollup_1d WHERE hook_id = '${id('e')}'`);
+  const pruned = await fleet(store, now);
+  expect(pruned.rest!.hooks).toBe(before.rest!.hooks - 1);
+  expect(restExecutions(pruned)).toBe(restExecutions(before) - 6);
+  const fresh = pgServer.track(await PostgresStore.open({ url, poolSize: 2, dimensions: ['team'] }));
+  expect(pruned).toEqual(await fleet(fresh, now));
+}
+
 describe('the fleet series on PostgreSQL replicas', () => {
   it('is kept for its closed buckets, and read again when another replica commits an event into one of them', async () => {
     const { url, now, stores: [a, b] } = await replicas(2);
@@ -176,13 +186,7 @@ describe('the fleet series on PostgreSQL replicas', () => {
     const fresh = pgServer.track(await PostgresStore.open({ url, poolSize: 2, dimensions: ['team'] }));
     expect(after).toEqual(await fleet(fresh, now));
     expect(restExecutions(after)).toBeGreaterThan(restExecutions(first));
-    // Rows deleted as retention deletes them.
-    await queryOnce(url, `DELETE FROM rollup_1m WHERE hook_id = '${id('e')}'; DELETE FROM rollup_1h WHERE hook_id = '${id('e')}'; DELETE FROM rollup_1d WHERE hook_id = '${id('e')}'`);
-    const pruned = await fleet(a!, now);
-    expect(pruned.rest!.hooks).toBe(after.rest!.hooks - 1);
-    expect(restExecutions(pruned)).toBe(restExecutions(after) - 6);
-    const fresh2 = pgServer.track(await PostgresStore.open({ url, poolSize: 2, dimensions: ['team'] }));
-    expect(pruned).toEqual(await fleet(fresh2, now));
+    await expectRetentionDeleteSeen(url, a!, now, after);
   });
 
   it('keeps nothing, and still answers, on a schema put back before the days\' change generations', async () => {
@@ -207,12 +211,6 @@ describe('the fleet series on PostgreSQL replicas', () => {
     const fresh = pgServer.track(await PostgresStore.open({ url, poolSize: 2, dimensions: ['team'] }));
     expect(after).toEqual(await fleet(fresh, now));
     expect(restExecutions(after)).toBeGreaterThan(restExecutions(first));
-    // Rows deleted as retention deletes them.
-    await queryOnce(url, `DELETE FROM rollup_1m WHERE hook_id = '${id('e')}'; DELETE FROM rollup_1h WHERE hook_id = '${id('e')}'; DELETE FROM rollup_1d WHERE hook_id = '${id('e')}'`);
-    const pruned = await fleet(a!, now);
-    expect(pruned.rest!.hooks).toBe(after.rest!.hooks - 1);
-    expect(restExecutions(pruned)).toBe(restExecutions(after) - 6);
-    const fresh2 = pgServer.track(await PostgresStore.open({ url, poolSize: 2, dimensions: ['team'] }));
-    expect(pruned).toEqual(await fleet(fresh2, now));
+    await expectRetentionDeleteSeen(url, a!, now, after);
   });
 });
