@@ -16,6 +16,7 @@ import { MAX_COUNT } from '../../hooks/extract.ts';
 import { MIN_SECRET_CHARS, urlPasswords } from '../../config/values.ts';
 import { COUNTER_COLUMNS, COUNT_SUM_COLUMNS, GRANULARITIES, MAX_COLUMNS, fromDbRow, groupForRollups, hooksSeen, mergeRow, toCounters, type CounterRow } from '../counters.ts';
 import { DAY as DAY_MS, HOUR as HOUR_MS, MINUTE as MINUTE_MS, floorSql, granularityForStep, segments, type Granularity } from '../segments.ts';
+import { KeptRows } from '../kept-rows.ts';
 import { eventsPruneBound, laterBounds, mergeFleet, mergeSeries, minuteRollupsPruneBound, minuteSources, NOTHING_PRUNED, parseBounds, PRUNED_BEFORE_META, readEdges, hookEdgeRows, resolveSegment, seriesSpans, type EdgeRows, type MinuteRetention, type SeriesEdge, type PrunedBounds } from '../minute-sources.ts';
 import { ATTR_ROLLUP_TABLE, attrRollupDdl, attrRollupPruneSql, attrRollupQuery, groupForAttrRollups } from '../attr-rollups.ts';
 import { type DimFamily, type DimGranularity, type DimRollupGroup, DIM_CLIENT_FAMILY, DIM_CLIENT_TABLES, DIM_GRANULARITIES, DIM_HOOK_FAMILY, DIM_ROLLUP_TABLES, DIM_TABLE_NAMES, dimClientPruneSql, dimRollupRekeyDdl, DIM_PRUNE_HOOKS, ROLLED_DIMENSIONS_META, dimChanges, dimPruneSql, dimGranularity, dimRemoveSql, dimRollupDdl, eventGroupExprs, groupForDimRollups, groupsPerHook, newestFilteredEvent, planRead, rolledDimensions, rollupGroupColumns, rollupWhere, type Grouping } from '../dim-rollups.ts';
@@ -644,11 +645,9 @@ export class PostgresStore implements Store {
    * Every hook's counter rows of closed rollup segments (aggregate), by table and bounds, most recently used last:
    * the overview's 30 days re-read only what is still being written.
    */
-  private readonly closedSegments = new Map<string, Kept<KeptCounterRow[]>>();
-  private keptSegmentRows = 0;
+  private readonly closedSegments = new KeptRows<Kept<KeptCounterRow[]>>(KEPT_SEGMENTS, KEPT_SEGMENT_ROWS, KEPT_SEGMENT_ROWS / 4);
   /** Fleet series (or their rests' sums: fleetRest) over closed buckets (wholeFleetBuckets). */
-  private readonly closedFleet = new Map<string, Kept<readonly unknown[]>>();
-  private keptFleetRows = 0;
+  private readonly closedFleet = new KeptRows<Kept<readonly unknown[]>>(KEPT_FLEETS, KEPT_FLEET_ROWS, KEPT_FLEET_ROWS / 2);
   /**
    * The server (its start time) and the table of generations what is kept was checked against (dayGenerations):
    * another server (a restart, a failover to a standby, a restore) may have lost commits, and another table
@@ -1252,11 +1251,9 @@ export class PostgresStore implements Store {
         if (generations && closed.includes(seg)) {
           const key = `${table}|${seg.fromMs}|${seg.toMs}`;
           const now = generations(seg.fromMs, seg.toMs);
+          // Most recently used last: eviction takes the oldest first, never the segments read every refresh.
           const found = this.closedSegments.get(key);
           if (found?.generations === now) {
-            // Most recently used last: eviction takes the oldest first, never the segments read every refresh.
-            this.closedSegments.delete(key);
-            this.closedSegments.set(key, found);
             for (const r of found.rows) addRow(r);
             continue;
           }
@@ -1275,7 +1272,7 @@ export class PostgresStore implements Store {
           keepAs[Number(r['part'])]?.rows.push(row);
         }
       }
-      for (const k of keepAs) if (k) this.keepSegment(k.key, { generations: k.generations, rows: k.rows });
+      for (const k of keepAs) if (k) this.closedSegments.set(k.key, { generations: k.generations, rows: k.rows });
       return out;
     }
   }
@@ -1464,47 +1461,9 @@ export class PostgresStore implements Store {
     };
   }
 
-  /** Keeps a closed segment's rows (closedSegments), the oldest dropped past KEPT_SEGMENTS or KEPT_SEGMENT_ROWS. */
-  private keepSegment(key: string, kept: Kept<KeptCounterRow[]>): void {
-    if (kept.rows.length > KEPT_SEGMENT_ROWS / 4) return;
-    this.forgetSegment(key);
-    while (this.closedSegments.size > 0 && (this.closedSegments.size >= KEPT_SEGMENTS || this.keptSegmentRows + kept.rows.length > KEPT_SEGMENT_ROWS)) {
-      this.forgetSegment(this.closedSegments.keys().next().value as string);
-    }
-    this.closedSegments.set(key, kept);
-    this.keptSegmentRows += kept.rows.length;
-  }
-
-  private forgetSegment(key: string): void {
-    const kept = this.closedSegments.get(key);
-    if (!kept) return;
-    this.keptSegmentRows -= kept.rows.length;
-    this.closedSegments.delete(key);
-  }
-
-  /** Keeps a fleet series' closed buckets (closedFleet), the oldest dropped past KEPT_FLEETS or KEPT_FLEET_ROWS. */
-  private keepFleet(key: string, kept: Kept<readonly unknown[]>): void {
-    this.forgetFleet(key);
-    if (kept.rows.length > KEPT_FLEET_ROWS / 2) return;
-    while (this.closedFleet.size > 0 && (this.closedFleet.size >= KEPT_FLEETS || this.keptFleetRows + kept.rows.length > KEPT_FLEET_ROWS)) {
-      this.forgetFleet(this.closedFleet.keys().next().value as string);
-    }
-    this.closedFleet.set(key, kept);
-    this.keptFleetRows += kept.rows.length;
-  }
-
-  private forgetFleet(key: string): void {
-    const kept = this.closedFleet.get(key);
-    if (!kept) return;
-    this.keptFleetRows -= kept.rows.length;
-    this.closedFleet.delete(key);
-  }
-
   private forgetKept(): void {
     this.closedSegments.clear();
-    this.keptSegmentRows = 0;
     this.closedFleet.clear();
-    this.keptFleetRows = 0;
   }
 
   /**
@@ -1526,16 +1485,14 @@ export class PostgresStore implements Store {
     const changes = await this.dayGenerations(readFromMs, keptTo);
     if (!changes) return read(readFromMs, readToMs);
     const generations = changes(readFromMs, keptTo);
+    // Most recently used last: eviction takes the oldest first.
     const found = this.closedFleet.get(key);
     let closed: readonly T[];
     if (found?.generations === generations) {
       closed = found.rows as readonly T[];
-      // Most recently used last: eviction takes the oldest first.
-      this.closedFleet.delete(key);
-      this.closedFleet.set(key, found);
     } else {
       closed = await read(readFromMs, keptTo);
-      this.keepFleet(key, { generations, rows: closed });
+      this.closedFleet.set(key, { generations, rows: closed });
     }
     return [...closed, ...(await read(keptTo, readToMs))];
   }
