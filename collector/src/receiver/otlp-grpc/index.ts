@@ -399,8 +399,9 @@ export class OtlpGrpcReceiver {
           this.refuseMethod(stream, method);
           return;
         }
-        const path = headers[':path'] ?? '';
-        if (!SERVED_PATHS.has(path)) this.refuse('not_found', { path, client: stream.session?.socket?.remoteAddress });
+        // The method asked, without a query string (which may carry a token): never logged or shown.
+        const path = (headers[':path'] ?? '').split('?')[0] ?? '';
+        if (!SERVED_PATHS.has(path)) this.refuse('not_found', { path: path || '/', client: stream.session?.socket?.remoteAddress });
       }
       for (const listener of grpcJs) listener.call(server, stream, headers, ...rest);
     });
