@@ -8,7 +8,7 @@ import { Client, Metadata, credentials, status as GrpcStatus, type ServiceError 
 import { OTLPLogExporter } from '@opentelemetry/exporter-logs-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BatchLogRecordProcessor, LoggerProvider } from '@opentelemetry/sdk-logs';
-import { request } from 'node:http';
+import { request, type IncomingHttpHeaders } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { OverviewResponse } from '../../shared/src/api.ts';
 import { getJson, postOtlp, startTestService, type TestService } from './helpers.ts';
@@ -36,12 +36,12 @@ async function start(env: Record<string, string> = {}): Promise<{ svc: TestServi
  * A GET with these headers over node:http, which sends them as given (fetch sets Sec-Fetch-Mode itself, as a
  * browser's fetch() does).
  */
-function get(url: string, headers: Record<string, string>): Promise<{ status: number; type: string | undefined; csp: string | undefined; body: string }> {
+function get(url: string, headers: Record<string, string>): Promise<{ status: number; type: string | undefined; csp: string | undefined; headers: IncomingHttpHeaders; body: string }> {
   return new Promise((resolve, reject) => {
     request(url, { headers }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, type: res.headers['content-type'], csp: res.headers['content-security-policy'] as string | undefined, body: Buffer.concat(chunks).toString() }));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, type: res.headers['content-type'], csp: res.headers['content-security-policy'] as string | undefined, headers: res.headers, body: Buffer.concat(chunks).toString() }));
     }).on('error', reject).end();
   });
 }
@@ -181,7 +181,9 @@ describe('a browser at the OTLP/HTTP port', () => {
       const res = await get(`${svc.otlpHttpUrl}/`, headers);
       expect(res.status).toBe(404);
       expect(res.type).toBe('text/html; charset=utf-8');
-      expect(res.csp).toBe("default-src 'none'");
+      // As the API port's pages: kept by no cache, framed by no page.
+      expect(res.csp).toBe("default-src 'none'; frame-ancestors 'none'");
+      expect(res.headers).toMatchObject({ 'cache-control': 'no-store', 'x-frame-options': 'DENY', 'referrer-policy': 'no-referrer', 'x-content-type-options': 'nosniff' });
       const page = res.body;
       expect(page).toContain("<h1>This is hookwatch's OTLP receiver port</h1>");
       expect(svc.externalUrl).toMatch(/^http:\/\/.+:\d+$/);

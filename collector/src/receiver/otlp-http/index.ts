@@ -234,7 +234,16 @@ export class OtlpHttpReceiver {
       if ((req.method === 'GET' || req.method === 'HEAD') && isNavigation(req.headers)) {
         // A person's browser: a page saying what this port is, not a google.rpc.Status it would show as text.
         const page = Buffer.from(receiverPage(this.opts.dashboardUrl?.() ?? ''));
-        res.writeHead(404, { 'content-type': 'text/html; charset=utf-8', 'content-length': page.length, 'content-security-policy': "default-src 'none'", 'x-content-type-options': 'nosniff' });
+        // As the API port's pages (api/same-origin.ts hardeningHeaders): kept by no cache, framed by no page.
+        res.writeHead(404, {
+          'content-type': 'text/html; charset=utf-8',
+          'content-length': page.length,
+          'cache-control': 'no-store',
+          'content-security-policy': "default-src 'none'; frame-ancestors 'none'",
+          'x-content-type-options': 'nosniff',
+          'x-frame-options': 'DENY',
+          'referrer-policy': 'no-referrer',
+        });
         res.end(req.method === 'HEAD' ? undefined : page);
         req.resume();
         return;
