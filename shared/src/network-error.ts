@@ -37,7 +37,7 @@ export function hostPort(url: string): string | undefined {
 
 /** A code in words (with the code), or undefined for a code these do not know. `where`: host:port. */
 export function networkErrorWords(code: string, where?: string): string | undefined {
-  return WORDS[code]?.(where);
+  return Object.hasOwn(WORDS, code) ? WORDS[code]?.(where) : undefined;
 }
 
 /** An attempt that had no answer within `timeoutMs`: `timed out after 10 s: no answer from host:port`. */
@@ -51,9 +51,9 @@ export function timedOutWords(timeoutMs: number, where?: string): string {
  * (`ECONNREFUSED`); undefined for any other text.
  */
 export function networkErrorCode(text: string): string | undefined {
-  if (WORDS[text]) return text;
+  if (Object.hasOwn(WORDS, text)) return text;
   const m = /^[^(]*\(([A-Z][A-Z0-9_]*)\)/.exec(text);
-  return m?.[1] && WORDS[m[1]] ? m[1] : undefined;
+  return m?.[1] && Object.hasOwn(WORDS, m[1]) ? m[1] : undefined;
 }
 
 /**
