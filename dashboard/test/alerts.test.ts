@@ -153,7 +153,7 @@ describe('alerts page', () => {
       const errors = await card.locator('table.attempts tbody tr td:nth-child(7)').allTextContents();
       expect(errors.length).toBeGreaterThan(0);
       // The last attempt says too that the deadline ended the retries.
-      for (const e of errors) expect(e.split('; gave up: ')[0]).toBe(`connection refused (ECONNREFUSED): nothing listens at 127.0.0.1:${port}`);
+      for (const e of errors) expect(e.split('; gave up: ')[0]).toBe('connection refused (ECONNREFUSED): nothing listens at that address');
       expect(await p.locator('#app').textContent()).not.toMatch(/tok3n|k3y/);
     } finally {
       await own.close();

@@ -93,7 +93,7 @@ describe('transport', () => {
     // Over the 16 KiB of headers fetch reads (a proxy setting a cookie per request, say): it would be so every time.
     s.reply = () => ({ status: 200, headers: { 'set-cookie': 'x'.repeat(20 * 1024) } });
     const r = await sendWithRetry(() => ({ body: '{}', headers: {} }), { url: s.url, timeoutMs: 2000, deadlineMs: Date.now() + 2000, baseDelayMs: 5, maxDelayMs: 20 });
-    expect(r).toMatchObject({ outcome: 'failed', attempts: 1, httpStatus: null, error: `answer's headers too large to read (UND_ERR_HEADERS_OVERFLOW) from ${new URL(s.url).host}` });
+    expect(r).toMatchObject({ outcome: 'failed', attempts: 1, httpStatus: null, error: "answer's headers too large to read (UND_ERR_HEADERS_OVERFLOW)" });
     expect(s.requests).toHaveLength(1);
     expect(failureReason(r)).toBe('other');
   });
@@ -116,20 +116,20 @@ describe('transport', () => {
     const attempts: AttemptResult[] = [];
     const r = await sendWithRetry(() => ({ body: '{}', headers: {} }), { url, timeoutMs: 200, deadlineMs: Date.now() + 100, onAttempt: (a) => attempts.push(a) });
     expect(r.outcome).toBe('failed');
-    expect(attempts[0]?.error).toBe(`timed out after 200 ms: no answer from ${new URL(s.url).host}; gave up: the next attempt would pass the delivery deadline`);
+    expect(attempts[0]?.error).toBe('timed out after 200 ms; gave up: the next attempt would pass the delivery deadline');
     expect(failureReason(r)).toBe('timeout');
     expect(JSON.stringify(attempts)).not.toContain('secret-token-xyz');
   });
 
-  it('says a refused connection in words with its code and the host and port only, counted unreachable', async () => {
+  it('says a refused connection in words with its code and nothing of the URL, host included, counted unreachable', async () => {
     const s = await sink();
-    const host = new URL(s.url).host;
     await s.close();
     const r = await sendWithRetry(() => ({ body: '{}', headers: {} }), { url: `${s.url}/services/T000/B000/secret-token-xyz?key=k3y`, timeoutMs: 2000, deadlineMs: Date.now() + 100, maxAttempts: 1 });
-    expect(r).toMatchObject({ outcome: 'failed', error: `connection refused (ECONNREFUSED): nothing listens at ${host}` });
+    expect(r).toMatchObject({ outcome: 'failed', error: 'connection refused (ECONNREFUSED): nothing listens at that address' });
     expect(failureReason(r)).toBe('unreachable');
-    const named = await sendWithRetry(() => ({ body: '{}', headers: {} }), { url: 'http://hookwatch-receiver.invalid/services/secret-token-xyz', timeoutMs: 2000, deadlineMs: Date.now() + 100, maxAttempts: 1 });
-    expect(named.error).toBe('name not found (ENOTFOUND): no address for hookwatch-receiver.invalid');
+    // A token may sit in the host name (https://<token>.example.net): it is not said either.
+    const named = await sendWithRetry(() => ({ body: '{}', headers: {} }), { url: 'http://secret-token-xyz.hookwatch-receiver.invalid/services', timeoutMs: 2000, deadlineMs: Date.now() + 100, maxAttempts: 1 });
+    expect(named.error).toBe('name not found (ENOTFOUND): no address for that host name');
     expect(failureReason(named)).toBe('unreachable');
   });
 

@@ -11,7 +11,7 @@ import { fullJitterBackoff, parseRetryAfter } from '../net/backoff.ts';
 import { ClientTlsAgent } from '../net/tls-agent.ts';
 import { ClientTlsCredentials, tlsFailure } from '../net/tls.ts';
 import type { Logger } from '../telemetry/logger.ts';
-import { hostPort, networkErrorCode, networkErrorWords, timedOutWords } from '../../../shared/src/network-error.ts';
+import { networkErrorCode, networkErrorWords, timedOutWords } from '../../../shared/src/network-error.ts';
 import type { ReceiverConfig } from './model.ts';
 
 /** What one attempt came to. */
@@ -122,16 +122,16 @@ export const TLS_FAILURE_PREFIX = 'TLS handshake failed: ';
 
 /**
  * A network error as a short reason in words, its code kept (`connection refused (ECONNREFUSED): nothing listens
- * at host:port`); never the URL (it may carry a token), its host and port only.
+ * at that address`); never the URL or any part of it: a webhook's token may sit in its host name as well as in its
+ * path or query. The attempt names its receiver.
  */
 export function describeError(err: unknown, url: string, timeoutMs: number): string {
   const e = err as { name?: string; message?: string; cause?: { code?: string; message?: string } };
   let msg: string;
   const tls = tlsFailure(e?.cause);
-  const where = hostPort(url);
-  if (e?.name === 'TimeoutError') msg = timedOutWords(timeoutMs, where);
+  if (e?.name === 'TimeoutError') msg = timedOutWords(timeoutMs);
   else if (tls) msg = TLS_FAILURE_PREFIX + tls;
-  else if (e?.cause?.code) msg = networkErrorWords(String(e.cause.code), where) ?? String(e.cause.code);
+  else if (e?.cause?.code) msg = networkErrorWords(String(e.cause.code)) ?? String(e.cause.code);
   else msg = e?.cause?.message ?? e?.message ?? String(err);
   return scrubUrl(msg, url).slice(0, 300);
 }
