@@ -55,6 +55,15 @@ describe('which alerts the page lists', () => {
     expect(v.empty).toBeNull();
   });
 
+  it('lists firing alerts the most severe first, error beside critical and in any case, the newest first within one', () => {
+    const firingAt = (id: string, severity: string | undefined, minutesAgo: number) => alert(id, {
+      labels: { alertname: id, ...(severity === undefined ? {} : { severity }) }, startsAt: iso(NOW - minutesAgo * 60_000), activeAt: iso(NOW - minutesAgo * 60_000),
+    });
+    const alerts = [firingAt('info', 'info', 1), firingAt('none', undefined, 2), firingAt('warning', 'warning', 3), firingAt('Critical', 'Critical', 9), firingAt('error', 'error', 4), firingAt('critical', 'critical', 5), firingAt('page', 'page', 6)];
+    const v = alertsView(response({ alerts }), at('/alerts'), NOW);
+    expect(v.groups[0]?.alerts.map((a) => a.id)).toEqual(['error', 'critical', 'Critical', 'warning', 'info', 'none', 'page']);
+  });
+
   it('follows the range on the server\'s clock, not the browser\'s', () => {
     const skewed = alertsView(response(), at('/alerts?range=1h'), NOW + 30 * 86_400_000);
     // Still active (no end) or resolved ten minutes ago: in the last hour; resolved two days ago: not.

@@ -11,16 +11,16 @@ import { chars, dateTime, dateTimeSeconds, headroomText, isolated, num, pct, plu
 import { HOOK_PARAM, buildUrl, rangeLabel, samePageParams, type Range, type ViewState } from '../state.ts';
 
 export const STATES: AlertState[] = ['firing', 'pending', 'resolved'];
-/** Severities, the most severe first, as Alertmanager and Grafana list them; any other (or none) comes after. */
-const SEVERITIES = ['critical', 'warning', 'info'];
+/**
+ * Severities, the most severe first, as Alertmanager and Grafana list them (`error` beside `critical`, as the OTLP
+ * alert events map it), in any case; any other (or none) comes after.
+ */
+const SEVERITY_RANKS = new Map([['critical', 0], ['error', 0], ['warning', 1], ['info', 2]]);
 
-const severityRank = (a: AlertSummary): number => {
-  const i = SEVERITIES.indexOf(a.labels['severity'] ?? '');
-  return i < 0 ? SEVERITIES.length : i;
-};
+const severityRank = (a: AlertSummary): number => SEVERITY_RANKS.get((a.labels['severity'] ?? '').toLowerCase()) ?? 3;
 
 /**
- * Firing or pending alerts the most severe first (critical, warning, info, then any other), the newest first
+ * Firing or pending alerts the most severe first (critical, error, warning, info, then any other), the newest first
  * within a severity; resolved ones as the API lists them.
  */
 function ordered(state: AlertState, alerts: AlertSummary[]): AlertSummary[] {
