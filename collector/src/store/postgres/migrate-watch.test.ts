@@ -128,7 +128,9 @@ it('gives up on a short step kept waiting past the bound when the watch cannot l
 it('bounds each wait on its own: waits shorter than the bound, seconds apart, are not given up however long they last together', async () => {
   const s = await setup();
   const log = recordingLogger();
-  const watch = await BlockedWatch.start(s.watchPool, s.client, log.logger, BOUND_MS);
+  // Waits of 1.2 s under a bound of 3 s, with room for a loaded machine's late timers; 3.6 s together.
+  const boundMs = 3000;
+  const watch = await BlockedWatch.start(s.watchPool, s.client, log.logger, boundMs);
   const waitMs = 1200;
   for (let i = 0; i < 3; i++) {
     if (i > 0) await new Promise((r) => setTimeout(r, 6500)); // past the gap that ends a wait (5 s)
