@@ -20,6 +20,19 @@ describe('OtlpRefusals', () => {
     expect(lines[2]).toEqual({ level: 'warn', msg: 'otlp http: refused 999 OTLP requests (not_found) since the last line about them {"transport":"http","reason":"not_found","requests":999,"path":"/p999","client":"10.0.0.7"}' });
   });
 
+  it('says in a held-back line the path, client and hint of the refusals it counts, not of one logged by a line of its own', async () => {
+    const { logger, lines } = recordingLogger();
+    const refusals = new OtlpRefusals({ logger, logIntervalMs: 200 });
+    refusals.note('http', 'malformed', { path: '/a', client: '10.0.0.7' });
+    refusals.note('http', 'malformed', { path: '/b', client: '10.0.0.7' });
+    // A gRPC client on the HTTP port: the receiver logs it with its own words and hint.
+    refusals.note('http', 'malformed', { path: '/grpc', client: '10.0.0.9' }, 'a gRPC exporter goes to the OTLP/gRPC port', true);
+    await vi.waitFor(() => expect(lines).toHaveLength(2), { timeout: 2000 });
+    expect(lines[1]?.msg).toBe('otlp http: refused an OTLP request (malformed) {"transport":"http","reason":"malformed","requests":1,"path":"/b","client":"10.0.0.7"}');
+    // The overview lists the latest refusal of the kind, whichever line said it.
+    expect(refusals.recent()).toMatchObject([{ reason: 'malformed', count: 3, lastPath: '/grpc', hint: 'a gRPC exporter goes to the OTLP/gRPC port' }]);
+  });
+
   it('counts the refusals of the last 15 minutes, most first, with the last path and time', () => {
     let now = Date.parse('2026-12-01T10:00:30Z');
     const refusals = new OtlpRefusals({ logger: recordingLogger().logger, now: () => now });

@@ -75,6 +75,11 @@ interface Kept {
   lastPath: string | undefined;
   lastClient: string | undefined;
   hint: string | undefined;
+  /**
+   * The last refusal this line logs, as the line says it: a refusal logged by a line of its own (`logged`) shares
+   * the key, and would lend the line its path, client and hint.
+   */
+  logs: { path: string | undefined; client: string | undefined; hint: string | undefined };
   line: ThrottledLine;
 }
 
@@ -109,6 +114,7 @@ export class OtlpRefusals {
     if (!kept) {
       const entry: Kept = {
         transport, reason, slots: [], lastAtMs: 0, lastPath: undefined, lastClient: undefined, hint: undefined,
+        logs: { path: undefined, client: undefined, hint: undefined },
         line: new ThrottledLine(this.logIntervalMs, () => performance.now(), (requests) => this.write(entry, requests)),
       };
       kept = entry;
@@ -124,7 +130,10 @@ export class OtlpRefusals {
     kept.lastPath = at.path === undefined ? undefined : cut(at.path);
     kept.lastClient = at.client;
     kept.hint = hint ?? REASON_HINTS[reason];
-    if (!logged) kept.line.note();
+    if (!logged) {
+      kept.logs = { path: kept.lastPath, client: kept.lastClient, hint: kept.hint };
+      kept.line.note();
+    }
   }
 
   /** The refusals of the last RECENT_REFUSALS_MS, most first. */
@@ -148,10 +157,11 @@ export class OtlpRefusals {
   private write(k: Kept, requests: number): void {
     const what = requests === 1 ? 'an OTLP request' : `${requests} OTLP requests`;
     const since = requests === 1 ? '' : ' since the last line about them';
-    this.logger.warn(`otlp ${k.transport}: refused ${what} (${k.reason})${since}${k.hint ? `; ${k.hint}` : ''}`, {
+    const { path, client, hint } = k.logs;
+    this.logger.warn(`otlp ${k.transport}: refused ${what} (${k.reason})${since}${hint ? `; ${hint}` : ''}`, {
       transport: k.transport, reason: k.reason, requests,
-      ...(k.lastPath === undefined ? {} : { path: k.lastPath }),
-      ...(k.lastClient === undefined ? {} : { client: k.lastClient }),
+      ...(path === undefined ? {} : { path }),
+      ...(client === undefined ? {} : { client }),
     });
   }
 }
