@@ -68,13 +68,11 @@ export function measuredOnly(c: { outputsPersisted: number; executionsWithPersis
 /**
  * Whether a counters row's sizes may be sums over more than one hook command (Claude Code reports an execution's
  * sizes summed over the num_hooks commands it ran): true when some execution ran more than one (the commands run
- * outnumber the executions) or did not say how many (fewer), or when some execution reported no sizes: a client
- * that sends no num_hooks sends no sizes either, and one such execution adds nothing to the commands run, so it
- * would make up for one that ran two; false when each ran exactly one, which makes every size that of one
- * command's output.
+ * outnumber the executions) or did not say how many (fewer); false when each ran exactly one, which makes every
+ * size that of one command's output.
  */
-export function sizesMaySum(c: { executions: number; numHooks: number; sizeUnknownExecutions: number }): boolean {
-  return c.numHooks !== c.executions || c.sizeUnknownExecutions > 0;
+export function sizesMaySum(c: { executions: number; numHooks: number }): boolean {
+  return c.numHooks !== c.executions;
 }
 
 /**
