@@ -180,21 +180,24 @@ export async function startTestServer(opts: TestServerOptions = {}): Promise<Tes
       }
     },
     async frozen<T>(whileFrozen: () => Promise<T>): Promise<T> {
+      // A backend listed may end before it is signalled (a connection closing): nothing left to freeze or wake.
+      const signal = (pid: number, sig: NodeJS.Signals): void => {
+        try {
+          process.kill(pid, sig);
+        } catch (err) {
+          if ((err as NodeJS.ErrnoException).code !== 'ESRCH') throw err;
+        }
+      };
       // The postmaster first: stopped, it forks no new process that would escape the freeze.
       const pids = serverPids(data);
-      for (const pid of pids) process.kill(pid, 'SIGSTOP');
-      const rest = serverPids(data).filter((p) => !pids.includes(p));
-      for (const pid of rest) process.kill(pid, 'SIGSTOP');
+      const rest: number[] = [];
       try {
+        for (const pid of pids) signal(pid, 'SIGSTOP');
+        rest.push(...serverPids(data).filter((p) => !pids.includes(p)));
+        for (const pid of rest) signal(pid, 'SIGSTOP');
         return await whileFrozen();
       } finally {
-        for (const pid of [...pids, ...rest]) {
-          try {
-            process.kill(pid, 'SIGCONT');
-          } catch {
-            // Exited meanwhile.
-          }
-        }
+        for (const pid of [...pids, ...rest]) signal(pid, 'SIGCONT');
       }
     },
     stop(): Promise<void> {
