@@ -142,6 +142,15 @@ describe('transport', () => {
     expect([at('connection refused (ECONNREFUSED): nothing listens at 10.0.0.7:443; gave up: the next attempt would pass the delivery deadline'), at('timed out after 10 s: no answer from 10.0.0.7:443')]).toEqual(['unreachable', 'timeout']);
   });
 
+  it('counts a connection that timed out (ETIMEDOUT) as a timeout, in words or stored bare', () => {
+    const at = (error: string) => failureReason({ httpStatus: null, error });
+    expect([
+      at('connection timed out (ETIMEDOUT): no answer from that address'),
+      at('connection timed out (ETIMEDOUT): no answer from 10.0.0.7:443; gave up: the next attempt would pass the delivery deadline'),
+      at('ETIMEDOUT'),
+    ]).toEqual(['timeout', 'timeout', 'timeout']);
+  });
+
   it('does not follow redirects: a signed body stays with its receiver', async () => {
     const s = await sink();
     s.reply = () => ({ status: 307, headers: { location: 'http://127.0.0.1:9/elsewhere' } });

@@ -140,15 +140,19 @@ export function describeError(err: unknown, url: string, timeoutMs: number): str
  * Why a notification was given up on, as /metrics names it (hookwatch_notification_failures_total{reason}), in the
  * words of the alert events' failures: refused_3xx (a redirect, not followed), refused_4xx, refused_5xx (the status
  * its last attempt was answered), unreachable (no connection made, or it was closed before the answer), timeout
- * (no answer within the receiver's timeout), tls (the handshake failed), other (an answer too large to read).
+ * (no answer within the receiver's timeout, or the connection timed out), tls (the handshake failed), other (an
+ * answer too large to read).
  */
 export const NOTIFICATION_FAILURE_REASONS = ['refused_3xx', 'refused_4xx', 'refused_5xx', 'unreachable', 'timeout', 'tls', 'other'] as const;
 export type NotificationFailureReason = (typeof NOTIFICATION_FAILURE_REASONS)[number];
 
 /** Codes (describeError's, in its words or stored bare before them) that mean no connection could be made or kept. */
 const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNABORTED', 'UND_ERR_SOCKET']);
-/** describeError's codes of fetch's own timeouts (connecting, the answer's headers or body). */
-const TIMEOUT_CODES = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
+/**
+ * describeError's codes of timeouts: fetch's own (connecting, the answer's headers or body), and the system's, a
+ * connection that had no answer from the other end (ETIMEDOUT).
+ */
+const TIMEOUT_CODES = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'ETIMEDOUT']);
 
 /**
  * describeError's codes of answers fetch cannot read, which the receiver would give every time: not retried, as
