@@ -34,6 +34,15 @@ async function page(opts: { allow?: RegExp; timezoneId?: string } = {}): Promise
   return w;
 }
 
+/** The fixtures' firing persisted alert (SessionStart:startup), once a notification of it was delivered. */
+async function deliveredAlert(): Promise<AlertSummary> {
+  return eventually('a firing persisted alert with a delivered notification', async () => {
+    const r = (await getJson<AlertsResponse>(svc.httpUrl, '/api/v1/alerts')).body;
+    const a = r.alerts.find((x) => x.state === 'firing' && x.labels['hook_name'] === 'SessionStart:startup');
+    return a && (await getJson<AlertDetailResponse>(svc.httpUrl, `/api/v1/alerts/${a.id}`)).body.attempts.some((t) => t.outcome === 'delivered') ? a : undefined;
+  });
+}
+
 
 beforeAll(async () => {
   browser = await launch();
@@ -162,11 +171,7 @@ describe('alerts page', () => {
   });
 
   it('keeps open delivery attempts on screen through the refreshes, drawn again only when they change', async () => {
-    const alert = await eventually('a firing persisted alert with a delivered notification', async () => {
-      const r = (await getJson<AlertsResponse>(svc.httpUrl, '/api/v1/alerts')).body;
-      const a = r.alerts.find((x) => x.state === 'firing' && x.labels['hook_name'] === 'SessionStart:startup');
-      return a && (await getJson<AlertDetailResponse>(svc.httpUrl, `/api/v1/alerts/${a.id}`)).body.attempts.some((t) => t.outcome === 'delivered') ? a : undefined;
-    });
+    const alert = await deliveredAlert();
     const { page: p } = await page();
     await p.goto(`${svc.httpUrl}/alerts?refresh=1s`);
     await waitLoaded(p);
@@ -190,11 +195,7 @@ describe('alerts page', () => {
   });
 
   it('gives up an alert\'s delivery attempts still being asked for when the page is left, and draws nothing of them on the page that follows', async () => {
-    const alert = await eventually('a firing persisted alert with a delivered notification', async () => {
-      const r = (await getJson<AlertsResponse>(svc.httpUrl, '/api/v1/alerts')).body;
-      const a = r.alerts.find((x) => x.state === 'firing' && x.labels['hook_name'] === 'SessionStart:startup');
-      return a && (await getJson<AlertDetailResponse>(svc.httpUrl, `/api/v1/alerts/${a.id}`)).body.attempts.some((t) => t.outcome === 'delivered') ? a : undefined;
-    });
+    const alert = await deliveredAlert();
     const { page: p } = await page();
     // hookwatch slow to answer for the alert: its answer waits until the test lets it through.
     const isAlert = (u: URL): boolean => u.pathname === `/api/v1/alerts/${alert.id}`;
@@ -229,11 +230,7 @@ describe('alerts page', () => {
   });
 
   it('scrolls open delivery attempts in their own box at 320 pixels, which keeps the focus and its scroll when they change', async () => {
-    const alert = await eventually('a firing persisted alert with a delivered notification', async () => {
-      const r = (await getJson<AlertsResponse>(svc.httpUrl, '/api/v1/alerts')).body;
-      const a = r.alerts.find((x) => x.state === 'firing' && x.labels['hook_name'] === 'SessionStart:startup');
-      return a && (await getJson<AlertDetailResponse>(svc.httpUrl, `/api/v1/alerts/${a.id}`)).body.attempts.some((t) => t.outcome === 'delivered') ? a : undefined;
-    });
+    const alert = await deliveredAlert();
     const { page: p } = await page();
     await p.setViewportSize({ width: 320, height: 800 });
     await p.goto(`${svc.httpUrl}/alerts?refresh=1s`);
