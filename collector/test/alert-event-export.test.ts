@@ -228,6 +228,11 @@ describe('alert event export outcomes', () => {
     await raiseAlert(service, 'PostToolUse:unreachable');
     await expect.poll(() => failures(service, 'unreachable'), { timeout: 15_000, interval: 100 }).toBe(1);
     expect(warnings(lines)).toEqual([expect.objectContaining({ msg: expect.stringContaining('"reason":"unreachable"') as string })]);
+    // Said in words with its code, as a webhook's delivery attempt says it, and nothing of the host or URL: the line
+    // names the endpoint on its own, without its query.
+    const logged = warnings(lines)[0]?.msg ?? '';
+    const fields = JSON.parse(logged.slice(logged.indexOf(' {'))) as { message?: string };
+    expect(fields.message).toBe('connection refused (ECONNREFUSED): nothing listens at that address');
     await raiseAlert(service, 'PostToolUse:unreachable-again');
     await expect.poll(() => failures(service, 'unreachable'), { timeout: 15_000, interval: 100 }).toBe(2);
     expect(await events(service, 'failed')).toBe(2);

@@ -27,6 +27,7 @@ import { routeSdkDiagnostics } from './otel-diag.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import { ThrottledLine } from '../telemetry/throttled-line.ts';
 import type { NotifyConfig } from './settings.ts';
+import { networkErrorWords } from '../../../shared/src/network-error.ts';
 
 /** One alert transition as emitted. */
 export interface AlertEvent extends AlertIdentity {
@@ -153,7 +154,8 @@ export function alertEventFailure(error: unknown, lastStatus: number | undefined
   if (status !== undefined && status >= 300) return refused(status, reason);
   const tls = tlsFailure(err);
   if (tls) return { reason: 'tls', message: `TLS failed: ${tls}` };
-  if (typeof code === 'string' && UNREACHABLE_CODES.has(code)) return { reason: 'unreachable', message: `cannot reach the endpoint: ${code}` };
+  // In words with its code, as a webhook's delivery attempt says it; never where (the line names the endpoint).
+  if (typeof code === 'string' && UNREACHABLE_CODES.has(code)) return { reason: 'unreachable', message: networkErrorWords(code) ?? `cannot reach the endpoint: ${code}` };
   if (code === 'ETIMEDOUT' || err.message === 'Request timed out') return { reason: 'timeout', message: `no answer within ${ALERT_EVENT_EXPORT_TIMEOUT_MS} ms` };
   if (lastStatus !== undefined && lastStatus >= 300) return refused(lastStatus, reason);
   return { reason: 'other', message: typeof err.message === 'string' ? err.message.slice(0, 200) : 'unknown error' };
