@@ -206,4 +206,22 @@ describe('a browser at the OTLP/HTTP port', () => {
     expect(res.type).toBe('text/html; charset=utf-8');
     expect(res.body).toContain('The dashboard is at <a href="https://hookwatch.example.com/a?b=1&amp;c=2">https://hookwatch.example.com/a?b=1&amp;c=2</a>.');
   });
+
+  it('answers its ask for /favicon.ico 404 without counting or logging a refusal', async () => {
+    const { svc, lines } = await start();
+    // The page, then the icon the browser asks for after it, as Chromium sends it.
+    expect((await get(`${svc.otlpHttpUrl}/`, { 'sec-fetch-mode': 'navigate', 'sec-fetch-dest': 'document' })).status).toBe(404);
+    for (const method of ['GET', 'HEAD']) {
+      const res = await fetch(`${svc.otlpHttpUrl}/favicon.ico`, { method, headers: { accept: 'image/avif,image/webp,image/apng,image/svg+xml,image/*,*/*;q=0.8', 'sec-fetch-dest': 'image', 'sec-fetch-mode': 'no-cors' } });
+      await res.arrayBuffer();
+      expect(res.status).toBe(404);
+    }
+    // The page's own ask counts, as any path the port does not serve; the icon's do not.
+    expect(svc.receiver.stats.rejected.not_found).toBe(1);
+    expect((await overview(svc)).otlpRefusals).toMatchObject([{ transport: 'http', reason: 'not_found', count: 1, lastPath: '/' }]);
+    await svc.close();
+    service = undefined;
+    expect(refusalLines(lines).map((l) => l.msg)).toEqual([expect.stringContaining('"path":"/"') as string]);
+    expect(lines.filter((l) => l.msg.includes('favicon'))).toEqual([]);
+  });
 });

@@ -228,6 +228,13 @@ export class OtlpHttpReceiver {
     const signal = PATHS[path];
     const encoding = mediaType(req.headers['content-type']);
     const answerIn = answerEncoding(req);
+    if (!signal && path === '/favicon.ico' && (req.method === 'GET' || req.method === 'HEAD')) {
+      // The icon a browser asks for after the page above: answered as any path this port does not serve, but no
+      // client's refusal to count, log or list.
+      this.fail(res, answerIn, 404, RpcCode.UNIMPLEMENTED, `no OTLP endpoint at ${path}; use /v1/logs, /v1/metrics or /v1/traces`);
+      req.resume();
+      return;
+    }
     if (!signal) {
       const hint = endpointHint(path, req.method, `${this.opts.tls ? 'https' : 'http'}://<host>:${req.socket.localPort ?? ''}`);
       this.refuse('not_found', req, hint);
