@@ -8,10 +8,12 @@ import { Client, Metadata, credentials, status as GrpcStatus, type ServiceError 
 import { OTLPLogExporter } from '@opentelemetry/exporter-logs-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BatchLogRecordProcessor, LoggerProvider } from '@opentelemetry/sdk-logs';
+import { once } from 'node:events';
 import { request, type IncomingHttpHeaders } from 'node:http';
+import { connect, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { OverviewResponse } from '../../shared/src/api.ts';
-import { getJson, postOtlp, startTestService, type TestService } from './helpers.ts';
+import { getJson, postOtlp, startTestService, until, type TestService } from './helpers.ts';
 import { recordingLogger, type Logged } from './support/recording-logger.ts';
 
 const TOKEN = 'ingest-token-for-refusals-0123456789';
@@ -165,6 +167,36 @@ describe('refused OTLP requests', () => {
     service = undefined;
     expect(refusalLines(lines).length).toBe(logged.length + 2);
     expect(JSON.stringify(lines) + JSON.stringify(body)).not.toContain('grpc-query-secret');
+  });
+
+  it('says an OTLP request its client gave up on, or one not received whole in time, as such: hookwatch refused neither', async () => {
+    const { svc, lines } = await start({ HOOKWATCH_INGEST_TOKEN: TOKEN, HOOKWATCH_OTLP_REQUEST_TIMEOUT: '1s' });
+    const url = new URL(svc.otlpHttpUrl);
+    // Half a body, then nothing more.
+    const half = async (): Promise<{ socket: Socket; answer: Promise<string> }> => {
+      const socket = connect(Number(url.port), url.hostname);
+      await once(socket, 'connect');
+      socket.write(`POST /v1/logs HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${TOKEN}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"resourceLogs":`);
+      let answer = '';
+      socket.on('data', (d: Buffer) => (answer += d.toString('latin1')));
+      socket.on('error', () => {});
+      return { socket, answer: once(socket, 'close').then(() => answer) };
+    };
+    // Cut off at otlp.requestTimeout.
+    expect(await (await half()).answer).toMatch(/^HTTP\/1\.1 408 /);
+    // The client closes its connection (an exporter's own timeout, a laptop going to sleep).
+    const quitter = await half();
+    await new Promise((r) => setTimeout(r, 100));
+    quitter.socket.destroy();
+    await until('the request given up on counted', async () => svc.receiver.stats.rejected.client_aborted === 1);
+    const said = lines.filter((l) => l.level === 'warn' && l.msg.startsWith('otlp http: ')).map((l) => l.msg.split(' {')[0]);
+    expect(said.sort()).toEqual([
+      'otlp http: an OTLP request timed out before it arrived whole (request_timeout)',
+      'otlp http: the client gave up on an OTLP request before sending it whole (client_aborted)',
+    ]);
+    expect(refusalLines(lines)).toEqual([]);
+    // The overview names them by the reasons /metrics counts them under.
+    expect((await overview(svc)).otlpRefusals?.map((r) => `${r.transport} ${r.reason} ${r.count}`).sort()).toEqual(['http client_aborted 1', 'http request_timeout 1']);
   });
 
   it('lists no refusals when there were none', async () => {

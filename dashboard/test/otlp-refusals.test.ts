@@ -3,9 +3,11 @@
  * token drops its batches without a word, and "No events yet" alone would send its reader looking elsewhere.
  * Headless Chromium against a real hookwatch, refused over real HTTP.
  */
+import { once } from 'node:events';
+import { connect } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser } from 'playwright-core';
-import { postOtlp, startTestService, type TestService } from '../../collector/test/helpers.ts';
+import { postOtlp, startTestService, until, type TestService } from '../../collector/test/helpers.ts';
 import { closePages, launch, watchedPage, type WatchedPage } from './harness.ts';
 
 const TOKEN = 'dashboard-refusals-ingest-token-0123';
@@ -48,5 +50,35 @@ describe('the empty overview', () => {
     expect(await p.content()).not.toContain('not-the-token-5150');
     // Still the setup help beneath it.
     expect(await p.locator('#setup-snippet').textContent()).toContain('export OTEL_EXPORTER_OTLP_ENDPOINT=');
+  });
+
+  it('says an OTLP request its client gave up on apart from the refusals: hookwatch did not refuse it', async () => {
+    const own = await startTestService({});
+    try {
+      const w = await watchedPage(browser);
+      open.push(w);
+      const p = w.page;
+      expect((await postOtlp(own.otlpHttpUrl, '/v1/log', '{}', { 'content-type': 'application/json' })).status).toBe(404);
+      // Half a body, then the client closes its connection (an exporter's own timeout, a laptop going to sleep).
+      const url = new URL(own.otlpHttpUrl);
+      const socket = connect(Number(url.port), url.hostname);
+      socket.on('error', () => {});
+      await once(socket, 'connect');
+      socket.write('POST /v1/logs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"resourceLogs":');
+      await new Promise((r) => setTimeout(r, 100));
+      socket.destroy();
+      await until('the request given up on counted', () => own.receiver.stats.rejected.client_aborted === 1);
+      await p.goto(`${own.httpUrl}/`);
+      await p.waitForSelector('#otlp-refusals');
+      expect(await p.locator('#otlp-refusals p').textContent()).toBe('hookwatch refused 1 OTLP request, and 1 more did not arrive whole, in the last 15 minutes (as counted by the hookwatch process that answered this page):');
+      const items = await p.locator('#otlp-refusals li').allTextContents();
+      // The latest first, of two with one request each.
+      expect(items).toEqual([
+        expect.stringMatching(/^1 over OTLP\/HTTP: the client gave up before sending the whole request \(last on \/v1\/logs\), the last \d+ s ago$/) as string,
+        expect.stringMatching(/^1 over OTLP\/HTTP: no OTLP endpoint at \/v1\/log, the last \d+ s ago/) as string,
+      ]);
+    } finally {
+      await own.close();
+    }
   });
 });

@@ -33,6 +33,27 @@ describe('OtlpRefusals', () => {
     expect(refusals.recent()).toMatchObject([{ reason: 'malformed', count: 3, lastPath: '/grpc', hint: 'a gRPC exporter goes to the OTLP/gRPC port' }]);
   });
 
+  it('says a request its client gave up on, or one that timed out, as such: hookwatch refused neither', async () => {
+    const { logger, lines } = recordingLogger();
+    const refusals = new OtlpRefusals({ logger, logIntervalMs: 200 });
+    for (let i = 0; i < 3; i++) refusals.note('http', 'client_aborted', { path: '/v1/logs', client: '10.0.0.7' });
+    refusals.note('grpc', 'client_aborted', { path: '/x.Service/Export', client: '10.0.0.8:5555' });
+    refusals.note('http', 'request_timeout', { path: '/v1/logs', client: '10.0.0.7' });
+    refusals.note('http', 'request_timeout', { path: '/v1/metrics', client: '10.0.0.7' });
+    expect(lines.map((l) => l.msg.split(' {')[0])).toEqual([
+      'otlp http: the client gave up on an OTLP request before sending it whole (client_aborted)',
+      'otlp grpc: the client gave up on an OTLP request before sending it whole (client_aborted)',
+      'otlp http: an OTLP request timed out before it arrived whole (request_timeout)',
+    ]);
+    await vi.waitFor(() => expect(lines).toHaveLength(5), { timeout: 2000 });
+    expect(lines.slice(3).map((l) => l.msg.split(' {')[0]).sort()).toEqual([
+      'otlp http: an OTLP request timed out before it arrived whole (request_timeout)',
+      'otlp http: clients gave up on 2 OTLP requests before sending them whole (client_aborted) since the last line about them',
+    ]);
+    // The reasons are named as /metrics and the overview name them.
+    expect(refusals.recent().map((r) => [r.transport, r.reason, r.count])).toEqual([['http', 'client_aborted', 3], ['http', 'request_timeout', 2], ['grpc', 'client_aborted', 1]]);
+  });
+
   it('counts the refusals of the last 15 minutes, most first, with the last path and time', () => {
     let now = Date.parse('2026-12-01T10:00:30Z');
     const refusals = new OtlpRefusals({ logger: recordingLogger().logger, now: () => now });

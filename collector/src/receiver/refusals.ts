@@ -7,6 +7,9 @@
  * to change where that is known. The refusals of the last RECENT_REFUSALS_MS are kept by transport and reason
  * (count, last time, last path) for the API's overview, in this process's memory: each replica knows its own.
  *
+ * A request that never arrived whole, its client having given up on it (client_aborted) or not received within
+ * otlp.requestTimeout (request_timeout), is no refusal of hookwatch's; it is kept and logged alike, in its own words.
+ *
  * Only a refusal reaches this: a request the receivers take costs nothing here.
  */
 import { cut } from '../request-error.ts';
@@ -64,6 +67,16 @@ const REASON_HINTS: Partial<Record<RejectReason, string>> = {
   host_not_allowed: 'this port listens on loopback and answers only the names in http.allowedHosts: add the name the client uses',
   too_large: 'the request is larger than otlp.maxRequestBytes: raise it, or have the exporter send smaller batches',
   method_not_allowed: 'an OTLP export is a POST',
+};
+
+/**
+ * Reasons kept and listed with the refusals, which are none of hookwatch's: the request never arrived whole, its
+ * client gave up on it or it was not received within otlp.requestTimeout. How a line says them: `what` is `an OTLP
+ * request` or `12 OTLP requests`.
+ */
+const NOT_REFUSED: Partial<Record<RejectReason, (what: string, one: boolean) => string>> = {
+  client_aborted: (what, one) => `${one ? 'the client' : 'clients'} gave up on ${what} before sending ${one ? 'it' : 'them'} whole`,
+  request_timeout: (what, one) => `${what} timed out before ${one ? 'it' : 'they'} arrived whole`,
 };
 
 interface Kept {
@@ -158,7 +171,8 @@ export class OtlpRefusals {
     const what = requests === 1 ? 'an OTLP request' : `${requests} OTLP requests`;
     const since = requests === 1 ? '' : ' since the last line about them';
     const { path, client, hint } = k.logs;
-    this.logger.warn(`otlp ${k.transport}: refused ${what} (${k.reason})${since}${hint ? `; ${hint}` : ''}`, {
+    const said = NOT_REFUSED[k.reason]?.(what, requests === 1) ?? `refused ${what}`;
+    this.logger.warn(`otlp ${k.transport}: ${said} (${k.reason})${since}${hint ? `; ${hint}` : ''}`, {
       transport: k.transport, reason: k.reason, requests,
       ...(path === undefined ? {} : { path }),
       ...(client === undefined ? {} : { client }),

@@ -548,16 +548,32 @@ describe('refusalsView', () => {
     const v = refusalsView([
       { transport: 'http', reason: 'not_found', count: 12, lastAt: '2026-12-01T09:59:30Z', lastPath: '/v1/logs/v1/logs', hint: 'OTEL_EXPORTER_OTLP_ENDPOINT is the base URL' },
       { transport: 'grpc', reason: 'unauthenticated', count: 1, lastAt: '2026-12-01T09:50:00Z', lastPath: '/opentelemetry.proto.collector.logs.v1.LogsService/Export' },
-      { transport: 'http', reason: 'request_timeout', count: 2, lastAt: '2026-12-01T09:58:00Z' },
+      { transport: 'http', reason: 'request_too_slow', count: 2, lastAt: '2026-12-01T09:58:00Z' },
     ], nowMs);
     expect(v).toEqual({
       headline: 'hookwatch refused 15 OTLP requests in the last 15 minutes (as counted by the hookwatch process that answered this page):',
       lines: [
         '12 over OTLP/HTTP: no OTLP endpoint at /v1/logs/v1/logs, the last 30 s ago. OTEL_EXPORTER_OTLP_ENDPOINT is the base URL',
         '1 over OTLP/gRPC: missing or wrong bearer token (last on /opentelemetry.proto.collector.logs.v1.LogsService/Export), the last 10 min ago',
-        '2 over OTLP/HTTP: request timeout, the last 2 min ago',
+        '2 over OTLP/HTTP: request too slow, the last 2 min ago',
       ],
     });
     expect(refusalsView([{ transport: 'http', reason: 'not_found', count: 1, lastAt: '2026-12-01T09:59:59Z', lastPath: '/' }], nowMs)?.headline).toMatch(/^hookwatch refused 1 OTLP request in/);
+  });
+
+  it('says requests their clients gave up on, and those that timed out, apart from the refusals: hookwatch refused neither', () => {
+    const aborted = { transport: 'http', reason: 'client_aborted', count: 3, lastAt: '2026-12-01T09:59:00Z', lastPath: '/v1/logs' } as const;
+    const timedOut = { transport: 'grpc', reason: 'request_timeout', count: 1, lastAt: '2026-12-01T09:58:00Z', lastPath: '/opentelemetry.proto.collector.logs.v1.LogsService/Export' } as const;
+    const notFound = { transport: 'http', reason: 'not_found', count: 2, lastAt: '2026-12-01T09:59:30Z', lastPath: '/v1/log' } as const;
+    expect(refusalsView([aborted, timedOut], nowMs)).toEqual({
+      headline: '4 OTLP requests did not arrive whole in the last 15 minutes (as counted by the hookwatch process that answered this page):',
+      lines: [
+        '3 over OTLP/HTTP: the client gave up before sending the whole request (last on /v1/logs), the last 1 min ago',
+        '1 over OTLP/gRPC: timed out, not received whole within otlp.requestTimeout (last on /opentelemetry.proto.collector.logs.v1.LogsService/Export), the last 2 min ago',
+      ],
+    });
+    expect(refusalsView([aborted, notFound], nowMs)?.headline).toBe('hookwatch refused 2 OTLP requests, and 3 more did not arrive whole, in the last 15 minutes (as counted by the hookwatch process that answered this page):');
+    expect(refusalsView([{ ...aborted, count: 1 }], nowMs)?.headline).toMatch(/^1 OTLP request did not arrive whole in the last 15 minutes/);
+    expect(refusalsView([notFound, { ...timedOut, count: 1 }], nowMs)?.headline).toMatch(/^hookwatch refused 2 OTLP requests, and 1 more did not arrive whole, in the last/);
   });
 });

@@ -607,19 +607,32 @@ const REFUSAL_WORDS: Record<string, string> = {
   host_not_allowed: 'a Host this port does not answer',
   malformed: 'not OTLP over this port\'s protocol',
   bad_request: 'a body that does not decode',
+  client_aborted: 'the client gave up before sending the whole request',
+  request_timeout: 'timed out, not received whole within otlp.requestTimeout',
 };
 
 /**
+ * Reasons the receivers keep with their refusals that are none of hookwatch's: the request never arrived whole (its
+ * client gave up on it, or it was not received within otlp.requestTimeout). The API's reason codes stay.
+ */
+const NOT_REFUSED = new Set(['client_aborted', 'request_timeout']);
+
+/**
  * The OTLP requests refused lately, for the empty overview: an exporter drops a refused batch silently, so a wrong
- * endpoint or a missing token would otherwise look like telemetry that never left. Null when there were none (or
- * the server does not say). Each line: the count, the transport's status, what it means with the last path asked,
- * and the fix where hookwatch knows it.
+ * endpoint or a missing token would otherwise look like telemetry that never left. Those that did not arrive whole
+ * are counted apart: hookwatch refused none of them. Null when there were none (or the server does not say). Each
+ * line: the count, the transport's status, what it means with the last path asked, and the fix where hookwatch
+ * knows it.
  */
 export function refusalsView(refusals: readonly OtlpRefusal[] | undefined, nowMs: number): { headline: string; lines: string[] } | null {
   const total = (refusals ?? []).reduce((n, r) => n + r.count, 0);
   if (!refusals || total === 0) return null;
+  const notWhole = refusals.reduce((n, r) => (NOT_REFUSED.has(r.reason) ? n + r.count : n), 0);
+  const refused = total - notWhole;
+  const what = refused === 0 ? `${plural(notWhole, 'OTLP request')} did not arrive whole`
+    : `hookwatch refused ${plural(refused, 'OTLP request')}${notWhole ? `, and ${num(notWhole)} more did not arrive whole,` : ''}`;
   return {
-    headline: `hookwatch refused ${plural(total, 'OTLP request')} in the last 15 minutes (as counted by the hookwatch process that answered this page):`,
+    headline: `${what} in the last 15 minutes (as counted by the hookwatch process that answered this page):`,
     lines: refusals.map((r) => {
       const words = REFUSAL_WORDS[r.reason] ?? r.reason.replace(/_/g, ' ');
       const path = r.lastPath === undefined ? '' : r.reason === 'not_found' ? ` at ${r.lastPath}` : ` (last on ${r.lastPath})`;
