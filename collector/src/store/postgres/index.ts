@@ -246,10 +246,40 @@ const GUARD_SQL = guardTrimSql((n) => `$${n}`);
  * rollup statement (the last of the transaction: applyRollups) to its commit, mostly bump different rows instead
  * of waiting on one a day; a replica paused there holds up the connections of its slot only, one in 256. Each statement
  * takes its rows in day order; two batches of one slot each inserting into one day and updating another can
- * still deadlock, which ingest retries as it does any conflict. The sum of a day's rows only grows.
+ * still deadlock, which ingest retries as it does any conflict. The sum of a day's rows only grows, until
+ * retention deletes them with the day's rollups (pruneDayChanges): a day before DayChangesPruned.beforeDay reads
+ * under the count of those deletes instead.
  */
 export const DAY_CHANGES = 'day_changes';
 const DAY_CHANGE_SLOTS = 256;
+/**
+ * store_meta key of how far retention has deleted the days' change generations (DayChangesPruned, JSON): the rows
+ * of the days whose rollups it has deleted go with them (prune), so the table holds the days within
+ * retention.rollups, not every day since migration 19.
+ */
+const DAY_CHANGES_PRUNED_META = 'day_changes_pruned';
+
+/**
+ * The days before `beforeDay` have had their change generations deleted by retention, `prunes` the count of the
+ * retention transactions that deleted some or moved `beforeDay` (never lowered). A day's rows going makes its sum
+ * 0 again, as on a day never written (one written before migration 19), and a late commit into it counts from 1
+ * again: what was kept for such a day must not be taken for unchanged by a sum come back. So a day before
+ * `beforeDay` reads as its sum under `prunes` (dayGenerations), which every transaction deleting rows moves.
+ */
+interface DayChangesPruned {
+  beforeDay: number;
+  prunes: number;
+}
+
+function parseDayChangesPruned(value: unknown): DayChangesPruned {
+  try {
+    const v = JSON.parse(String(value)) as Partial<Record<keyof DayChangesPruned, unknown>>;
+    if (typeof v.beforeDay === 'number' && Number.isSafeInteger(v.beforeDay) && typeof v.prunes === 'number' && Number.isSafeInteger(v.prunes)) return { beforeDay: v.beforeDay, prunes: v.prunes };
+  } catch {
+    // None yet (or not one this version wrote): nothing pruned.
+  }
+  return { beforeDay: -Infinity, prunes: 0 };
+}
 
 function dayChangesDdl(): string {
   const trigger = (table: string, event: 'INSERT' | 'UPDATE' | 'DELETE'): string =>
@@ -1442,7 +1472,10 @@ export class PostgresStore implements Store {
    * restart and migrate it): every call then reads what it answers, as before.
    */
   private async dayGenerations(fromMs: number, toMs: number): Promise<((a: number, b: number) => string) | undefined> {
-    const [head] = await this.query('SELECT pg_postmaster_start_time()::text AS started, to_regclass($1)::oid::text AS generations', [DAY_CHANGES]);
+    const [head] = await this.query(
+      'SELECT pg_postmaster_start_time()::text AS started, to_regclass($1)::oid::text AS generations, (SELECT value FROM store_meta WHERE key = $2) AS pruned',
+      [DAY_CHANGES, DAY_CHANGES_PRUNED_META],
+    );
     const table = head?.['generations'];
     const server = `${String(head?.['started'])}/${String(table)}`;
     if (server !== this.keptOn) {
@@ -1455,9 +1488,11 @@ export class PostgresStore implements Store {
       [Math.floor(fromMs / DAY_MS), Math.floor((toMs - 1) / DAY_MS)],
     );
     const days = new Map(rows.map((r) => [Number(r['day']), String(r['generation'])]));
+    // Days whose rows retention has deleted read under the count of its deletes: their sums start again from 0.
+    const pruned = parseDayChangesPruned(head?.['pruned']);
     return (a, b) => {
       const out: string[] = [];
-      for (let d = Math.floor(a / DAY_MS); d <= Math.floor((b - 1) / DAY_MS); d++) out.push(days.get(d) ?? '0');
+      for (let d = Math.floor(a / DAY_MS); d <= Math.floor((b - 1) / DAY_MS); d++) out.push(d < pruned.beforeDay ? `p${pruned.prunes}:${days.get(d) ?? '0'}` : (days.get(d) ?? '0'));
       return `${server}|${out.join(',')}`;
     };
   }
@@ -1777,6 +1812,8 @@ export class PostgresStore implements Store {
     await rollups(ROLLUP_TABLES.minute, minutesBeforeMs);
     await rollups(ROLLUP_TABLES.hour, rollupsBeforeMs);
     await rollups(ROLLUP_TABLES.day, rollupsBeforeMs);
+    // The change generations of the days now gone from all three (their deletes have just bumped them).
+    await this.pruneDayChanges(epoch, Math.floor(Math.min(minutesBeforeMs, rollupsBeforeMs) / DAY_MS), go);
     // Dimension rollups are hours and days: they go with retention.rollups like the base ones (not counted in
     // `rollups`, which counts the base rows whatever the dimensions configured).
     const hookIds = (await this.query('SELECT hook_id FROM hooks', [])).map((r) => String(r['hook_id']));
@@ -1844,6 +1881,29 @@ export class PostgresStore implements Store {
     if (deferred.length > 0) {
       result.partitionsDeferred = deferred.length;
       this.logger?.warn('event partitions left to the next retention run: a lock on events was not granted in time', { partitions: deferred, lockTimeoutMs: PARTITION_DDL_LOCK_TIMEOUT_MS });
+    }
+  }
+
+  /**
+   * Deletes the change generations of the days before `beforeDay` (DAY_CHANGES), pruneBatch rows a transaction,
+   * each fenced as retention's other deletes and noting what it did in store_meta (DayChangesPruned) in the same
+   * transaction: a read sees a day's rows gone and the count of prunes moved together, never one without the other.
+   */
+  private async pruneDayChanges(epoch: number, beforeDay: number, go: () => void): Promise<void> {
+    for (;;) {
+      go();
+      const deleted = await this.fenced(epoch, async (c) => {
+        const [meta] = (await c.query('SELECT value FROM store_meta WHERE key = $1 FOR UPDATE', [DAY_CHANGES_PRUNED_META])).rows as Record<string, unknown>[];
+        const was = parseDayChangesPruned(meta?.['value']);
+        const r = await c.query(`DELETE FROM ${DAY_CHANGES} WHERE (day, slot) IN (SELECT day, slot FROM ${DAY_CHANGES} WHERE day < $1 LIMIT $2)`, [beforeDay, this.pruneBatch]);
+        const n = r.rowCount ?? 0;
+        if (n > 0 || beforeDay > was.beforeDay) {
+          const now: DayChangesPruned = { beforeDay: Math.max(beforeDay, was.beforeDay), prunes: was.prunes + 1 };
+          await c.query('INSERT INTO store_meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value', [DAY_CHANGES_PRUNED_META, JSON.stringify(now)]);
+        }
+        return n;
+      });
+      if (deleted < this.pruneBatch) return;
     }
   }
 
