@@ -105,7 +105,8 @@ function ruleLabels(raw: unknown, at: string, groupBy: string | null): Record<st
   for (const [name, value] of entries) {
     if (!LABEL_NAME.test(name) || name.startsWith('__')) throw new SettingError(`${at}.labels: ${JSON.stringify(name)} is not a label name (letters, digits and _, starting with a letter or _, not __)`);
     if (taken.includes(name)) throw new SettingError(`${at}.labels.${name}: hookwatch sets this label itself${name === 'severity' ? ' (use severity:)' : ''}`);
-    // A number or a boolean is written as text, as Prometheus does with `priority: 1`.
+    // A number or a boolean is written as text, as Prometheus does with `priority: 1`; from the file it arrives as
+    // the file writes it (Setting.textValues: `2.10`, not `2.1`).
     const text = typeof value === 'number' || typeof value === 'boolean' ? String(value) : value;
     if (typeof text !== 'string' || text.length === 0 || text.length > MAX_LABEL_VALUE) throw new SettingError(`${at}.labels.${name}: expected a string of 1 to ${MAX_LABEL_VALUE} characters`);
     out[name] = text;
@@ -254,13 +255,13 @@ function parseRule(raw: unknown, i: number, knownDimensions?: readonly string[])
 
 export const ALERTING_SETTINGS: readonly Setting[] = [
   {
-    key: 'alerting.rules', type: 'object', default: null, validate: validator((v) => parseRules(v)), reloadable: true,
+    key: 'alerting.rules', type: 'object', default: null, textValues: '[].labels.*', validate: validator((v) => parseRules(v)), reloadable: true,
     description: 'Alert rules (file only): a list of {kind, name, for, keepFiringFor, window, groupBy, threshold, minExecutions, horizonDays, after, scope, severity, labels}. Kinds: persisted, persisted_ratio, headroom, growth, blind, silence, never_completed, hook_limit. Unset: persisted, headroom, growth, blind, never_completed and hook_limit with their defaults; [] turns alerting rules off.',
   },
   RECEIVERS_SETTING,
   {
-    key: 'alerting.externalLabels', env: 'HOOKWATCH_ALERT_EXTERNAL_LABELS', type: 'object', default: {}, validate: validator(parseExternalLabels), reloadable: true,
-    description: 'Labels added to every alert hookwatch pushes to an Alertmanager (`type: alertmanager`) and to the webhook body (`type: webhook`: each alert\'s labels and fingerprint, commonLabels, groupLabels and so groupKey), as Prometheus\' `global.external_labels`, e.g. `{ env: prod }`: two hookwatch deployments (prod and staging, two business units) sending to one Alertmanager then keep their alerts apart, where alerts of the same labels would be merged into one and one deployment\'s resolution would end the other\'s alert. A mapping in the file; `name=value,name2=value2` in the environment (values URL-decoded). Names are label names (letters, digits and _, starting with a letter or _, not __), at most 20, values 1 to 256 characters. A name hookwatch sets itself (alertname, severity, hook_event, hook_name, service_name, service_version, scope) is refused, as is one a rule sets too (its labels, its groupBy label), at start and by a reload: an alert never carries two values of one label. hookwatch\'s own API, dashboard and silences see the alerts without them (a silence in hookwatch, and the `silence_url` link to its form, match the labels hookwatch sets); an Alertmanager silence may match them. Slack messages and alert events (alerting.otlp.endpoint) do not carry them.',
+    key: 'alerting.externalLabels', env: 'HOOKWATCH_ALERT_EXTERNAL_LABELS', type: 'object', default: {}, textValues: '*', validate: validator(parseExternalLabels), reloadable: true,
+    description: 'Labels added to every alert hookwatch pushes to an Alertmanager (`type: alertmanager`) and to the webhook body (`type: webhook`: each alert\'s labels and fingerprint, commonLabels, groupLabels and so groupKey), as Prometheus\' `global.external_labels`, e.g. `{ env: prod }`: two hookwatch deployments (prod and staging, two business units) sending to one Alertmanager then keep their alerts apart, where alerts of the same labels would be merged into one and one deployment\'s resolution would end the other\'s alert. A mapping in the file; `name=value,name2=value2` in the environment (values URL-decoded). Names are label names (letters, digits and _, starting with a letter or _, not __), at most 20, values 1 to 256 characters; a value written as a number or a boolean in the file is taken as written there (`version: 1.10` is "1.10", not "1.1"), as Prometheus reads it, and so are a rule\'s labels. A name hookwatch sets itself (alertname, severity, hook_event, hook_name, service_name, service_version, scope) is refused, as is one a rule sets too (its labels, its groupBy label), at start and by a reload: an alert never carries two values of one label. hookwatch\'s own API, dashboard and silences see the alerts without them (a silence in hookwatch, and the `silence_url` link to its form, match the labels hookwatch sets); an Alertmanager silence may match them. Slack messages and alert events (alerting.otlp.endpoint) do not carry them.',
   },
   {
     key: 'alerting.evaluationInterval', env: 'HOOKWATCH_ALERT_EVALUATION_INTERVAL', type: 'duration', default: 10_000, min: 50, max: 600_000, reloadable: true,

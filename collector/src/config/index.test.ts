@@ -704,6 +704,36 @@ describe('alerting.externalLabels', () => {
     expect(() => load('', { HOOKWATCH_ALERT_EXTERNAL_LABELS: 'env=prod,env=staging' })).toThrow('alerting.externalLabels.env: given twice');
   });
 
+  it('keeps a value written as a number as the file writes it, in `hookwatch config` too, as Prometheus keeps `version: 1.10`', async () => {
+    const { dir, cleanup } = tempDir('hookwatch-label-text-');
+    try {
+      const file = join(dir, 'hookwatch.yaml');
+      writeFileSync(file, [
+        'alerting:',
+        '  externalLabels: { version: 1.10, mask: 0x1F, limit: 1e3, zone: 010, shift: +1, share: .5, enabled: True, tier: 2, env: prod }',
+        '  rules:',
+        // The numeric settings beside them still read numbers.
+        '    - { kind: persisted_ratio, threshold: .5, minExecutions: 0x10, labels: { release: 2.10, build: 0o17, team: web } }',
+        'forward:',
+        '  endpoint: http://127.0.0.1:4318',
+        '  headers: { x-schema-version: 10.50, x-tenant: 0x1F00 }',
+        '',
+      ].join('\n'));
+      const labels = { version: '1.10', mask: '0x1F', limit: '1e3', zone: '010', shift: '+1', share: '.5', enabled: 'True', tier: '2', env: 'prod' };
+      const config = toConfig(loadConfig({ env: {}, flags: { config: file } }));
+      expect(config.alerting.externalLabels).toEqual(labels);
+      expect(config.alerting.rules.map((r) => [r.threshold, r.minExecutions, r.labels])).toEqual([[0.5, 16, { release: '2.10', build: '0o17', team: 'web' }]]);
+      expect(config.forward.headers).toEqual({ 'x-schema-version': '10.50', 'x-tenant': '0x1F00' });
+      const main = fileURLToPath(new URL('../main.ts', import.meta.url));
+      const { stdout } = await promisify(execFile)(process.execPath, [main, 'config', '--json', '--config', file]);
+      const printed = JSON.parse(stdout) as { alerting: { externalLabels: Record<string, string>; rules: { labels: Record<string, string> }[] } };
+      expect(printed.alerting.externalLabels).toEqual(labels);
+      expect(printed.alerting.rules[0]?.labels).toEqual({ release: '2.10', build: '0o17', team: 'web' });
+    } finally {
+      cleanup();
+    }
+  });
+
   it('refuses a name a rule sets too (its labels, its groupBy label): an alert never carries two values of one label', () => {
     expect(() => load(`alerting:\n  externalLabels: { team: platform }\n  rules:\n    - { kind: persisted, labels: { team: web } }\n`)).toThrow('alerting.externalLabels.team: alerting.rules[0] (persisted) sets this label too (its labels.team); an external label is the same on every alert hookwatch sends: rename one of them');
     expect(() => load(`dimensions: [organization.id]\nalerting:\n  externalLabels: { organization_id: acme }\n  rules:\n    - { kind: headroom, groupBy: organization.id }\n`)).toThrow('alerting.externalLabels.organization_id: alerting.rules[0] (headroom) sets this label too (its groupBy organization.id)');

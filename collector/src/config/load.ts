@@ -3,7 +3,7 @@
  * < flags. Unknown keys and bad values fail with a message that names the key; secret values never appear in it.
  */
 import { isAbsolute, resolve } from 'node:path';
-import { parseDocument } from 'yaml';
+import { parseDocument, visit } from 'yaml';
 import { readBoundedSync } from './bounded-read.ts';
 import { humanValue } from './format.ts';
 import { FILE_CONTENTS, FILE_CONTENTS_PROBLEM, durationProblem, parseBytes, parseDuration, quotedKey, readBoolean, readNumber, sizeFractionProblem } from './values.ts';
@@ -166,7 +166,7 @@ const firstLine = (message: string): string => (message.split('\n')[0] as string
  * as it would (quoting the line): a tag it does not define (`!ENV NAME`, `!vault ...`) would be read as the bare
  * text after it, and a YAML version it does not know by its own rules.
  */
-function parseConfigText(text: string, file: string): unknown {
+function parseConfigText(text: string, file: string): { doc: unknown; written: unknown } {
   // Merge keys (`<<: *base`) as Prometheus and Alertmanager read them: YAML 1.2 dropped them, Go's YAML library
   // kept them, and a `<<` read as a key was refused as unknown.
   const parsed = parseDocument(text, { merge: true });
@@ -183,11 +183,34 @@ function parseConfigText(text: string, file: string): unknown {
   if (problem?.code === 'MULTIPLE_DOCS') throw new ConfigError(`config file ${file} holds a second YAML document${where}: hookwatch reads one; merge them, or remove the ---`);
   try {
     if (problem) throw problem;
-    return parsed.toJS();
+    // The same document with every number and boolean value as its text in the file (keys left as they are, so
+    // both have the same paths): what the settings whose values are text read there (Setting.textValues).
+    const written = parsed.clone();
+    visit(written, {
+      Scalar(key, node) {
+        if (key !== 'key' && (typeof node.value === 'number' || typeof node.value === 'boolean') && node.source !== undefined) node.value = node.source;
+      },
+    });
+    return { doc: parsed.toJS(), written: written.toJS() };
   } catch (err) {
     throw new ConfigError(`config file ${file} is not valid YAML or JSON: ${firstLine((err as Error).message)}`);
   }
 }
+
+/**
+ * `value` with each number or boolean at `path` (Setting.textValues) replaced by its text in the file, found at the
+ * same place in `written` (parseConfigText). Anything else, and a value of another shape, is left as it is.
+ */
+function asWritten(value: unknown, written: unknown, path: readonly string[]): unknown {
+  if (path.length === 0) return (typeof value === 'number' || typeof value === 'boolean') && typeof written === 'string' ? written : value;
+  const [step, ...rest] = path;
+  if (step === '[]') return Array.isArray(value) && Array.isArray(written) ? value.map((v, i) => asWritten(v, written[i], rest)) : value;
+  if (!isMapping(value) || !isMapping(written)) return value;
+  if (step === '*') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, asWritten(v, written[k], rest)]));
+  return Object.hasOwn(value, step as string) ? { ...value, [step as string]: asWritten(value[step as string], written[step as string], rest) } : value;
+}
+
+const isMapping = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
 
 /** `${env:NAME}` in a config file value, as the OpenTelemetry Collector writes it; `$${` is a literal `${`. */
 const ENV_REFERENCE = /\$\$\{|\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}|\$\{[^}]*\}?/g;
@@ -279,11 +302,18 @@ export function loadConfig(input: LoadInput = {}): LoadedConfig {
     }
     const empty = input.reload ? emptyAtReload(text, file) : undefined;
     if (empty) throw new ConfigError(empty);
-    const doc = expandEnv(parseConfigText(text, file), env, '', `config file ${file}`);
+    const parsed = parseConfigText(text, file);
+    const doc = expandEnv(parsed.doc, env, '', `config file ${file}`);
     const raw = new Map<string, unknown>();
-    if (doc !== null && doc !== undefined) flatten(doc, '', raw, `config file ${file}`);
+    const written = new Map<string, unknown>();
+    if (doc !== null && doc !== undefined) {
+      flatten(doc, '', raw, `config file ${file}`);
+      flatten(parsed.written, '', written, `config file ${file}`);
+    }
     for (const [key, v] of raw) {
-      values.set(key, coerce(findSetting(key) as Setting, v, `config file ${file}`));
+      const setting = findSetting(key) as Setting;
+      const value = setting.textValues === undefined ? v : asWritten(v, written.get(key), setting.textValues.split('.'));
+      values.set(key, coerce(setting, value, `config file ${file}`));
       sources.set(key, 'file');
     }
   }

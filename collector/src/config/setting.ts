@@ -29,6 +29,13 @@ export interface Setting {
   validate?: (value: unknown) => string | undefined;
   /** Applied by a reload of the configuration (SIGHUP, POST /-/reload); every other setting takes a restart. */
   reloadable?: boolean;
+  /**
+   * Where, in an `object` setting's value from the file, the values are text (label values, header values): a
+   * path of keys, `*` for every key of a mapping, `[]` for every item of a list (`[].labels.*`, each item's
+   * labels). A number or a boolean written there is read as the file writes it (`1.10`, `0x1F`, `True`), not as
+   * the number (`1.1`, `31`), as Go's YAML reads it into a string.
+   */
+  textValues?: string;
 }
 
 /** A configuration that hookwatch refuses to start with; the message names the setting. */

@@ -98,8 +98,8 @@ export const FORWARD_SETTINGS: readonly Setting[] = [
     description: 'How to reach forward.endpoint. Over HTTP each request keeps the encoding it arrived in (never transcoded); grpc carries protobuf only, so OTLP/JSON requests are then refused with 415.',
   },
   {
-    key: 'forward.headers', env: 'HOOKWATCH_FORWARD_HEADERS', type: 'object', default: {}, secret: true,
-    description: 'Headers (gRPC metadata) sent downstream, e.g. an API key. A mapping in the file; `name=value,name2=value2` in the environment like OTEL_EXPORTER_OTLP_HEADERS. Checked at start: Content-Type, Content-Encoding, Content-Length and the connection headers are set by hookwatch and refused; with grpc so are names ending in -bin (binary metadata) or starting with grpc-, names other than lower-case letters, digits and -_., and values other than printable ASCII. Values are secret: one shorter than 4 characters (or the credential after `Bearer `/`Basic `), too short to be scrubbed from logs, is refused.',
+    key: 'forward.headers', env: 'HOOKWATCH_FORWARD_HEADERS', type: 'object', default: {}, secret: true, textValues: '*',
+    description: 'Headers (gRPC metadata) sent downstream, e.g. an API key. A mapping in the file; `name=value,name2=value2` in the environment like OTEL_EXPORTER_OTLP_HEADERS. Checked at start: Content-Type, Content-Encoding, Content-Length and the connection headers are set by hookwatch and refused; with grpc so are names ending in -bin (binary metadata) or starting with grpc-, names other than lower-case letters, digits and -_., and values other than printable ASCII. Values are secret: one shorter than 4 characters (or the credential after `Bearer `/`Basic `), too short to be scrubbed from logs, is refused. A value written as a number in the file is sent as written there (`x-schema-version: 10.50` sends 10.50).',
     validate: (v) => {
       const r = parseForwardHeaders(v);
       return typeof r === 'string' ? r : undefined;
