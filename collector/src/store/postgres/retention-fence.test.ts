@@ -117,6 +117,38 @@ describe('retention fenced by the leader lease', () => {
     expect(await eventsLeft(url)).toBe(0);
   }, 60_000);
 
+  it('a leader paused in its delete of the days\' change generations past its lease deletes none once resumed; the new leader does', async () => {
+    const { url, store } = await fencedStore();
+    const b = new PostgresLease({ url, holder: 'b', ttlMs: TTL_MS });
+    db.defer(() => b.stop());
+    const generations = async (): Promise<{ rows: number; pruned: string | undefined }> => {
+      const [row] = await queryOnce<{ n: string; pruned: string | null }>(url, "SELECT (SELECT count(*) FROM day_changes)::text AS n, (SELECT value FROM store_meta WHERE key = 'day_changes_pruned') AS pruned");
+      return { rows: Number(row?.n), pruned: row?.pruned ?? undefined };
+    };
+    const pause = pauseAt((text) => text.startsWith('DELETE FROM day_changes'));
+    db.defer(async () => pause.restore());
+    // The events' day is past retention (its minute rollups, which go with the events, too): its rollups go, then
+    // its generations.
+    const run = store.prune(T0 + 2 * 86_400_000, T0 + 2 * 86_400_000).then(() => undefined, (err: unknown) => err as Error);
+    await pause.paused;
+    await waitFor('b to take the lease over', async () => ((await b.tick()) ? true : undefined), 20_000, 100);
+    const atTakeover = await generations();
+    expect(atTakeover.rows).toBeGreaterThan(0);
+    pause.resume();
+    const err = await run;
+    pause.restore();
+    expect(err?.name).toBe('NotLeaderError');
+    expect(await generations()).toEqual(atTakeover);
+    expect(atTakeover.pruned).toBeUndefined();
+
+    const next = db.track(await PostgresStore.open({ url, poolSize: 2, pruneBatch: BATCH }));
+    next.fenceRetention(b);
+    await next.prune(T0 + 2 * 86_400_000, T0 + 2 * 86_400_000);
+    const after = await generations();
+    expect(after.rows).toBe(0);
+    expect(JSON.parse(after.pruned ?? 'null')).toEqual({ beforeDay: Math.floor((T0 + 2 * 86_400_000) / 86_400_000), prunes: 1 });
+  }, 60_000);
+
   it('a batch waiting on a row lock past the lease holds no renewal: its leader stays leader and the run ends', async () => {
     const { url, store, a } = await fencedStore();
     // Another session (an operator's, a long report's) holds the events the first batch deletes.
