@@ -12,6 +12,8 @@ import { hookRequest, type HookExecution } from './otlp-json.ts';
 
 const fx = useFixture();
 const HOOK = 'PreToolUse:by-team';
+/** A hook whose every execution runs two commands: more commands report success than there are executions. */
+const PAIR = 'SessionStart:pair';
 
 beforeAll(async () => {
   const runs = (n: number, team: string | undefined, sizes: HookExecution['sizes']): HookExecution[] =>
@@ -26,6 +28,8 @@ beforeAll(async () => {
   ]) {
     expect((await postOtlp(fx.svc().otlpHttpUrl, '/v1/logs', hookRequest(batch, seq), { 'content-type': 'application/json' })).status).toBe(200);
   }
+  const pair: HookExecution[] = Array.from({ length: 3 }, (_v, i) => ({ hookEvent: 'SessionStart', hookName: PAIR, timeMs: NOW - 10 * 60_000 + i * 1000, numHooks: 2, sizes: { stdout: 400, additionalContext: 0, persisted: 0 } }));
+  expect((await postOtlp(fx.svc().otlpHttpUrl, '/v1/logs', hookRequest(pair, seq), { 'content-type': 'application/json' })).status).toBe(200);
 });
 
 /** The breakdown by team's rows: the value shown, whether it is a link, and its executions, persisted and largest cells. */
@@ -104,5 +108,21 @@ describe('a breakdown row', () => {
     expect(new URL(p.url()).searchParams.get('f.team')).toBe('');
     expect(await p.textContent('.chip')).toMatch(/^team = \(not set\)/);
     expect(await keyFigures(p)).toEqual(rows[0]?.figures);
+  });
+
+  it('names the count of commands that reported success as the overview does, so 6 beside 3 executions reads as no error', async () => {
+    const id = await fx.hookId(PAIR);
+    const { page: p } = await fx.page({ width: 1440 });
+    await p.goto(`${fx.svc().httpUrl}/hooks/${id}?range=24h&by=team&refresh=off`);
+    await waitLoaded(p);
+    await p.waitForSelector('#by-dimension tbody tr');
+    const headers = (sel: string): Promise<string[]> => p.$$eval(`${sel} thead th`, (ths) => ths.map((th) => th.textContent ?? ''));
+    const breakdown = await headers('#by-dimension');
+    expect(breakdown.slice(2, 4)).toEqual(['Executions', 'Commands OK']);
+    expect(await p.$$eval('#by-dimension tbody tr td', (tds) => tds.slice(1, 3).map((td) => td.textContent))).toEqual(['3', '6']);
+    const perBucket = await p.$$eval('table', (tables) => tables.filter((t) => t.caption?.textContent === 'Success and persisted outputs per bucket')
+      .map((t) => [...t.querySelectorAll('thead th')].map((th) => th.textContent ?? '')));
+    expect(perBucket).toHaveLength(1);
+    expect(perBucket[0]?.slice(1, 3)).toEqual(['Executions', 'Commands OK']);
   });
 });

@@ -204,7 +204,7 @@ export function deliveryView(series: SeriesResponse): { summary: string; headers
       : `at least ${plural(persisted, 'output')} ${persisted === 1 ? 'was' : 'were'} persisted instead of delivered (${why}).`;
   return {
     summary: `${plural(success, 'hook command')} reported success; ${lost}`,
-    headers: [bucketStartHeader(series.step), 'Executions', 'Success', 'Outputs persisted', 'Executions with persisted', 'Without size data'],
+    headers: [bucketStartHeader(series.step), 'Executions', 'Commands OK', 'Outputs persisted', 'Executions with persisted', 'Without size data'],
     rows: bucketRows(series, (b) => [num(b.executions), num(b.success), persistedKnown(b).text, num(b.executionsWithPersisted), num(b.sizeUnknownExecutions)]),
   };
 }

@@ -228,7 +228,7 @@ export function growthChart(points: Point[], forecast: Forecast | null, reading:
  * the value, its status, what was persisted and the largest output stay.
  */
 const BREAKDOWN_COLUMNS: readonly { label: string; opt?: boolean }[] = [
-  { label: 'Executions', opt: true }, { label: 'Success', opt: true }, { label: 'Outputs persisted' }, { label: 'Largest output' }, { label: 'Without size data', opt: true },
+  { label: 'Executions', opt: true }, { label: 'Commands OK', opt: true }, { label: 'Outputs persisted' }, { label: 'Largest output' }, { label: 'Without size data', opt: true },
 ];
 
 /** A breakdown's table; each value a link to this hook filtered by it (drillUrl), where the API can filter by it. */
