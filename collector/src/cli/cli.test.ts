@@ -302,6 +302,9 @@ describe('mistakes on the command line', () => {
     [['--db', 'x.db', 'config', 'extra'], 'hookwatch: unexpected argument "extra"\nRun "hookwatch config --help" for the flags.'],
     [['--retention-events', '7x', 'config'], 'hookwatch: flag --retention-events: invalid value "7x" for retention.events: expected a duration such as 30s, 5m, 24h or 30d\nRun "hookwatch config --help" for the flags.'],
     [['config', '--', '--db', 'x'], 'hookwatch: unexpected argument "--db"\nRun "hookwatch config --help" for the flags.'],
+    // A port past 65535 is named as such, not as a value that is no host:port; a port alone gets the forms to write.
+    [['serve', '--http-addr', '127.0.0.1:99999'], 'hookwatch: flag --http-addr: invalid value "127.0.0.1:99999" for http.addr: port 99999 is out of range: a port is 0 to 65535 (0 picks a free one)\nRun "hookwatch serve --help" for the flags.'],
+    [['serve', '--otlp-http-addr', '4318'], 'hookwatch: flag --otlp-http-addr: invalid value "4318" for otlp.http.addr: expected host:port, not a port alone: 127.0.0.1:4318 (this machine only) or 0.0.0.0:4318 (every address)\nRun "hookwatch serve --help" for the flags.'],
     [['check', '--bogus'], 'hookwatch check: unknown flag --bogus\nRun "hookwatch check --help" for usage.'],
     [['check', '--show-ouptut', '--', 'true'], 'hookwatch check: unknown flag --show-ouptut (did you mean --show-output?)\nRun "hookwatch check --help" for usage.'],
   ])('%j says what is wrong and exits 2', async (args, message) => {

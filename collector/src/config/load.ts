@@ -99,9 +99,12 @@ export function coerce(setting: Setting, raw: unknown, origin: string): unknown 
       return raw;
     }
     case 'addr': {
+      // A port alone, as a YAML number too, is refused with the forms it could have been meant as.
+      if (/^\d{1,5}$/.test(String(raw)) && Number(raw) <= 65535) fail(`expected host:port, not a port alone: 127.0.0.1:${String(raw)} (this machine only) or 0.0.0.0:${String(raw)} (every address)`);
       if (typeof raw !== 'string') fail('expected host:port');
-      const m = /^(?:\[([0-9a-fA-F:.]+)\]|([^:\s[\]]*)):(\d{1,5})$/.exec(raw as string);
-      if (!m || Number(m[3]) > 65535) fail('expected host:port, e.g. 127.0.0.1:4318 or [::1]:4318 (port 0 picks a free one)');
+      const port = /^(?:\[[0-9a-fA-F:.]+\]|[^:\s[\]]*):(\d+)$/.exec(raw as string)?.[1];
+      if (port !== undefined && Number(port) > 65535) fail(`port ${port} is out of range: a port is 0 to 65535 (0 picks a free one)`);
+      if (port === undefined || port.length > 5) fail('expected host:port, e.g. 127.0.0.1:4318 or [::1]:4318 (port 0 picks a free one)');
       return raw;
     }
     case 'int': {
