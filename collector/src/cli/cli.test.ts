@@ -10,7 +10,7 @@ import { createServer, type Server } from 'node:net';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { loadConfig } from '../config/load.ts';
 import { toConfig } from '../config/index.ts';
@@ -395,6 +395,23 @@ describe('hookwatch serve', () => {
     child.kill('SIGTERM');
     if (child.exitCode === null) await new Promise((r) => child.once('exit', r));
   }
+
+  it('an OTLP/HTTP exporter pointed at the gRPC port is told the OTLP/HTTP port it listens on, not its default', async () => {
+    const { child, logged } = await serving(base());
+    try {
+      const started = logged().find((l) => l['msg'] === 'hookwatch started') as { otlpHttp: string; otlpGrpc: string };
+      // An http/json exporter's request, sent over HTTP/1.1 to the gRPC port: the connection is closed.
+      await expect(fetch(`${started.otlpGrpc}/v1/logs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })).rejects.toThrow();
+      const warned = await vi.waitFor(() => {
+        const line = logged().find((l) => String(l['msg']).startsWith('otlp grpc: a client that does not speak gRPC'));
+        if (!line) throw new Error('no line about a client that does not speak gRPC yet');
+        return line;
+      }, { timeout: 10_000 });
+      expect(warned['msg']).toBe(`otlp grpc: a client that does not speak gRPC connected; an OTLP/HTTP exporter (OTEL_EXPORTER_OTLP_PROTOCOL http/protobuf or http/json) goes to the OTLP/HTTP port, ${new URL(started.otlpHttp).port} (otlp.http.addr), a gRPC one to this port needs OTEL_EXPORTER_OTLP_PROTOCOL=grpc`);
+    } finally {
+      await stopped(child);
+    }
+  });
 
   describe('on PostgreSQL through its Unix socket', () => {
     const pg = useTestServer();

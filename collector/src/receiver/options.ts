@@ -47,6 +47,11 @@ export interface OtlpReceiverOptions {
    * known), named on the page a browser opened at this port gets.
    */
   dashboardUrl?: () => string;
+  /**
+   * OTLP/gRPC only: the port the OTLP/HTTP receiver listens on (undefined while not bound), named to a client that
+   * sent OTLP/HTTP to the gRPC port; unset, its default is named.
+   */
+  otlpHttpPort?: () => number | undefined;
   /** Where both receivers log and keep their refusals (refusals.ts); unset, each keeps its own. */
   refusals?: OtlpRefusals;
 }

@@ -293,7 +293,9 @@ export class OtlpGrpcReceiver {
     this.stats = { requests: {}, rejected: {}, held: this.holds.stats };
     this.refusals = opts.refusals ?? new OtlpRefusals({ logger: opts.logger });
     this.notGrpc = new ThrottledLine(WRONG_PROTOCOL_LOG_INTERVAL_MS, () => performance.now(), (connections) => {
-      opts.logger.warn('otlp grpc: a client that does not speak gRPC connected; an OTLP/HTTP exporter (OTEL_EXPORTER_OTLP_PROTOCOL http/protobuf or http/json) goes to the OTLP/HTTP port (otlp.http.addr, 4318 by default), a gRPC one to this port needs OTEL_EXPORTER_OTLP_PROTOCOL=grpc', { port: this.port, connections });
+      const httpPort = opts.otlpHttpPort?.();
+      const where = httpPort === undefined ? 'the OTLP/HTTP port (otlp.http.addr, 4318 by default)' : `the OTLP/HTTP port, ${httpPort} (otlp.http.addr)`;
+      opts.logger.warn(`otlp grpc: a client that does not speak gRPC connected; an OTLP/HTTP exporter (OTEL_EXPORTER_OTLP_PROTOCOL http/protobuf or http/json) goes to ${where}, a gRPC one to this port needs OTEL_EXPORTER_OTLP_PROTOCOL=grpc`, { port: this.port, connections });
     });
     this.headerOverflows = new ThrottledLine(WRONG_PROTOCOL_LOG_INTERVAL_MS, () => performance.now(), (connections) => {
       opts.logger.warn(`otlp grpc: a client sent a header over ${HPACK_FIELD_LIMIT / 1024} KiB (a gRPC metadata entry, as HPACK encodes it), more than node:http2 reads of one; its connection was closed, failing its calls (INTERNAL, RST_STREAM code 9 at a grpc-js client). Send smaller metadata: an OTEL_EXPORTER_OTLP_HEADERS value, or a header a proxy adds`, { port: this.port, connections });
