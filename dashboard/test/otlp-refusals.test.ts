@@ -45,8 +45,8 @@ describe('the empty overview', () => {
     expect(text).toContain('hookwatch refused 13 OTLP requests in the last 15 minutes');
     const items = await p.locator('#otlp-refusals li').allTextContents();
     expect(items).toHaveLength(2);
-    expect(items[0]).toMatch(/^12 over OTLP\/HTTP: no OTLP endpoint at \/v1\/logs\/v1\/logs, the last \d+ s ago\. OTEL_EXPORTER_OTLP_ENDPOINT is the base URL, such as http:\/\/<host>:\d+, to which the exporter appends \/v1\/logs$/);
-    expect(items[1]).toMatch(/^1 over OTLP\/HTTP: missing or wrong bearer token \(last on \/v1\/logs\), the last \d+ s ago\. hookwatch requires its ingest token .*OTEL_EXPORTER_OTLP_HEADERS="Authorization=Bearer <token>"$/);
+    expect(items[0]).toMatch(/^12 over OTLP\/HTTP: no OTLP endpoint at \/v1\/logs\/v1\/logs, the last \d+ s ago; OTEL_EXPORTER_OTLP_ENDPOINT is the base URL, such as http:\/\/<host>:\d+, to which the exporter appends \/v1\/logs$/);
+    expect(items[1]).toMatch(/^1 over OTLP\/HTTP: missing or wrong bearer token \(last on \/v1\/logs\), the last \d+ s ago; hookwatch requires its ingest token .*OTEL_EXPORTER_OTLP_HEADERS="Authorization=Bearer <token>"$/);
     expect(await p.content()).not.toContain('not-the-token-5150');
     // Still the setup help beneath it.
     expect(await p.locator('#setup-snippet').textContent()).toContain('export OTEL_EXPORTER_OTLP_ENDPOINT=');

@@ -553,7 +553,7 @@ describe('refusalsView', () => {
     expect(v).toEqual({
       headline: 'hookwatch refused 15 OTLP requests in the last 15 minutes (as counted by the hookwatch process that answered this page):',
       lines: [
-        '12 over OTLP/HTTP: no OTLP endpoint at /v1/logs/v1/logs, the last 30 s ago. OTEL_EXPORTER_OTLP_ENDPOINT is the base URL',
+        '12 over OTLP/HTTP: no OTLP endpoint at /v1/logs/v1/logs, the last 30 s ago; OTEL_EXPORTER_OTLP_ENDPOINT is the base URL',
         '1 over OTLP/gRPC: missing or wrong bearer token (last on /opentelemetry.proto.collector.logs.v1.LogsService/Export), the last 10 min ago',
         '2 over OTLP/HTTP: request too slow, the last 2 min ago',
       ],

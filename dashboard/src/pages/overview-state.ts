@@ -636,7 +636,7 @@ export function refusalsView(refusals: readonly OtlpRefusal[] | undefined, nowMs
     lines: refusals.map((r) => {
       const words = REFUSAL_WORDS[r.reason] ?? r.reason.replace(/_/g, ' ');
       const path = r.lastPath === undefined ? '' : r.reason === 'not_found' ? ` at ${r.lastPath}` : ` (last on ${r.lastPath})`;
-      return `${num(r.count)} over OTLP/${r.transport === 'http' ? 'HTTP' : 'gRPC'}: ${words}${path}, the last ${ago(r.lastAt, nowMs)}${r.hint ? `. ${r.hint}` : ''}`;
+      return `${num(r.count)} over OTLP/${r.transport === 'http' ? 'HTTP' : 'gRPC'}: ${words}${path}, the last ${ago(r.lastAt, nowMs)}${r.hint ? `; ${r.hint}` : ''}`;
     }),
   };
 }
