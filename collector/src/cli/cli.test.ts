@@ -396,10 +396,10 @@ describe('hookwatch serve', () => {
     if (child.exitCode === null) await new Promise((r) => child.once('exit', r));
   }
 
-  it('an OTLP/HTTP exporter pointed at the gRPC port is told the OTLP/HTTP port it listens on, not its default', async () => {
+  it('an OTLP/HTTP exporter pointed at the gRPC port is told the OTLP/HTTP port it listens on, not its default, in the log and the overview', async () => {
     const { child, logged } = await serving(base());
     try {
-      const started = logged().find((l) => l['msg'] === 'hookwatch started') as { otlpHttp: string; otlpGrpc: string };
+      const started = logged().find((l) => l['msg'] === 'hookwatch started') as { otlpHttp: string; otlpGrpc: string; http: string };
       // An http/json exporter's request, sent over HTTP/1.1 to the gRPC port: the connection is closed.
       await expect(fetch(`${started.otlpGrpc}/v1/logs`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })).rejects.toThrow();
       const warned = await vi.waitFor(() => {
@@ -408,6 +408,9 @@ describe('hookwatch serve', () => {
         return line;
       }, { timeout: 10_000 });
       expect(warned['msg']).toBe(`otlp grpc: a client that does not speak gRPC connected; an OTLP/HTTP exporter (OTEL_EXPORTER_OTLP_PROTOCOL http/protobuf or http/json) goes to the OTLP/HTTP port, ${new URL(started.otlpHttp).port} (otlp.http.addr), a gRPC one to this port needs OTEL_EXPORTER_OTLP_PROTOCOL=grpc`);
+      // The empty overview lists the refusal with the same port.
+      const overview = await (await fetch(`${started.http}/api/v1/overview`)).json() as { otlpRefusals: { transport: string; reason: string; hint?: string }[] };
+      expect(overview.otlpRefusals.find((r) => r.transport === 'grpc')).toMatchObject({ reason: 'malformed', hint: `an OTLP/HTTP exporter goes to the OTLP/HTTP port, ${new URL(started.otlpHttp).port}; a gRPC one to this port needs OTEL_EXPORTER_OTLP_PROTOCOL=grpc` });
     } finally {
       await stopped(child);
     }

@@ -549,7 +549,8 @@ export class OtlpGrpcReceiver {
   }
 
   private notGrpcClient(client: string | undefined): void {
-    this.refuse('malformed', { client }, 'an OTLP/HTTP exporter goes to the OTLP/HTTP port; a gRPC one to this port needs OTEL_EXPORTER_OTLP_PROTOCOL=grpc', true);
+    const httpPort = this.opts.otlpHttpPort?.();
+    this.refuse('malformed', { client }, `an OTLP/HTTP exporter goes to the OTLP/HTTP port${httpPort === undefined ? '' : `, ${httpPort}`}; a gRPC one to this port needs OTEL_EXPORTER_OTLP_PROTOCOL=grpc`, true);
     this.notGrpc.note();
   }
 
