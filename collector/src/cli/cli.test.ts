@@ -314,6 +314,21 @@ describe('mistakes on the command line', () => {
   });
 });
 
+describe('a mistyped environment variable', () => {
+  it.each([
+    // Words left out: every setting that has them, in order, is named, not the one a few letters away.
+    ['HOOKWATCH_OTLP_ADDR', 'HOOKWATCH_OTLP_HTTP_ADDR or HOOKWATCH_OTLP_GRPC_ADDR'],
+    ['HOOKWATCH_RETENTION', 'HOOKWATCH_RETENTION_EVENTS, HOOKWATCH_RETENTION_MINUTE_ROLLUPS or HOOKWATCH_RETENTION_ROLLUPS'],
+    // A typo within a word: the nearest name.
+    ['HOOKWATCH_HTTP_ADR', 'HOOKWATCH_HTTP_ADDR'],
+    ['HOOKWATCH_LOGLEVEL', 'HOOKWATCH_LOG_LEVEL'],
+  ])('%s is a warning naming %s', async (name, meant) => {
+    const r = await hookwatch(['config'], { [name]: '7d' });
+    expect(r.stderr).toBe(`hookwatch: warning: environment: unknown variable ${name} is ignored; did you mean ${meant}?\n`);
+    expect(r.status).toBe(0);
+  });
+});
+
 describe('hookwatch serve', () => {
   const holders: Server[] = [];
   afterAll(() => {

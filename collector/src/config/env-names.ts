@@ -28,6 +28,31 @@ export function addrForPort(name: string, value: string, known: readonly string[
   return [`${stem}_ADDR`, `${stem}_HTTP_ADDR`, stem.replace(/^HOOKWATCH_/, 'HOOKWATCH_OTLP_') + '_ADDR'].find((a) => known.includes(a));
 }
 
+/** Variables with more words than `name` that hold all of its words in order (`OTLP_ADDR` in `OTLP_HTTP_ADDR`). */
+function widenedBy(name: string, known: readonly string[]): string[] {
+  const words = name.split('_');
+  return known.filter((k) => {
+    const theirs = k.split('_');
+    let i = 0;
+    for (const w of theirs) if (w === words[i]) i++;
+    return i === words.length && theirs.length > words.length;
+  });
+}
+
+/** Up to this many names with words left out are named at once; past it, none is likelier than the others. */
+const MAX_WIDENED = 3;
+
+/**
+ * What an unknown name likely meant, in words: every known name holding its words in order when words were left
+ * out (`HOOKWATCH_OTLP_ADDR`: "HOOKWATCH_OTLP_HTTP_ADDR or HOOKWATCH_OTLP_GRPC_ADDR", up to three), rather than one
+ * a few letters away that means something else; else the nearest name (nearestName); undefined when none fits.
+ */
+export function meantNames(name: string, known: readonly string[]): string | undefined {
+  const widened = widenedBy(name, known);
+  if (widened.length === 0 || widened.length > MAX_WIDENED) return nearestName(name, known);
+  return widened.length === 1 ? widened[0] : `${widened.slice(0, -1).join(', ')} or ${widened.at(-1) ?? ''}`;
+}
+
 /** The known name closest to `name`, or undefined when none is close enough to be a plausible typo. */
 export function nearestName(name: string, known: readonly string[]): string | undefined {
   let best: string | undefined;

@@ -8,7 +8,7 @@ import { readBoundedSync } from './bounded-read.ts';
 import { humanValue } from './format.ts';
 import { FILE_CONTENTS, FILE_CONTENTS_PROBLEM, durationProblem, parseBytes, parseDuration, quotedKey, readBoolean, readNumber, sizeFractionProblem } from './values.ts';
 import { SETTINGS, findSetting, flagName, settingForFlag } from './schema.ts';
-import { addrForPort, isServiceLinkName, nearestName } from './env-names.ts';
+import { addrForPort, isServiceLinkName, meantNames, nearestName } from './env-names.ts';
 import { ConfigError, type Setting } from './setting.ts';
 
 export { ConfigError };
@@ -336,7 +336,7 @@ export function loadConfig(input: LoadInput = {}): LoadedConfig {
         continue;
       }
       if (isServiceLinkName(name)) continue;
-      const near = nearestName(name, envNames());
+      const near = meantNames(name, envNames());
       warnings.push(`environment: unknown variable ${name} is ignored${near ? `; did you mean ${near}?` : ''}`);
       continue;
     }
