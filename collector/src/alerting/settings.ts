@@ -182,6 +182,13 @@ function num(raw: unknown, key: string, min: number, max: number, integer = fals
   return v;
 }
 
+/** A share from 0 to max; one written as a percentage (85) is refused with the share it stands for (0.85). */
+function share(raw: unknown, key: string, max: number): number {
+  const v = readNumber(raw);
+  if (v !== undefined && v > max && v <= 100) throw new SettingError(`${key}: must be between 0 and ${max}, a share: ${v / 100} for ${v}%`);
+  return num(raw, key, 0, max);
+}
+
 /** Parses `alerting.rules` (null or absent: the default rules). */
 export function parseRules(raw: unknown, knownDimensions?: readonly string[]): RuleConfig[] {
   if (raw === null || raw === undefined) return DEFAULT_RULE_KINDS.map((kind) => parseRule({ kind }, 0, knownDimensions));
@@ -237,7 +244,7 @@ function parseRule(raw: unknown, i: number, knownDimensions?: readonly string[])
     severity,
     windowMs: raw['window'] === undefined ? d.windowMs : duration(raw['window'], `${at}.window`, 1000, 400 * DAY),
     groupBy: groupBy as string | null,
-    threshold: raw['threshold'] === undefined ? d.threshold : num(raw['threshold'], `${at}.threshold`, 0, thresholdMax),
+    threshold: raw['threshold'] === undefined ? d.threshold : share(raw['threshold'], `${at}.threshold`, thresholdMax),
     minExecutions: raw['minExecutions'] === undefined ? d.minExecutions : num(raw['minExecutions'], `${at}.minExecutions`, 1, 1e9, true),
     horizonDays: raw['horizonDays'] === undefined ? d.horizonDays : num(raw['horizonDays'], `${at}.horizonDays`, 1, 365),
     afterMs: raw['after'] === undefined ? d.afterMs : duration(raw['after'], `${at}.after`, 100, 30 * DAY),

@@ -329,6 +329,16 @@ describe('a mistyped environment variable', () => {
   });
 });
 
+describe('a rule threshold written as a percentage', () => {
+  it.each([['headroom', 85, '0.85 for 85%'], ['persisted_ratio', 5, '0.05 for 5%']])('(%s, %s) is refused with the share it stands for', async (kind, threshold, meant) => {
+    const file = join(dir, `threshold-${kind}.yaml`);
+    writeFileSync(file, `alerting:\n  rules:\n    - { kind: ${kind}, threshold: ${threshold} }\n`);
+    const r = await hookwatch(['config', '--config', file]);
+    expect(r.stderr).toBe(`hookwatch: configuration error: config file ${file}: alerting.rules[0].threshold: must be between 0 and 1, a share: ${meant}\n`);
+    expect(r.status).toBe(2);
+  });
+});
+
 describe('hookwatch serve', () => {
   const holders: Server[] = [];
   afterAll(() => {

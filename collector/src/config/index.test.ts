@@ -321,7 +321,7 @@ describe('bad configuration fails at start with a message naming the key', () =>
       throw new Error('loaded');
     };
     const rules = 'alerting:\n  rules:\n    - { kind: persisted, name: first_rule }\n    - { kind: growth }\n    - { kind: blind }\n    - { kind: headroom, threshold: 7 }\n';
-    expect(message(rules)).toBe('config file x.yaml: alerting.rules[3].threshold: must be between 0 and 1');
+    expect(message(rules)).toBe('config file x.yaml: alerting.rules[3].threshold: must be between 0 and 1, a share: 0.07 for 7%');
     expect(message('alerting:\n  rules: { kind: persisted }\n')).toBe('config file x.yaml: alerting.rules: expected a list of rules');
     const receivers = 'alerting:\n  receivers:\n    - { name: ops, url: "https://hooks.example.com/T0/LeakPath77", signingSecret: "whsec_LeakSecret88", bearer: x }\n';
     expect(message(receivers)).toMatch(/^config file x\.yaml: alerting\.receivers\[0\]: unknown key "bearer" \(known: name, type, url, [^)]*\)$/);
