@@ -149,6 +149,13 @@ describe('scan --send to hookwatch', () => {
     expect(captured.stdout()).toContain(`/v1/logs failed: 404 Not Found: POST /v1/logs: this port serves the API and dashboard; OTLP goes to the OTLP/HTTP port, ${port}`);
   });
 
+  it('sent to the gRPC port, says that the server does not speak HTTP/1.1 and which port --send takes', async () => {
+    const captured = captureIO(service.dir, { ...process.env });
+    const code = await runScan(['--send', service.otlpGrpcUrl, PROJECTS], captured.io);
+    expect(code).toBe(3);
+    expect(captured.stdout()).toContain(`Sending to ${service.otlpGrpcUrl}/v1/logs failed: Parse Error: Expected HTTP/, RTSP/ or ICE/ (the server did not answer in HTTP/1.1: an OTLP/gRPC port? --send takes the OTLP/HTTP port, 4318 by default) (0 of `);
+  });
+
   it('refuses a finding without an id, naming the problem', async () => {
     const record = { attributes: [['event.name', 'hookwatch.transcript_finding'], ['hookwatch.finding.kind', 'run'], ['hook_event', 'Stop']].map(([key, v]) => ({ key, value: { stringValue: v } })) };
     const res = await postOtlp(service.otlpHttpUrl, '/v1/logs', JSON.stringify({ resourceLogs: [{ scopeLogs: [{ logRecords: [record] }] }] }), { 'content-type': 'application/json' });

@@ -67,12 +67,15 @@ const MAX_ANSWER_MESSAGE = 300;
 /**
  * What a failed export says: for an answer, its status and the server's own message (the `message` of the
  * google.rpc.Status an OTLP receiver answers with, or of the API's `error` object when --send names the API port),
- * which names what to correct; for a 401, the variables the token goes in. The SDK's error alone is the status
- * text ("Unauthorized", "Method Not Allowed").
+ * which names what to correct; for a 401, the variables the token goes in; for an answer that is no HTTP/1.1, the
+ * port --send takes. The SDK's error alone is the status text ("Unauthorized", "Method Not Allowed"), or the
+ * parser's ("Parse Error: Expected HTTP/").
  */
 export function exportFailure(error: Error | undefined): string {
   if (error === undefined) return 'export failed';
   const { code, data } = error as { code?: unknown; data?: unknown };
+  // An answer that is no HTTP/1.1 (Node's parser: HPE_INVALID_CONSTANT) is most likely HTTP/2 from a gRPC port.
+  if (code === 'HPE_INVALID_CONSTANT') return `${error.message} (the server did not answer in HTTP/1.1: an OTLP/gRPC port? --send takes the OTLP/HTTP port, 4318 by default)`;
   if (typeof code !== 'number') return error.message;
   const said = answerMessage(data);
   const token = code === 401 ? ' (the ingest token goes in OTEL_EXPORTER_OTLP_HEADERS="Authorization=Bearer <token>", or OTEL_EXPORTER_OTLP_LOGS_HEADERS)' : '';
