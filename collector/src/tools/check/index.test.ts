@@ -549,6 +549,17 @@ writeFileSync(${JSON.stringify(record)}, JSON.stringify({ input, projectDir: pro
 });
 
 describe('check --settings', () => {
+  it('given an event the file has no command hooks for, names the events it has them for', async () => {
+    const path = await settingsFile('other-events', { hooks: {
+      SessionStart: [{ hooks: [{ type: 'command', command: 'true' }] }],
+      UserPromptSubmit: [{ hooks: [{ type: 'command', command: 'true' }, { type: 'command', command: 'true' }] }],
+      Stop: [{ hooks: [{ type: 'prompt', prompt: 'done?' }] }],
+    } });
+    const run = await checkCli(['--settings', path, '--event', 'PreToolUse']);
+    expect(run.stderr).toBe(`hookwatch check: no command hooks for PreToolUse in ${path} (it has them for SessionStart, UserPromptSubmit)\n`);
+    expect(run.code).toBe(2);
+  });
+
   it('checks every command hook of the real 2.1.332 hook setup and finds the two outputs Claude Code persisted', async () => {
     // Laid out as a project's .claude folder in a temporary place: its SessionEnd hook writes into $CLAUDE_PROJECT_DIR.
     const project = join(dir, 'proj3-tools');

@@ -186,7 +186,10 @@ export async function runCheck(argv: string[], io: ToolIO): Promise<number> {
         io.stderr(`hookwatch check: ${printable(`${unknown.location} has fields hookwatch does not know (${fieldList(unknown.fields)})`)}: not checked, its command alone may not be what Claude Code runs\n`);
       }
       if (planned.length === 0) {
-        io.stderr(`hookwatch check: ${printable(`no command hooks${values.event === undefined ? '' : ` for ${values.event}`} in ${settingsPath}`)}\n`);
+        // Another event's hooks are likely the ones meant: they are named.
+        const others = [...new Set(setup.hooks.map((h) => h.event))];
+        const has = values.event === undefined || others.length === 0 ? '' : ` (it has them for ${others.join(', ')})`;
+        io.stderr(`hookwatch check: ${printable(`no command hooks${values.event === undefined ? '' : ` for ${values.event}`} in ${settingsPath}${has}`)}\n`);
         return EXIT_USAGE;
       }
       if (userLevel) {
