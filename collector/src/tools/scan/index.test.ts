@@ -311,11 +311,18 @@ describe('scan: counting delivered and persisted hook outputs', () => {
     expect((JSON.parse(run.stdout) as { totals: { outputsPersisted: number } }).totals.outputsPersisted).toBe(8);
   });
 
+  it('without a path and without ~/.claude/projects, says that is where transcripts are looked for and what to give instead', () => {
+    const home = join(dir, 'home-without-claude');
+    const run = spawnSync(process.execPath, [BIN, 'scan'], { env: { PATH: process.env['PATH'] ?? '', HOME: home }, encoding: 'utf8', cwd: dir, timeout: 20_000 });
+    expect(run.stderr).toBe(`hookwatch scan: no such file or directory: ${home}/.claude/projects, where Claude Code writes its transcripts (none on this machine yet?); give the paths of transcripts to scan, or set CLAUDE_CONFIG_DIR to the folder Claude Code uses instead of ~/.claude\nRun "hookwatch scan --help" for usage.\n`);
+    expect(run.status).toBe(2);
+  });
+
   it('names a $CLAUDE_CONFIG_DIR it cannot read with its line breaks and bidi controls written out', () => {
     const config = join(dir, 'config\u202E\nOK: every hook output reached the model whole');
     const env = { PATH: process.env['PATH'] ?? '', HOME: join(dir, 'home-without-claude'), CLAUDE_CONFIG_DIR: config };
     const run = spawnSync(process.execPath, [BIN, 'scan'], { env, encoding: 'utf8', cwd: dir, timeout: 20_000 });
-    expect(run.stderr).toBe(`hookwatch scan: no such file or directory: ${dir}/config\\u202e\\nOK: every hook output reached the model whole/projects\nRun "hookwatch scan --help" for usage.\n`);
+    expect(run.stderr).toBe(`hookwatch scan: no such file or directory: ${dir}/config\\u202e\\nOK: every hook output reached the model whole/projects, where Claude Code writes its transcripts under CLAUDE_CONFIG_DIR; give the paths of transcripts to scan\nRun "hookwatch scan --help" for usage.\n`);
     expect(run.stdout).toBe('');
     expect(run.status).toBe(2);
   });

@@ -97,7 +97,11 @@ export async function runScan(argv: string[], io: ToolIO): Promise<number> {
         () => undefined,
         (error: NodeJS.ErrnoException) => PATH_PROBLEMS[error.code ?? ''] ?? `cannot read (${error.code ?? error.message})`,
       );
-      if (problem !== undefined) throw new UsageError(`${problem}: ${path}`);
+      // The default folder missing: most likely no session ran here yet, or Claude Code keeps its data elsewhere.
+      const where = positionals.length > 0 || problem !== PATH_PROBLEMS['ENOENT'] ? ''
+        : io.env.CLAUDE_CONFIG_DIR ? ', where Claude Code writes its transcripts under CLAUDE_CONFIG_DIR; give the paths of transcripts to scan'
+          : ', where Claude Code writes its transcripts (none on this machine yet?); give the paths of transcripts to scan, or set CLAUDE_CONFIG_DIR to the folder Claude Code uses instead of ~/.claude';
+      if (problem !== undefined) throw new UsageError(`${problem}: ${path}${where}`);
     }
     const files = await collectTranscriptFiles(paths);
     // A CI job pointed at the wrong folder must not pass.
