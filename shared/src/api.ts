@@ -28,6 +28,11 @@ export interface HookCounters {
   /** Executions whose largest output may exceed the near threshold, with nothing persisted. */
   nearExecutions: number;
   /**
+   * Executions with size data whose sizes may be sums over more than one hook command: num_hooks over 1, or not
+   * sent. Rows stored before hookwatch counted them say 0.
+   */
+  sizesMaySumExecutions: number;
+  /**
    * Largest reported size per output kind. Claude Code reports sums over num_hooks commands, so this is an
    * upper bound of the largest single string.
    */

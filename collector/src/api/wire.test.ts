@@ -7,7 +7,7 @@ import { breakdownRow, clientVersion, clusterResponse, hookSummary, seriesBucket
 /** A distinct value in every field, so a field mapped from the wrong source shows. */
 const counters: HookCounters = {
   executions: 10, starts: 11, numHooks: 12, success: 13, blocking: 14, nonBlockingError: 15, cancelled: 16,
-  outputsPersisted: 17, executionsWithPersisted: 18, sizeUnknownExecutions: 19, nearExecutions: 20, durationMsSum: 21, durationMsMax: 22,
+  outputsPersisted: 17, executionsWithPersisted: 18, sizeUnknownExecutions: 19, nearExecutions: 20, sizesMaySumExecutions: 23, durationMsSum: 21, durationMsMax: 22,
   maxChars: { stdout: 12_000, additionalContext: 31, systemMessage: null, initialUserMessage: 32 },
   maxCharsLowerBound: { stdout: 6_000, additionalContext: 41, systemMessage: null, initialUserMessage: 42 },
   sumChars: { stdout: 50_000, additionalContext: 51, systemMessage: null, initialUserMessage: 52 },

@@ -100,6 +100,8 @@ describe('rows of one commit', () => {
         sum('executions_with_persisted', e.status === 'over' ? 1 : null);
         sum('near_executions', e.status === 'near' ? 1 : null);
         sum('size_unknown', e.sizesKnown ? null : 1);
+        // Sizes reported over more than one command, or over a count not sent.
+        sum('sizes_may_sum', e.sizesKnown && (e.numHooks === null || e.numHooks > 1) ? 1 : null);
         const n = e.numHooks && e.numHooks > 1 ? e.numHooks : 1;
         for (const [col, v] of [['stdout', e.stdoutChars], ['additional_context', e.additionalContextChars], ['system_message', e.systemMessageChars], ['initial_user_message', e.initialUserMessageChars]] as const) {
           sum(`sum_${col}`, v);

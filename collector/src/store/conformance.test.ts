@@ -86,7 +86,8 @@ function dimensionEvents(seed: number, count: number, days = 4): HookEvent[] {
     org: fc.constantFrom('org-1', 'org-2'),
     start: fc.constantFrom(false, false, false, true),
     size: fc.option(fc.integer({ min: 0, max: 30_000 }), { nil: null, freq: 4 }),
-    numHooks: fc.integer({ min: 1, max: 3 }),
+    // Now and then none: a client that does not say how many commands ran.
+    numHooks: fc.option(fc.integer({ min: 1, max: 3 }), { nil: null, freq: 6 }),
   });
   return fc.sample(fc.array(arb, { minLength: count, maxLength: count }), { numRuns: 1, seed })[0]!.map((x) => {
     const hookEvent = x.hook.split(':')[0]!;
@@ -360,6 +361,39 @@ describe.each([sqliteBackend(), postgresBackend()])('Store conformance: $name', 
     expect((await store.hookCounters({ fromMs: future - HOUR, toMs: future + HOUR })).get(e.hookId)?.executions).toBe(1);
   });
 
+  it('counts the executions whose sizes may be sums in every rollup and in the raw events alike', async () => {
+    const store = await open();
+    // Two commands, a count not sent, one command, two commands without sizes, a start: the first two count.
+    const events = [
+      ev({ timeMs: T0 + MINUTE, numHooks: 2, numSuccess: 2, stdoutChars: 9000, status: 'near', extra: { team: 'web' } }),
+      ev({ timeMs: T0 + 2 * MINUTE, numHooks: null, numSuccess: null, stdoutChars: 3000, extra: { team: 'web' } }),
+      ev({ timeMs: T0 + 3 * MINUTE, stdoutChars: 300, extra: { team: 'infra' } }),
+      ev({ timeMs: T0 + 4 * MINUTE, numHooks: 2, numSuccess: 2, stdoutChars: null, outputsPersisted: null, sizesKnown: false, status: 'unknown', extra: { team: 'infra' } }),
+      ev({ timeMs: T0 + 5 * MINUTE, kind: 'start', numHooks: null, stdoutChars: null, outputsPersisted: null, sizesKnown: false, status: 'unknown', extra: { team: 'web' } }),
+    ];
+    await store.ingest(events);
+    const id = events[0]!.hookId;
+    // Counted here apart from the model's fold: executions with sizes whose num_hooks is over 1 or not sent.
+    const mayBeSums = (keep: (e: HookEvent) => boolean): number => events.filter((e) => keep(e) && e.kind === 'complete' && e.sizesKnown && (e.numHooks === null || e.numHooks > 1)).length;
+    const hour = { fromMs: T0, toMs: T0 + HOUR };
+    const partly = { fromMs: T0 + 30_000, toMs: T0 + 10 * MINUTE };
+    const c = (await store.hookCounters(hour)).get(id)!;
+    // Two commands for two executions among the sized ones, yet two of them may be sums.
+    expect([c.executions, c.numHooks, c.sizesMaySumExecutions]).toEqual([4, 5, mayBeSums(() => true)]);
+    expect(mayBeSums(() => true)).toBe(2);
+    expect((await store.hookCounters(partly)).get(id)?.sizesMaySumExecutions).toBe(2);
+    expect((await store.hookCounters({ ...hour, filters: { team: 'web' } })).get(id)?.sizesMaySumExecutions).toBe(mayBeSums((e) => e.extra['team'] === 'web'));
+    expect((await store.hookCounters({ ...hour, filters: { team: 'infra' } })).get(id)?.sizesMaySumExecutions).toBe(0);
+    expect((await store.hookCounters({ ...partly, filters: { 'user.id': 'u-1' } })).get(id)?.sizesMaySumExecutions).toBe(mayBeSums((e) => e.userId === 'u-1'));
+    expect(Object.fromEntries((await store.breakdown(id, 'team', hour)).map((r) => [r.value, r.sizesMaySumExecutions]))).toEqual({ web: 2, infra: 0 });
+    expect((await store.breakdown(id, 'session.id', hour)).reduce((n, r) => n + r.sizesMaySumExecutions, 0)).toBe(2);
+    const series = [...await store.series(id, { ...hour, stepMs: MINUTE })];
+    expect(series.filter(([, b]) => b.sizesMaySumExecutions > 0).map(([t, b]) => [t, b.sizesMaySumExecutions])).toEqual([[T0 + MINUTE, 1], [T0 + 2 * MINUTE, 1]]);
+    for (const day of [{ fromMs: T0, toMs: T0 + DAY }, { fromMs: T0 - DAY, toMs: T0 + 2 * DAY }]) {
+      expect(strip(await store.hookCounters(day))).toEqual(model(events, day.fromMs, day.toMs));
+    }
+  });
+
   it('counts executions, starts and outcomes per hook', async () => {
     const store = await open();
     const other = { hookEvent: 'UserPromptSubmit', hookName: 'UserPromptSubmit' };
@@ -528,7 +562,7 @@ describe.each([sqliteBackend(), postgresBackend()])('Store conformance: $name', 
       t: fc.integer({ min: 0, max: 5 * DAY }),
       hook: fc.constantFrom('PostToolUse:Bash', 'PostToolUse:Edit', 'SessionStart'),
       size: fc.option(fc.integer({ min: 0, max: 60_000 }), { nil: null }),
-      numHooks: fc.integer({ min: 1, max: 3 }),
+      numHooks: fc.option(fc.integer({ min: 1, max: 3 }), { nil: null, freq: 6 }),
       persisted: fc.integer({ min: 0, max: 2 }),
       version: fc.constantFrom('2.1.332', '2.1.279'),
     });

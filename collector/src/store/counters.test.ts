@@ -14,7 +14,7 @@ const COUNT_COLUMN: [CountField, CounterColumn][] = [
   ['executions', 'executions'], ['starts', 'starts'], ['numHooks', 'num_hooks'], ['success', 'success'], ['blocking', 'blocking'],
   ['nonBlockingError', 'non_blocking_error'], ['cancelled', 'cancelled'], ['outputsPersisted', 'outputs_persisted'],
   ['executionsWithPersisted', 'executions_with_persisted'], ['sizeUnknownExecutions', 'size_unknown'], ['nearExecutions', 'near_executions'],
-  ['durationMsSum', 'duration_sum'],
+  ['sizesMaySumExecutions', 'sizes_may_sum'], ['durationMsSum', 'duration_sum'],
 ];
 
 /** A row of random values, a third of them unknown. */

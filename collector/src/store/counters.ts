@@ -11,7 +11,7 @@ import { granularityMs, type Granularity } from './segments.ts';
 /** Additive counters (SUM on merge). */
 export const SUM_COLUMNS = [
   'executions', 'starts', 'num_hooks', 'success', 'blocking', 'non_blocking_error', 'cancelled',
-  'outputs_persisted', 'executions_with_persisted', 'size_unknown', 'near_executions',
+  'outputs_persisted', 'executions_with_persisted', 'size_unknown', 'near_executions', 'sizes_may_sum',
   'sum_stdout', 'sum_additional_context', 'sum_system_message', 'sum_initial_user_message', 'duration_sum',
 ] as const;
 
@@ -22,6 +22,12 @@ export const MAX_COLUMNS = [
 ] as const;
 
 export const COUNTER_COLUMNS = [...SUM_COLUMNS, ...MAX_COLUMNS] as const;
+
+/**
+ * The counter columns of the first schema, which the migrations before the count of executions whose sizes may be
+ * sums create and fold (each backend's migration adds sizes_may_sum after them, 0 in the rows already written).
+ */
+export const FIRST_COUNTER_COLUMNS: readonly string[] = COUNTER_COLUMNS.filter((c) => c !== 'sizes_may_sum');
 
 /**
  * The sums that count (executions, outcomes, duration): 0 when nothing counted. The size sums (sum_*) are not
@@ -39,7 +45,7 @@ export type CounterRow = Record<CounterColumn, number | null>;
 export function emptyRow(): CounterRow {
   return {
     executions: 0, starts: 0, num_hooks: 0, success: 0, blocking: 0, non_blocking_error: 0, cancelled: 0,
-    outputs_persisted: 0, executions_with_persisted: 0, size_unknown: 0, near_executions: 0,
+    outputs_persisted: 0, executions_with_persisted: 0, size_unknown: 0, near_executions: 0, sizes_may_sum: 0,
     sum_stdout: null, sum_additional_context: null, sum_system_message: null, sum_initial_user_message: null, duration_sum: 0,
     max_stdout: null, max_additional_context: null, max_system_message: null, max_initial_user_message: null,
     lmax_stdout: null, lmax_additional_context: null, lmax_system_message: null, lmax_initial_user_message: null, duration_max: null,
@@ -59,7 +65,7 @@ function atLeast(cur: number | null, v: number | null): number | null {
 /**
  * Adds one event to a rollup row. Every stored event runs this three times (base, dimension and attribute-set
  * rollups), so each column is read and written by name: through a helper taking the column's name, every
- * access went through one lookup shared by all 25 names, several times slower.
+ * access went through one lookup shared by all 26 names, several times slower.
  */
 export function addEvent(row: CounterRow, e: HookEvent): void {
   if (e.kind === 'start') {
@@ -76,6 +82,8 @@ export function addEvent(row: CounterRow, e: HookEvent): void {
   if (e.status === 'over') row.executions_with_persisted = plus(row.executions_with_persisted, 1);
   if (e.status === 'near') row.near_executions = plus(row.near_executions, 1);
   if (!e.sizesKnown) row.size_unknown = plus(row.size_unknown, 1);
+  // Sizes summed over more than one command, or over a count the client did not send.
+  else if (e.numHooks === null || e.numHooks > 1) row.sizes_may_sum = plus(row.sizes_may_sum, 1);
   // Per kind (OUTPUT_KINDS): the sum, the largest sum, and the largest lower bound of one string (cliff.ts).
   const stdout = e.stdoutChars;
   if (stdout !== null) {
@@ -122,6 +130,7 @@ export function mergeRow(a: CounterRow, b: CounterRow): void {
   a.executions_with_persisted = plus(a.executions_with_persisted, b.executions_with_persisted);
   a.size_unknown = plus(a.size_unknown, b.size_unknown);
   a.near_executions = plus(a.near_executions, b.near_executions);
+  a.sizes_may_sum = plus(a.sizes_may_sum, b.sizes_may_sum);
   a.sum_stdout = plus(a.sum_stdout, b.sum_stdout);
   a.sum_additional_context = plus(a.sum_additional_context, b.sum_additional_context);
   a.sum_system_message = plus(a.sum_system_message, b.sum_system_message);
@@ -151,7 +160,7 @@ export function toCounters(row: CounterRow): HookCounters {
     success: Number(row.success ?? 0), blocking: Number(row.blocking ?? 0), nonBlockingError: Number(row.non_blocking_error ?? 0),
     cancelled: Number(row.cancelled ?? 0), outputsPersisted: Number(row.outputs_persisted ?? 0),
     executionsWithPersisted: Number(row.executions_with_persisted ?? 0), sizeUnknownExecutions: Number(row.size_unknown ?? 0),
-    nearExecutions: Number(row.near_executions ?? 0), durationMsSum: Number(row.duration_sum ?? 0),
+    nearExecutions: Number(row.near_executions ?? 0), sizesMaySumExecutions: Number(row.sizes_may_sum ?? 0), durationMsSum: Number(row.duration_sum ?? 0),
     maxChars: { stdout: known(row.max_stdout), additionalContext: known(row.max_additional_context), systemMessage: known(row.max_system_message), initialUserMessage: known(row.max_initial_user_message) },
     maxCharsLowerBound: { stdout: known(row.lmax_stdout), additionalContext: known(row.lmax_additional_context), systemMessage: known(row.lmax_system_message), initialUserMessage: known(row.lmax_initial_user_message) },
     sumChars: { stdout: known(row.sum_stdout), additionalContext: known(row.sum_additional_context), systemMessage: known(row.sum_system_message), initialUserMessage: known(row.sum_initial_user_message) },
@@ -182,7 +191,7 @@ export function fromDbRow(r: Record<string, unknown>): CounterRow {
     executions: known(r['executions']), starts: known(r['starts']), num_hooks: known(r['num_hooks']), success: known(r['success']),
     blocking: known(r['blocking']), non_blocking_error: known(r['non_blocking_error']), cancelled: known(r['cancelled']),
     outputs_persisted: known(r['outputs_persisted']), executions_with_persisted: known(r['executions_with_persisted']),
-    size_unknown: known(r['size_unknown']), near_executions: known(r['near_executions']),
+    size_unknown: known(r['size_unknown']), near_executions: known(r['near_executions']), sizes_may_sum: known(r['sizes_may_sum']),
     sum_stdout: known(r['sum_stdout']), sum_additional_context: known(r['sum_additional_context']), sum_system_message: known(r['sum_system_message']),
     sum_initial_user_message: known(r['sum_initial_user_message']), duration_sum: known(r['duration_sum']),
     max_stdout: known(r['max_stdout']), max_additional_context: known(r['max_additional_context']), max_system_message: known(r['max_system_message']),

@@ -16,7 +16,7 @@ import type { HookEvent } from '../hooks/model.ts';
 import { useTestServer } from '../../test/support/postgres/fixture.ts';
 import { queryOnce } from '../../test/support/postgres/server.ts';
 import { foldBy, model, strip } from '../../test/support/store-model.ts';
-import { COUNTER_COLUMNS, COUNT_SUM_COLUMNS, MAX_COLUMNS, addEvent, emptyRow, type CounterRow } from './counters.ts';
+import { COUNT_SUM_COLUMNS, FIRST_COUNTER_COLUMNS, MAX_COLUMNS, addEvent, emptyRow, type CounterColumn, type CounterRow } from './counters.ts';
 import { DIM_CLIENT_TABLES, DIM_ROLLUP_TABLES, DIM_TABLE_NAMES, dimRollupDdl } from './dim-rollups.ts';
 import { MIGRATIONS as PG_MIGRATIONS, PostgresStore } from './postgres/index.ts';
 import { DAY, HOUR, MINUTE, alignRange } from './segments.ts';
@@ -68,14 +68,14 @@ function oldRows(events: HookEvent[], size: number): { key: (string | number)[];
 /** The previous version's dimension tables, filled, in place of today's; the last migration not applied. */
 function previousDimSql(int: string, tableOptions: string, rekeyVersion: number): string {
   return `${DIM_TABLE_NAMES.map((t) => `DROP TABLE ${t};`).join(' ')}
-    ${dimRollupDdl(counterColumnsDdl(int), int, tableOptions)}
+    ${dimRollupDdl(counterColumnsDdl(int, int, false, FIRST_COUNTER_COLUMNS), int, tableOptions)}
     DELETE FROM schema_migrations WHERE version >= ${rekeyVersion};`;
 }
 /** The version of each backend's migration to today's key (the one that folds the tables into `_next` ones). */
 const rekeyVersion = (migrations: readonly unknown[]): number => migrations.findIndex((m) => typeof m === 'string' && m.includes('rollup_dim_1h_next')) + 1;
 const SQLITE_REKEY_VERSION = rekeyVersion(SQLITE_MIGRATIONS);
 const PG_REKEY_VERSION = rekeyVersion(PG_MIGRATIONS);
-const OLD_COLUMNS = ['hook_id', 'dim', 'bucket', 'value', 'service_name', 'service_version', ...COUNTER_COLUMNS];
+const OLD_COLUMNS = ['hook_id', 'dim', 'bucket', 'value', 'service_name', 'service_version', ...FIRST_COUNTER_COLUMNS];
 
 interface Backend {
   open(): Promise<Store>;
@@ -191,7 +191,7 @@ describe('dimension rollups keyed by value first: SQLite upgrade', () => {
         sqliteUndoLaterMigrations(db);
         for (const [t, size] of [['rollup_dim_1h', HOUR], ['rollup_dim_1d', DAY]] as const) {
           const st = db.prepare(`INSERT INTO ${t} (${OLD_COLUMNS.join(', ')}) VALUES (${OLD_COLUMNS.map(() => '?').join(', ')})`);
-          for (const r of oldRows(events, size)) st.run(...(r.key as SQLInputValue[]), ...COUNTER_COLUMNS.map((c) => r.row[c]));
+          for (const r of oldRows(events, size)) st.run(...(r.key as SQLInputValue[]), ...FIRST_COUNTER_COLUMNS.map((c) => r.row[c as CounterColumn]));
         }
       }),
       count: async (table) => q((db) => Number((db.prepare(`SELECT COUNT(*) AS n FROM ${table}`).get() as { n: number }).n)),
@@ -220,9 +220,9 @@ describe('dimension rollups keyed by value first: PostgreSQL upgrade', () => {
       downgrade: async (events) => {
         await q(`${previousDimSql('BIGINT', '', PG_REKEY_VERSION)} ${PG_UNDO_LATER_MIGRATIONS}`);
         for (const [t, size] of [['rollup_dim_1h', HOUR], ['rollup_dim_1d', DAY]] as const) {
-          await q(`ALTER TABLE ${t} ${[...MAX_COLUMNS.map((c) => `ALTER COLUMN ${c} TYPE INTEGER`), ...COUNT_SUM_COLUMNS.map((c) => `ALTER COLUMN ${c} DROP NOT NULL`)].join(', ')}`);
+          await q(`ALTER TABLE ${t} ${[...MAX_COLUMNS.map((c) => `ALTER COLUMN ${c} TYPE INTEGER`), ...COUNT_SUM_COLUMNS.filter((c) => FIRST_COUNTER_COLUMNS.includes(c)).map((c) => `ALTER COLUMN ${c} DROP NOT NULL`)].join(', ')}`);
           for (const r of oldRows(events, size)) {
-            const values = COUNTER_COLUMNS.map((c) => (COUNT_SUM_COLUMNS.includes(c) && r.row[c] === 0 ? null : r.row[c]));
+            const values = FIRST_COUNTER_COLUMNS.map((c) => (COUNT_SUM_COLUMNS.includes(c) && r.row[c as CounterColumn] === 0 ? null : r.row[c as CounterColumn]));
             await q(`INSERT INTO ${t} (${OLD_COLUMNS.join(', ')}) VALUES (${OLD_COLUMNS.map((_, i) => `$${i + 1}`).join(', ')})`, [...r.key, ...values]);
           }
         }

@@ -110,11 +110,10 @@ export function dimRollupDdl(counterColumns: string, int: string, tableOptions: 
  * The migration to today's dimension rollups (see the header), in place: each old table folded into a table
  * keyed (dimension, value, bucket, hook) and into the client table of its granularity, then dropped. The
  * primary key serves a filter across hooks; the index (hook, dimension, bucket) one hook's reads and retention
- * (dimPruneSql). `counterColumns` is the backend's counter column DDL as its rollups store them today,
- * `aggregates` the SELECT list that folds rollup rows (sql.ts rollupAggregates).
+ * (dimPruneSql). `counterColumns` is the backend's counter column DDL as its rollups store them then,
+ * `aggregates` the SELECT list that folds rollup rows (sql.ts rollupAggregates), `cols` the counter columns both name.
  */
-export function dimRollupRekeyDdl(counterColumns: string, aggregates: string, int: string, tableOptions: string, constraintRenames: boolean): string {
-  const cols = COUNTER_COLUMNS;
+export function dimRollupRekeyDdl(counterColumns: string, aggregates: string, int: string, tableOptions: string, constraintRenames: boolean, cols: readonly string[] = COUNTER_COLUMNS): string {
   const keyDdl: Record<string, string> = { dim: 'dim TEXT NOT NULL', value: 'value TEXT NOT NULL', bucket: `bucket ${int} NOT NULL`, hook_id: 'hook_id TEXT NOT NULL', service_name: 'service_name TEXT NOT NULL', service_version: 'service_version TEXT NOT NULL' };
   return DIM_GRANULARITIES.map((g) => {
     const old = DIM_ROLLUP_TABLES[g];

@@ -11,11 +11,12 @@ export type CharsByKind = Record<OutputKind, number | null>;
 /**
  * HookCounters' counts, each a plain number that adds up across events and buckets (SUM on merge, counters.ts):
  * complete and start events, commands run, outcomes, outputs persisted (and executions with one), executions
- * without size data (unknown, never healthy), executions near the cap, and the summed duration.
+ * without size data (unknown, never healthy), executions near the cap, executions with size data whose sizes may
+ * be sums over more than one command (num_hooks over 1, or not sent), and the summed duration.
  */
 export const COUNT_FIELDS = [
   'executions', 'starts', 'numHooks', 'success', 'blocking', 'nonBlockingError', 'cancelled',
-  'outputsPersisted', 'executionsWithPersisted', 'sizeUnknownExecutions', 'nearExecutions', 'durationMsSum',
+  'outputsPersisted', 'executionsWithPersisted', 'sizeUnknownExecutions', 'nearExecutions', 'sizesMaySumExecutions', 'durationMsSum',
 ] as const;
 export type CountField = (typeof COUNT_FIELDS)[number];
 

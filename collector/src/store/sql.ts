@@ -2,8 +2,8 @@
 import { createHash, hash } from 'node:crypto';
 import type { DeliveryStatus } from '../../../shared/src/cliff.ts';
 import { BUILTIN_DIMENSIONS, OVERFLOW_SUFFIX, isOverflowHook, type HookEvent, type HookEventKind } from '../hooks/model.ts';
-import { COUNTER_COLUMNS, COUNT_SUM_COLUMNS, MAX_COLUMNS, SUM_COLUMNS, emptyRow, fromDbRow, mergeRow, toCounters, type CounterRow } from './counters.ts';
-import { DIM_ROLLUP_TABLES, dimRebuildSql } from './dim-rollups.ts';
+import { COUNTER_COLUMNS, COUNT_SUM_COLUMNS, FIRST_COUNTER_COLUMNS, MAX_COLUMNS, SUM_COLUMNS, emptyRow, fromDbRow, mergeRow, toCounters, type CounterRow } from './counters.ts';
+import { DIM_ROLLUP_TABLES, DIM_TABLE_NAMES, dimRebuildSql } from './dim-rollups.ts';
 import { checkStep, floorSql, granularityForStep, type Granularity } from './segments.ts';
 import { UnknownDimensionError, type Arrival, type ArrivalCounters, type FleetBucket, type FleetRestBucket, type HookInfo, type SeriesQuery } from './store.ts';
 import type { EdgeRows } from './minute-sources.ts';
@@ -14,21 +14,32 @@ export const ROLLUP_TABLES = { minute: 'rollup_1m', hour: 'rollup_1h', day: 'rol
  * Column definitions of a rollup table body (after the key columns): sums and maxima of `intType`, or maxima of
  * `maxType`, and the count sums NOT NULL unless `countsNullable` (PostgreSQL's rollups since migration 12).
  */
-export function counterColumnsDdl(intType: string, maxType = intType, countsNullable = false): string {
+export function counterColumnsDdl(intType: string, maxType = intType, countsNullable = false, columns: readonly string[] = COUNTER_COLUMNS): string {
   const counts = countsNullable ? ' DEFAULT 0' : ' NOT NULL DEFAULT 0';
-  return [...SUM_COLUMNS.map((c) => `${c} ${intType}${COUNT_SUM_COLUMNS.includes(c) ? counts : ''}`), ...MAX_COLUMNS.map((c) => `${c} ${maxType}`)].join(',\n  ');
+  return [...sumsOf(columns).map((c) => `${c} ${intType}${COUNT_SUM_COLUMNS.includes(c) ? counts : ''}`), ...maxesOf(columns).map((c) => `${c} ${maxType}`)].join(',\n  ');
 }
 
-/** SET clause of an upsert: sums add, maxima keep the larger; NULL (unknown) never overwrites a value. */
-export function upsertSetClause(): string {
-  const sums = SUM_COLUMNS.map((c) => `${c} = CASE WHEN excluded.${c} IS NULL THEN t.${c} ELSE COALESCE(t.${c}, 0) + excluded.${c} END`);
-  const maxes = MAX_COLUMNS.map((c) => `${c} = CASE WHEN excluded.${c} IS NULL THEN t.${c} WHEN t.${c} IS NULL OR excluded.${c} > t.${c} THEN excluded.${c} ELSE t.${c} END`);
+/**
+ * The sum and max columns among `columns`: the counter columns of today's schema, or those an earlier migration
+ * wrote (counters.ts FIRST_COUNTER_COLUMNS), in COUNTER_COLUMNS order.
+ */
+function sumsOf(columns: readonly string[]): readonly string[] {
+  return columns === COUNTER_COLUMNS ? SUM_COLUMNS : SUM_COLUMNS.filter((c) => columns.includes(c));
+}
+function maxesOf(columns: readonly string[]): readonly string[] {
+  return columns === COUNTER_COLUMNS ? MAX_COLUMNS : MAX_COLUMNS.filter((c) => columns.includes(c));
+}
+
+/** SET clause of an upsert of `columns`: sums add, maxima keep the larger; NULL (unknown) never overwrites a value. */
+export function upsertSetClause(columns: readonly string[] = COUNTER_COLUMNS): string {
+  const sums = sumsOf(columns).map((c) => `${c} = CASE WHEN excluded.${c} IS NULL THEN t.${c} ELSE COALESCE(t.${c}, 0) + excluded.${c} END`);
+  const maxes = maxesOf(columns).map((c) => `${c} = CASE WHEN excluded.${c} IS NULL THEN t.${c} WHEN t.${c} IS NULL OR excluded.${c} > t.${c} THEN excluded.${c} ELSE t.${c} END`);
   return [...sums, ...maxes].join(',\n    ');
 }
 
-/** SELECT list that aggregates rollup rows into counter columns. */
-export function rollupAggregates(): string {
-  return [...SUM_COLUMNS.map((c) => `SUM(${c}) AS ${c}`), ...MAX_COLUMNS.map((c) => `MAX(${c}) AS ${c}`)].join(', ');
+/** SELECT list that aggregates rollup rows into counter columns (`columns`: those the rows have). */
+export function rollupAggregates(columns: readonly string[] = COUNTER_COLUMNS): string {
+  return [...sumsOf(columns).map((c) => `SUM(${c}) AS ${c}`), ...maxesOf(columns).map((c) => `MAX(${c}) AS ${c}`)].join(', ');
 }
 
 const SIZE_COLS = ['stdout', 'additional_context', 'system_message', 'initial_user_message'] as const;
@@ -38,8 +49,11 @@ export const KIND_CODES = { complete: 1, start: 2 } as const satisfies Record<Ho
 /** Stored code of each delivery status (events.status). */
 export const STATUS_CODES = { over: 1, near: 2, ok: 3, unknown: 4 } as const satisfies Record<DeliveryStatus, number>;
 
-/** SELECT list that aggregates raw events into the same counter columns as the rollups. */
-export function eventAggregates(): string {
+/**
+ * SELECT list that aggregates raw events into the same counter columns as the rollups (`columns`: those of the
+ * rollup filled, an earlier migration's fewer).
+ */
+export function eventAggregates(columns: readonly string[] = COUNTER_COLUMNS): string {
   const complete = (expr: string): string => `CASE WHEN kind = ${KIND_CODES.complete} THEN ${expr} END`;
   const n = `(CASE WHEN num_hooks IS NULL OR num_hooks < 1 THEN 1 ELSE num_hooks END)`;
   const parts = [
@@ -55,6 +69,7 @@ export function eventAggregates(): string {
     `SUM(CASE WHEN status = ${STATUS_CODES.over} THEN 1 ELSE 0 END) AS executions_with_persisted`,
     `SUM(CASE WHEN kind = ${KIND_CODES.complete} AND sizes_known = 0 THEN 1 ELSE 0 END) AS size_unknown`,
     `SUM(CASE WHEN status = ${STATUS_CODES.near} THEN 1 ELSE 0 END) AS near_executions`,
+    `SUM(CASE WHEN kind = ${KIND_CODES.complete} AND sizes_known = 1 AND (num_hooks IS NULL OR num_hooks > 1) THEN 1 ELSE 0 END) AS sizes_may_sum`,
     ...SIZE_COLS.map((c) => `SUM(${c}_chars) AS sum_${c}`),
     `SUM(${complete('duration_ms')}) AS duration_sum`,
     ...SIZE_COLS.map((c) => `MAX(${c}_chars) AS max_${c}`),
@@ -62,7 +77,8 @@ export function eventAggregates(): string {
     ...SIZE_COLS.map((c) => `MAX((CAST(${c}_chars AS BIGINT) + ${n} - 1) / ${n}) AS lmax_${c}`),
     `MAX(${complete('duration_ms')}) AS duration_max`,
   ];
-  return parts.join(',\n  ');
+  // Each part names its column last (AS name), in COUNTER_COLUMNS order.
+  return (columns === COUNTER_COLUMNS ? parts : parts.filter((p) => columns.includes(p.slice(p.lastIndexOf(' AS ') + 4)))).join(',\n  ');
 }
 
 /**
@@ -75,11 +91,14 @@ function foldedEvents(by: Readonly<Record<string, string>>, where: string, table
   const plainSums = ['num_hooks', 'num_success', 'num_blocking', 'num_non_blocking_error', 'num_cancelled', 'outputs_persisted', 'duration_ms', ...SIZE_COLS.map((c) => `${c}_chars`)];
   const plainMaxes = ['duration_ms', ...SIZE_COLS.map((c) => `${c}_chars`)];
   const n = `(CASE WHEN num_hooks IS NULL OR num_hooks < 1 THEN 1 ELSE num_hooks END)`;
+  const noCount = '(CASE WHEN num_hooks IS NULL THEN 1 ELSE 0 END)';
   const inner = [
-    ...Object.entries(by).map(([alias, column]) => `${column} AS ${alias}`), 'kind AS e_kind', 'status AS e_status', 'sizes_known AS e_sizes_known', `${n} AS e_n`, 'COUNT(*) AS e_count',
+    ...Object.entries(by).map(([alias, column]) => `${column} AS ${alias}`), 'kind AS e_kind', 'status AS e_status', 'sizes_known AS e_sizes_known', `${n} AS e_n`,
+    // The hook count not sent apart from one (both e_n 1): sizes summed over a count unknown may be sums.
+    `${noCount} AS e_no_count`, 'COUNT(*) AS e_count',
     ...plainSums.map((c) => `SUM(${c}) AS e_sum_${c}`), ...plainMaxes.map((c) => `MAX(${c}) AS e_max_${c}`),
   ].join(', ');
-  return `SELECT ${inner} FROM ${table} WHERE ${where} GROUP BY ${Object.values(by).join(', ')}, kind, status, sizes_known, e_n`;
+  return `SELECT ${inner} FROM ${table} WHERE ${where} GROUP BY ${Object.values(by).join(', ')}, kind, status, sizes_known, e_n, e_no_count`;
 }
 
 /**
@@ -103,6 +122,7 @@ const FOLDED_AGGREGATES = (() => {
     `${count(`e_status = ${STATUS_CODES.over}`)} AS executions_with_persisted`,
     `${count(`e_kind = ${KIND_CODES.complete} AND e_sizes_known = 0`)} AS size_unknown`,
     `${count(`e_status = ${STATUS_CODES.near}`)} AS near_executions`,
+    `${count(`e_kind = ${KIND_CODES.complete} AND e_sizes_known = 1 AND (e_no_count = 1 OR e_n > 1)`)} AS sizes_may_sum`,
     ...SIZE_COLS.map((c) => `SUM(e_sum_${c}_chars) AS sum_${c}`),
     `SUM(${complete('e_sum_duration_ms')}) AS duration_sum`,
     ...SIZE_COLS.map((c) => `MAX(e_max_${c}_chars) AS max_${c}`),
@@ -455,7 +475,7 @@ export function coreSchemaDdl(t: SchemaTypes): string {
     bucket ${t.int} NOT NULL,
     service_name TEXT NOT NULL,
     service_version TEXT NOT NULL,
-    ${counterColumnsDdl(t.int)},
+    ${counterColumnsDdl(t.int, t.int, false, FIRST_COUNTER_COLUMNS)},
     PRIMARY KEY (hook_id, bucket, service_name, service_version)
   )${t.rollupTableOptions};
   CREATE INDEX ${ROLLUP_TABLES[g]}_bucket ON ${ROLLUP_TABLES[g]} (bucket);`).join('\n')}`;
@@ -617,6 +637,16 @@ export const LATE_ARRIVAL_MS = 300_000;
  */
 export function lateArrivalIndexDdl(): string {
   return eventIndexDdl(LATE_ARRIVAL_INDEX);
+}
+
+/**
+ * Migration of every relational backend: the count of executions with size data whose sizes may be sums (counters.ts
+ * sizes_may_sum) in every counters row, `ddl` its type and default (`ifNotExists`: where the backend can say so,
+ * the migration may run on tables that have it). A row written before reads 0: what it says of its sizes then rests
+ * on the commands run against the executions alone (shared/src/cliff.ts sizesMaySum).
+ */
+export function sizesMaySumDdl(ddl: string, ifNotExists = false): string {
+  return [...Object.values(ROLLUP_TABLES), ...DIM_TABLE_NAMES, ATTR_ROLLUP_TABLE].map((t) => `ALTER TABLE ${t} ADD COLUMN ${ifNotExists ? 'IF NOT EXISTS ' : ''}sizes_may_sum ${ddl};`).join('\n  ');
 }
 
 /** The index of the events that arrived late (lateArrivalIndexDdl). */

@@ -17,11 +17,15 @@ import type { HookCounters } from './model.ts';
 import { queryOnce, startTestServer, type TestServer } from '../../test/support/postgres/server.ts';
 import { BRIN_PAGES_PER_RANGE, MIGRATIONS as PG_MIGRATIONS, PostgresStore } from './postgres/index.ts';
 import { DAY, HOUR, MINUTE } from './segments.ts';
-import { COUNT_COLUMNS } from './sql.ts';
 import { DIM_TABLE_NAMES } from './dim-rollups.ts';
 import { MIGRATIONS as SQLITE_MIGRATIONS, SqliteStore } from './sqlite/index.ts';
 import type { Store } from './store.ts';
 import { foldBy, model, strip } from '../../test/support/store-model.ts';
+import { PG_UNDO_SIZES_MAY_SUM, sqliteUndoSizesMaySum } from '../../test/support/downgrade.ts';
+import { ATTR_ROLLUP_TABLE, COUNT_COLUMNS, ROLLUP_TABLES } from './sql.ts';
+
+/** Every table of counters rows. */
+const COUNTER_TABLES = [...Object.values(ROLLUP_TABLES), ...DIM_TABLE_NAMES, ATTR_ROLLUP_TABLE];
 
 const DIMENSIONS = ['team'];
 /** 2026-03-02T00:00:00Z. */
@@ -499,5 +503,103 @@ describe('PostgreSQL: upgrade to the compact event layout, and daily event parti
     const second = { ...first, ...keys(old + MINUTE, 2), timeMs: old + MINUTE };
     expect(await a.ingest([first, second])).toMatchObject({ inserted: [], expired: 2 });
     expect(await partitions(a.connectionPool)).not.toContain(`events_d${Math.floor(old / DAY)}`);
+  });
+});
+
+/**
+ * The count of executions whose sizes may be sums (SQLite migration 15, PostgreSQL 20) on a database the previous
+ * schema holds: written by this version, then taken back (the column out of every counters table, the migration
+ * not applied), as the release before it left it. The migration adds the column in place; the rows written before
+ * read 0, and their sizes read as the commands run against the executions tell; what arrives after counts.
+ */
+describe('the count of executions whose sizes may be sums on a database of the previous schema', () => {
+  const HOOK: [string, string] = ['PreToolUse', 'PreToolUse:Mixed'];
+  /** One execution of two commands and one that did not say how many it ran, both with sizes, at `timeMs`. */
+  const mixed = (timeMs: number, n: number): HookEvent[] => [2, null].map((numHooks, i) => {
+    const [hookEvent, hookName] = HOOK;
+    return {
+      ...history()[1]!, ...keys(timeMs + i * 1000, n + i), hookId: hookId(hookEvent, hookName), hookEvent, hookName, kind: 'complete',
+      timeMs: timeMs + i * 1000, receivedMs: timeMs + i * 1000, numHooks, numSuccess: numHooks, stdoutChars: 9_000 - i, outputsPersisted: 0,
+      sizesKnown: true, status: 'near',
+    } satisfies HookEvent;
+  });
+  const id = hookId(...HOOK);
+  const before = mixed(T0 + HOUR, 5000);
+  const after = mixed(T0 + 2 * HOUR, 6000);
+  const day = { fromMs: T0, toMs: T0 + DAY };
+
+  /** What the migrated store answers of the mixed hook: the rows before count none, the raw events and the rows after count. */
+  const checkMigrated = async (store: Store): Promise<void> => {
+    const old = (await store.hookCounters(day)).get(id)!;
+    expect([old.executions, old.numHooks, old.sizesMaySumExecutions]).toEqual([2, 2, 0]);
+    expect(strip(await store.hookCounters(day)).get(id)).toEqual({ ...model(before, day.fromMs, day.toMs).get(id)!, sizesMaySumExecutions: 0 });
+    // Filtered within an hour, answered from the raw events, which the migration did not change: both counted.
+    expect((await store.hookCounters({ fromMs: T0 + HOUR, toMs: T0 + HOUR + 10 * MINUTE, filters: { team: 'web' } })).get(id)?.sizesMaySumExecutions).toBe(2);
+    expect((await store.ingest(after)).inserted).toHaveLength(2);
+    const both = (await store.hookCounters(day)).get(id)!;
+    expect([both.executions, both.numHooks, both.sizesMaySumExecutions]).toEqual([4, 4, 2]);
+    expect(strip(await store.hookCounters({ fromMs: T0 + 2 * HOUR, toMs: T0 + 3 * HOUR })).get(id)).toEqual(model(after, T0, T0 + DAY).get(id));
+    expect((await store.breakdown(id, 'team', day)).map((r) => [r.value, r.sizesMaySumExecutions])).toEqual([['web', 2]]);
+  };
+
+  it('SQLite: adds the column to every counters table in place, 0 in the rows written before', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hookwatch-sizes-may-sum-'));
+    try {
+      const path = join(dir, 'hookwatch.db');
+      const first = new SqliteStore({ path, synchronous: 'normal', dimensions: DIMENSIONS });
+      await first.ingest(before);
+      await first.close();
+      const db = new DatabaseSync(path);
+      sqliteUndoSizesMaySum(db);
+      db.prepare('DELETE FROM schema_migrations WHERE version >= ?').run(SQLITE_MIGRATIONS.length);
+      db.close();
+
+      const store = new SqliteStore({ path, synchronous: 'normal', dimensions: DIMENSIONS });
+      try {
+        await checkMigrated(store);
+      } finally {
+        await store.close();
+      }
+      const migrated = new DatabaseSync(path, { readOnly: true });
+      try {
+        expect(migrated.prepare('SELECT MAX(version) AS v FROM schema_migrations').get()).toEqual({ v: SQLITE_MIGRATIONS.length });
+        for (const t of COUNTER_TABLES) {
+          expect(migrated.prepare(`SELECT "notnull" AS required, dflt_value AS d FROM pragma_table_info('${t}') WHERE name = 'sizes_may_sum'`).get(), t).toEqual({ required: 1, d: '0' });
+        }
+      } finally {
+        migrated.close();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  describe('PostgreSQL', () => {
+    let server: TestServer;
+    beforeAll(async () => {
+      server = await startTestServer();
+    });
+    afterAll(async () => {
+      await server.stop();
+    });
+
+    it('adds the column to every counters table in place, 0 in the rows written before', async () => {
+      const url = await server.createDatabase();
+      const first = await PostgresStore.open({ url, dimensions: DIMENSIONS, poolSize: 2 });
+      await first.ingest(before);
+      await first.close();
+      await queryOnce(url, `${PG_UNDO_SIZES_MAY_SUM} DELETE FROM schema_migrations WHERE version >= ${PG_MIGRATIONS.length};`);
+
+      const store = await PostgresStore.open({ url, dimensions: DIMENSIONS, poolSize: 2 });
+      try {
+        expect(await store.schemaVersion()).toBe(PG_MIGRATIONS.length);
+        await checkMigrated(store);
+      } finally {
+        await store.close();
+      }
+      const cols = await queryOnce<{ t: string; d: string | null; nullable: string }>(url, `SELECT table_name AS t, column_default AS d, is_nullable AS nullable FROM information_schema.columns
+        WHERE column_name = 'sizes_may_sum' AND table_schema = current_schema() ORDER BY 1`);
+      expect(cols).toEqual([...COUNTER_TABLES].sort().map((t) => ({ t, d: '0', nullable: 'YES' })));
+    });
   });
 });

@@ -11,7 +11,7 @@ export const NOW = Date.parse('2026-11-30T08:30:00Z');
 export function counters(over: Partial<HookCounters> = {}): HookCounters {
   return {
     executions: 12, starts: 12, numHooks: 12, success: 12, blocking: 0, nonBlockingError: 0, cancelled: 0,
-    outputsPersisted: 0, executionsWithPersisted: 0, sizeUnknownExecutions: 0, nearExecutions: 0,
+    outputsPersisted: 0, executionsWithPersisted: 0, sizeUnknownExecutions: 0, nearExecutions: 0, sizesMaySumExecutions: 0,
     maxChars: { additionalContext: 4_200, stdout: 310, systemMessage: null, initialUserMessage: null },
     maxCharsLowerBound: { additionalContext: 4_200, stdout: 310, systemMessage: null, initialUserMessage: null },
     sumChars: { additionalContext: 40_000, stdout: 3_000, systemMessage: null, initialUserMessage: null },

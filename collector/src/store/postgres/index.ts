@@ -14,7 +14,7 @@ import type { Logger } from '../../telemetry/logger.ts';
 import { ThrottledLine } from '../../telemetry/throttled-line.ts';
 import { MAX_COUNT } from '../../hooks/extract.ts';
 import { MIN_SECRET_CHARS, urlPasswords } from '../../config/values.ts';
-import { COUNTER_COLUMNS, COUNT_SUM_COLUMNS, GRANULARITIES, MAX_COLUMNS, fromDbRow, groupForRollups, hooksSeen, mergeRow, toCounters, type CounterRow } from '../counters.ts';
+import { COUNTER_COLUMNS, COUNT_SUM_COLUMNS, FIRST_COUNTER_COLUMNS, GRANULARITIES, MAX_COLUMNS, fromDbRow, groupForRollups, hooksSeen, mergeRow, toCounters, type CounterRow } from '../counters.ts';
 import { DAY as DAY_MS, HOUR as HOUR_MS, MINUTE as MINUTE_MS, floorSql, granularityForStep, segments, type Granularity } from '../segments.ts';
 import { KeptRows } from '../kept-rows.ts';
 import { eventsPruneBound, laterBounds, mergeFleet, mergeSeries, minuteRollupsPruneBound, minuteSources, NOTHING_PRUNED, parseBounds, PRUNED_BEFORE_META, readEdges, hookEdgeRows, resolveSegment, seriesSpans, type EdgeRows, type MinuteRetention, type SeriesEdge, type PrunedBounds } from '../minute-sources.ts';
@@ -22,7 +22,7 @@ import { ATTR_ROLLUP_TABLE, attrRollupDdl, attrRollupPruneSql, attrRollupQuery, 
 import { type DimFamily, type DimGranularity, type DimRollupGroup, DIM_CLIENT_FAMILY, DIM_CLIENT_TABLES, DIM_GRANULARITIES, DIM_HOOK_FAMILY, DIM_ROLLUP_TABLES, DIM_TABLE_NAMES, dimClientPruneSql, dimRollupRekeyDdl, DIM_PRUNE_HOOKS, ROLLED_DIMENSIONS_META, dimChanges, dimPruneSql, dimGranularity, dimRemoveSql, dimRollupDdl, eventGroupExprs, groupForDimRollups, groupsPerHook, newestFilteredEvent, planRead, rolledDimensions, rollupGroupColumns, rollupWhere, type Grouping } from '../dim-rollups.ts';
 import { DEFAULT_MAX_HOOKS, KnownHooks, foldNewHooks, overflowIds, storedHookIds } from '../hook-limit.ts';
 import { AttrSetCache, LAST_MS_SLACK, attrWork, type AttrWork } from '../attr-sets.ts';
-import { ATTR_FIRST_MS_SOURCE, attrFirstMsColumnDdl, ARRIVAL_INDEX, LATE_ARRIVAL_INDEX, OVER_ARRIVAL_INDEX, attrGroupedEventsQuery, hookGroupedEventsQuery, attrSetIndexChanges, ATTR_SET_INDEX_PREFIX, quoteIdent, counterColumnsDdl, type RollupFilter, ATTR_COLUMNS, KIND_CODES, attrFilter, COUNT_COLUMNS, compactEventColumnsDdl, compactEventsDdl, compactKey, hookRef, hookRefOf, keyTimeMs, EVENT_COLUMNS, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, arrivalTimeDdl, eventValues, hookScope, lateArrivalsQuery, latePersistedQuery, toArrivals, seriesQuery, fleetSeriesQuery, fleetRestQuery, shiftParams, toFleetBucket, toFleetRest, edgeFleetBuckets, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, dimRebuildFromEventsSql, rollupAggregates, upsertSetClause } from '../sql.ts';
+import { ATTR_FIRST_MS_SOURCE, attrFirstMsColumnDdl, ARRIVAL_INDEX, LATE_ARRIVAL_INDEX, OVER_ARRIVAL_INDEX, attrGroupedEventsQuery, hookGroupedEventsQuery, attrSetIndexChanges, ATTR_SET_INDEX_PREFIX, quoteIdent, counterColumnsDdl, type RollupFilter, ATTR_COLUMNS, KIND_CODES, attrFilter, COUNT_COLUMNS, compactEventColumnsDdl, compactEventsDdl, compactKey, hookRef, hookRefOf, keyTimeMs, EVENT_COLUMNS, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, arrivalTimeDdl, eventValues, hookScope, lateArrivalsQuery, latePersistedQuery, toArrivals, seriesQuery, fleetSeriesQuery, fleetRestQuery, shiftParams, toFleetBucket, toFleetRest, edgeFleetBuckets, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, dimRebuildFromEventsSql, rollupAggregates, sizesMaySumDdl, upsertSetClause } from '../sql.ts';
 import type { TranscriptCommandRow } from '../model.ts';
 import type { TranscriptFinding } from '../../hooks/transcript-findings.ts';
 import { FINDING_COLUMNS, FINDING_ON_CONFLICT, commandsQuery, findingValues, notStoredUnderPreviousId, toCommandRow, transcriptFindingsDdl, uniqueFindings, type FindingsResult } from '../transcript-findings.ts';
@@ -332,7 +332,7 @@ const ROLLUP_TABLE_NAMES = [...Object.values(ROLLUP_TABLES), ...DIM_TABLE_NAMES,
  * The rollups' counter columns as migration 12 left them: 8-byte sums (the plain ones NULL for 0), 4-byte
  * maxima. Tables created after it use the same.
  */
-const NARROWED_COUNTER_COLUMNS = counterColumnsDdl('BIGINT', 'INTEGER', true);
+const NARROWED_COUNTER_COLUMNS = counterColumnsDdl('BIGINT', 'INTEGER', true, FIRST_COUNTER_COLUMNS);
 
 /**
  * Migration 12. Event counts and sizes, and the rollups' maxima of them, become 4-byte integers
@@ -345,7 +345,7 @@ function narrowIntegersDdl(): string {
   return [
     `ALTER TABLE events ${COUNT_COLUMNS.map(narrow).join(', ')},
       ALTER COLUMN key TYPE BIGINT USING ('x' || encode(substring(key FROM 9 FOR 8), 'hex'))::bit(64)::bigint;`,
-    ...NARROWED_ROLLUP_TABLES.map((t) => `ALTER TABLE ${t} ${MAX_COLUMNS.map(narrow).join(', ')}, ${[...ZERO_AS_NULL_SUMS].map((c) => `ALTER COLUMN ${c} DROP NOT NULL`).join(', ')};`),
+    ...NARROWED_ROLLUP_TABLES.map((t) => `ALTER TABLE ${t} ${MAX_COLUMNS.map(narrow).join(', ')}, ${[...ZERO_AS_NULL_SUMS].filter((c) => FIRST_COUNTER_COLUMNS.includes(c)).map((c) => `ALTER COLUMN ${c} DROP NOT NULL`).join(', ')};`),
   ].join('\n');
 }
 
@@ -381,7 +381,7 @@ export const MIGRATIONS: readonly Migration[] = [
   // 7: when each event arrived.
   arrivalTimeDdl('BIGINT'),
   // 8: rollups per dimension (dim-rollups.ts); filled from the raw events right after, under the same lock.
-  dimRollupDdl(counterColumnsDdl('BIGINT'), 'BIGINT', ''),
+  dimRollupDdl(counterColumnsDdl('BIGINT', 'BIGINT', false, FIRST_COUNTER_COLUMNS), 'BIGINT', ''),
   // 9: the compact event layout (sql.ts compactEventsDdl), RANGE-partitioned by day of time_ms: retention drops
   // whole partitions. Dedup is unique on (time_ms, key) (a unique index must hold the partition key), and the
   // same index serves reads of a time range across hooks; (hook, time_ms) serves a hook's reads; the partial
@@ -407,7 +407,7 @@ export const MIGRATIONS: readonly Migration[] = [
     copyOrder: 'e.time_ms',
   })}`,
   // 10: the hourly rollup per (hook, attribute set) (attr-rollups.ts), filled from the events stored.
-  attrRollupDdl(counterColumnsDdl('BIGINT'), 'BIGINT', 'INTEGER', ''),
+  attrRollupDdl(counterColumnsDdl('BIGINT', 'BIGINT', false, FIRST_COUNTER_COLUMNS), 'BIGINT', 'INTEGER', '', FIRST_COUNTER_COLUMNS),
   // 11: one unique btree (hook, time_ms, key) is both the dedup and a hook's reads; reads of a time range across
   // hooks use a BRIN index on time_ms (events arrive in time order within a day's partition: a few KB for the
   // table). An event is stored under its own hook or an overflow hook (hook-limit.ts); ingest looks for its key
@@ -425,7 +425,7 @@ export const MIGRATIONS: readonly Migration[] = [
   // 13: dimension rollups keyed (dimension, value, bucket, hook), the client versions per value apart
   // (dim-rollups.ts dimRollupRekeyDdl), folded from the tables they replace. The packed share noted for the old
   // primary keys (retention's index rebuilds) does not describe the new ones, which take their names.
-  `${dimRollupRekeyDdl(NARROWED_COUNTER_COLUMNS, rollupAggregates(), 'BIGINT', '', true)}
+  `${dimRollupRekeyDdl(NARROWED_COUNTER_COLUMNS, rollupAggregates(FIRST_COUNTER_COLUMNS), 'BIGINT', '', true, FIRST_COUNTER_COLUMNS)}
   DELETE FROM store_meta WHERE key IN (${Object.values(DIM_ROLLUP_TABLES).map((t) => `'${PACKED_SHARE}${t}_pkey'`).join(', ')});`,
   // 14: the BRIN on time_ms with ranges of BRIN_PAGES_PER_RANGE pages, built again on every partition (a BRIN
   // build reads the heap once: seconds at 10 M events). The one of 32 pages a range is put aside under another
@@ -457,6 +457,10 @@ export const MIGRATIONS: readonly Migration[] = [
   { build: { index: LATE_ARRIVAL_INDEX } },
   // 19: each day's change generations (dayChangesDdl), which the closed buckets a replica keeps are checked against.
   dayChangesDdl(),
+  // 20: every counters row counts its executions with size data whose sizes may be sums (counters.ts
+  // sizes_may_sum): a column with a default, so no row is rewritten, and the previous version's replicas, which
+  // do not name it, write 0 during a rolling update; ingest writes NULL for 0, as the other counts since 12.
+  sizesMaySumDdl('BIGINT DEFAULT 0', true),
 ];
 
 /**

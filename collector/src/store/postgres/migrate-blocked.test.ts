@@ -10,7 +10,7 @@ import { expect, it } from 'vitest';
 import { useTestServer } from '../../../test/support/postgres/fixture.ts';
 import { queryOnce } from '../../../test/support/postgres/server.ts';
 import { recordingLogger } from '../../../test/support/recording-logger.ts';
-import { PG_UNDO_DAY_CHANGES } from '../../../test/support/downgrade.ts';
+import { PG_UNDO_DAY_CHANGES, PG_UNDO_SIZES_MAY_SUM } from '../../../test/support/downgrade.ts';
 import { LATE_ARRIVAL_INDEX } from '../sql.ts';
 import { MIGRATIONS, PostgresStore } from './index.ts';
 import { MigrationBlockedError } from './migrate.ts';
@@ -20,14 +20,17 @@ const t = useTestServer();
 const BLOCKED_MS = 4000;
 const APPLICATION = 'nightly-report';
 
+/** The last migration that builds an index of the events, partition by partition (the late arrivals'). */
+const LATE_VERSION = MIGRATIONS.findIndex((m) => typeof m === 'object' && 'build' in m && m.build.index === LATE_ARRIVAL_INDEX) + 1;
+
 /**
- * A database at the schema before its last index build (migration 18: an index of the events, built partition by
- * partition) and the days' change generations after it.
+ * A database at the schema before its last index build (LATE_VERSION) and the migrations after it (the days' change
+ * generations, the count of executions whose sizes may be sums).
  */
 async function previousSchema(): Promise<string> {
   const url = await t.server().createDatabase();
   await (await PostgresStore.open({ url, poolSize: 1 })).close();
-  await queryOnce(url, `DROP INDEX ${LATE_ARRIVAL_INDEX.name}; ${PG_UNDO_DAY_CHANGES} DELETE FROM schema_migrations WHERE version >= ${MIGRATIONS.length - 1};`);
+  await queryOnce(url, `DROP INDEX ${LATE_ARRIVAL_INDEX.name}; ${PG_UNDO_DAY_CHANGES} ${PG_UNDO_SIZES_MAY_SUM} DELETE FROM schema_migrations WHERE version >= ${LATE_VERSION};`);
   return url;
 }
 
@@ -74,7 +77,7 @@ for (const [what, hold] of Object.entries(holds)) {
     expect(log.lines.filter((l) => l.level === 'error').map((l) => l.msg.replace(/ \{.*/, ''))).toEqual(['schema migration given up: another session kept it waiting']);
     // Nothing applied, read while the session still holds it (its own snapshot, under REPEATABLE READ, predates the
     // migration and would show the old version whatever was committed); that session goes on, unharmed.
-    expect(await queryOnce<{ v: number }>(url, 'SELECT max(version) AS v FROM schema_migrations')).toEqual([{ v: MIGRATIONS.length - 2 }]);
+    expect(await queryOnce<{ v: number }>(url, 'SELECT max(version) AS v FROM schema_migrations')).toEqual([{ v: LATE_VERSION - 1 }]);
     expect((await holder.query<{ n: number }>('SELECT 1 AS n')).rows).toEqual([{ n: 1 }]);
     await holder.query('ROLLBACK');
 

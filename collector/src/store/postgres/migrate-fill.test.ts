@@ -13,7 +13,7 @@ import { startReplica } from '../../../test/support/serve-process.ts';
 import { queryOnce } from '../../../test/support/postgres/server.ts';
 import { recordingLogger } from '../../../test/support/recording-logger.ts';
 import { ATTR_COLUMNS } from '../sql.ts';
-import { PG_UNDO_DAY_CHANGES } from '../../../test/support/downgrade.ts';
+import { PG_UNDO_DAY_CHANGES, PG_UNDO_SIZES_MAY_SUM } from '../../../test/support/downgrade.ts';
 import { MIGRATIONS, PostgresStore } from './index.ts';
 import { FILL_BATCH_ROWS, MIGRATION_STEP_LOCK_TIMEOUT_MS } from './migrate.ts';
 
@@ -60,6 +60,7 @@ async function beforeFirstMs(events: number, perSet: number, days: number): Prom
       ALTER TABLE events ATTACH PARTITION events_d${d} FOR VALUES FROM (${d * DAY}) TO (${(d + 1) * DAY});`).join('\n')}
     ALTER TABLE attr_sets DROP COLUMN first_ms;
     ${PG_UNDO_DAY_CHANGES}
+    ${PG_UNDO_SIZES_MAY_SUM}
     DELETE FROM schema_migrations WHERE version >= ${FIRST_MS_VERSION};`);
   // As autovacuum leaves a table written long ago.
   await queryOnce(url, 'VACUUM ANALYZE events');

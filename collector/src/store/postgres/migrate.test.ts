@@ -10,7 +10,7 @@ import { recordingLogger } from '../../../test/support/recording-logger.ts';
 import { ARRIVAL_INDEX, LATE_ARRIVAL_INDEX } from '../sql.ts';
 import { MIGRATION_LOCK_KEY, MIGRATIONS, PostgresStore } from './index.ts';
 import { partIndexName } from './migrate.ts';
-import { PG_UNDO_DAY_CHANGES } from '../../../test/support/downgrade.ts';
+import { PG_UNDO_DAY_CHANGES, PG_UNDO_SIZES_MAY_SUM } from '../../../test/support/downgrade.ts';
 
 const DAY = 86_400_000;
 /** 2026-03-02T00:00:00Z. */
@@ -20,9 +20,9 @@ const DAYS = 4;
 const ARRIVAL_VERSION = MIGRATIONS.findIndex((m) => typeof m === 'object' && 'build' in m && m.build.index === ARRIVAL_INDEX) + 1;
 /**
  * Puts a migrated database back at the schema before ARRIVAL_VERSION: neither of the arrival indexes, nor the days'
- * change generations, nor their versions.
+ * change generations, nor the count of executions whose sizes may be sums, nor their versions.
  */
-const BEFORE_ARRIVAL = `DROP INDEX ${LATE_ARRIVAL_INDEX.name}; DROP INDEX ${ARRIVAL_INDEX.name}; ${PG_UNDO_DAY_CHANGES}
+const BEFORE_ARRIVAL = `DROP INDEX ${LATE_ARRIVAL_INDEX.name}; DROP INDEX ${ARRIVAL_INDEX.name}; ${PG_UNDO_DAY_CHANGES} ${PG_UNDO_SIZES_MAY_SUM}
   DELETE FROM schema_migrations WHERE version >= ${ARRIVAL_VERSION};`;
 
 /**

@@ -5,12 +5,13 @@
  * opens the store, whose own pass (migrateSchema) finds nothing left to do.
  */
 import type { DatabaseSync } from 'node:sqlite';
-import { ATTR_SET_INDEX_PREFIX, MIGRATION_FUNCTIONS, arrivalIndexDdl, arrivalTimeDdl, attrDigest, attrFirstMsDdl, attrSetIndexChanges, compactEventColumnsDdl, compactEventsDdl, compactKey, coreSchemaDdl, counterColumnsDdl, dimensionExpr, dimRebuildFromEventsSql, hookRef, lateArrivalIndexDdl, overArrivalDdl, rollupAggregates, sqlString, timeOrderedKeysDdl } from '../sql.ts';
+import { ATTR_SET_INDEX_PREFIX, MIGRATION_FUNCTIONS, sizesMaySumDdl, arrivalIndexDdl, arrivalTimeDdl, attrDigest, attrFirstMsDdl, attrSetIndexChanges, compactEventColumnsDdl, compactEventsDdl, compactKey, coreSchemaDdl, counterColumnsDdl, dimensionExpr, dimRebuildFromEventsSql, hookRef, lateArrivalIndexDdl, overArrivalDdl, rollupAggregates, sqlString, timeOrderedKeysDdl } from '../sql.ts';
 import { ROLLED_DIMENSIONS_META, dimChanges, dimRemoveSql, dimRollupDdl, dimRollupRekeyDdl, rolledDimensions } from '../dim-rollups.ts';
 import { attrRollupDdl } from '../attr-rollups.ts';
 import { transcriptFindingsDdl } from '../transcript-findings.ts';
 import { guardTrimsDdl } from '../guard-trims.ts';
 import { StoreUnavailableError } from '../store.ts';
+import { FIRST_COUNTER_COLUMNS } from '../counters.ts';
 import { startWorker } from '../../worker-thread.ts';
 import type { Logger } from '../../telemetry/logger.ts';
 import { formatDuration } from '../../config/values.ts';
@@ -29,7 +30,7 @@ export const MIGRATIONS: readonly string[] = [
   // 5: when each event arrived.
   arrivalTimeDdl('INTEGER'),
   // 6: rollups per dimension (dim-rollups.ts); filled from the raw events when the store opens (syncDimensions).
-  dimRollupDdl(counterColumnsDdl('INTEGER'), 'INTEGER', ' WITHOUT ROWID'),
+  dimRollupDdl(counterColumnsDdl('INTEGER', 'INTEGER', false, FIRST_COUNTER_COLUMNS), 'INTEGER', ' WITHOUT ROWID'),
   // 7: the compact event layout (sql.ts compactEventsDdl). A rowid table: the unique key index answers dedup,
   // (hook, time_ms) a hook's reads, (time_ms) the reads across hooks and retention, the partial arrival index
   // the late-persisted alert. The key, hook and attribute digests come from the functions registered by
@@ -47,10 +48,10 @@ export const MIGRATIONS: readonly string[] = [
     copyOrder: 'e.id',
   }),
   // 8: the hourly rollup per (hook, attribute set) (attr-rollups.ts), filled from the events stored.
-  attrRollupDdl(counterColumnsDdl('INTEGER'), 'INTEGER', 'INTEGER', ' WITHOUT ROWID'),
+  attrRollupDdl(counterColumnsDdl('INTEGER', 'INTEGER', false, FIRST_COUNTER_COLUMNS), 'INTEGER', 'INTEGER', ' WITHOUT ROWID', FIRST_COUNTER_COLUMNS),
   // 9: dimension rollups keyed (dimension, value, bucket, hook), the client versions per value apart
   // (dim-rollups.ts dimRollupRekeyDdl), folded from the tables they replace.
-  dimRollupRekeyDdl(counterColumnsDdl('INTEGER'), rollupAggregates(), 'INTEGER', ' WITHOUT ROWID', false),
+  dimRollupRekeyDdl(counterColumnsDdl('INTEGER', 'INTEGER', false, FIRST_COUNTER_COLUMNS), rollupAggregates(FIRST_COUNTER_COLUMNS), 'INTEGER', ' WITHOUT ROWID', false, FIRST_COUNTER_COLUMNS),
   // 10: the time index carries each event's attribute set, so a filtered read across hooks tests the filter in
   // the index and reads only the rows that match (a team's hour of events at 10 M a month: 2 ms, not 7).
   `DROP INDEX events_time;
@@ -65,6 +66,9 @@ export const MIGRATIONS: readonly string[] = [
   // 14: an index of the events that arrived late (sql.ts lateArrivalIndexDdl), so the hook_limit alert's late
   // arrivals read those and a few minutes of arrivals, not every event folded in the rule's window.
   lateArrivalIndexDdl(),
+  // 15: every counters row counts its executions with size data whose sizes may be sums (counters.ts
+  // sizes_may_sum), 0 in the rows written before (no row rewritten).
+  sizesMaySumDdl('INTEGER NOT NULL DEFAULT 0'),
 ];
 
 /** The functions the compact-events migration calls, in JS: the same digests ingest computes. */
