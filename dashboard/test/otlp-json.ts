@@ -8,7 +8,8 @@ export interface HookExecution {
   sessionId?: string;
   version?: string;
   team?: string;
-  numHooks?: number;
+  /** Commands run (1 when omitted); null: num_hooks not sent. */
+  numHooks?: number | null;
   /**
    * Omit for a client older than 2.1.280 (no size attributes); `persisted` omitted, a client that reports sizes
    * without num_outputs_persisted.
@@ -33,7 +34,7 @@ export function hookRequest(executions: HookExecution[], seq = { n: 0 }): string
             str('user.id', e.userId ?? 'user-a'), str('session.id', e.sessionId ?? 'session-1'), str('terminal.type', 'xterm'),
             str('event.name', 'hook_execution_complete'), str('event.timestamp', new Date(e.timeMs).toISOString()),
             { key: 'event.sequence', value: { intValue: seq.n++ } },
-            str('hook_event', e.hookEvent), str('hook_name', e.hookName), str('num_hooks', String(n)), str('num_success', String(n)),
+            str('hook_event', e.hookEvent), str('hook_name', e.hookName), ...(e.numHooks === null ? [] : [str('num_hooks', String(n))]), str('num_success', String(n)),
             str('num_blocking', '0'), str('num_non_blocking_error', '0'), str('num_cancelled', '0'), str('total_duration_ms', '12'),
             ...(e.team ? [str('team', e.team)] : []),
             ...(e.sizes ? [

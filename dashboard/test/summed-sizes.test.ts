@@ -3,11 +3,12 @@
  * exact, two commands' an upper bound of either's. In headless Chromium against a real hookwatch fed real OTLP:
  * the hook page's largest output and the headroom alert's words say "sum" and "upper bound" only of a hook one of
  * whose executions ran more than one command, say the size plainly of one that ran a single command each time, and
- * keep a hook without size data unknown.
+ * keep a hook without size data unknown. An execution that did not say how many commands it ran makes up, in the
+ * commands run, for one that ran two: the hook's sizes are still sums.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
-import type { AlertSummary, AlertsResponse } from '../../shared/src/api.ts';
+import type { AlertSummary, AlertsResponse, HooksResponse } from '../../shared/src/api.ts';
 import { hookId } from '../../collector/src/hooks/extract.ts';
 import { eventually, getJson, postOtlp, startTestService, type TestService } from '../../collector/test/helpers.ts';
 import { closePages, launch, waitLoaded, watchedPage, type WatchedPage } from './harness.ts';
@@ -17,23 +18,28 @@ const ONE = 'PostToolUse:one-command';
 const TWO = 'SessionStart:two-commands';
 const MIXED = 'UserPromptSubmit:mixed';
 const BLIND = 'Stop:old-client';
+const UNCOUNTED = 'PreToolUse:uncounted';
 const SUMMED = /\bsums?\b|summed|upper bound/;
 
 let browser: Browser;
+/** When the first execution ran. */
+let t = 0;
 let svc: TestService;
 const open: WatchedPage[] = [];
 
 beforeAll(async () => {
   browser = await launch();
   svc = await startTestService({ HOOKWATCH_OTLP_GRPC_ADDR: '127.0.0.1:0', HOOKWATCH_ALERT_EVALUATION_INTERVAL: '200ms' });
-  const t = Date.now() - 10 * 60_000;
-  const run = (hookEvent: string, hookName: string, numHooks: number, stdout: number, i: number): HookExecution => ({ hookEvent, hookName, timeMs: t + i * 1000, numHooks, sizes: { stdout, additionalContext: 0, persisted: 0 } });
+  t = Date.now() - 10 * 60_000;
+  const run = (hookEvent: string, hookName: string, numHooks: number | null, stdout: number, i: number): HookExecution => ({ hookEvent, hookName, timeMs: t + i * 1000, numHooks, sizes: { stdout, additionalContext: 0, persisted: 0 } });
   const executions: HookExecution[] = [
     run('PostToolUse', ONE, 1, 9_000, 0), run('PostToolUse', ONE, 1, 8_500, 1),
     run('SessionStart', TWO, 2, 9_000, 2), run('SessionStart', TWO, 2, 8_600, 3),
     // One execution of two commands among single ones: the largest may be a sum.
     run('UserPromptSubmit', MIXED, 1, 9_000, 4), run('UserPromptSubmit', MIXED, 2, 4_000, 5),
     { hookEvent: 'Stop', hookName: BLIND, timeMs: t + 6000, version: '2.1.250' },
+    // Two commands, then one execution without num_hooks: two commands run for two executions, the first a sum.
+    run('PreToolUse', UNCOUNTED, 2, 9_000, 7), run('PreToolUse', UNCOUNTED, null, 3_000, 8),
   ];
   expect((await postOtlp(svc.otlpHttpUrl, '/v1/logs', hookRequest(executions), { 'content-type': 'application/json' })).status).toBe(200);
 });
@@ -69,6 +75,13 @@ describe('summed sizes', () => {
     expect(await largest(p, 'PostToolUse', ONE)).toEqual(['9,000 chars', '']);
     expect(await largest(p, 'SessionStart', TWO)).toEqual(['9,000 chars', 'upper bound: Claude Code reports sums over the hook commands of one execution']);
     expect(await largest(p, 'UserPromptSubmit', MIXED)).toEqual(['9,000 chars', 'upper bound: Claude Code reports sums over the hook commands of one execution']);
+    expect(await largest(p, 'PreToolUse', UNCOUNTED)).toEqual(['9,000 chars', 'upper bound: Claude Code reports sums over the hook commands of one execution']);
+    // The API counts the executions whose sizes may be sums: both of the uncounted hook's, none of the single one's.
+    const { body } = await getJson<HooksResponse>(svc.httpUrl, `/api/v1/hooks?from=${new Date(t - 60_000).toISOString()}&to=${new Date(t + 60_000).toISOString()}`);
+    const counts = (name: string) => body.hooks.filter((h) => h.hookName === name).map((h) => [h.executions, h.numHooks, h.sizesMaySumExecutions]);
+    expect(counts(UNCOUNTED)).toEqual([[2, 2, 2]]);
+    expect(counts(ONE)).toEqual([[2, 2, 0]]);
+    expect(counts(MIXED)).toEqual([[2, 3, 1]]);
     // No size data: unknown, never a size, plain or bound.
     expect(await largest(p, 'Stop', BLIND)).toEqual(['unknown', 'no execution in this range sent size data']);
   });
@@ -78,10 +91,12 @@ describe('summed sizes', () => {
     const one = await headroom(ONE);
     const two = await headroom(TWO);
     const mixed = await headroom(MIXED);
+    const uncounted = await headroom(UNCOUNTED);
     expect(one.annotations['description']).not.toMatch(SUMMED);
     expect(one.annotations['description']).toMatch(/^Past the cap the model gets a ~2,000-character preview instead\. Each execution ran one hook command, so 9,000 characters is the largest output's size\./);
     expect(two.annotations['description']).toContain('Sizes are sums over the hooks that ran, so this is an upper bound of the largest single output.');
     expect(mixed.annotations['description']).toContain('Sizes are sums over the hooks that ran, so this is an upper bound of the largest single output.');
+    expect(uncounted.annotations['description']).toContain('Sizes are sums over the hooks that ran, so this is an upper bound of the largest single output.');
 
     const p = await page();
     await p.goto(`${svc.httpUrl}/alerts`);

@@ -67,12 +67,14 @@ export function measuredOnly(c: { outputsPersisted: number; executionsWithPersis
 
 /**
  * Whether a counters row's sizes may be sums over more than one hook command (Claude Code reports an execution's
- * sizes summed over the num_hooks commands it ran): true when some execution ran more than one (the commands run
- * outnumber the executions) or did not say how many (fewer); false when each ran exactly one, which makes every
- * size that of one command's output.
+ * sizes summed over the num_hooks commands it ran): true when an execution with sizes ran more than one or did not
+ * say how many (sizesMaySumExecutions), or when the commands run differ from the executions (some ran more than
+ * one, or did not say: all a row stored before that count had tells); false when each ran exactly one, which makes
+ * every size that of one command's output. The count is needed beside the commands run: an execution of two
+ * commands and one that did not say how many add up to two commands for two executions.
  */
-export function sizesMaySum(c: { executions: number; numHooks: number }): boolean {
-  return c.numHooks !== c.executions;
+export function sizesMaySum(c: { executions: number; numHooks: number; sizesMaySumExecutions: number }): boolean {
+  return c.sizesMaySumExecutions > 0 || c.numHooks !== c.executions;
 }
 
 /**

@@ -84,6 +84,18 @@ describe('conditions', () => {
     expect(headroomCondition(rule, counters({ largest: 8550 }), 'h')?.['description']).toMatch(/ Shorten it before it crosses: `hookwatch check -- <hook command>` measures each output string of the hook against the cap \(with `--budget 9500` it fails above that, for CI\)\.$/);
   });
 
+  it('headroom: says the size is a sum over the hooks that ran whenever an execution\'s sizes may be one', () => {
+    const rule = { windowMs: DAY, threshold: 0.8 };
+    const said = (c: Partial<HookCounters>): string | undefined => headroomCondition(rule, counters({ largest: 10_500, ...c }), 'h')?.['description'];
+    const SUM = 'Sizes are sums over the hooks that ran, so this is an upper bound of the largest single output.';
+    expect(said({ executions: 2, numHooks: 2 })).toContain('Each execution ran one hook command, so 10,500 characters is the largest output\'s size.');
+    // One ran two commands, the other did not say how many: two commands for two executions, yet sums.
+    expect(said({ executions: 2, numHooks: 2, sizesMaySumExecutions: 2 })).toContain(SUM);
+    expect(headroomCondition(rule, counters({ largest: 10_500, executions: 2, numHooks: 2, sizesMaySumExecutions: 2 }), 'h')?.['summary']).toContain('cap summed over the hooks that ran');
+    // Counted before the count was kept (0): the commands run against the executions still tell.
+    expect(said({ executions: 2, numHooks: 3 })).toContain(SUM);
+  });
+
   it('never_completed: starts without completes', () => {
     const rule = { windowMs: HOUR, afterMs: 5 * 60_000 };
     expect(neverCompletedCondition(rule, counters({ starts: 3, executions: 3 }), 'h')).toBeNull();

@@ -89,6 +89,9 @@ describe('key figures', () => {
     expect(f.find((x) => x.id === 'largest')?.note).toBeNull();
     const summed = facts({ ...OVER, numHooks: 13 }, forecastReading(null, { status: 'over' }));
     expect(summed.find((x) => x.id === 'largest')?.note).toBe('upper bound: Claude Code reports sums over the hook commands of one execution');
+    // One ran two commands and one did not say how many: 12 commands for 12 executions, and still a sum.
+    const uncounted = facts({ ...OVER, sizesMaySumExecutions: 2 }, forecastReading(null, { status: 'over' }));
+    expect(uncounted.find((x) => x.id === 'largest')?.note).toBe('upper bound: Claude Code reports sums over the hook commands of one execution');
   });
 
   it('keeps unknown sizes unknown and says how much was not measured', () => {
