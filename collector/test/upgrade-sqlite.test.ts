@@ -23,6 +23,23 @@ const RELEASES = [
   { name: 'the release before it', schema: 13, undo: 'DROP INDEX events_late_arrival;' },
 ];
 
+/** `v` without its sizesMaySumExecutions fields, at any depth. */
+function withoutSizesMaySum(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(withoutSizesMaySum);
+  if (v === null || typeof v !== 'object') return v;
+  return Object.fromEntries(Object.entries(v).filter(([k]) => k !== 'sizesMaySumExecutions').map(([k, x]) => [k, withoutSizesMaySum(x)]));
+}
+
+/** The sizesMaySumExecutions values in `v`, in the order JSON lists them. */
+function sizesMaySumCounts(v: unknown): number[] {
+  const out: number[] = [];
+  JSON.stringify(v, (k, x: unknown) => {
+    if (k === 'sizesMaySumExecutions') out.push(x as number);
+    return x;
+  });
+  return out;
+}
+
 let service: TestService | undefined;
 /** Each case's webhook sink and folder. */
 let opened: { sink: WebhookSink; tmp: ReturnType<typeof tempDir> } | undefined;
@@ -79,7 +96,13 @@ describe('upgrade on SQLite', () => {
     } finally {
       after.close();
     }
-    expect(await views(service.httpUrl, range)).toEqual(seen);
+    // The rows written before count no execution whose sizes may be sums (the captures have some: two commands
+    // each); the raw events at a range's edges still do. Every other figure answers as before.
+    const upgraded = await views(service.httpUrl, range);
+    expect(withoutSizesMaySum(upgraded)).toEqual(withoutSizesMaySum(seen));
+    const counted = sizesMaySumCounts(seen);
+    expect(counted.some((n) => n > 0)).toBe(true);
+    expect(sizesMaySumCounts(upgraded).every((n, i) => n === 0 || n === counted[i])).toBe(true);
     // Evaluations since the start (the first one covers the time hookwatch was down) notify nothing again.
     const started = await evaluations(service.httpUrl);
     await expect.poll(() => evaluations(service!.httpUrl), { timeout: 10_000 }).toBeGreaterThan(started + 2);
