@@ -128,8 +128,8 @@ it('stops on SIGTERM while it migrates, leaving the file at a whole version; the
 }, 120_000);
 
 /**
- * Grows the old-schema file at `path` to `events` events, every one arrived late: the last migration (an index of
- * the late arrivals) then works for seconds, its one statement holding the file's write lock all along.
+ * Grows the old-schema file at `path` to `events` events, every one arrived late: its first migration left (an index
+ * of the late arrivals) then works for seconds, its one statement holding the file's write lock all along.
  */
 function growOldSchemaFile(path: string, events: number): void {
   const db = new DatabaseSync(path);

@@ -1,12 +1,16 @@
-/** A SQLite file as the release before this one left it: the schema's last migration not applied, some events in it. */
+/**
+ * A SQLite file as a release before this one left it: the schema's last two migrations (the late arrivals' index,
+ * the counters' count of executions whose sizes may be sums) not applied, some events in it.
+ */
 import { DatabaseSync } from 'node:sqlite';
 import { expect } from 'vitest';
 import { hookId } from '../../src/hooks/extract.ts';
 import type { HookEvent } from '../../src/hooks/model.ts';
 import { MIGRATIONS, SqliteStore } from '../../src/store/sqlite/index.ts';
+import { sqliteUndoSizesMaySum } from './downgrade.ts';
 
-/** The last migration taken back: the file is as the release before it left it. */
-export const OLD_SCHEMA = MIGRATIONS.length - 1;
+/** The last two migrations taken back: the file is as the release before them left it. */
+export const OLD_SCHEMA = MIGRATIONS.length - 2;
 /** The events an old-schema file holds, all of hook PostToolUse:Bash. */
 export const OLD_SCHEMA_EVENTS = 50;
 
@@ -26,6 +30,7 @@ export async function oldSchemaFile(path: string): Promise<void> {
   await store.close();
   const db = new DatabaseSync(path);
   db.exec('DROP INDEX events_late_arrival');
+  sqliteUndoSizesMaySum(db);
   db.prepare('DELETE FROM schema_migrations WHERE version > ?').run(OLD_SCHEMA);
   db.close();
 }
