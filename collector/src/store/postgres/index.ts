@@ -238,8 +238,8 @@ const GUARD_SQL = guardTrimSql((n) => `$${n}`);
  * Inserts and updates of the minute and hour rollups bump nothing: a hand change of those alone is not seen by
  * the replicas until it touches the day's rollup_1d too or they restart. Every ingest commit writes the day rollup of each day it touches
  * (its inserts and updates bump those days); retention deletes from all three (each delete bumps the days it
- * deleted from). A migration that changes rollup rows in place must write the day's rollup_1d too (or clear
- * day_changes), as a hand change must.
+ * deleted from). A migration that changes rollup rows in place must write the day's rollup_1d too, as a hand
+ * change must: clearing day_changes instead would start a day's sums again from 0, where a kept key could match.
  *
  * The row bumped is the one of the day and the slot of the writing connection (its backend pid modulo the
  * slots): concurrent ingest transactions of several connections, each holding its row's lock from its day
