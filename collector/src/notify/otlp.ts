@@ -24,6 +24,7 @@ import { MAX_RESPONSE_BYTES } from '../forward/exporter-http.ts';
 import { ClientTlsCredentials, tlsFailure } from '../net/tls.ts';
 import { ClientTlsHttpsAgent } from '../net/tls-agent.ts';
 import { routeSdkDiagnostics } from './otel-diag.ts';
+import { UNREACHABLE_CODES } from './transport.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import { ThrottledLine } from '../telemetry/throttled-line.ts';
 import type { NotifyConfig } from './settings.ts';
@@ -129,8 +130,6 @@ const FAILURE_LOG_INTERVAL_MS = 60_000;
 const DEFAULT_MAX_QUEUE = 2048;
 /** How the SDK's exporter writes a partial success to its diagnostics. */
 const SDK_PARTIAL_SUCCESS = 'Received Partial Success response';
-/** Network errors that mean no connection could be made or kept (Node's codes). */
-const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNABORTED']);
 
 /**
  * One failed export, classified. `message` names no URL or header of hookwatch's, but may carry the endpoint's

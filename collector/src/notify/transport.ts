@@ -147,7 +147,7 @@ export const NOTIFICATION_FAILURE_REASONS = ['refused_3xx', 'refused_4xx', 'refu
 export type NotificationFailureReason = (typeof NOTIFICATION_FAILURE_REASONS)[number];
 
 /** Codes (describeError's, in its words or stored bare before them) that mean no connection could be made or kept. */
-const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNABORTED', 'UND_ERR_SOCKET']);
+export const UNREACHABLE_CODES: ReadonlySet<string> = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNABORTED', 'UND_ERR_SOCKET']);
 /**
  * describeError's codes of timeouts: fetch's own (connecting, the answer's headers or body), and the system's, a
  * connection that had no answer from the other end (ETIMEDOUT).
