@@ -203,6 +203,19 @@ export function parseRules(raw: unknown, knownDimensions?: readonly string[]): R
   return rules;
 }
 
+/**
+ * A rule list replaces the default rules, as a Prometheus rule file does: a list of three rules turns the other
+ * default kinds off. Said once at start and by `hookwatch config`, with the items that keep them; none for
+ * `rules: []` (rules off on purpose) or a list that has every default kind.
+ */
+export function defaultRulesOffWarning(rules: readonly RuleConfig[]): string | undefined {
+  if (rules.length === 0) return undefined;
+  const off = DEFAULT_RULE_KINDS.filter((kind) => !rules.some((r) => r.kind === kind));
+  if (off.length === 0) return undefined;
+  const named = off.length === 1 ? off[0] : `${off.slice(0, -1).join(', ')} and ${off.at(-1)}`;
+  return `alerting.rules lists rules, which replace the default ones: the default ${off.length === 1 ? 'rule' : 'rules'} ${named} ${off.length === 1 ? 'is' : 'are'} off; to keep ${off.length === 1 ? 'it' : 'them'}, add ${off.length === 1 ? 'it as an item' : 'each as an item'} of alerting.rules: ${off.map((k) => `{ kind: ${k} }`).join(', ')}`;
+}
+
 function parseRule(raw: unknown, i: number, knownDimensions?: readonly string[]): RuleConfig {
   const at = `alerting.rules[${i}]`;
   if (!isMap(raw)) throw new SettingError(`${at}: expected a mapping with at least "kind"`);
@@ -263,7 +276,7 @@ function parseRule(raw: unknown, i: number, knownDimensions?: readonly string[])
 export const ALERTING_SETTINGS: readonly Setting[] = [
   {
     key: 'alerting.rules', type: 'object', default: null, textValues: '[].labels.*', validate: validator((v) => parseRules(v)), reloadable: true,
-    description: 'Alert rules (file only): a list of {kind, name, for, keepFiringFor, window, groupBy, threshold, minExecutions, horizonDays, after, scope, severity, labels}. Kinds: persisted, persisted_ratio, headroom, growth, blind, silence, never_completed, hook_limit. Unset: persisted, headroom, growth, blind, never_completed and hook_limit with their defaults; [] turns alerting rules off.',
+    description: 'Alert rules (file only): a list of {kind, name, for, keepFiringFor, window, groupBy, threshold, minExecutions, horizonDays, after, scope, severity, labels}. Kinds: persisted, persisted_ratio, headroom, growth, blind, silence, never_completed, hook_limit. Unset: persisted, headroom, growth, blind, never_completed and hook_limit with their defaults; a list replaces them (a default kind it leaves out is off, and a warning at start names it); [] turns alerting rules off.',
   },
   RECEIVERS_SETTING,
   {

@@ -64,6 +64,9 @@ function lines(text: string): string[] {
   return text.split('\n');
 }
 
+/** The warning for the rules of docs/alerting.md's example, which list persisted, headroom and silence. */
+const RULES_WARNING = 'alerting.rules lists rules, which replace the default ones: the default rules growth, blind, never_completed and hook_limit are off; to keep them, add each as an item of alerting.rules: { kind: growth }, { kind: blind }, { kind: never_completed }, { kind: hook_limit }';
+
 /** What a first start logged before it failed, having made its new SQLite database (the schema's line). */
 const NEW_DATABASE = 'sqlite schema migrated';
 
@@ -207,6 +210,25 @@ describe('hookwatch config', () => {
     const r = await hookwatch(['config', '--config', file]);
     expect(r.status).toBe(2);
     expect(r.stderr).toMatch(/alerting\.rules\[0\] \(silence\): after 8d is not shorter than window 7d \(the default\): /);
+  });
+
+  it('a rule list that leaves out default rule kinds is printed with one warning naming them and the YAML that keeps them', async () => {
+    // The example of docs/alerting.md (Receivers): three rules, so growth, blind, never_completed and hook_limit are off.
+    const file = join(dir, 'rules-example.yaml');
+    writeFileSync(file, 'alerting:\n  rules:\n    - { kind: persisted, window: 1h, labels: { source: hookwatch } }\n    - { kind: headroom, threshold: 0.85, for: 10m }\n    - { kind: silence, scope: feed, after: 2h }\n');
+    const r = await hookwatch(['config', '--config', file]);
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stderr).toBe(`hookwatch: warning: ${RULES_WARNING}\n`);
+    // The YAML the warning gives, added to the list, keeps every default kind on, and nothing is warned of.
+    const kept = join(dir, 'rules-example-kept.yaml');
+    writeFileSync(kept, `${readFileSync(file, 'utf8')}${['growth', 'blind', 'never_completed', 'hook_limit'].map((k) => `    - { kind: ${k} }\n`).join('')}`);
+    const again = await hookwatch(['config', '--config', kept]);
+    expect(again.stderr).toBe('');
+    expect(again.status).toBe(0);
+    // `rules: []` turns the rules off on purpose: nothing to warn of.
+    const none = join(dir, 'rules-none.yaml');
+    writeFileSync(none, 'alerting:\n  rules: []\n');
+    expect((await hookwatch(['config', '--config', none])).stderr).toBe('');
   });
 
   // forward.endpoint was checked as a URL only by serve, as forwarding started: `config` printed such a file as
@@ -534,6 +556,17 @@ describe('hookwatch serve', () => {
       expect(local.logged().filter((l) => l['level'] === 'warn')).toEqual([]);
     } finally {
       await stopped(local.child);
+    }
+  });
+
+  it('warns once at start of the default rule kinds a listed rule set leaves off, and how to keep them', async () => {
+    const file = join(dir, 'serve-rules.yaml');
+    writeFileSync(file, 'alerting:\n  rules:\n    - { kind: persisted, window: 1h, labels: { source: hookwatch } }\n    - { kind: headroom, threshold: 0.85, for: 10m }\n    - { kind: silence, scope: feed, after: 2h }\n');
+    const { child, logged } = await serving({ ...base(), HOOKWATCH_CONFIG: file });
+    try {
+      expect(logged().filter((l) => l['level'] === 'warn').map((l) => l['msg'])).toEqual([RULES_WARNING]);
+    } finally {
+      await stopped(child);
     }
   });
 

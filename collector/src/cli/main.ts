@@ -25,6 +25,7 @@ import { isLoopbackAddr } from '../net/addr.ts';
 import { isPostgresUrl } from '../store/settings.ts';
 import { ClientTlsCredentials, TlsCredentials } from '../net/tls.ts';
 import { baseUrl } from '../notify/links.ts';
+import { defaultRulesOffWarning } from '../alerting/settings.ts';
 import { openAlertEventTls } from '../notify/otlp.ts';
 import { ReloadStoppingError, type ConfigSource } from '../config-reload.ts';
 import { printable } from '../../../shared/src/printable.ts';
@@ -78,6 +79,8 @@ async function serve(flags: Record<string, string | undefined>, env: NodeJS.Proc
   for (const warning of loaded.warnings) logger.warn(warning);
   // At once, not after the store opens: a replica waiting for its database (minutes, maybe) listens meanwhile.
   for (const w of exposureWarnings(config)) logger.warn(w);
+  const rulesOff = defaultRulesOffWarning(config.alerting.rules);
+  if (rulesOff) logger.warn(rulesOff);
   // Signal handlers go in before anything announces readiness: a supervisor (or a test) that sends SIGTERM
   // as soon as it reads "hookwatch started" must never hit the default action, which kills without draining.
   let service: Awaited<ReturnType<typeof startService>> | undefined = undefined;
@@ -292,7 +295,8 @@ export async function runCommand(argv: readonly string[], io: ToolIO = processIO
       if (config.forward.endpoint && config.forward.tls) ClientTlsCredentials.open(config.forward.tls, silentLogger);
       for (const r of config.alerting.receivers) if (r.tls) ClientTlsCredentials.open(r.tls, silentLogger);
       openAlertEventTls(config.alerting.otlp, silentLogger);
-      for (const warning of loaded.warnings) io.stderr(`hookwatch: warning: ${printable(warning)}\n`);
+      const rulesOff = defaultRulesOffWarning(config.alerting.rules);
+      for (const warning of [...loaded.warnings, ...(rulesOff ? [rulesOff] : [])]) io.stderr(`hookwatch: warning: ${printable(warning)}\n`);
       const derived = [
         { key: 'otlp.maxInflightBytes', value: config.otlp.maxInflightBytes, why: 'raised to twice otlp.maxRequestBytes' },
         { key: 'retention.minuteRollups', value: config.retention.minuteRollupsMs, why: 'cut to retention.events' },
