@@ -72,7 +72,8 @@ Options:
                        HOOKWATCH_GUARD_REPORT), in the background, without delaying the hook, once the output is
                        written in full (a stopped or killed run, or a closed stdout, reports nothing);
                        HOOKWATCH_GUARD_NO_REPORT=1 turns reports off whatever --report says (hookwatch check sets
-                       it for the hooks it runs: their input is made up)
+                       it for the hooks it runs: their input is made up); a report not delivered is said in
+                       one line on stderr, at a terminal at once, else by the next run that reports
   --shell <path>       shell for a one-argument command line (default /bin/sh)
   --install [file]     wrap every command hook of a settings file (default .claude/settings.json); the file from
                        before the first change is kept as <file>.hookwatch-backup, never overwritten. A hook with
@@ -639,9 +640,11 @@ async function deliver(result: GuardedRunResult, options: GuardOptions, io: Guar
   // A stopped run's output never reached the model: no trim of it is reported.
   if (trimmed.length > 0 && options.report !== undefined && unwritten() === undefined && !result.stopped) {
     // Loaded only when there is something to report: most runs trim nothing.
-    const { reportInBackground } = await import('./report.ts');
+    const { reportInBackground, takeReportFailure } = await import('./report.ts');
     const { hookIdentity } = await import('./hook-identity.ts');
-    reportInBackground(options.report, { ...hookIdentity(result.input), trims: trimmed.map(({ field, sentChars, keptChars }) => ({ field, sentChars, keptChars })) });
+    const earlier = takeReportFailure(options.dir);
+    if (earlier !== undefined) io.stderr(earlier);
+    reportInBackground(options.report, { ...hookIdentity(result.input), trims: trimmed.map(({ field, sentChars, keptChars }) => ({ field, sentChars, keptChars })) }, options.dir);
   }
   // Only a run that saved a file looks at the folder (most save nothing), once its output is delivered; a
   // failure costs the hook nothing but the line saying why.

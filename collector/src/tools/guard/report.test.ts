@@ -15,7 +15,10 @@ import { captureIO } from '../../../test/support/capture-io.ts';
 import { noImportMetaMainPreload } from '../../../test/support/preloads.ts';
 import { hookId } from '../../hooks/extract.ts';
 import { runCheck } from '../check/index.ts';
+import { requireTool, runs } from '../../../test/required-tool.ts';
 
+/** util-linux `script`, which gives the guard a terminal for stderr. */
+const HAVE_SCRIPT = requireTool(runs('script', ['--version']), 'script (util-linux)', 'apt-get install bsdutils');
 const BIN = fileURLToPath(new URL('../../../bin/hookwatch.mjs', import.meta.url));
 const INPUT = JSON.stringify({ session_id: 'sess-report', hook_event_name: 'SessionStart', source: 'startup' });
 const HOOK = hookId('SessionStart', 'SessionStart:startup');
@@ -290,6 +293,55 @@ describe('hookwatch guard --report', () => {
       expect(to.answered).toHaveLength(1);
     } finally {
       to.close();
+    }
+  });
+
+  it.each([
+    ['the API port', (s: TestService) => s.httpUrl, 'answered HTTP 404: it is no OTLP/HTTP receiver; hookwatch receives OTLP/HTTP on otlp.http.addr (port 4318 by default), not on its API port'],
+    ['the gRPC port', (s: TestService) => s.otlpGrpcUrl, 'did not answer in HTTP/1.1 (HPE_INVALID_CONSTANT): a gRPC port? hookwatch receives OTLP/HTTP on otlp.http.addr (port 4318 by default)'],
+  ])('a report sent to %s says on stderr that it was not delivered, host and port only, the hook\'s output and exit code unchanged', async (_port, address, words) => {
+    const own = await mkdtemp(join(dir, 'failed-'));
+    const url = new URL(address(service));
+    const hostPort = `${url.hostname}:${url.port}`;
+    // Userinfo and a query, which may hold a token, are never written.
+    const target = `http://ops:Pw-9f3k2@${hostPort}`;
+    const hook = ['--', '/bin/sh', '-c', `head -c 12000 /dev/zero | tr '\\0' w`];
+    const plain = await guard(hook, { HOOKWATCH_GUARD_DIR: own });
+    const first = await guard(['--report', target, ...hook], { HOOKWATCH_GUARD_DIR: own });
+    expect([first.code, first.stdout.length, first.stderr]).toEqual([0, plain.stdout.length, '']);
+    // Under Claude Code stderr is a pipe, read to its end: the detached sender cannot say it there, so the next
+    // run that reports does, once.
+    const said = await until(async () => (await readFile(join(own, 'report-failed.txt'), 'utf8').catch(() => '')), (t) => t !== '');
+    expect(said).not.toMatch(/Pw-9f3k2|ops/);
+    const second = await guard(['--report', target, ...hook], { HOOKWATCH_GUARD_DIR: own });
+    expect([second.code, second.stdout.length]).toEqual([0, plain.stdout.length]);
+    expect(second.stderr).toMatch(new RegExp(`^hookwatch guard: an earlier trim report was not delivered: [^\\n]*${words.replace(/[().?]/g, '\\$&')}[^\\n]*\\n$`));
+    expect(second.stderr).toContain(hostPort);
+    expect(second.stderr).not.toMatch(/Pw-9f3k2|ops:/);
+    await until(async () => (await readFile(join(own, 'report-failed.txt'), 'utf8').catch(() => '')), (t) => t !== '');
+  });
+
+  it.runIf(HAVE_SCRIPT)('at a terminal, a failed report is said there by the sender', async () => {
+    const own = await mkdtemp(join(dir, 'tty-'));
+    const closed = createServer();
+    await new Promise<void>((r) => closed.listen(0, '127.0.0.1', r));
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise<void>((r) => closed.close(() => r()));
+    // The terminal stays open until the test is done, while the detached sender tries; its line arrives there after
+    // the guard exited.
+    const done = join(own, 'done');
+    const line = `${process.execPath} ${BIN} guard --report http://127.0.0.1:${port} -- /bin/sh -c "head -c 12000 /dev/zero | tr '\\0' v" >/dev/null; echo "guard exited $?"; while [ ! -e ${done} ]; do sleep 0.1; done`;
+    const terminal = spawn('script', ['-qec', line, '/dev/null'], { env: { ...process.env, HOOKWATCH_GUARD_DIR: own }, stdio: ['ignore', 'pipe', 'ignore'] });
+    let seen = '';
+    terminal.stdout.on('data', (c: Buffer) => (seen += c.toString()));
+    try {
+      await until(async () => seen, (t) => t.includes('not delivered'));
+      expect(seen).toContain('guard exited 0');
+      expect(seen).toContain(`hookwatch guard: a trim report was not delivered: connection refused (ECONNREFUSED): nothing listens at 127.0.0.1:${port}`);
+      expect(seen.indexOf('guard exited 0')).toBeLessThan(seen.indexOf('not delivered'));
+    } finally {
+      await writeFile(done, '');
+      if (terminal.exitCode === null) await new Promise((r) => terminal.once('exit', r));
     }
   });
 

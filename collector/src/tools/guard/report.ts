@@ -1,7 +1,10 @@
 import { spawn } from 'node:child_process';
+import { readFileSync, unlinkSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { otlpLogsUrl } from '../common/args.ts';
+import { printable } from '../../../../shared/src/printable.ts';
 import type { HookIdentity } from './hook-identity.ts';
 import type { GuardField } from './trim.ts';
 
@@ -19,14 +22,37 @@ export interface GuardReport extends HookIdentity {
  */
 export const logsUrl = (target: string, source = '--report'): string => otlpLogsUrl(target, source);
 
+/** The file in the guard's folder where a report's sender leaves why it failed, for the next run to say. */
+const REPORT_FAILED_FILE = 'report-failed.txt';
+
+/**
+ * Why an earlier report failed, once (the file is removed), as one line for stderr; undefined when none did. Only a
+ * run that reports looks for it: it has saved its output in the folder already.
+ */
+export function takeReportFailure(dir: string): string | undefined {
+  const path = join(dir, REPORT_FAILED_FILE);
+  let words: string;
+  try {
+    words = readFileSync(path, 'utf8').trim();
+    unlinkSync(path);
+  } catch {
+    return undefined;
+  }
+  return words === '' ? undefined : `hookwatch guard: an earlier trim report was not delivered: ${printable(words.slice(0, 500))}\n`;
+}
+
 /**
  * Sends the report from a detached process with no stdio of its own: the guard writes the hook's output and
  * exits at once, Claude Code does not wait for the pipes, and a slow or down hookwatch costs the hook nothing.
  */
-export function reportInBackground(target: string, report: GuardReport): void {
+export function reportInBackground(target: string, report: GuardReport, dir: string): void {
   const sender = fileURLToPath(new URL('./report-send.ts', import.meta.url));
   try {
-    const child = spawn(process.execPath, [...process.execArgv, sender, logsUrl(target), JSON.stringify(report)], { detached: true, stdio: 'ignore' });
+    // At a terminal (a person trying the guard) the sender says a failure there itself; under Claude Code stderr is
+    // a pipe it reads to its end, which the sender must not hold open: a failure is left for the next run to say.
+    const atTerminal = process.stderr.isTTY;
+    const failureTo = atTerminal ? '-' : join(dir, REPORT_FAILED_FILE);
+    const child = spawn(process.execPath, [...process.execArgv, sender, logsUrl(target), JSON.stringify(report), failureTo], { detached: true, stdio: atTerminal ? ['ignore', 'ignore', 'inherit'] : 'ignore' });
     child.on('error', () => undefined);
     child.unref();
   } catch {
