@@ -29,10 +29,10 @@ export function echoed(value: string): string {
   return JSON.stringify(cut(value));
 }
 
-/** At most ECHO_CHARS characters of `value`, an ellipsis after them when it was cut (never inside an emoji). */
-export function cut(value: string): string {
-  if (value.length <= ECHO_CHARS) return value;
-  const code = value.charCodeAt(ECHO_CHARS - 1);
-  const end = code >= 0xd800 && code <= 0xdbff ? ECHO_CHARS - 1 : ECHO_CHARS;
+/** At most `max` (ECHO_CHARS) characters of `value`, an ellipsis after them when it was cut (never inside an emoji). */
+export function cut(value: string, max = ECHO_CHARS): string {
+  if (value.length <= max) return value;
+  const code = value.charCodeAt(max - 1);
+  const end = code >= 0xd800 && code <= 0xdbff ? max - 1 : max;
   return `${value.slice(0, end)}…`;
 }

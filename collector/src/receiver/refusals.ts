@@ -13,6 +13,7 @@
  * Only a refusal reaches this: a request the receivers take costs nothing here.
  */
 import { cut } from '../request-error.ts';
+import { printable } from '../../../shared/src/printable.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import { ThrottledLine } from '../telemetry/throttled-line.ts';
 import type { RejectReason } from './options.ts';
@@ -30,7 +31,16 @@ export type OtlpTransport = 'http' | 'grpc';
 export interface RefusedAt {
   path?: string | undefined;
   client?: string | undefined;
+  /**
+   * What was wrong with a request its decoder refused (bad_request), as the client was told: `request.resourceLogs
+   * must be an array`. Logged cut to PROBLEM_CHARS, its control and invisible characters written out: a JSON
+   * parser's message quotes a few characters of the body.
+   */
+  problem?: string | undefined;
 }
+
+/** The most of a refused request's problem a line says. */
+const PROBLEM_CHARS = 200;
 
 /** The refusals of one transport and reason in the last RECENT_REFUSALS_MS (OverviewResponse's otlpRefusals). */
 export interface RecentRefusal {
@@ -92,7 +102,7 @@ interface Kept {
    * The last refusal this line logs, as the line says it: a refusal logged by a line of its own (`logged`) shares
    * the key, and would lend the line its path, client and hint.
    */
-  logs: { path: string | undefined; client: string | undefined; hint: string | undefined };
+  logs: { path: string | undefined; client: string | undefined; hint: string | undefined; problem: string | undefined };
   line: ThrottledLine;
 }
 
@@ -127,7 +137,7 @@ export class OtlpRefusals {
     if (!kept) {
       const entry: Kept = {
         transport, reason, slots: [], lastAtMs: 0, lastPath: undefined, lastClient: undefined, hint: undefined,
-        logs: { path: undefined, client: undefined, hint: undefined },
+        logs: { path: undefined, client: undefined, hint: undefined, problem: undefined },
         line: new ThrottledLine(this.logIntervalMs, () => performance.now(), (requests) => this.write(entry, requests)),
       };
       kept = entry;
@@ -144,7 +154,7 @@ export class OtlpRefusals {
     kept.lastClient = at.client;
     kept.hint = hint ?? REASON_HINTS[reason];
     if (!logged) {
-      kept.logs = { path: kept.lastPath, client: kept.lastClient, hint: kept.hint };
+      kept.logs = { path: kept.lastPath, client: kept.lastClient, hint: kept.hint, problem: at.problem === undefined ? undefined : printable(cut(at.problem, PROBLEM_CHARS)) };
       kept.line.note();
     }
   }
@@ -170,9 +180,10 @@ export class OtlpRefusals {
   private write(k: Kept, requests: number): void {
     const what = requests === 1 ? 'an OTLP request' : `${requests} OTLP requests`;
     const since = requests === 1 ? '' : ' since the last line about them';
-    const { path, client, hint } = k.logs;
+    const { path, client, hint, problem } = k.logs;
     const said = NOT_REFUSED[k.reason]?.(what, requests === 1) ?? `refused ${what}`;
-    this.logger.warn(`otlp ${k.transport}: ${said} (${k.reason})${since}${hint ? `; ${hint}` : ''}`, {
+    const why = problem === undefined ? '' : requests === 1 ? `: ${problem}` : `; the last: ${problem}`;
+    this.logger.warn(`otlp ${k.transport}: ${said} (${k.reason})${since}${why}${hint ? `; ${hint}` : ''}`, {
       transport: k.transport, reason: k.reason, requests,
       ...(path === undefined ? {} : { path }),
       ...(client === undefined ? {} : { client }),

@@ -800,7 +800,7 @@ export class OtlpGrpcReceiver {
   /** The status for a refused call, counted; UNAVAILABLE carries RetryInfo. */
   private refusal(err: unknown, at: RefusedAt): StatusObject {
     const m = mapError(err);
-    this.refuse(m.reason, at);
+    this.refuse(m.reason, m.reason === 'bad_request' ? { ...at, problem: m.message } : at);
     const metadata = new Metadata();
     if (m.retryAfterSeconds !== undefined && m.grpcCode === GrpcStatus.UNAVAILABLE) {
       // RetryInfo tells the OTLP client how long to back off (specification, "OTLP/gRPC Throttling").

@@ -9,7 +9,7 @@ import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { OverviewResponse } from '../../../../shared/src/api.ts';
 import type { LogsConsumer, PassThroughConsumer } from '../../pipeline/consumer.ts';
-import { silentLogger } from '../../telemetry/logger.ts';
+import { createLogger, silentLogger } from '../../telemetry/logger.ts';
 import { InflightBudget } from '../inflight.ts';
 import { OtlpHttpReceiver } from './index.ts';
 import { fixtureRequests, getJson, postOtlp, startTestService, type TestService } from '../../../test/helpers.ts';
@@ -208,6 +208,44 @@ describe('a request the HTTP parser refuses gets a google.rpc.Status, not an emp
     expect(head).toMatch(/\r\nConnection: close(\r\n|$)/);
     expect(decodeStatus(body)).toEqual({ code: 3, message: 'malformed HTTP request: the Content-Length header is not a decimal number, or comes with Transfer-Encoding' });
     expect((await postOtlp(service.otlpHttpUrl, '/v1/logs', '{}', json)).status).toBe(200);
+  });
+
+  it('logs what was wrong with a body its decoder refused, as the client was told, with the body\'s control characters written out', async () => {
+    const lines: string[] = [];
+    const next: LogsConsumer & PassThroughConsumer = { consumeLogs: async () => ({ rejected: 0, message: '' }), consume: async () => {} };
+    const logger = createLogger({ level: 'info', write: (line) => lines.push(line) });
+    const receiver = new OtlpHttpReceiver({ addr: '127.0.0.1:0', maxRequestBytes: 1024 * 1024, requestTimeoutMs: 30_000, ingestToken: '', inflight: new InflightBudget(64 * 1024 * 1024), logs: next, passThrough: next, logger });
+    const { port } = await receiver.start();
+    try {
+      const url = `http://127.0.0.1:${port}`;
+      const refused = await postOtlp(url, '/v1/logs', '{"resourceLogs":{}}', json);
+      expect(refused.status).toBe(400);
+      const told = (JSON.parse(refused.body.toString()) as { message: string }).message;
+      expect(told).toBe('resourceLogs must be an array');
+      const first = JSON.parse(lines.find((l) => l.includes('refused an OTLP request')) ?? '{}') as { msg?: string };
+      expect(first.msg).toBe(`otlp http: refused an OTLP request (bad_request): ${told}`);
+      await receiver.shutdown();
+      // A JSON parser's message quotes the start of the body: a line break and a terminal escape in it are written
+      // out, in the message as a reader of the log's text sees it (jq -r .msg), not only escaped by the JSON line.
+      lines.length = 0;
+      const again = new OtlpHttpReceiver({ addr: '127.0.0.1:0', maxRequestBytes: 1024 * 1024, requestTimeoutMs: 30_000, ingestToken: '', inflight: new InflightBudget(64 * 1024 * 1024), logs: next, passThrough: next, logger });
+      const other = await again.start();
+      try {
+        const body = `nope\u001b[2J\n{"injected":"line"}${'x'.repeat(400)}`;
+        expect((await postOtlp(`http://127.0.0.1:${other.port}`, '/v1/logs', body, json)).status).toBe(400);
+        expect(lines.filter((l) => l.includes('refused'))).toHaveLength(1);
+        const line = lines.find((l) => l.includes('refused')) ?? '';
+        const controls = (text: string): string[] => [...text].filter((c) => (c.codePointAt(0) ?? 0) < 0x20);
+        expect(controls(line)).toEqual([]);
+        const msg = (JSON.parse(line) as { msg: string }).msg;
+        expect(controls(msg)).toEqual([]);
+        expect(msg).toBe(`otlp http: refused an OTLP request (bad_request): invalid JSON: Unexpected token 'o', "nope\\u001b[2J\\n{""... is not valid JSON`);
+      } finally {
+        await again.shutdown();
+      }
+    } finally {
+      await receiver.shutdown();
+    }
   });
 
   it('logs that an OTLP/gRPC exporter sent to this port, naming the port it goes to, and not other malformed HTTP', async () => {

@@ -202,9 +202,9 @@ export class OtlpHttpReceiver {
   }
 
   /** A request refused: counted for /metrics, logged (throttled) and kept for the overview (refusals.ts). */
-  private refuse(reason: RejectReason, req: IncomingMessage | undefined, hint?: string, client = req?.socket.remoteAddress, logged = false): void {
+  private refuse(reason: RejectReason, req: IncomingMessage | undefined, hint?: string, client = req?.socket.remoteAddress, logged = false, problem?: string): void {
     this.count(this.stats.rejected, reason);
-    this.refusals.note('http', reason, { path: req ? targetPath(req.url ?? '/') : undefined, client }, hint, logged);
+    this.refusals.note('http', reason, { path: req ? targetPath(req.url ?? '/') : undefined, client, problem }, hint, logged);
   }
 
   private fail(res: ServerResponse, encoding: Encoding, status: number, code: number, message: string, headers: Record<string, string> = {}): void {
@@ -320,7 +320,7 @@ export class OtlpHttpReceiver {
       }
       const m = mapError(err);
       this.count(this.stats.requests, `${signal}:${m.httpStatus}`);
-      this.refuse(m.reason, req);
+      this.refuse(m.reason, req, undefined, undefined, false, m.reason === 'bad_request' ? m.message : undefined);
       if (m.httpStatus === 500) this.opts.logger.error('otlp request failed', { signal, err });
       const headers: Record<string, string> = {};
       if (m.retryAfterSeconds !== undefined) headers['retry-after'] = String(m.retryAfterSeconds);
