@@ -94,6 +94,23 @@ describe('refused OTLP requests', () => {
     expect(Date.now() - Date.parse(body.otlpRefusals![0]!.lastAt)).toBeLessThan(60_000);
   });
 
+  it.each([
+    ['/v1/log', '/v1/logs', 'OTEL_EXPORTER_OTLP_LOGS_ENDPOINT'],
+    ['/v1/Logs', '/v1/logs', 'OTEL_EXPORTER_OTLP_LOGS_ENDPOINT'],
+    ['/V1/METRICS', '/v1/metrics', 'OTEL_EXPORTER_OTLP_METRICS_ENDPOINT'],
+    ['/v1/trace', '/v1/traces', 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'],
+  ])('names the path meant for a near miss (%s) in the answer, the log line and the overview', async (path, meant, variable) => {
+    const { svc, lines } = await start();
+    const answer = await postOtlp(svc.otlpHttpUrl, path, '{}', { 'content-type': 'application/json' });
+    expect(answer.status).toBe(404);
+    const hint = `did you mean ${meant}? (paths are lowercase; ${variable} is used as given: end it with ${meant})`;
+    expect((JSON.parse(answer.body.toString()) as { message: string }).message).toBe(`no OTLP endpoint at ${JSON.stringify(path)}; use /v1/logs, /v1/metrics or /v1/traces (${hint})`);
+    const logged = refusalLines(lines);
+    expect(logged).toHaveLength(1);
+    expect(logged[0]!.msg.split(' {')[0]).toBe(`otlp http: refused an OTLP request (not_found); ${hint}`);
+    expect((await overview(svc)).otlpRefusals).toEqual([expect.objectContaining({ reason: 'not_found', lastPath: path, hint })]);
+  });
+
   it('logs a missing or wrong token with the fix, and neither the log nor the overview holds the token sent or a query string', async () => {
     const { svc, lines } = await start({ HOOKWATCH_INGEST_TOKEN: TOKEN });
     const sent = 'Bearer wrong-token-sent-by-the-client-42';

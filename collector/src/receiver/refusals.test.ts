@@ -93,6 +93,15 @@ describe('endpointHint', () => {
     ['/', 'POST', 'OTEL_EXPORTER_OTLP_LOGS_ENDPOINT is used as given: end it with /v1/logs'],
     ['/', 'GET', undefined],
     ['/v2/logs', 'POST', undefined],
+    ['/v1/log', 'POST', 'did you mean /v1/logs? (paths are lowercase; OTEL_EXPORTER_OTLP_LOGS_ENDPOINT is used as given: end it with /v1/logs)'],
+    ['/v1/Logs', 'POST', 'did you mean /v1/logs? (paths are lowercase; OTEL_EXPORTER_OTLP_LOGS_ENDPOINT is used as given: end it with /v1/logs)'],
+    ['/v1/lgos', 'POST', 'did you mean /v1/logs? (paths are lowercase; OTEL_EXPORTER_OTLP_LOGS_ENDPOINT is used as given: end it with /v1/logs)'],
+    ['/v1/metric', 'POST', 'did you mean /v1/metrics? (paths are lowercase; OTEL_EXPORTER_OTLP_METRICS_ENDPOINT is used as given: end it with /v1/metrics)'],
+    ['/v1/Logs/', 'POST', 'did you mean /v1/logs? (paths are lowercase; OTEL_EXPORTER_OTLP_LOGS_ENDPOINT is used as given: end it with /v1/logs)'],
+    // Another version, or a word that is no signal's, is no near miss.
+    ['/v1/events', 'POST', undefined],
+    ['/v1/l', 'POST', undefined],
+    ['/api/v1/logs', 'POST', 'OTEL_EXPORTER_OTLP_ENDPOINT is the base URL, such as http://<host>:4318, to which the exporter appends /v1/logs'],
   ])('%s (%s)', (path, method, hint) => {
     expect(endpointHint(path, method, base)).toBe(hint);
   });

@@ -13,6 +13,7 @@
  * Only a refusal reaches this: a request the receivers take costs nothing here.
  */
 import { cut } from '../request-error.ts';
+import { editDistance } from '../edit-distance.ts';
 import { printable } from '../../../shared/src/printable.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import { ThrottledLine } from '../telemetry/throttled-line.ts';
@@ -67,7 +68,20 @@ export function endpointHint(path: string, method: string | undefined, base: str
   const baseUrl = `OTEL_EXPORTER_OTLP_ENDPOINT is the base URL, such as ${base}, to which the exporter appends /v1/${signal}`;
   if (appended && appended.index > 0) return baseUrl;
   if (appended && path.endsWith('/')) return `no trailing slash: /v1/${signal}; ${baseUrl}`;
+  const meant = nearSignalPath(path);
+  if (meant) return `did you mean /v1/${meant}? (paths are lowercase; OTEL_EXPORTER_OTLP_${meant.toUpperCase()}_ENDPOINT is used as given: end it with /v1/${meant})`;
   return path === '/' && method === 'POST' ? 'OTEL_EXPORTER_OTLP_LOGS_ENDPOINT is used as given: end it with /v1/logs' : undefined;
+}
+
+/**
+ * The signal a `/v1/<word>` path nearly names: another case (`/v1/Logs`, `/V1/LOGS`) or up to two letters off
+ * (`/v1/log`, `/v1/lgos`, `/v1/trace`), a trailing slash allowed; a per-signal endpoint written by hand. Another
+ * version (`/v2/logs`) is no near miss: a client of another protocol version is not helped by /v1's path.
+ */
+function nearSignalPath(path: string): string | undefined {
+  const word = /^\/v1\/([^/]+)\/?$/i.exec(path)?.[1]?.toLowerCase();
+  if (word === undefined) return undefined;
+  return ['logs', 'metrics', 'traces'].find((signal) => editDistance(word, signal) <= 2);
 }
 
 /** What to change for a refusal whose reason says it, whatever the request (the path's hint comes first). */
