@@ -152,6 +152,17 @@ describe('hookwatch --help', () => {
     expect((await hookwatch(['--help', 'config'])).stdout).toBe(r.stdout);
   });
 
+  it('version --help is its own, saying what version prints, not the list of commands', async () => {
+    const r = await hookwatch(['version', '--help']);
+    expect(r.status).toBe(0);
+    expectReadable(r.stdout);
+    expect(lines(r.stdout).slice(0, 2)).toEqual(['Usage:', '  hookwatch version']);
+    expect(r.stdout).toContain('as "hookwatch --version" does');
+    expect(r.stdout).not.toContain('Commands:');
+    expect((await hookwatch(['help', 'version'])).stdout).toBe(r.stdout);
+    expect((await hookwatch(['--help', 'version'])).stdout).toBe(r.stdout);
+  });
+
   it('restore --help is its own: --from, what it keeps and what it refuses', async () => {
     const r = await hookwatch(['restore', '--help']);
     expect(r.status).toBe(0);

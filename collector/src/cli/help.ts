@@ -175,12 +175,20 @@ export function restoreHelp(): string {
   ], 'It takes every flag "hookwatch serve" takes (hookwatch serve --help lists them); only the database\'s matters. Start hookwatch once it is done.');
 }
 
+/** `hookwatch version --help`. */
+export function versionHelp(): string {
+  return helpPage('hookwatch version', [
+    `Prints the version of hookwatch and of the Node.js it runs on (hookwatch ${HOOKWATCH_VERSION} (Node.js ${process.versions.node})) and exits 0, as "hookwatch --version" does.`,
+  ], [...HELP_FLAG], 'Include the line in a bug report: what a release changed is in the README\'s "Upgrading" part.');
+}
+
 /** `hookwatch help <command>` for serve, config, backup, restore, help, version; check and scan print their own. */
 export function commandHelp(command: string): string | undefined {
   if (command === 'serve') return serveHelp();
   if (command === 'config') return configHelp();
   if (command === 'backup') return backupHelp();
   if (command === 'restore') return restoreHelp();
-  if (command === 'help' || command === 'version') return globalHelp();
+  if (command === 'version') return versionHelp();
+  if (command === 'help') return globalHelp();
   return undefined;
 }
