@@ -4,6 +4,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { silentLogger } from '../telemetry/logger.ts';
+import { HOOKWATCH_VERSION } from '../version.ts';
 import { otlpAccepted, WebhookSink } from '../../test/support/alerting.ts';
 import { parseExposition, sampleValue } from '../../test/support/prometheus-text.ts';
 import { recordingLogger } from '../../test/support/recording-logger.ts';
@@ -223,11 +224,22 @@ describe('dispatcher', () => {
     for (const r of s.requests) {
       expect(r.headers['webhook-id']).toBe('msg_test1');
       expect(r.headers['x-team']).toBe('platform');
+      // As Alertmanager sends `Alertmanager/<version>`: a receiver's logs tell the sender's release.
+      expect(r.headers['user-agent']).toBe(`hookwatch/${HOOKWATCH_VERSION}`);
       expect(verify(SECRET, r.headers, r.body)).toBe(true);
       expect(verify('whsec_' + Buffer.from('another key, 32 bytes long......').toString('base64'), r.headers, r.body)).toBe(false);
     }
     expect(attempts.map((a) => a.outcome)).toEqual(['retrying', 'retrying', 'retrying', 'delivered']);
     expect(finished).toEqual(['delivered']);
+    await d.stop();
+  });
+
+  it('sends the User-Agent a receiver\'s headers give in place of its own, not joined to it', async () => {
+    const s = await sink();
+    const d = new Dispatcher({ receivers: [receiver(s.url, { headers: { 'User-Agent': 'ops-relay/2' } })], links: { externalUrl: 'http://hw.test' }, logger: silentLogger, deadlineMs: 30_000, maxQueue: 10, baseDelayMs: 5, maxDelayMs: 20 });
+    expect(d.enqueue(notification())).toBe(true);
+    await d.idle();
+    expect(s.requests.map((r) => r.headers['user-agent'])).toEqual(['ops-relay/2']);
     await d.stop();
   });
 

@@ -13,6 +13,10 @@ import { ClientTlsCredentials, tlsFailure } from '../net/tls.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import { networkErrorCode, networkErrorWords, timedOutWords } from '../../../shared/src/network-error.ts';
 import type { ReceiverConfig } from './model.ts';
+import { HOOKWATCH_VERSION } from '../version.ts';
+
+/** The User-Agent of every notification request. */
+const USER_AGENT = `hookwatch/${HOOKWATCH_VERSION}`;
 
 /** What one attempt came to. */
 export interface AttemptResult {
@@ -243,7 +247,9 @@ export async function sendWithRetry(build: (attempt: number) => OutgoingRequest,
       const timeout = AbortSignal.timeout(timeoutMs);
       const res = await fetch(url, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', 'user-agent': 'hookwatch', ...req.headers },
+        // hookwatch/<version>, as Alertmanager sends Alertmanager/<version>: a receiver's logs tell the release. A
+        // User-Agent in the receiver's headers, in any case, replaces it rather than joining it.
+        headers: { 'content-type': 'application/json', ...(Object.keys(req.headers).some((h) => h.toLowerCase() === 'user-agent') ? {} : { 'user-agent': USER_AGENT }), ...req.headers },
         body: req.body,
         redirect: 'manual',
         signal: opts.signal ? AbortSignal.any([timeout, opts.signal]) : timeout,
