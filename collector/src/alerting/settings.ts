@@ -185,7 +185,7 @@ function num(raw: unknown, key: string, min: number, max: number, integer = fals
 /** A share from 0 to max; one written as a percentage (85) is refused with the share it stands for (0.85). */
 function share(raw: unknown, key: string, max: number): number {
   const v = readNumber(raw);
-  if (v !== undefined && v > max && v <= 100) throw new SettingError(`${key}: must be between 0 and ${max}, a share: ${v / 100} for ${v}%`);
+  if (v !== undefined && v > max && v <= 100) throw new SettingError(`${key}: must be between 0 and ${max}, a share: ${+(v / 100).toPrecision(12)} for ${v}%`);
   return num(raw, key, 0, max);
 }
 

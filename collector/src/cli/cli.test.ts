@@ -363,7 +363,7 @@ describe('a mistyped environment variable', () => {
 });
 
 describe('a rule threshold written as a percentage', () => {
-  it.each([['headroom', 85, '0.85 for 85%'], ['persisted_ratio', 5, '0.05 for 5%']])('(%s, %s) is refused with the share it stands for', async (kind, threshold, meant) => {
+  it.each([['headroom', 85, '0.85 for 85%'], ['persisted_ratio', 5, '0.05 for 5%'], ['headroom', 33.3, '0.333 for 33.3%']])('(%s, %s) is refused with the share it stands for', async (kind, threshold, meant) => {
     const file = join(dir, `threshold-${kind}.yaml`);
     writeFileSync(file, `alerting:\n  rules:\n    - { kind: ${kind}, threshold: ${threshold} }\n`);
     const r = await hookwatch(['config', '--config', file]);
