@@ -187,7 +187,8 @@ describe('refused OTLP requests', () => {
   });
 
   it('says an OTLP request its client gave up on, or one not received whole in time, as such: hookwatch refused neither', async () => {
-    const { svc, lines } = await start({ HOOKWATCH_INGEST_TOKEN: TOKEN, HOOKWATCH_OTLP_REQUEST_TIMEOUT: '1s' });
+    // A timeout well past the quitter's 100 ms, so a stalled test process does not see a 408 first.
+    const { svc, lines } = await start({ HOOKWATCH_INGEST_TOKEN: TOKEN, HOOKWATCH_OTLP_REQUEST_TIMEOUT: '3s' });
     const url = new URL(svc.otlpHttpUrl);
     // Half a body, then nothing more.
     const half = async (): Promise<{ socket: Socket; answer: Promise<string> }> => {
