@@ -15,6 +15,7 @@
 import { cut } from '../request-error.ts';
 import { editDistance } from '../edit-distance.ts';
 import { printable } from '../../../shared/src/printable.ts';
+import { isNotRefused, type NotRefusedReason } from '../../../shared/src/otlp-refusals.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import { ThrottledLine } from '../telemetry/throttled-line.ts';
 import type { RejectReason } from './options.ts';
@@ -98,7 +99,7 @@ const REASON_HINTS: Partial<Record<RejectReason, string>> = {
  * client gave up on it or it was not received within otlp.requestTimeout. How a line says them: `what` is `an OTLP
  * request` or `12 OTLP requests`.
  */
-const NOT_REFUSED: Partial<Record<RejectReason, (what: string, one: boolean) => string>> = {
+const NOT_REFUSED: Record<NotRefusedReason, (what: string, one: boolean) => string> = {
   client_aborted: (what, one) => `${one ? 'the client' : 'clients'} gave up on ${what} before sending ${one ? 'it' : 'them'} whole`,
   request_timeout: (what, one) => `${what} timed out before ${one ? 'it' : 'they'} arrived whole`,
 };
@@ -195,7 +196,7 @@ export class OtlpRefusals {
     const what = requests === 1 ? 'an OTLP request' : `${requests} OTLP requests`;
     const since = requests === 1 ? '' : ' since the last line about them';
     const { path, client, hint, problem } = k.logs;
-    const said = NOT_REFUSED[k.reason]?.(what, requests === 1) ?? `refused ${what}`;
+    const said = isNotRefused(k.reason) ? NOT_REFUSED[k.reason](what, requests === 1) : `refused ${what}`;
     const why = problem === undefined ? '' : requests === 1 ? `: ${problem}` : `; the last: ${problem}`;
     this.logger.warn(`otlp ${k.transport}: ${said} (${k.reason})${since}${why}${hint ? `; ${hint}` : ''}`, {
       transport: k.transport, reason: k.reason, requests,

@@ -6,6 +6,7 @@
 import type { AlertSummary, FleetSeriesHook, FleetSeriesResponse, HookSummary, OtlpRefusal, OverviewResponse } from '../../../shared/src/api.ts';
 import { largestOutput, measuredOnly, persistedAtLeast, type DeliveryStatus } from '../../../shared/src/cliff.ts';
 import type { Forecast } from '../../../shared/src/forecast.ts';
+import { isNotRefused } from '../../../shared/src/otlp-refusals.ts';
 import type { Query } from '../api.ts';
 import { forecastReading, type ForecastReading } from '../forecast.ts';
 import { ago, bucketCell, bucketCovers, bucketLabel, bucketStartHeader, chars, dateTime, headroomText, num, partialNote, partialTitles, pct, plural, shownStatus } from '../format.ts';
@@ -611,11 +612,6 @@ const REFUSAL_WORDS: Record<string, string> = {
   request_timeout: 'timed out, not received whole within otlp.requestTimeout',
 };
 
-/**
- * Reasons the receivers keep with their refusals that are none of hookwatch's: the request never arrived whole (its
- * client gave up on it, or it was not received within otlp.requestTimeout). The API's reason codes stay.
- */
-const NOT_REFUSED = new Set(['client_aborted', 'request_timeout']);
 
 /**
  * The OTLP requests refused lately, for the empty overview: an exporter drops a refused batch silently, so a wrong
@@ -627,7 +623,7 @@ const NOT_REFUSED = new Set(['client_aborted', 'request_timeout']);
 export function refusalsView(refusals: readonly OtlpRefusal[] | undefined, nowMs: number): { headline: string; lines: string[] } | null {
   const total = (refusals ?? []).reduce((n, r) => n + r.count, 0);
   if (!refusals || total === 0) return null;
-  const notWhole = refusals.reduce((n, r) => (NOT_REFUSED.has(r.reason) ? n + r.count : n), 0);
+  const notWhole = refusals.reduce((n, r) => (isNotRefused(r.reason) ? n + r.count : n), 0);
   const refused = total - notWhole;
   const what = refused === 0 ? `${plural(notWhole, 'OTLP request')} did not arrive whole`
     : `hookwatch refused ${plural(refused, 'OTLP request')}${notWhole ? `, and ${num(notWhole)} more did not arrive whole,` : ''}`;
