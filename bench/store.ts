@@ -11,8 +11,9 @@
  *    not asked before: the overview by team (cycling teams), the hook list by team, a per-user breakdown of one
  *    hook (first call and p95); and bytes per event on disk. HOOKWATCH_BENCH_GROW=length grows the history
  *    back in time instead, at the same density (1 M events a month: 10 M are 300 days, raw events kept for
- *    retention.events as a running server keeps them), so the ratios measure the cost of a longer history
- *    alone; the default, density, puts every size into the same 30 days.
+ *    retention.events as a running server keeps them; each longer size a history of its own, received a month
+ *    at a time oldest first with retention applied after each), so the ratios measure the cost of a longer
+ *    history alone; the default, density, puts every size into the same 30 days.
  * 3. OTLP ingest p50/p99 of a real `hookwatch serve` on that history while 8 clients ask the HTTP API filtered
  *    questions that change every call, against the same server's ingest alone.
  */
@@ -202,8 +203,7 @@ function sqliteBytes(path: string): number {
  * next; PostgreSQL keeps it in the table until then, so that table is rewritten (VACUUM FULL) before it is
  * measured (rewriting the others too changed no figure measurably: docs/benchmarks.md).
  */
-async function pruneAsServed(sqlitePath: string, pgUrl: string): Promise<void> {
-  const nowMs = Date.now();
+async function pruneAsServed(sqlitePath: string, pgUrl: string, nowMs = Date.now()): Promise<void> {
   const sqlite = new SqliteStore({ path: sqlitePath, dimensions: ['team'], retention: STORE_RETENTION });
   await sqlite.prune(nowMs - RETENTION.eventsMs, nowMs - RETENTION.rollupsMs);
   await sqlite.close();
@@ -285,30 +285,53 @@ export async function run(opts: BenchOptions): Promise<BenchResult[]> {
     const longest = daysFor(sizes.at(-1) as number);
     if (longest * DAY > RETENTION.rollupsMs) throw new Error(`HOOKWATCH_BENCH_GROW=length: ${longest} days is past retention.rollups (${Math.round(RETENTION.rollupsMs / DAY)} days); use sizes at most ${Math.floor(RETENTION.rollupsMs / (30 * DAY))}x the smallest`);
     const hookIds = historyHooks().map((h) => h.id);
-    const sqlitePath = join(dir, 'history.db');
-    const pgUrl = await server.createDatabase('history');
+    let sqlitePath = join(dir, 'history.db');
+    let pgUrl = await server.createDatabase('history');
     const figures: SizeFigures[] = [];
     let have = 0;
     let sqliteGen = 0;
     let postgresGen = 0;
-    for (const [k, size] of sizes.entries()) {
-      const shape = { events: size - have, fromMs: startFor(size), toMs: growth === 'length' && have > 0 ? startFor(have) : endMs, seed: k + 1 };
-      log(`generating ${shape.events.toLocaleString('en-US')} events (to ${size.toLocaleString('en-US')}) over ${Math.round((shape.toMs - shape.fromMs) / DAY)} days through ingest(): SQLite...`);
-      const sqliteStore = new SqliteStore({ path: sqlitePath, synchronous: 'normal', dimensions: ['team'], retention: STORE_RETENTION });
+    /**
+     * One stretch of the history into both stores through ingest(). `retention` is what the loading stores judge
+     * events by: a stretch older than retention.events is loaded as it was received then, by stores that do not
+     * refuse it as expired (what retention deleted since is refused all the same: pruneAsServed notes it).
+     */
+    const generate = async (shape: { events: number; fromMs: number; toMs: number; seed: number }, total: number, retention: typeof STORE_RETENTION | undefined): Promise<void> => {
+      log(`generating ${shape.events.toLocaleString('en-US')} events (to ${total.toLocaleString('en-US')}) over ${Math.round((shape.toMs - shape.fromMs) / DAY)} days through ingest(): SQLite...`);
+      const sqliteStore = new SqliteStore({ path: sqlitePath, synchronous: 'normal', dimensions: ['team'], ...(retention ? { retention } : {}) });
       let g = performance.now();
       let stored = await loadHistory(sqliteStore, shape);
       sqliteGen += (performance.now() - g) / 1000;
       if (stored !== shape.events) throw new Error(`SQLite stored ${stored} of ${shape.events} generated events`);
       log(`SQLite: ${(stored / ((performance.now() - g) / 1000)).toFixed(0)} events/s; PostgreSQL...`);
-      const pgStore = await PostgresStore.open({ url: pgUrl, dimensions: ['team'], retention: STORE_RETENTION });
+      const pgStore = await PostgresStore.open({ url: pgUrl, dimensions: ['team'], ...(retention ? { retention } : {}) });
       g = performance.now();
       stored = await loadHistory(pgStore, shape, { inFlight: 3 });
       postgresGen += (performance.now() - g) / 1000;
       if (stored !== shape.events) throw new Error(`PostgreSQL stored ${stored} of ${shape.events} generated events`);
-      log(`PostgreSQL: ${(stored / ((performance.now() - g) / 1000)).toFixed(0)} events/s; querying...`);
-      have = size;
+      log(`PostgreSQL: ${(stored / ((performance.now() - g) / 1000)).toFixed(0)} events/s`);
       await sqliteStore.close();
       await pgStore.close();
+    };
+    for (const [k, size] of sizes.entries()) {
+      if (growth === 'density' || k === 0) {
+        await generate({ events: size - have, fromMs: startFor(size), toMs: endMs, seed: k + 1 }, size, STORE_RETENTION);
+      } else {
+        // Grown in length, each size is a history of its own, received in order as a running server receives
+        // it: 30 days at a time, oldest first, retention applied at the end of each as it would have been then.
+        // Older days added behind a history already pruned would be refused (what retention deleted is not
+        // stored again), and deleted all at once they leave the tables holding rows that retention spread
+        // over months would have let later rows reuse.
+        sqlitePath = join(dir, `history-${k}.db`);
+        pgUrl = await server.createDatabase(`history_${k}`);
+        for (let fromMs = startFor(size), j = 0; fromMs < endMs; fromMs += 30 * DAY, j++) {
+          const toMs = Math.min(endMs, fromMs + 30 * DAY);
+          await generate({ events: Math.round((firstSize * (toMs - fromMs)) / (daysFor(firstSize) * DAY - HOUR)), fromMs, toMs, seed: k * 1000 + j + 1 }, size, undefined);
+          if (toMs < endMs) await pruneAsServed(sqlitePath, pgUrl, toMs);
+        }
+      }
+      log('querying...');
+      have = size;
       await pruneAsServed(sqlitePath, pgUrl);
       // Fresh stores for the queries: nothing kept from generation; statistics up to date.
       await postgresBytes(pgUrl);
