@@ -4,7 +4,8 @@
  * the hook page's largest output and the headroom alert's words say "sum" and "upper bound" only of a hook one of
  * whose executions ran more than one command, say the size plainly of one that ran a single command each time, and
  * keep a hook without size data unknown. An execution that did not say how many commands it ran makes up, in the
- * commands run, for one that ran two: the hook's sizes are still sums.
+ * commands run, for one that ran two: the hook's sizes are still sums, and its size bounds no single string from
+ * below: neither the page's reading of it nor its status takes it for one string's.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Page } from 'playwright-core';
@@ -19,6 +20,8 @@ const TWO = 'SessionStart:two-commands';
 const MIXED = 'UserPromptSubmit:mixed';
 const BLIND = 'Stop:old-client';
 const UNCOUNTED = 'PreToolUse:uncounted';
+const UNCOUNTED_OVER = 'SessionStart:uncounted-over';
+const UNCOUNTED_UNREPORTED = 'Notification:uncounted-unreported';
 const SUMMED = /\bsums?\b|summed|upper bound/;
 
 let browser: Browser;
@@ -40,6 +43,11 @@ beforeAll(async () => {
     { hookEvent: 'Stop', hookName: BLIND, timeMs: t + 6000, version: '2.1.250' },
     // Two commands, then one execution without num_hooks: two commands run for two executions, the first a sum.
     run('PreToolUse', UNCOUNTED, 2, 9_000, 7), run('PreToolUse', UNCOUNTED, null, 3_000, 8),
+    // additionalContext over the cap from an execution without num_hooks, one output persisted, beside one of two commands.
+    { hookEvent: 'SessionStart', hookName: UNCOUNTED_OVER, timeMs: t + 9000, numHooks: null, sizes: { stdout: 12_030, additionalContext: 12_000, persisted: 1 } },
+    { hookEvent: 'SessionStart', hookName: UNCOUNTED_OVER, timeMs: t + 10_000, numHooks: 2, sizes: { stdout: 4_030, additionalContext: 4_000, persisted: 0 } },
+    // The same size, num_outputs_persisted not sent either: nothing proves one string was over the cap.
+    { hookEvent: 'Notification', hookName: UNCOUNTED_UNREPORTED, timeMs: t + 11_000, numHooks: null, sizes: { stdout: 12_030, additionalContext: 12_000 } },
   ];
   expect((await postOtlp(svc.otlpHttpUrl, '/v1/logs', hookRequest(executions), { 'content-type': 'application/json' })).status).toBe(200);
 });
@@ -84,6 +92,25 @@ describe('summed sizes', () => {
     expect(counts(MIXED)).toEqual([[2, 3, 1]]);
     // No size data: unknown, never a size, plain or bound.
     expect(await largest(p, 'Stop', BLIND)).toEqual(['unknown', 'no execution in this range sent size data']);
+  });
+
+  it('reads no size of an execution without num_hooks as one string\'s, nor as proof that one was over the cap', async () => {
+    const { body } = await getJson<HooksResponse>(svc.httpUrl, `/api/v1/hooks?from=${new Date(t - 60_000).toISOString()}&to=${new Date(t + 60_000).toISOString()}`);
+    const hook = (name: string) => body.hooks.find((h) => h.hookName === name)!;
+    const over = hook(UNCOUNTED_OVER);
+    expect([over.executions, over.numHooks, over.sizesMaySumExecutions, over.outputsPersisted]).toEqual([2, 2, 2, 1]);
+    // The lower bound is the execution of two commands' alone: ceil(4,000 / 2).
+    expect([over.maxChars.additionalContext, over.maxCharsLowerBound.additionalContext]).toEqual([12_000, 2_000]);
+    const p = await page();
+    expect(await largest(p, 'SessionStart', UNCOUNTED_OVER)).toEqual(['12,030 chars', 'upper bound: Claude Code reports sums over the hook commands of one execution']);
+    // The same page's cliff summary calls it a bound too, never one string the model saw ~2,000 characters of.
+    const summary = await p.textContent('#chart-curve-summary');
+    expect(summary).toMatch(/^Largest output up to 12,030 chars \(summed over the hook's commands, or stdout with the JSON around it\)/);
+    expect(summary).not.toMatch(/measured alone|the model saw about/);
+
+    const unreported = hook(UNCOUNTED_UNREPORTED);
+    expect([unreported.maxCharsLowerBound.additionalContext, unreported.executionsWithPersisted, unreported.status]).toEqual([null, 0, 'near']);
+    expect(await largest(p, 'Notification', UNCOUNTED_UNREPORTED)).toEqual(['12,030 chars', 'upper bound: Claude Code reports sums over the hook commands of one execution']);
   });
 
   it('says the headroom alert\'s size is a sum over the hooks that ran only when its evidence ran more than one command', async () => {

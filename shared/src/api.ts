@@ -37,7 +37,10 @@ export interface HookCounters {
    * upper bound of the largest single string.
    */
   maxChars: CharsByKind;
-  /** Lower bound of the largest single string per kind: max over executions of ceil(sum / num_hooks). */
+  /**
+   * Lower bound of the largest single string per kind: max over executions of ceil(sum / num_hooks); an execution
+   * without num_hooks bounds nothing (its sum may be over any number of commands), null when no execution does.
+   */
   maxCharsLowerBound: CharsByKind;
   /** Sum of reported sizes per kind (over executions with size data). */
   sumChars: CharsByKind;

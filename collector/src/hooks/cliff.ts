@@ -15,9 +15,13 @@ export interface SizeFacts {
   outputsPersisted: number | null;
 }
 
-/** Bounds of the largest single string behind a sum over `numHooks` strings: ceil(sum / n) .. sum. */
-export function singleStringBounds(sum: number, numHooks: number | null): { lower: number; upper: number } {
-  const n = numHooks && numHooks > 1 ? numHooks : 1;
+/**
+ * Bounds of the largest single string behind a sum over `numHooks` strings: ceil(sum / n) .. sum. Without
+ * num_hooks the sum may be over any number of commands, so it bounds nothing from below (lower null).
+ */
+export function singleStringBounds(sum: number, numHooks: number | null): { lower: number | null; upper: number } {
+  if (numHooks === null) return { lower: null, upper: sum };
+  const n = numHooks > 1 ? numHooks : 1;
   return { lower: Math.ceil(sum / n), upper: sum };
 }
 
@@ -27,7 +31,8 @@ export function hasSizeData(f: SizeFacts): boolean {
 }
 
 /**
- * over: outputs were persisted (or, without the persisted count, a string provably exceeded the cap);
+ * over: outputs were persisted (or, without the persisted count, a string provably exceeded the cap: never from
+ * the sizes of an execution without num_hooks, whose sums may be over any number of commands);
  * unknown: no size data; near: the largest string may exceed `nearThreshold`; ok otherwise.
  */
 export function classifyExecution(f: SizeFacts, nearThreshold: number): DeliveryStatus {
@@ -36,7 +41,8 @@ export function classifyExecution(f: SizeFacts, nearThreshold: number): Delivery
   if (f.outputsPersisted === null) {
     // stdout_chars includes the JSON wrapper of JSON output, so only the measured fields can prove a string was over.
     const provable = largestKnown([f.additionalContextChars, f.systemMessageChars, f.initialUserMessageChars]);
-    if (provable !== null && singleStringBounds(provable, f.numHooks).lower > OUTPUT_CAP_CHARS) return 'over';
+    const lower = provable === null ? null : singleStringBounds(provable, f.numHooks).lower;
+    if (lower !== null && lower > OUTPUT_CAP_CHARS) return 'over';
   }
   const upper = largestKnown([f.stdoutChars, f.additionalContextChars, f.systemMessageChars, f.initialUserMessageChars]) ?? 0;
   return upper > nearThreshold ? 'near' : 'ok';

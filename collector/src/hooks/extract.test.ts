@@ -55,7 +55,7 @@ describe('unknown is not zero', () => {
 });
 
 describe('the cliff, as Claude Code applies it', () => {
-  const facts = (ac: number, persisted: number | null, numHooks = 1) => ({ numHooks, stdoutChars: ac + 30, additionalContextChars: ac, systemMessageChars: 0, initialUserMessageChars: 0, outputsPersisted: persisted });
+  const facts = (ac: number, persisted: number | null, numHooks: number | null = 1) => ({ numHooks, stdoutChars: ac + 30, additionalContextChars: ac, systemMessageChars: 0, initialUserMessageChars: 0, outputsPersisted: persisted });
   it('exactly 10,000 is delivered (near), 10,001 is persisted (over)', () => {
     expect(classifyExecution(facts(10_000, 0), 8000)).toBe('near');
     expect(classifyExecution(facts(10_001, 1), 8000)).toBe('over');
@@ -67,6 +67,11 @@ describe('the cliff, as Claude Code applies it', () => {
   it('without the persisted count, only a provable single string over the cap is over', () => {
     expect(classifyExecution(facts(10_001, null, 1), 8000)).toBe('over');
     expect(classifyExecution(facts(12_000, null, 2), 8000)).toBe('near');
+  });
+  it('without num_hooks the sizes may be a sum over any number of commands: they prove nothing over, the persisted count still does', () => {
+    expect(classifyExecution(facts(12_000, null, null), 8000)).toBe('near');
+    expect(classifyExecution(facts(12_000, 1, null), 8000)).toBe('over');
+    expect(classifyExecution(facts(12_000, 0, null), 8000)).toBe('near');
   });
   it('an emoji-heavy output is measured in UTF-16 code units', () => {
     const text = '😀'.repeat(5_001); // 5,001 code points, 10,002 UTF-16 code units

@@ -394,6 +394,31 @@ describe.each([sqliteBackend(), postgresBackend()])('Store conformance: $name', 
     }
   });
 
+  it('takes no lower bound of one string from an execution without num_hooks, in every rollup and in the raw events alike', async () => {
+    const store = await open();
+    // A count not sent (12,000: a sum over any number of commands), two commands (3,000: one string at least 1,500).
+    const events = [
+      ev({ timeMs: T0 + MINUTE, numHooks: null, numSuccess: null, stdoutChars: 12_000, outputsPersisted: null, status: 'near', extra: { team: 'web' } }),
+      ev({ timeMs: T0 + 2 * MINUTE, numHooks: 2, numSuccess: 2, stdoutChars: 3000, extra: { team: 'infra' } }),
+    ];
+    await store.ingest(events);
+    const id = events[0]!.hookId;
+    const bounds = (c: { maxChars: { stdout: number | null }; maxCharsLowerBound: { stdout: number | null } } | undefined) => [c?.maxChars.stdout, c?.maxCharsLowerBound.stdout];
+    const hour = { fromMs: T0, toMs: T0 + HOUR };
+    const partly = { fromMs: T0 + 30_000, toMs: T0 + 10 * MINUTE };
+    expect(bounds((await store.hookCounters(hour)).get(id))).toEqual([12_000, 1500]);
+    expect(bounds((await store.hookCounters(partly)).get(id))).toEqual([12_000, 1500]);
+    expect(bounds((await store.hookCounters({ ...hour, filters: { team: 'web' } })).get(id))).toEqual([12_000, null]);
+    expect(bounds((await store.hookCounters({ ...partly, filters: { 'user.id': 'u-1' } })).get(id))).toEqual([12_000, 1500]);
+    expect(Object.fromEntries((await store.breakdown(id, 'team', hour)).map((r) => [r.value, bounds(r)]))).toEqual({ web: [12_000, null], infra: [3000, 1500] });
+    expect((await store.breakdown(id, 'session.id', hour)).map((r) => bounds(r))).toEqual([[12_000, 1500]]);
+    const series = [...await store.series(id, { ...hour, stepMs: MINUTE })];
+    expect(series.filter(([, b]) => b.executions > 0).map(([t, b]) => [t, ...bounds(b)])).toEqual([[T0 + MINUTE, 12_000, null], [T0 + 2 * MINUTE, 3000, 1500]]);
+    for (const day of [{ fromMs: T0, toMs: T0 + DAY }, { fromMs: T0 - DAY, toMs: T0 + 2 * DAY }]) {
+      expect(strip(await store.hookCounters(day))).toEqual(model(events, day.fromMs, day.toMs));
+    }
+  });
+
   it('counts executions, starts and outcomes per hook', async () => {
     const store = await open();
     const other = { hookEvent: 'UserPromptSubmit', hookName: 'UserPromptSubmit' };

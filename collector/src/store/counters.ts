@@ -84,7 +84,8 @@ export function addEvent(row: CounterRow, e: HookEvent): void {
   if (!e.sizesKnown) row.size_unknown = plus(row.size_unknown, 1);
   // Sizes summed over more than one command, or over a count the client did not send.
   else if (e.numHooks === null || e.numHooks > 1) row.sizes_may_sum = plus(row.sizes_may_sum, 1);
-  // Per kind (OUTPUT_KINDS): the sum, the largest sum, and the largest lower bound of one string (cliff.ts).
+  // Per kind (OUTPUT_KINDS): the sum, the largest sum, and the largest lower bound of one string (cliff.ts): none
+  // from an execution without num_hooks, whose sums may be over any number of commands.
   const stdout = e.stdoutChars;
   if (stdout !== null) {
     row.sum_stdout = plus(row.sum_stdout, stdout);

@@ -74,7 +74,8 @@ export function eventAggregates(columns: readonly string[] = COUNTER_COLUMNS): s
     `SUM(${complete('duration_ms')}) AS duration_sum`,
     ...SIZE_COLS.map((c) => `MAX(${c}_chars) AS max_${c}`),
     // Widened first: a size may be the largest a 4-byte column holds (PostgreSQL), and adding to it must not overflow.
-    ...SIZE_COLS.map((c) => `MAX((CAST(${c}_chars AS BIGINT) + ${n} - 1) / ${n}) AS lmax_${c}`),
+    // None from an execution without num_hooks: its sums may be over any number of commands (cliff.ts singleStringBounds).
+    ...SIZE_COLS.map((c) => `MAX(CASE WHEN num_hooks IS NOT NULL THEN (CAST(${c}_chars AS BIGINT) + ${n} - 1) / ${n} END) AS lmax_${c}`),
     `MAX(${complete('duration_ms')}) AS duration_max`,
   ];
   // Each part names its column last (AS name), in COUNTER_COLUMNS order.
@@ -105,7 +106,8 @@ function foldedEvents(by: Readonly<Record<string, string>>, where: string, table
  * The counter columns of foldedEvents' partials, as eventAggregates gives them over the events. Exact: a sum of
  * partial sums is the sum, a maximum of partial maxima the maximum (NULL, unknown, only where every event's value
  * is), and the lower bound ceil(chars / hooks) only grows with chars for a given hook count, so the maximum of
- * the group's largest value divided once is the maximum of the divided values.
+ * the group's largest value divided once is the maximum of the divided values (a group without the count bounds
+ * nothing, as singleStringBounds has it).
  */
 const FOLDED_AGGREGATES = (() => {
   const complete = (expr: string): string => `CASE WHEN e_kind = ${KIND_CODES.complete} THEN ${expr} END`;
@@ -126,7 +128,7 @@ const FOLDED_AGGREGATES = (() => {
     ...SIZE_COLS.map((c) => `SUM(e_sum_${c}_chars) AS sum_${c}`),
     `SUM(${complete('e_sum_duration_ms')}) AS duration_sum`,
     ...SIZE_COLS.map((c) => `MAX(e_max_${c}_chars) AS max_${c}`),
-    ...SIZE_COLS.map((c) => `MAX((CAST(e_max_${c}_chars AS BIGINT) + e_n - 1) / e_n) AS lmax_${c}`),
+    ...SIZE_COLS.map((c) => `MAX(CASE WHEN e_no_count = 0 THEN (CAST(e_max_${c}_chars AS BIGINT) + e_n - 1) / e_n END) AS lmax_${c}`),
     `MAX(${complete('e_max_duration_ms')}) AS duration_max`,
   ].join(',\n  ');
 })();
