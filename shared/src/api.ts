@@ -29,7 +29,9 @@ export interface HookCounters {
   nearExecutions: number;
   /**
    * Executions with size data whose sizes may be sums over more than one hook command: num_hooks over 1, or not
-   * sent. Rows stored before hookwatch counted them say 0.
+   * sent. Rollup rows stored before hookwatch counted them say 0; what is read from the raw events still stored
+   * (a range's edges, a filter no rollup holds, a dimension's rollups rebuilt from the events, the hour of the
+   * attribute-set rollup folded again at retention) counts them whenever they were stored.
    */
   sizesMaySumExecutions: number;
   /**
