@@ -28,9 +28,10 @@ export const ATTR_ROLLUP_KEY = ['hook', 'bucket', 'attrs'] as const;
  * of every row in range (measured at 1 M events over 30 days on SQLite: 5-10 ms instead of 20-70 ms, for 0.8
  * bytes per event). Its columns never change on an upsert, so only a new row writes to it. `attrId` is
  * attr_sets.id's type; it goes last so PostgreSQL packs the 64-bit columns without padding. `columns`: the counter
- * columns `counterColumns` defines (those of the migration that creates the table).
+ * columns `counterColumns` defines (those of the migration that creates the table, never those of today: a later
+ * migration adds its own, so there is no default).
  */
-export function attrRollupDdl(counterColumns: string, int: string, attrId: string, tableOptions: string, columns: readonly string[] = COUNTER_COLUMNS): string {
+export function attrRollupDdl(counterColumns: string, int: string, attrId: string, tableOptions: string, columns: readonly string[]): string {
   return `CREATE TABLE ${ATTR_ROLLUP_TABLE} (
     hook ${int} NOT NULL,
     bucket ${int} NOT NULL,

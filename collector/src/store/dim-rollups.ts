@@ -30,7 +30,7 @@
  * empty, as the rollups fold them together under '' (and a breakdown names them).
  */
 import { BUILTIN_DIMENSIONS, type HookEvent } from '../hooks/model.ts';
-import { COUNTER_COLUMNS, COUNT_SUM_COLUMNS, addEvent, emptyRow, mergeRow, type CounterRow } from './counters.ts';
+import { COUNT_SUM_COLUMNS, addEvent, emptyRow, mergeRow, type CounterRow } from './counters.ts';
 import { DAY, HOUR, floorSql, type Granularity } from './segments.ts';
 
 export const DIM_ROLLUP_TABLES = { hour: 'rollup_dim_1h', day: 'rollup_dim_1d' } as const;
@@ -111,9 +111,10 @@ export function dimRollupDdl(counterColumns: string, int: string, tableOptions: 
  * keyed (dimension, value, bucket, hook) and into the client table of its granularity, then dropped. The
  * primary key serves a filter across hooks; the index (hook, dimension, bucket) one hook's reads and retention
  * (dimPruneSql). `counterColumns` is the backend's counter column DDL as its rollups store them then,
- * `aggregates` the SELECT list that folds rollup rows (sql.ts rollupAggregates), `cols` the counter columns both name.
+ * `aggregates` the SELECT list that folds rollup rows (sql.ts rollupAggregates), `cols` the counter columns both name
+ * (those of the migration, never those of today: a later migration adds its own, so there is no default).
  */
-export function dimRollupRekeyDdl(counterColumns: string, aggregates: string, int: string, tableOptions: string, constraintRenames: boolean, cols: readonly string[] = COUNTER_COLUMNS): string {
+export function dimRollupRekeyDdl(counterColumns: string, aggregates: string, int: string, tableOptions: string, constraintRenames: boolean, cols: readonly string[]): string {
   const keyDdl: Record<string, string> = { dim: 'dim TEXT NOT NULL', value: 'value TEXT NOT NULL', bucket: `bucket ${int} NOT NULL`, hook_id: 'hook_id TEXT NOT NULL', service_name: 'service_name TEXT NOT NULL', service_version: 'service_version TEXT NOT NULL' };
   return DIM_GRANULARITIES.map((g) => {
     const old = DIM_ROLLUP_TABLES[g];
