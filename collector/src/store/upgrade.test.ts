@@ -23,6 +23,7 @@ import type { Store } from './store.ts';
 import { foldBy, model, strip } from '../../test/support/store-model.ts';
 import { PG_UNDO_SIZES_MAY_SUM, sqliteUndoSizesMaySum } from '../../test/support/downgrade.ts';
 import { ATTR_ROLLUP_TABLE, COUNT_COLUMNS, ROLLUP_TABLES } from './sql.ts';
+import { addEvent, emptyRow } from './counters.ts';
 
 /** Every table of counters rows. */
 const COUNTER_TABLES = [...Object.values(ROLLUP_TABLES), ...DIM_TABLE_NAMES, ATTR_ROLLUP_TABLE];
@@ -600,6 +601,83 @@ describe('the count of executions whose sizes may be sums on a database of the p
       const cols = await queryOnce<{ t: string; d: string | null; nullable: string }>(url, `SELECT table_name AS t, column_default AS d, is_nullable AS nullable FROM information_schema.columns
         WHERE column_name = 'sizes_may_sum' AND table_schema = current_schema() ORDER BY 1`);
       expect(cols).toEqual([...COUNTER_TABLES].sort().map((t) => ({ t, d: '0', nullable: 'YES' })));
+    });
+
+    /**
+     * A replica of the previous release beside the migrated schema (a rolling update): it upserts its base rollup
+     * rows as that release does (hookwatch c6836358, postgres/index.ts upsertRollups), naming its counter columns
+     * only, without sizes_may_sum, in its SET clause too; zero counts as NULL.
+     */
+    const PREVIOUS_SUMS = ['executions', 'starts', 'num_hooks', 'success', 'blocking', 'non_blocking_error', 'cancelled', 'outputs_persisted',
+      'executions_with_persisted', 'size_unknown', 'near_executions', 'sum_stdout', 'sum_additional_context', 'sum_system_message', 'sum_initial_user_message', 'duration_sum'];
+    const PREVIOUS_MAXES = ['max_stdout', 'max_additional_context', 'max_system_message', 'max_initial_user_message',
+      'lmax_stdout', 'lmax_additional_context', 'lmax_system_message', 'lmax_initial_user_message', 'duration_max'];
+    const PREVIOUS_COUNT_SUMS = PREVIOUS_SUMS.filter((c) => !c.startsWith('sum_'));
+    const previousReleaseUpsert = async (url: string, events: readonly HookEvent[]): Promise<void> => {
+      const e0 = events[0]!;
+      const key = [['hook_id', 'text'], ['bucket', 'int8'], ['service_name', 'text'], ['service_version', 'text']] as const;
+      const counters = [...PREVIOUS_SUMS, ...PREVIOUS_MAXES];
+      const cols = [...key.map(([c]) => c), ...counters];
+      const types = [...key.map(([, t]) => t), ...counters.map(() => 'int8')];
+      const set = [
+        ...PREVIOUS_SUMS.map((c) => `${c} = CASE WHEN excluded.${c} IS NULL THEN t.${c} ELSE COALESCE(t.${c}, 0) + excluded.${c} END`),
+        ...PREVIOUS_MAXES.map((c) => `${c} = CASE WHEN excluded.${c} IS NULL THEN t.${c} WHEN t.${c} IS NULL OR excluded.${c} > t.${c} THEN excluded.${c} ELSE t.${c} END`),
+      ].join(',\n    ');
+      const client = new pg.Client({ connectionString: url });
+      await client.connect();
+      try {
+        for (const [table, step] of [[ROLLUP_TABLES.minute, MINUTE], [ROLLUP_TABLES.hour, HOUR], [ROLLUP_TABLES.day, DAY]] as const) {
+          const rows = new Map<number, ReturnType<typeof emptyRow>>();
+          for (const e of events) {
+            const bucket = Math.floor(e.timeMs / step) * step;
+            const row = rows.get(bucket) ?? emptyRow();
+            addEvent(row, e);
+            rows.set(bucket, row);
+          }
+          const list = [...rows].sort(([a], [b]) => a - b);
+          const params: unknown[][] = [list.map(() => e0.hookId), list.map(([b]) => b), list.map(() => e0.serviceName), list.map(() => e0.serviceVersion)];
+          for (const c of counters) params.push(list.map(([, r]) => (PREVIOUS_COUNT_SUMS.includes(c) && r[c as keyof typeof r] === 0 ? null : r[c as keyof typeof r])));
+          await client.query(
+            `INSERT INTO ${table} AS t (${cols.join(', ')})
+             SELECT ${cols.join(', ')} FROM unnest(${types.map((ty, i) => `$${i + 1}::${ty}[]`).join(', ')}) WITH ORDINALITY AS u(${cols.join(', ')}, ord) ORDER BY ord
+             ON CONFLICT (${key.map(([c]) => c).join(', ')}) DO UPDATE SET ${set}`,
+            params,
+          );
+        }
+      } finally {
+        await client.end();
+      }
+    };
+
+    it('reads the rows a replica of the previous release upserts after the migration, without the column, as counting none', async () => {
+      const url = await server.createDatabase();
+      const store = await PostgresStore.open({ url, dimensions: DIMENSIONS, poolSize: 2 });
+      try {
+        expect(await store.schemaVersion()).toBe(PG_MIGRATIONS.length);
+        await store.ingest(before);
+        // The previous release's replica: two more executions into the same minute, hour and day rows (its upsert's
+        // update), and two into an hour and minutes of their own (its insert, the column then its default).
+        const sameRows = mixed(T0 + HOUR + 30_000, 7000).map((e) => ({ ...e, timeMs: T0 + HOUR + 1500 }));
+        const ownRows = mixed(T0 + 3 * HOUR, 8000);
+        await previousReleaseUpsert(url, [...sameRows, ...ownRows]);
+
+        const all = [...before, ...sameRows, ...ownRows];
+        const whole = (await store.hookCounters(day)).get(id)!;
+        for (const [k, v] of Object.entries(whole)) if (typeof v === 'number') expect(Number.isFinite(v), k).toBe(true);
+        // The rows it wrote count none of their executions, whose sizes may all be sums; this release's count both of its own.
+        expect([whole.executions, whole.numHooks, whole.sizesMaySumExecutions]).toEqual([6, 6, 2]);
+        expect(strip(await store.hookCounters(day)).get(id)).toEqual({ ...model(all, day.fromMs, day.toMs).get(id)!, sizesMaySumExecutions: 2 });
+        for (const [from, to, counted] of [[T0 + HOUR, T0 + 2 * HOUR, 2], [T0 + 3 * HOUR, T0 + 4 * HOUR, 0]] as const) {
+          expect((await store.hookCounters({ fromMs: from, toMs: to })).get(id)?.sizesMaySumExecutions, `hour ${from}`).toBe(counted);
+        }
+        // A whole minute written by both is read from the minute rollup: the same.
+        const minute = (await store.hookCounters({ fromMs: T0 + HOUR, toMs: T0 + HOUR + MINUTE })).get(id)!;
+        expect([minute.executions, minute.sizesMaySumExecutions]).toEqual([4, 2]);
+        const cells = await queryOnce<{ t: string; n: string | null }>(url, `SELECT 'rollup_1h' AS t, sizes_may_sum AS n FROM rollup_1h WHERE bucket = ${T0 + 3 * HOUR}`);
+        expect(cells).toEqual([{ t: 'rollup_1h', n: '0' }]);
+      } finally {
+        await store.close();
+      }
     });
   });
 });
