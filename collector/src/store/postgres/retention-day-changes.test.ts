@@ -6,9 +6,9 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import type { FleetSeriesResponse } from '../../../../shared/src/api.ts';
-import { hookId } from '../../hooks/extract.ts';
 import type { HookEvent } from '../../hooks/model.ts';
 import { serveApi, type ApiServer } from '../../../test/support/api-server.ts';
+import { hookEvent } from '../../../test/support/alerting.ts';
 import { useTestServer } from '../../../test/support/postgres/fixture.ts';
 import { queryOnce } from '../../../test/support/postgres/server.ts';
 import { recordingLogger } from '../../../test/support/recording-logger.ts';
@@ -23,17 +23,8 @@ afterEach(async () => {
   await Promise.all(apis.splice(0).map((a) => a.close()));
 });
 
-const id = (name: string): string => hookId('PostToolUse', `PostToolUse:${name}`);
-
-function execution(name: string, key: string, timeMs: number): HookEvent {
-  return {
-    kind: 'complete', dedupKey: `k-${name}-${key}`, hookId: id(name), hookEvent: 'PostToolUse', hookName: `PostToolUse:${name}`,
-    timeMs, numHooks: 1, numSuccess: 1, numBlocking: 0, numNonBlockingError: 0, numCancelled: 0, durationMs: 10,
-    stdoutChars: 1000, additionalContextChars: null, systemMessageChars: null, initialUserMessageChars: null, outputsPersisted: 0,
-    sizesKnown: true, status: 'ok', serviceName: 'claude-code', serviceVersion: '2.1.332', sessionId: 's', userId: 'u', userEmail: '',
-    userAccountUuid: '', organizationId: '', terminalType: '', source: 'otlp', extra: { team: 'web' },
-  };
-}
+/** One execution of the hook `PostToolUse:<name>` at `timeMs`, under the cap. */
+const execution = (name: string, timeMs: number): HookEvent => hookEvent({ hookName: `PostToolUse:${name}`, timeMs, stdoutChars: 1000, additionalContextChars: 0, team: 'web' });
 
 async function fleet(store: PostgresStore, now: number): Promise<FleetSeriesResponse> {
   const api = await serveApi(store, now);
@@ -62,8 +53,8 @@ describe('retention of the days\' change generations', () => {
     const events: HookEvent[] = [];
     for (const [i, day] of [...old, kept].entries()) {
       for (let n = 0; n < 3; n++) {
-        events.push(execution('big', `${day}-${n}`, day * DAY + (10 + n) * HOUR));
-        events.push(execution(`small${i}`, `${day}-${n}`, day * DAY + (10 + n) * HOUR + 60_000));
+        events.push(execution('big', day * DAY + (10 + n) * HOUR));
+        events.push(execution(`small${i}`, day * DAY + (10 + n) * HOUR + 60_000));
       }
     }
     expect((await leader.ingest(events)).inserted).toHaveLength(events.length);
