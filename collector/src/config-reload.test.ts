@@ -297,6 +297,25 @@ describe('POST /-/reload', () => {
     expect(written.filter((l) => l.level === 'warn' && l.msg.includes('restart'))).toEqual([]);
   });
 
+  it('warns on a reload whose rule list turns default rules off, naming them', { timeout: 30_000 }, async () => {
+    const written: { level: string; msg: string }[] = [];
+    const logger = createLogger({ level: 'warn', write: (line) => void written.push(JSON.parse(line) as { level: string; msg: string }) });
+    const { service, file } = await startFromFile('alerting:\n  evaluationInterval: 100ms\n', {}, logger);
+    const rulesOff = (): string[] => written.filter((l) => l.level === 'warn' && l.msg.startsWith('alerting.rules lists rules')).map((l) => l.msg);
+    expect(rulesOff()).toEqual([]);
+
+    writeFileSync(file, 'alerting:\n  evaluationInterval: 100ms\n  rules:\n    - { kind: persisted, window: 1h }\n');
+    expect(await reload(service)).toEqual({ status: 200, body: { status: 'success', restartRequired: [] } });
+    expect(rulesOff()).toHaveLength(1);
+    expect(rulesOff()[0]).toContain('{ kind: growth }');
+    expect(rulesOff()[0]).not.toContain('{ kind: persisted }');
+
+    // Rules off on purpose: no warning.
+    writeFileSync(file, 'alerting:\n  evaluationInterval: 100ms\n  rules: []\n');
+    expect(await reload(service)).toEqual({ status: 200, body: { status: 'success', restartRequired: [] } });
+    expect(rulesOff()).toHaveLength(1);
+  });
+
   it('refuses a reload once hookwatch has begun to stop: 503 with Retry-After, nothing read or applied', { timeout: 30_000 }, async () => {
     const receiver = await sink();
     const { service, file, lines } = await startFromFile('alerting:\n  rules: []\n');

@@ -11,6 +11,7 @@
 import { ConfigError, restartRequired, type HookwatchConfig } from './config/index.ts';
 import type { LoadedConfig } from './config/load.ts';
 import type { Alerting } from './alerting/index.ts';
+import { defaultRulesOffWarning } from './alerting/settings.ts';
 import type { HookIngest } from './pipeline/hook-ingest.ts';
 import { dimensionNames } from './pipeline/settings.ts';
 import type { Logger } from './telemetry/logger.ts';
@@ -100,6 +101,9 @@ export class ConfigReloader {
       this.opts.ingest.setNearThreshold(next.config.delivery.nearThreshold);
       logger.setLevel?.(next.config.log.level);
       result = { restartRequired: restart };
+      // As at start: a rule list the reload brought in may have turned default rules off.
+      const rulesOff = defaultRulesOffWarning(next.config.alerting.rules);
+      if (rulesOff) logger.warn(rulesOff);
     } catch (err) {
       this.successful.set(0);
       // A ConfigError names the setting and never its secret value; anything else is logged as an error.

@@ -205,7 +205,7 @@ export function parseRules(raw: unknown, knownDimensions?: readonly string[]): R
 
 /**
  * A rule list replaces the default rules, as a Prometheus rule file does: a list of three rules turns the other
- * default kinds off. Said once at start and by `hookwatch config`, with the items that keep them; none for
+ * default kinds off. Said at start, on each reload and by `hookwatch config`, with the items that keep them; none for
  * `rules: []` (rules off on purpose) or a list that has every default kind.
  */
 export function defaultRulesOffWarning(rules: readonly RuleConfig[]): string | undefined {
@@ -276,7 +276,7 @@ function parseRule(raw: unknown, i: number, knownDimensions?: readonly string[])
 export const ALERTING_SETTINGS: readonly Setting[] = [
   {
     key: 'alerting.rules', type: 'object', default: null, textValues: '[].labels.*', validate: validator((v) => parseRules(v)), reloadable: true,
-    description: 'Alert rules (file only): a list of {kind, name, for, keepFiringFor, window, groupBy, threshold, minExecutions, horizonDays, after, scope, severity, labels}. Kinds: persisted, persisted_ratio, headroom, growth, blind, silence, never_completed, hook_limit. Unset: persisted, headroom, growth, blind, never_completed and hook_limit with their defaults; a list replaces them (a default kind it leaves out is off, and a warning at start names it); [] turns alerting rules off.',
+    description: 'Alert rules (file only): a list of {kind, name, for, keepFiringFor, window, groupBy, threshold, minExecutions, horizonDays, after, scope, severity, labels}. Kinds: persisted, persisted_ratio, headroom, growth, blind, silence, never_completed, hook_limit. Unset: persisted, headroom, growth, blind, never_completed and hook_limit with their defaults; a list replaces them (a default kind it leaves out is off, and a warning at start and on a reload names it); [] turns alerting rules off.',
   },
   RECEIVERS_SETTING,
   {
