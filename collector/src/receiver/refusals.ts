@@ -82,7 +82,8 @@ export function endpointHint(path: string, method: string | undefined, base: str
 function nearSignalPath(path: string): string | undefined {
   const word = /^\/v1\/([^/]+)\/?$/i.exec(path)?.[1]?.toLowerCase();
   if (word === undefined) return undefined;
-  return ['logs', 'metrics', 'traces'].find((signal) => editDistance(word, signal) <= 2);
+  // Lengths further apart than two edits cannot be near: a long path costs no distance matrix.
+  return ['logs', 'metrics', 'traces'].find((signal) => Math.abs(word.length - signal.length) <= 2 && editDistance(word, signal) <= 2);
 }
 
 /** What to change for a refusal whose reason says it, whatever the request (the path's hint comes first). */

@@ -612,7 +612,6 @@ const REFUSAL_WORDS: Record<string, string> = {
   request_timeout: 'timed out, not received whole within otlp.requestTimeout',
 };
 
-
 /**
  * The OTLP requests refused lately, for the empty overview: an exporter drops a refused batch silently, so a wrong
  * endpoint or a missing token would otherwise look like telemetry that never left. Those that did not arrive whole
