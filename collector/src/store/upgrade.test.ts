@@ -23,7 +23,7 @@ import type { Store } from './store.ts';
 import { foldBy, model, strip } from '../../test/support/store-model.ts';
 import { PG_UNDO_SIZES_MAY_SUM, sqliteUndoSizesMaySum } from '../../test/support/downgrade.ts';
 import { ATTR_ROLLUP_TABLE, COUNT_COLUMNS, ROLLUP_TABLES } from './sql.ts';
-import { addEvent, emptyRow } from './counters.ts';
+import { addEvent, emptyRow, toCounters, totalCounters, type CounterRow } from './counters.ts';
 
 /** Every table of counters rows. */
 const COUNTER_TABLES = [...Object.values(ROLLUP_TABLES), ...DIM_TABLE_NAMES, ATTR_ROLLUP_TABLE];
@@ -606,13 +606,38 @@ describe('the count of executions whose sizes may be sums on a database of the p
     /**
      * A replica of the previous release beside the migrated schema (a rolling update): it upserts its base rollup
      * rows as that release does (hookwatch c6836358, postgres/index.ts upsertRollups), naming its counter columns
-     * only, without sizes_may_sum, in its SET clause too; zero counts as NULL.
+     * only, without sizes_may_sum, in its SET clause too; zero counts as NULL. Its counters are that release's
+     * (previousReleaseAddEvent): an execution without num_hooks gives its lower bound of one string.
      */
     const PREVIOUS_SUMS = ['executions', 'starts', 'num_hooks', 'success', 'blocking', 'non_blocking_error', 'cancelled', 'outputs_persisted',
       'executions_with_persisted', 'size_unknown', 'near_executions', 'sum_stdout', 'sum_additional_context', 'sum_system_message', 'sum_initial_user_message', 'duration_sum'];
     const PREVIOUS_MAXES = ['max_stdout', 'max_additional_context', 'max_system_message', 'max_initial_user_message',
       'lmax_stdout', 'lmax_additional_context', 'lmax_system_message', 'lmax_initial_user_message', 'duration_max'];
     const PREVIOUS_COUNT_SUMS = PREVIOUS_SUMS.filter((c) => !c.startsWith('sum_'));
+    /**
+     * The lower bound of one string the previous release writes (hookwatch c6836358, hooks/cliff.ts
+     * singleStringBounds): ceil(sum / num_hooks), an execution without num_hooks counted as one command, so its
+     * whole sum. This release's (counters.ts addEvent) is the same with num_hooks sent, none without.
+     */
+    const previousLowerBound = (sum: number, numHooks: number | null): number => Math.ceil(sum / (numHooks !== null && numHooks > 1 ? numHooks : 1));
+    /**
+     * An event added to a rollup row as the previous release adds it: as this release, but for the lower bounds.
+     * (Its status is the event's: that release made an execution over from its sizes alone only without
+     * num_outputs_persisted, which mixed() sends.)
+     */
+    const previousReleaseAddEvent = (row: CounterRow, e: HookEvent): void => {
+      addEvent(row, e);
+      if (e.kind === 'start') return;
+      const bounds = [['lmax_stdout', e.stdoutChars], ['lmax_additional_context', e.additionalContextChars],
+        ['lmax_system_message', e.systemMessageChars], ['lmax_initial_user_message', e.initialUserMessageChars]] as const;
+      for (const [c, sum] of bounds) if (sum !== null) row[c] = Math.max(row[c] ?? 0, previousLowerBound(sum, e.numHooks));
+    };
+    /** The counters of `events` as the previous release's rows hold them. */
+    const previousReleaseCounters = (events: readonly HookEvent[]): HookCounters => {
+      const row = emptyRow();
+      for (const e of events) previousReleaseAddEvent(row, e);
+      return toCounters(row);
+    };
     const previousReleaseUpsert = async (url: string, events: readonly HookEvent[]): Promise<void> => {
       const e0 = events[0]!;
       const key = [['hook_id', 'text'], ['bucket', 'int8'], ['service_name', 'text'], ['service_version', 'text']] as const;
@@ -627,11 +652,11 @@ describe('the count of executions whose sizes may be sums on a database of the p
       await client.connect();
       try {
         for (const [table, step] of [[ROLLUP_TABLES.minute, MINUTE], [ROLLUP_TABLES.hour, HOUR], [ROLLUP_TABLES.day, DAY]] as const) {
-          const rows = new Map<number, ReturnType<typeof emptyRow>>();
+          const rows = new Map<number, CounterRow>();
           for (const e of events) {
             const bucket = Math.floor(e.timeMs / step) * step;
             const row = rows.get(bucket) ?? emptyRow();
-            addEvent(row, e);
+            previousReleaseAddEvent(row, e);
             rows.set(bucket, row);
           }
           const list = [...rows].sort(([a], [b]) => a - b);
@@ -655,26 +680,37 @@ describe('the count of executions whose sizes may be sums on a database of the p
       try {
         expect(await store.schemaVersion()).toBe(PG_MIGRATIONS.length);
         await store.ingest(before);
+        // This release's rows: no lower bound from the execution without num_hooks, 4,500 (9,000 over 2 commands).
+        expect((await store.hookCounters(day)).get(id)!.maxCharsLowerBound.stdout).toBe(4500);
         // The previous release's replica: two more executions into the same minute, hour and day rows (its upsert's
         // update), and two into an hour and minutes of their own (its insert, the column then its default).
         const sameRows = mixed(T0 + HOUR + 30_000, 7000).map((e) => ({ ...e, timeMs: T0 + HOUR + 1500 }));
         const ownRows = mixed(T0 + 3 * HOUR, 8000);
         await previousReleaseUpsert(url, [...sameRows, ...ownRows]);
 
-        const all = [...before, ...sameRows, ...ownRows];
         const whole = (await store.hookCounters(day)).get(id)!;
         for (const [k, v] of Object.entries(whole)) if (typeof v === 'number') expect(Number.isFinite(v), k).toBe(true);
         // The rows it wrote count none of their executions, whose sizes may all be sums; this release's count both of its own.
         expect([whole.executions, whole.numHooks, whole.sizesMaySumExecutions]).toEqual([6, 6, 2]);
-        expect(strip(await store.hookCounters(day)).get(id)).toEqual({ ...model(all, day.fromMs, day.toMs).get(id)!, sizesMaySumExecutions: 2 });
+        // They hold its lower bound, the 8,999-character sum without num_hooks read as one command's, and a row both
+        // wrote takes the larger: a rolling update's old replica keeps giving the old bound.
+        expect(whole.maxCharsLowerBound.stdout).toBe(8999);
+        expect(strip(await store.hookCounters(day)).get(id))
+          .toEqual({ ...totalCounters([model(before, day.fromMs, day.toMs).get(id)!, previousReleaseCounters([...sameRows, ...ownRows])]), sizesMaySumExecutions: 2 });
         for (const [from, to, counted] of [[T0 + HOUR, T0 + 2 * HOUR, 2], [T0 + 3 * HOUR, T0 + 4 * HOUR, 0]] as const) {
           expect((await store.hookCounters({ fromMs: from, toMs: to })).get(id)?.sizesMaySumExecutions, `hour ${from}`).toBe(counted);
         }
+        expect(strip(await store.hookCounters({ fromMs: T0 + 3 * HOUR, toMs: T0 + 4 * HOUR })).get(id)).toEqual({ ...previousReleaseCounters(ownRows), sizesMaySumExecutions: 0 });
         // A whole minute written by both is read from the minute rollup: the same.
         const minute = (await store.hookCounters({ fromMs: T0 + HOUR, toMs: T0 + HOUR + MINUTE })).get(id)!;
         expect([minute.executions, minute.sizesMaySumExecutions]).toEqual([4, 2]);
         const cells = await queryOnce<{ t: string; n: string | null }>(url, `SELECT 'rollup_1h' AS t, sizes_may_sum AS n FROM rollup_1h WHERE bucket = ${T0 + 3 * HOUR}`);
         expect(cells).toEqual([{ t: 'rollup_1h', n: '0' }]);
+        // This release beside it, in an hour of its own: its counters, its bound.
+        expect((await store.ingest(after)).inserted).toHaveLength(2);
+        const own = strip(await store.hookCounters({ fromMs: T0 + 2 * HOUR, toMs: T0 + 3 * HOUR })).get(id)!;
+        expect(own).toEqual(model(after, T0, T0 + DAY).get(id));
+        expect([own.maxCharsLowerBound.stdout, own.sizesMaySumExecutions]).toEqual([4500, 2]);
       } finally {
         await store.close();
       }
