@@ -642,7 +642,8 @@ async function deliver(result: GuardedRunResult, options: GuardOptions, io: Guar
     // Loaded only when there is something to report: most runs trim nothing.
     const { reportInBackground, takeReportFailure } = await import('./report.ts');
     const { hookIdentity } = await import('./hook-identity.ts');
-    const earlier = takeReportFailure(options.dir);
+    // A block's stderr is the command's alone: an earlier failure is kept in the folder for a later run to say.
+    const earlier = blocked ? undefined : takeReportFailure(options.dir);
     if (earlier !== undefined) io.stderr(earlier);
     reportInBackground(options.report, { ...hookIdentity(result.input), trims: trimmed.map(({ field, sentChars, keptChars }) => ({ field, sentChars, keptChars })) }, options.dir);
   }

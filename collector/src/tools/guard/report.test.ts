@@ -321,6 +321,21 @@ describe('hookwatch guard --report', () => {
     await until(async () => (await readFile(join(own, 'report-failed.txt'), 'utf8').catch(() => '')), (t) => t !== '');
   });
 
+  it('keeps the stderr of a hook that blocks exactly the command\'s: an earlier failure is said by a later run that does not block', async () => {
+    const own = await mkdtemp(join(dir, 'blocked-'));
+    const failed = join(own, 'report-failed.txt');
+    await writeFile(failed, 'connection refused (ECONNREFUSED): nothing listens at 127.0.0.1:9\n', { mode: 0o600 });
+    // Exit 2 with an output past what is saved (--keep-size): cut as plain text and reported, whatever its exit status.
+    const spill = { HOOKWATCH_GUARD_DIR: own, HOOKWATCH_GUARD_SPILL_BYTES: String(1024 * 1024) };
+    const blocked = await guard(['--report', service.otlpHttpUrl, '--keep-size', '2MiB', '--', '/bin/sh', '-c', `head -c 5000000 /dev/zero | tr '\\0' e; echo "blocked: reason" >&2; exit 2`], spill);
+    expect([blocked.code, blocked.stderr]).toEqual([2, 'blocked: reason\n']);
+    expect(blocked.stdout.length).toBeLessThanOrEqual(9_500);
+    // Kept for a run whose stderr is the guard's to write on.
+    expect(await readFile(failed, 'utf8')).toBe('connection refused (ECONNREFUSED): nothing listens at 127.0.0.1:9\n');
+    const next = await guard(['--report', service.otlpHttpUrl, '--', '/bin/sh', '-c', `head -c 12000 /dev/zero | tr '\\0' e`], { HOOKWATCH_GUARD_DIR: own });
+    expect([next.code, next.stderr]).toEqual([0, 'hookwatch guard: an earlier trim report was not delivered: connection refused (ECONNREFUSED): nothing listens at 127.0.0.1:9\n']);
+  });
+
   it.runIf(HAVE_SCRIPT)('at a terminal, a failed report is said there by the sender', async () => {
     const own = await mkdtemp(join(dir, 'tty-'));
     const closed = createServer();
