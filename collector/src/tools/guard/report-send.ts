@@ -4,7 +4,7 @@
  * the hook.
  */
 import { randomUUID } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
+import { renameSync, rmSync, writeFileSync } from 'node:fs';
 
 import { OTLPLogExporter } from '@opentelemetry/exporter-logs-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
@@ -91,10 +91,19 @@ export async function sendReport(url: string, report: GuardReport): Promise<stri
  * anything else is a file in the guard's folder that the next guard run that reports says on its stderr
  * (takeReportFailure), as the sender must not hold the hook's stderr pipe, which Claude Code reads to its end.
  */
-function sayFailure(to: string | undefined, words: string): void {
+export function sayFailure(to: string | undefined, words: string): void {
   try {
     if (to === '-') process.stderr.write(`hookwatch guard: a trim report was not delivered: ${words}\n`);
-    else if (to) writeFileSync(to, `${words}\n`, { mode: 0o600 });
+    else if (to) {
+      // Written whole beside it, then renamed into place: a run taking the line never finds it empty or half written.
+      const writing = `${to}.${process.pid}`;
+      try {
+        writeFileSync(writing, `${words}\n`, { mode: 0o600 });
+        renameSync(writing, to);
+      } finally {
+        rmSync(writing, { force: true });
+      }
+    }
   } catch {
     // Nowhere to say it: the report is telemetry, and the hook has long finished.
   }

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { readFileSync, unlinkSync } from 'node:fs';
+import { readFileSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -31,12 +31,21 @@ const REPORT_FAILED_FILE = 'report-failed.txt';
  */
 export function takeReportFailure(dir: string): string | undefined {
   const path = join(dir, REPORT_FAILED_FILE);
+  // Moved aside first, then read: a sender's next line, renamed into place meanwhile, is left for the next run, and
+  // of two runs beside each other only one takes it.
+  const taken = `${path}.${process.pid}`;
   let words: string;
   try {
-    words = readFileSync(path, 'utf8').trim();
-    unlinkSync(path);
+    renameSync(path, taken);
   } catch {
     return undefined;
+  }
+  try {
+    words = readFileSync(taken, 'utf8').trim();
+  } catch {
+    return undefined;
+  } finally {
+    rmSync(taken, { force: true });
   }
   return words === '' ? undefined : `hookwatch guard: an earlier trim report was not delivered: ${printable(words.slice(0, 500))}\n`;
 }
