@@ -12,7 +12,6 @@ import { LoggerProvider, SimpleLogRecordProcessor, type LogRecordExporter } from
 
 import { startedAsScript } from '../common/entry.ts';
 import { HOOKWATCH_VERSION } from '../../version.ts';
-import { redactUrlCredentials } from '../../net/otlp-url.ts';
 import { hostPort, networkErrorWords, timedOutWords } from '../../../../shared/src/network-error.ts';
 import { GUARD_TRIM_EVENT, GUARD_TRIM_UID } from './report.ts';
 import type { GuardReport } from './report.ts';
@@ -39,6 +38,12 @@ export function trimAttributes(report: GuardReport, trim: GuardReport['trims'][n
   };
 }
 
+/** The exporter's error once every attempt was answered with a status it retries (it keeps no status code). */
+const RETRYABLE_STATUS = 'Export failed with retryable status';
+
+/** A URL in an error's text, up to the first character no URL holds unescaped. */
+const URL_IN_TEXT = /[a-z][a-z0-9+.-]*:\/\/[^\s'"<>]*/gi;
+
 /** ExportResultCode.SUCCESS of @opentelemetry/core, which the exporter's result carries. */
 const EXPORT_SUCCESS = 0;
 
@@ -57,7 +62,10 @@ export function reportFailureWords(url: string, error: unknown): string {
   // servers) answers 404 to /v1/logs.
   if (typeof code === 'number') return `${where} answered HTTP ${code}${code === 404 || code === 405 ? ': it is no OTLP/HTTP receiver; hookwatch receives OTLP/HTTP on otlp.http.addr (port 4318 by default), not on its API port' : ''}`;
   if (e?.message === 'Request timed out') return timedOutWords(SEND_TIMEOUT_MS, where);
-  return `the export to ${where} failed${typeof e?.message === 'string' && e.message !== '' ? ` (${redactUrlCredentials(e.message).slice(0, 200)})` : ''}`;
+  // Every answer a 429, 502, 503 or 504 until the exporter gave up retrying: it keeps no status to name.
+  if (e?.message === RETRYABLE_STATUS) return `${where} kept answering a retryable status (HTTP 429, 502, 503 or 504)`;
+  // Any URL in the message is named by the host and port the report went to: its userinfo, path and query never.
+  return `the export to ${where} failed${typeof e?.message === 'string' && e.message !== '' ? ` (${e.message.replace(URL_IN_TEXT, where).slice(0, 200)})` : ''}`;
 }
 
 /** Sends the records and resolves once the export finished: undefined, or why it failed (reportFailureWords). */

@@ -15,6 +15,7 @@ import { captureIO } from '../../../test/support/capture-io.ts';
 import { noImportMetaMainPreload } from '../../../test/support/preloads.ts';
 import { hookId } from '../../hooks/extract.ts';
 import { runCheck } from '../check/index.ts';
+import { reportFailureWords, sendReport } from './report-send.ts';
 import { requireTool, runs } from '../../../test/required-tool.ts';
 
 /** util-linux `script`, which gives the guard a terminal for stderr. */
@@ -371,6 +372,33 @@ describe('hookwatch guard --report', () => {
     expect(install.code).toBe(2);
     expect(install.stderr).toContain('--report: expected an http(s) URL, got "hookwatch:4318"');
     expect(await readFile(join(dir, 'settings.json'), 'utf8')).toBe(settings);
+  });
+});
+
+describe('the words of an undelivered trim report', () => {
+  it('say that the receiver kept answering a retryable status, host and port only', async () => {
+    let answered = 0;
+    const busy = createServer((req, res) => {
+      answered++;
+      req.resume();
+      req.on('end', () => res.writeHead(503).end());
+    });
+    await new Promise<void>((r) => busy.listen(0, '127.0.0.1', r));
+    try {
+      const port = (busy.address() as AddressInfo).port;
+      const words = await sendReport(`http://ops:Pw-9f3k2@127.0.0.1:${port}/v1/logs?token=Q-s3cret`, { hookEvent: 'Stop', hookName: 'Stop', sessionId: undefined, trims: [{ field: 'stdout', sentChars: 12_000, keptChars: 9_500 }] });
+      expect(answered).toBeGreaterThan(1);
+      expect(words).toBe(`127.0.0.1:${port} kept answering a retryable status (HTTP 429, 502, 503 or 504)`);
+    } finally {
+      busy.closeAllConnections();
+      busy.close();
+    }
+  });
+
+  it('name no URL an error\'s message holds, only the host and port it was sent to', () => {
+    const url = 'http://ops:Pw-9f3k2@collector.example:4318/v1/logs?token=Q-s3cret';
+    const words = reportFailureWords(url, new Error(`request to ${url} failed, reason: socket hang up; redirected to https://ops@elsewhere.example/v1/logs?token=Q-s3cret`));
+    expect(words).toBe('the export to collector.example:4318 failed (request to collector.example:4318 failed, reason: socket hang up; redirected to collector.example:4318)');
   });
 });
 
