@@ -305,7 +305,7 @@ describe('hookwatch guard --report', () => {
     const url = new URL(address(service));
     const hostPort = `${url.hostname}:${url.port}`;
     // Userinfo and a query, which may hold a token, are never written.
-    const target = `http://ops:Pw-9f3k2@${hostPort}`;
+    const target = `http://ops:Pw-9f3k2@${hostPort}/?token=Q-s3cret`;
     const hook = ['--', '/bin/sh', '-c', `head -c 12000 /dev/zero | tr '\\0' w`];
     const plain = await guard(hook, { HOOKWATCH_GUARD_DIR: own });
     const first = await guard(['--report', target, ...hook], { HOOKWATCH_GUARD_DIR: own });
@@ -313,12 +313,12 @@ describe('hookwatch guard --report', () => {
     // Under Claude Code stderr is a pipe, read to its end: the detached sender cannot say it there, so the next
     // run that reports does, once.
     const said = await until(async () => (await readFile(join(own, 'report-failed.txt'), 'utf8').catch(() => '')), (t) => t !== '');
-    expect(said).not.toMatch(/Pw-9f3k2|ops/);
+    expect(said).not.toMatch(/Pw-9f3k2|ops|Q-s3cret|token/);
     const second = await guard(['--report', target, ...hook], { HOOKWATCH_GUARD_DIR: own });
     expect([second.code, second.stdout.length]).toEqual([0, plain.stdout.length]);
     expect(second.stderr).toMatch(new RegExp(`^hookwatch guard: an earlier trim report was not delivered: [^\\n]*${words.replace(/[().?]/g, '\\$&')}[^\\n]*\\n$`));
     expect(second.stderr).toContain(hostPort);
-    expect(second.stderr).not.toMatch(/Pw-9f3k2|ops:/);
+    expect(second.stderr).not.toMatch(/Pw-9f3k2|ops:|Q-s3cret|token/);
     await until(async () => (await readFile(join(own, 'report-failed.txt'), 'utf8').catch(() => '')), (t) => t !== '');
   });
 
