@@ -43,6 +43,11 @@ export class KeptRows<V extends { readonly rows: readonly unknown[] }> {
     this.entries.delete(key);
   }
 
+  /** Drops every entry `drop` picks. */
+  deleteWhere(drop: (value: V) => boolean): void {
+    for (const [key, value] of this.entries) if (drop(value)) this.delete(key);
+  }
+
   clear(): void {
     this.entries.clear();
     this.rowCount = 0;

@@ -27,6 +27,7 @@ import { FINDING_COLUMNS, FINDING_ON_CONFLICT, commandsQuery, findingValues, not
 import { guardTrimSql, guardTrimStats, guardTrimValues, type GuardTrim, type GuardTrimStats } from '../guard-trims.ts';
 import { StoreUnavailableError, fleetBreakdownFrom, hookCountersFrom, untilStopped, splitExpired, expiredBefore, type Arrival, type ArrivalQuery, type HookInfo, type LatePersistedQuery, type IngestResult, type PruneResult, type RangeQuery, type SeriesQuery, type Store, type StoreSize, type FleetBucket, type FleetRestBucket, addFleetRest, hooksDigest } from '../store.ts';
 import { isInMemory } from '../settings.ts';
+import { KeptRows } from '../kept-rows.ts';
 
 export interface SqliteStoreOptions {
   path: string;
@@ -169,13 +170,12 @@ export class SqliteStore implements Store {
    * Aggregates of rollup segments that ended before the current minute, by segment and grouping, each the same
    * since change `since` (changedSince).
    */
-  private readonly closedSegments = new Map<string, { toMs: number; since: number; rows: [string, CounterRow][] }>();
+  private readonly closedSegments = new KeptRows<{ toMs: number; since: number; rows: [string, CounterRow][] }>(CLOSED_SEGMENT_CACHE_SIZE, CLOSED_SEGMENT_ROW_BUDGET, CLOSED_SEGMENT_ROW_BUDGET / 4);
   /**
    * Fleet series (or their sums per bucket: fleetRest) over closed buckets, dropped like closedSegments when an
    * event for their time arrives.
    */
-  private readonly closedFleet = new Map<string, { toMs: number; since: number; rows: readonly unknown[] }>();
-  private cachedRows = 0;
+  private readonly closedFleet = new KeptRows<{ toMs: number; since: number; rows: readonly unknown[] }>(16, Infinity, Infinity);
   /** Events before this time may already be stored under their bare-hash key (see sql.ts timeOrderedKeysDdl). */
   private legacyKeysBefore = -Infinity;
   private readonly known: KnownHooks;
@@ -633,22 +633,14 @@ export class SqliteStore implements Store {
     let earliest = Infinity;
     for (const e of events) if (e.timeMs < earliest) earliest = e.timeMs;
     this.noteChange(earliest);
-    for (const [key, seg] of this.closedSegments) if (seg.toMs > earliest) this.forgetSegment(key);
-    for (const [key, seg] of this.closedFleet) if (seg.toMs > earliest) this.closedFleet.delete(key);
-  }
-
-  private forgetSegment(key: string): void {
-    const seg = this.closedSegments.get(key);
-    if (!seg) return;
-    this.cachedRows -= seg.rows.length;
-    this.closedSegments.delete(key);
+    this.closedSegments.deleteWhere((seg) => seg.toMs > earliest);
+    this.closedFleet.deleteWhere((seg) => seg.toMs > earliest);
   }
 
   private forgetAllSegments(): void {
     this.noteChange(-Infinity);
     this.closedSegments.clear();
     this.closedFleet.clear();
-    this.cachedRows = 0;
   }
 
   /** The hooks table's rows of one batch's inserted events: their names, first and last seen (not after `nowMs`). */
@@ -759,13 +751,9 @@ export class SqliteStore implements Store {
       const key = `${source}|${filterKey}|${seg.fromMs}|${seg.toMs}|${JSON.stringify(grouping)}|${hookId ?? ''}`;
       // Kept since before this answer began: the same in its snapshot.
       const found = cacheable ? this.closedSegments.get(key) : undefined;
+      // Found, it is the most recently used: eviction takes the oldest first, never the 30-day segments read every refresh.
       const kept = found && found.since <= this.readSince ? found : undefined;
       let rows = kept?.rows;
-      if (kept) {
-        // Most recently used last: eviction takes the oldest first, never the 30-day segments read every refresh.
-        this.closedSegments.delete(key);
-        this.closedSegments.set(key, kept);
-      }
       if (!rows) {
         let fetch: () => Promise<Record<string, unknown>[]>;
         if (fromEvents) {
@@ -806,13 +794,8 @@ export class SqliteStore implements Store {
         }
         const result = await this.readForCache(seg.toMs, fetch);
         rows = result.rows.map((r) => [keyOf(r), fromDbRow(r)]);
-        if (cacheable && result.keep && rows.length <= CLOSED_SEGMENT_ROW_BUDGET / 4) {
-          while (this.closedSegments.size > 0 && (this.closedSegments.size >= CLOSED_SEGMENT_CACHE_SIZE || this.cachedRows + rows.length > CLOSED_SEGMENT_ROW_BUDGET)) {
-            this.forgetSegment(this.closedSegments.keys().next().value as string);
-          }
-          this.closedSegments.set(key, { toMs: seg.toMs, since: result.since, rows });
-          this.cachedRows += rows.length;
-        }
+        // In place of a stale entry under the same key, whose rows no longer count.
+        if (cacheable && result.keep) this.closedSegments.set(key, { toMs: seg.toMs, since: result.since, rows });
       }
       return rows;
     };
@@ -1024,10 +1007,7 @@ export class SqliteStore implements Store {
     if (!closed) {
       const r = await this.readForCache(openFrom, () => read(readFromMs, openFrom));
       closed = r.rows;
-      if (r.keep) {
-        if (this.closedFleet.size >= 16) this.closedFleet.delete(this.closedFleet.keys().next().value as string);
-        this.closedFleet.set(key, { toMs: openFrom, since: r.since, rows: closed });
-      }
+      if (r.keep) this.closedFleet.set(key, { toMs: openFrom, since: r.since, rows: closed });
     }
     return [...closed, ...(await read(openFrom, readToMs))];
   }
