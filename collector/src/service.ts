@@ -391,8 +391,7 @@ async function start(config: HookwatchConfig, opts: ServiceOptions, opened: (() 
     refusals,
   };
   // The OTLP/HTTP port once bound (before the gRPC one), named to an OTLP/HTTP exporter sent to the gRPC port.
-  const otlpHttpBound: { port?: number } = {};
-  const grpcReceiver = new OtlpGrpcReceiver({ addr: config.otlpGrpc.addr, maxPending: config.otlp.maxPendingRequests, otlpHttpPort: () => otlpHttpBound.port, ...receiverOptions }, opts.grpcHoldBackoff);
+  const grpcReceiver = new OtlpGrpcReceiver({ addr: config.otlpGrpc.addr, maxPending: config.otlp.maxPendingRequests, otlpHttpPort: () => receiver.boundPort, ...receiverOptions }, opts.grpcHoldBackoff);
   const receiver = new OtlpHttpReceiver({ addr: config.otlp.http.addr, keepAliveTimeoutMs: config.otlp.http.keepAliveTimeoutMs, dashboardUrl: () => externalUrl, ...receiverOptions });
   registerHandshakeMetrics(metrics, handshakes);
   registerReceiverMetrics(metrics, [{ transport: 'http', stats: receiver.stats }, { transport: 'grpc', stats: grpcReceiver.stats }]);
@@ -434,7 +433,6 @@ async function start(config: HookwatchConfig, opts: ServiceOptions, opened: (() 
   });
   // Each failure to bind names the setting that chose the address (main prints it with its variable).
   const otlpHttpAddress = await listenFor('otlp.http.addr', config.otlp.http.addr, () => receiver.start());
-  otlpHttpBound.port = otlpHttpAddress.port;
   const otlpGrpcPort = (await listenFor('otlp.grpc.addr', config.otlpGrpc.addr, () => grpcReceiver.start())).port;
   const { host, port } = splitAddr(config.http.addr);
   await listenFor('http.addr', config.http.addr, () => new Promise<void>((resolve, reject) => {
