@@ -122,6 +122,11 @@ export class OtlpHttpReceiver {
   private readonly refusals: OtlpRefusals;
   private port = 0;
 
+  /** The port it listens on once started; undefined before. */
+  get boundPort(): number | undefined {
+    return this.port || undefined;
+  }
+
   constructor(opts: OtlpReceiverOptions) {
     this.opts = opts;
     this.json = opts.jsonThread ?? new JsonThread({ maxRequestBytes: opts.maxRequestBytes });
@@ -228,16 +233,12 @@ export class OtlpHttpReceiver {
     const signal = PATHS[path];
     const encoding = mediaType(req.headers['content-type']);
     const answerIn = answerEncoding(req);
-    if (!signal && path === '/favicon.ico' && (req.method === 'GET' || req.method === 'HEAD')) {
-      // The icon a browser asks for after the page above: answered as any path this port does not serve, but no
-      // client's refusal to count, log or list.
-      this.fail(res, answerIn, 404, RpcCode.UNIMPLEMENTED, `no OTLP endpoint at ${path}; use /v1/logs, /v1/metrics or /v1/traces`);
-      req.resume();
-      return;
-    }
     if (!signal) {
       const hint = endpointHint(path, req.method, `${this.opts.tls ? 'https' : 'http'}://<host>:${req.socket.localPort ?? ''}`);
-      this.refuse('not_found', req, hint);
+      // The icon a browser asks for after the page below is answered as any path this port does not serve, but is
+      // no client's refusal to count, log or list.
+      const icon = path === '/favicon.ico' && (req.method === 'GET' || req.method === 'HEAD');
+      if (!icon) this.refuse('not_found', req, hint);
       if ((req.method === 'GET' || req.method === 'HEAD') && isNavigation(req.headers)) {
         // A person's browser: a page saying what this port is, not a google.rpc.Status it would show as text.
         const page = Buffer.from(receiverPage(this.opts.dashboardUrl?.() ?? ''));
