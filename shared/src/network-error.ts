@@ -5,8 +5,8 @@
  * which says a code stored bare, before these words, the same way.
  */
 
-/** Words for each code, given where (host:port) when known. */
-const WORDS: Record<string, (where: string | undefined) => string> = {
+/** Words for each code, given where (host:port) when known. A Map: a code such as `constructor` finds nothing. */
+const WORDS = new Map(Object.entries<(where: string | undefined) => string>({
   ECONNREFUSED: (w) => `connection refused (ECONNREFUSED): nothing listens at ${w ?? 'that address'}`,
   ENOTFOUND: (w) => `name not found (ENOTFOUND): no address for ${w ? hostOf(w) : 'that host name'}`,
   EAI_AGAIN: (w) => `name lookup failed (EAI_AGAIN): no answer from DNS for ${w ? hostOf(w) : 'that host name'}`,
@@ -21,7 +21,7 @@ const WORDS: Record<string, (where: string | undefined) => string> = {
   UND_ERR_HEADERS_TIMEOUT: (w) => `timed out waiting for the answer (UND_ERR_HEADERS_TIMEOUT) from ${w ?? 'that address'}`,
   UND_ERR_BODY_TIMEOUT: (w) => `timed out reading the answer (UND_ERR_BODY_TIMEOUT) from ${w ?? 'that address'}`,
   UND_ERR_HEADERS_OVERFLOW: (w) => `answer's headers too large to read (UND_ERR_HEADERS_OVERFLOW)${w ? ` from ${w}` : ''}`,
-};
+}));
 
 const hostOf = (where: string): string => where.replace(/:\d+$/, '');
 
@@ -37,7 +37,7 @@ export function hostPort(url: string): string | undefined {
 
 /** A code in words (with the code), or undefined for a code these do not know. `where`: host:port. */
 export function networkErrorWords(code: string, where?: string): string | undefined {
-  return Object.hasOwn(WORDS, code) ? WORDS[code]?.(where) : undefined;
+  return WORDS.get(code)?.(where);
 }
 
 /** An attempt that had no answer within `timeoutMs`: `timed out after 10 s: no answer from host:port`. */
@@ -51,9 +51,9 @@ export function timedOutWords(timeoutMs: number, where?: string): string {
  * (`ECONNREFUSED`); undefined for any other text.
  */
 export function networkErrorCode(text: string): string | undefined {
-  if (Object.hasOwn(WORDS, text)) return text;
+  if (WORDS.has(text)) return text;
   const m = /^[^(]*\(([A-Z][A-Z0-9_]*)\)/.exec(text);
-  return m?.[1] && Object.hasOwn(WORDS, m[1]) ? m[1] : undefined;
+  return m?.[1] && WORDS.has(m[1]) ? m[1] : undefined;
 }
 
 /**
