@@ -648,7 +648,7 @@ export function lateArrivalIndexDdl(): string {
  * on the commands run against the executions alone (shared/src/cliff.ts sizesMaySum).
  */
 export function sizesMaySumDdl(ddl: string, ifNotExists = false): string {
-  return [...Object.values(ROLLUP_TABLES), ...DIM_TABLE_NAMES, ATTR_ROLLUP_TABLE].map((t) => `ALTER TABLE ${t} ADD COLUMN ${ifNotExists ? 'IF NOT EXISTS ' : ''}sizes_may_sum ${ddl};`).join('\n  ');
+  return COUNTER_TABLES.map((t) => `ALTER TABLE ${t} ADD COLUMN ${ifNotExists ? 'IF NOT EXISTS ' : ''}sizes_may_sum ${ddl};`).join('\n  ');
 }
 
 /** The index of the events that arrived late (lateArrivalIndexDdl). */
@@ -745,6 +745,10 @@ export interface RollupFilter {
 
 /** The rollup per (hook, hour, attribute set); its rows name their hook by number, as the events do. */
 export const ATTR_ROLLUP_TABLE = 'rollup_attrs_1h';
+
+/** Every table of counters rows: the rollups per minute, hour and day, per dimension, and per attribute set. */
+export const COUNTER_TABLES: readonly string[] = [...Object.values(ROLLUP_TABLES), ...DIM_TABLE_NAMES, ATTR_ROLLUP_TABLE];
+
 /** The hook id (text) of the rollup row in scope, from its number. */
 export const ATTR_ROLLUP_HOOK_ID = `(SELECT h.hook_id FROM hooks h WHERE h.ref = ${ATTR_ROLLUP_TABLE}.hook)`;
 
