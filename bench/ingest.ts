@@ -5,10 +5,12 @@
  * decode-only baseline: protobufjs decoding the very same bytes (after gunzip for gzip variants; JSON.parse then
  * protobufjs fromObject for JSON). A third figure compares hookwatch's own decoder with protobufjs. Last, where the
  * server's CPU per hook event goes: the same protobuf batches decoded and extracted in this process, then written
- * through the store's own ingest() on a SQLite file configured as `hookwatch serve` configures it, each part's
- * CPU per hook event next to the whole server's from the same run; the floor under the store's part, the event
+ * through the store's own ingest() on a SQLite file configured as `hookwatch serve` configures it, in as many
+ * commits as the server's group commit made of them, each part's CPU per hook event next to the whole server's
+ * from the same run; the rest, the figure of a server configured with `rules: []` less those two parts, and of
+ * it what a bare node:http server costs reading the same requests; the floor under the store's part, the event
  * rows alone, inserted with nothing else; and the alert evaluations the batches trigger, the protobuf server's
- * figure less that of the same batches on a server configured with `rules: []`. And the longest the event loop is
+ * figure less that of the same batches on the `rules: []` server. And the longest the event loop is
  * held while one maximum-size request (otlp.maxRequestBytes) is decoded, extracted and committed as the server
  * does it, in slices (paced.ts), next to the same request taken straight through in one piece and one commit, in
  * the same run (an OTLP/JSON one parsed on the receiver's parser thread, against JSON.parse on the event loop), and
@@ -115,6 +117,8 @@ interface VariantFigures {
   evaluations: number;
   /** Wall milliseconds of the timed batches. */
   wallMs: number;
+  /** Transactions the server's group commit made of the timed batches (ServerStats.commits). */
+  commits: number;
 }
 
 /** How long the server is watched at a time for settle's idle check, and the CPU share of one core it stays under. */
@@ -206,6 +210,7 @@ async function runVariant(v: Variant, batches: number, env: Record<string, strin
   let cpu: number;
   let stored: number;
   let evaluations: number;
+  let commits: number;
   try {
     await eachWarmUpSlice(made, async (slice) => {
       failures += await postAll(agent, url, slice, headers, CONCURRENCY);
@@ -220,6 +225,7 @@ async function runVariant(v: Variant, batches: number, env: Record<string, strin
     await settle(server);
     const after = await server.stats();
     evaluations = after.alertEvaluations - before.alertEvaluations;
+    commits = after.commits - before.commits;
     cpu = serverCpuMicros(before, after);
     stored = after.stored;
   } finally {
@@ -240,7 +246,7 @@ async function runVariant(v: Variant, batches: number, env: Record<string, strin
     out.push(result(`decode ${v.encoding}: hookwatch decoder CPU per record`, own.cpuMicros / records, 'µs/record', 'protobufjs decode only', base.cpuMicros / records, 'decoder alone, in the benchmark process, same bytes, alternating with the baseline batch by batch'));
   }
   if (failures > 0 || stored !== expectedStored) throw new Error(`ingest ${label(v)}: ${failures} requests failed, ${stored} of ${expectedStored} hook events stored`);
-  return { results: out, serverPerEvent: cpu / (batches * RECORDS * HOOK_EVENT_SHARE), evaluations, wallMs };
+  return { results: out, serverPerEvent: cpu / (batches * RECORDS * HOOK_EVENT_SHARE), evaluations, wallMs, commits };
 }
 
 /**
@@ -248,15 +254,16 @@ async function runVariant(v: Variant, batches: number, env: Record<string, strin
  * config file says `rules: []` (no rule is evaluated on ingest or on the timer), against the server with the default
  * rules from the same run; the difference per hook event, and the evaluations the default rules ran.
  */
-async function evaluationShare(batches: number, withRules: VariantFigures): Promise<BenchResult> {
+async function evaluationShare(batches: number, withRules: VariantFigures): Promise<{ evaluation: BenchResult; none: VariantFigures }> {
   const dir = mkdtempSync(join(tmpdir(), 'hookwatch-bench-norules-'));
   try {
     const file = join(dir, 'hookwatch.yaml');
     writeFileSync(file, 'alerting:\n  rules: []\n');
     const none = await runVariant({ encoding: 'protobuf', gzip: false }, batches, { HOOKWATCH_CONFIG: file });
     const perSecond = withRules.evaluations / (withRules.wallMs / 1000);
-    return result('ingest protobuf, per hook event: alert evaluation (default rules less `rules: []`)', withRules.serverPerEvent - none.serverPerEvent, 'µs/hook event', 'whole server', withRules.serverPerEvent,
+    const evaluation = result('ingest protobuf, per hook event: alert evaluation (default rules less `rules: []`)', withRules.serverPerEvent - none.serverPerEvent, 'µs/hook event', 'whole server', withRules.serverPerEvent,
       `the protobuf variant again on a server configured with \`rules: []\`: ${fmt(none.serverPerEvent)} µs per hook event, against ${fmt(withRules.serverPerEvent)} with the default rules; the default rules ran ${withRules.evaluations} evaluations over its ${batches} timed batches (${fmt(perSecond)} per second, ${fmt(withRules.evaluations / batches)} per batch), \`rules: []\` ${none.evaluations}`);
+    return { evaluation, none };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -277,12 +284,56 @@ async function withStore<T>(config: Config, use: (store: Awaited<ReturnType<type
 }
 
 /**
- * The server's CPU per hook event taken apart: the same protobuf batches decoded (as the receivers decode them
- * for the hook stage) and their hook events extracted in this process, then committed through the store's own ingest() to a SQLite file opened as
- * `hookwatch serve` opens it (synchronous=full), CONCURRENCY batches at a time as the server's group commit
- * takes concurrent requests. What is left of the server's figure is HTTP, the receiver and the hook stage.
+ * `items` in `count` groups of sizes as even as can be, in order: batches committed in as many transactions as a
+ * server's group commit made of them.
  */
-async function breakdown(batches: number, serverPerEvent: number): Promise<BenchResult[]> {
+function groupsOf<T>(items: readonly T[], count: number): T[][] {
+  const n = Math.max(1, Math.min(items.length, count));
+  return Array.from({ length: n }, (_, i) => items.slice(Math.floor((i * items.length) / n), Math.floor(((i + 1) * items.length) / n)));
+}
+
+/**
+ * What a bare node:http server (server-child.ts, BENCH_SERVER=null: each body read and answered 200, nothing else)
+ * costs per hook event of the same protobuf batches, posted as runVariant posts them: the part of the breakdown's
+ * rest that is Node's HTTP and not hookwatch's (sockets, the parser, the body's chunks and the garbage they make).
+ */
+async function httpFloor(batches: number): Promise<number> {
+  const made = bodiesOf({ encoding: 'protobuf', gzip: false }, batches);
+  const headers = { 'content-type': made.contentType };
+  const server = await startServer({ BENCH_SERVER: 'null' });
+  const agent = agentFor(CONCURRENCY);
+  const url = `${server.otlpHttpUrl}/v1/logs`;
+  try {
+    let failures = 0;
+    await eachWarmUpSlice(made, async (slice) => {
+      failures += await postAll(agent, url, slice, headers, CONCURRENCY);
+    });
+    await settle(server);
+    const before = await server.stats();
+    failures += await postAll(agent, url, made.bodies, headers, CONCURRENCY);
+    await settle(server);
+    const after = await server.stats();
+    if (failures > 0) throw new Error(`bare HTTP server: ${failures} requests failed`);
+    return serverCpuMicros(before, after) / (batches * RECORDS * HOOK_EVENT_SHARE);
+  } finally {
+    agent.destroy();
+    await server.stop();
+  }
+}
+
+/**
+ * The server's CPU per hook event taken apart: the same protobuf batches decoded (as the receivers decode them
+ * for the hook stage) and their hook events extracted in this process, then committed through the store's own
+ * ingest() to a SQLite file opened as `hookwatch serve` opens it (synchronous=full), in as many commits as the
+ * `rules: []` server's group commit made of them (`none.commits`: requests that arrive apart are committed apart,
+ * some 2 to 2.6 batches to a commit rather than CONCURRENCY, and each commit costs its sync to disk and its rollup
+ * upserts). What is left of that server's figure is HTTP, the receiver and the hook stage (the alert evaluations
+ * the default rules add are their own row, evaluationShare), and of it `floor` (httpFloor) is node:http's alone.
+ */
+async function breakdown(batches: number, whole: VariantFigures, none: VariantFigures, floor: number): Promise<BenchResult[]> {
+  const serverPerEvent = whole.serverPerEvent;
+  // A store that counts no commits (0): CONCURRENCY batches to each, as the server's group commit takes at most.
+  const commits = Math.min(batches, none.commits > 0 ? none.commits : Math.ceil(batches / CONCURRENCY));
   const made = bodiesOf({ encoding: 'protobuf', gzip: false }, batches);
   const config = toConfig(loadConfig({ flags: {} }));
   const opts = { nearThreshold: config.delivery.nearThreshold, dimensions: config.dimensions };
@@ -301,16 +352,17 @@ async function breakdown(batches: number, serverPerEvent: number): Promise<Bench
   const storeCpu = await withStore(config, async (store) => {
     for (let i = 0; i < warm.length; i += CONCURRENCY) await Promise.all(warm.slice(i, i + CONCURRENCY).map((e) => store.ingest(e)));
     const before = process.cpuUsage();
-    for (let i = 0; i < decoded.length; i += CONCURRENCY) await Promise.all(decoded.slice(i, i + CONCURRENCY).map((e) => store.ingest(e)));
+    for (const group of groupsOf(decoded, commits)) await Promise.all(group.map((e) => store.ingest(e)));
     return cpuMicrosSince(before);
   });
   const rowCpu = await rowFloor(config, decoded, warm);
-  const rest = serverPerEvent - decodeCpu / events - storeCpu / events;
+  const rest = none.serverPerEvent - decodeCpu / events - storeCpu / events;
   const notes = `${batches} protobuf batches, ${events.toLocaleString('en-US')} hook events; the whole server's CPU per hook event in this run is the baseline`;
   return [
     result('ingest protobuf, per hook event: decode + extract', decodeCpu / events, 'µs/hook event', 'whole server', serverPerEvent, `${notes}; in this process`),
-    result('ingest protobuf, per hook event: store commit (SQLite, synchronous=full)', storeCpu / events, 'µs/hook event', 'whole server', serverPerEvent, `${notes}; store.ingest() as the server opens the store, ${CONCURRENCY} batches at a time`),
-    result('ingest protobuf, per hook event: the rest (HTTP, receiver, hook stage)', rest, 'µs/hook event', 'whole server', serverPerEvent, `${notes}; the server's figure less the two above`),
+    result('ingest protobuf, per hook event: store commit (SQLite, synchronous=full)', storeCpu / events, 'µs/hook event', 'whole server', serverPerEvent, `${notes}; store.ingest() as the server opens the store, in ${commits} commits as the \`rules: []\` server's group commit made of the same batches (${fmt(batches / commits)} batches per commit; the default rules' server made ${whole.commits})`),
+    result('ingest protobuf, per hook event: the rest (HTTP, receiver, hook stage)', rest, 'µs/hook event', 'whole server', serverPerEvent, `${notes}; the \`rules: []\` server's figure (${fmt(none.serverPerEvent)} µs, alert evaluation apart: its own row) less the two above`),
+    result('ingest protobuf, per hook event: of the rest, a bare node:http server reading the same requests', floor, 'µs/hook event', 'the rest', rest, `the same ${batches} protobuf batches posted as above to a node:http server that reads each body and answers 200 (bench/lib/server-child.ts, BENCH_SERVER=null): the sockets, the HTTP parser and the garbage of the body's chunks, none of it hookwatch's; the rest less it, ${fmt(rest - floor)} µs, is hookwatch's receiver and hook stage`),
     result('ingest protobuf, per hook event: floor, the event row alone (SQLite insert)', rowCpu / events, 'µs/hook event', 'whole server', serverPerEvent, `${notes}; each event's row and nothing else (no rollups, attribute sets or hook bookkeeping) inserted through the store's own multi-row statements (sqlite/event-rows.ts, the cheapest form measured: fewer statements than one per row) into the events table and its indexes as hookwatch's schema has them, synchronous=full, ${CONCURRENCY} batches per commit: what storing raw events durably costs through node:sqlite before any of hookwatch's own work`),
   ];
 }
@@ -595,18 +647,19 @@ export async function run(opts: BenchOptions): Promise<BenchResult[]> {
   const batches = opts.quick ? 12 : 150;
   warmUpBatches = opts.quick ? QUICK_WARM_UP : WARM_UP;
   const out: BenchResult[] = [];
-  let protobufPerEvent = Number.NaN;
-  let evaluation: BenchResult | undefined;
+  let taken: { whole: VariantFigures; none: VariantFigures; evaluation: BenchResult; floor: number } | undefined;
   for (const v of VARIANTS) {
     const f = await runVariant(v, batches);
     out.push(...f.results);
     if (v.encoding !== 'protobuf' || v.gzip) continue;
-    protobufPerEvent = f.serverPerEvent;
-    // Right after the server it is compared with, so both see about the same machine load.
-    evaluation = await evaluationShare(batches, f);
+    // Right after the server they are compared with, so all see about the same machine load.
+    const { evaluation, none } = await evaluationShare(batches, f);
+    taken = { whole: f, none, evaluation, floor: await httpFloor(batches) };
   }
-  out.push(...(await breakdown(batches, protobufPerEvent)));
-  if (evaluation) out.push(evaluation);
+  if (taken) {
+    out.push(...(await breakdown(batches, taken.whole, taken.none, taken.floor)));
+    out.push(taken.evaluation);
+  }
   // The OTLP/JSON parser thread the OTLP/HTTP receiver would use, started with the first JSON body.
   const thread = new JsonThread({ maxRequestBytes: MAX_REQUEST_BYTES });
   try {

@@ -24,6 +24,11 @@ export interface ServerStats {
   stored: number;
   batches: number;
   storeErrors: number;
+  /**
+   * Transactions the store's group commit made for ingest (SqliteStore.commits; 0 for the bare server and for a
+   * store that does not count them): batches per commit is what the breakdown's in-process store part commits as.
+   */
+  commits: number;
   /** Alert evaluations done (hookwatch_alert_evaluations_total; 0 for the bare server). */
   alertEvaluations: number;
 }
@@ -35,7 +40,7 @@ interface Running {
   otlpHttpUrl: string;
   httpUrl: string;
   stop(): Promise<void>;
-  stats(): { stored: number; batches: number; storeErrors: number; alertEvaluations: number };
+  stats(): { stored: number; batches: number; storeErrors: number; commits: number; alertEvaluations: number };
 }
 
 /** The same-run baseline: a bare node:http server that reads each body and answers 200, nothing else. */
@@ -58,7 +63,7 @@ async function nullServer(): Promise<Running> {
       server.close(() => resolve());
       server.closeAllConnections();
     }),
-    stats: () => ({ stored: 0, batches, storeErrors: 0, alertEvaluations: 0 }),
+    stats: () => ({ stored: 0, batches, storeErrors: 0, commits: 0, alertEvaluations: 0 }),
   };
 }
 
@@ -68,7 +73,7 @@ async function hookwatch(): Promise<Running> {
   const service = await startService(config, { logger });
   return { otlpHttpUrl: service.otlpHttpUrl, httpUrl: service.httpUrl, stop: async () => {
     await service.stop();
-  }, stats: () => ({ ...service.ingest.stats, alertEvaluations: service.alerting.engine.stats.evaluations }) };
+  }, stats: () => ({ ...service.ingest.stats, commits: (service.store as { commits?: number }).commits ?? 0, alertEvaluations: service.alerting.engine.stats.evaluations }) };
 }
 
 async function main(): Promise<void> {
@@ -88,7 +93,7 @@ async function main(): Promise<void> {
         stats: {
           cpuUserMicros: cpu.user, cpuSystemMicros: cpu.system, rssBytes: mem.rss, heapUsedBytes: mem.heapUsed,
           loopDelayP50Ms: eld.percentile(50) / 1e6, loopDelayP99Ms: eld.percentile(99) / 1e6, loopDelayMaxMs: eld.max / 1e6,
-          stored: s.stored, batches: s.batches, storeErrors: s.storeErrors, alertEvaluations: s.alertEvaluations,
+          stored: s.stored, batches: s.batches, storeErrors: s.storeErrors, commits: s.commits, alertEvaluations: s.alertEvaluations,
         },
       });
     } else if (m.type === 'reset') {
