@@ -76,7 +76,9 @@ export function savedPathSession(savedPath: string | undefined): string | undefi
 
 function parseMarkerBody(body: string): PersistedOutput {
   const size = /Output too large \(([^)\n]{1,32})\)/.exec(body);
-  const saved = /Full output saved to:\s*(\S+)/.exec(body);
+  // The path runs to the end of its line, as Claude Code writes it unquoted: a home folder such as
+  // `C:\Users\John Smith` holds a space.
+  const saved = /Full output saved to:[ \t]*([^\r\n]*\S)/.exec(body);
   const previewAt = /Preview \([^)\n]{0,64}\):[ \t]*\r?\n?/.exec(body);
   const preview = previewAt ? body.slice(previewAt.index + previewAt[0].length) : '';
   return {

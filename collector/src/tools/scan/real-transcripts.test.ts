@@ -1,4 +1,4 @@
-import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -74,6 +74,25 @@ describe('scan on real Claude Code 2.1.332 transcripts', () => {
       expect(result.totals.runs).toBe(runs);
       expect(result.sessions.map((s) => s.runs)).toEqual([runs / 2, runs / 2]);
       expect(code).toBe(1);
+    });
+
+    // Claude Code writes the saved file's path unquoted to the end of the line: a home folder holding a space
+    // (`C:\\Users\\John Smith`) must neither cut the path nor merge every output saved under it into one.
+    it('agrees with the telemetry when the home folder holds a space', async () => {
+      const telemetry = JSON.parse(await readFile(join(fixture, 'telemetry-hooks.json'), 'utf8')) as TelemetryHooks;
+      const projects = join(dir, `${name}-spaced`);
+      await cp(join(fixture, 'projects'), projects, { recursive: true });
+      const project = join(projects, '-home-dev-proj');
+      for (const file of (await readdir(project)).filter((f) => f.endsWith('.jsonl'))) {
+        const text = await readFile(join(project, file), 'utf8');
+        expect(text).toContain('/home/dev/home/');
+        await writeFile(join(project, file), text.replaceAll('/home/dev/home/', '/home/John Smith/'));
+      }
+      const { result } = await scanJson(projects);
+      expect(result.totals.outputsPersisted).toBe(telemetry.hooks.reduce((sum, h) => sum + h.outputsPersisted, 0));
+      const { out } = await scan([projects]);
+      expect(out).toContain('/home/John Smith/');
+      expect(out).not.toMatch(/\/home\/John(?! Smith\/)/);
     });
 
     it('never reports a delivered output over the cap', async () => {
