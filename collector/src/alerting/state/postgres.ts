@@ -10,7 +10,7 @@ import { inTransaction } from '../../store/postgres/connection.ts';
 import { checkFence, type LeaseFence } from '../../store/postgres/fence.ts';
 import { NotLeaderError, StoreUnavailableError } from '../../store/store.ts';
 import type { AlertRecord, SilenceRecord, StateChanges, StoredAttempt } from '../model.ts';
-import { MAX_ATTEMPTS_PER_ALERT, notifiedAlertIds, type AlertStateStore, type LatestNotification, type LoadedState } from './store.ts';
+import { MAX_ATTEMPTS_PER_ALERT, notifiedAlertIds, SUPERSEDED_REASON, supersededNotification, type AlertStateStore, type LatestNotification, type LoadedState } from './store.ts';
 
 /** The latest attempt of each listed alert ($1, an array) to each receiver, through alert_attempts_alert. */
 export const POSTGRES_LAST_ATTEMPTS = `SELECT data FROM alert_attempts WHERE id IN (
@@ -40,6 +40,10 @@ export const POSTGRES_LATEST_NOTIFICATIONS = `SELECT alert_id, receiver, status,
     FROM alert_notifications WHERE alert_id = ANY($1::text[])) latest
   WHERE nth = 1`;
 
+/** Marks dropped, with SUPERSEDED_REASON ($1), the outbox's notifications a newer one supersedes (store.ts). */
+export const POSTGRES_DROP_SUPERSEDED = `UPDATE alert_notifications n SET done = 'dropped', data = n.data || jsonb_build_object('droppedReason', $1::text)
+  WHERE n.done IS NULL AND ${supersededNotification((table, name) => `${table}.data->>'${name}'`)}`;
+
 /** AlertStateStore on the store's PostgreSQL pool (tables from the store's migrations, store/postgres/index.ts). */
 export class PostgresAlertStateStore implements AlertStateStore {
   private readonly pool: pg.Pool;
@@ -54,13 +58,16 @@ export class PostgresAlertStateStore implements AlertStateStore {
 
   /**
    * Alerts and silences for anyone; undelivered notifications only for the leader, and only on the first load of
-   * its leadership, so a notification is resumed by one replica once (followers would deliver it again).
+   * its leadership, so a notification is resumed by one replica once (followers would deliver it again). Those a
+   * newer notification supersedes are marked dropped then, not handed out.
    */
   async load(opts: { outbox?: boolean } = {}): Promise<LoadedState> {
     const epoch = this.fence ? this.fence.epoch() : 0;
     const resume = opts.outbox !== false && epoch !== null && epoch !== this.outboxEpoch;
     let alerts, silences, outbox;
     try {
+      // Not fenced, as prune: a notification superseded once stays superseded, so any leader marks the same ones.
+      if (resume) await this.pool.query(POSTGRES_DROP_SUPERSEDED, [SUPERSEDED_REASON]);
       [alerts, silences, outbox] = await Promise.all([
         this.pool.query<{ data: AlertRecord }>('SELECT data FROM alert_instances'),
         this.pool.query<{ data: SilenceRecord }>('SELECT data FROM alert_silences'),

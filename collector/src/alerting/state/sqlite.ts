@@ -8,7 +8,7 @@ import { isInMemory } from '../../store/settings.ts';
 import { Statements, classifySqliteError, inTransaction, openSqlite } from '../../store/sqlite/database.ts';
 import type { Notification, NotificationOutcome } from '../../notify/model.ts';
 import type { AlertRecord, SilenceRecord, StateChanges, StoredAttempt } from '../model.ts';
-import { MAX_ATTEMPTS_PER_ALERT, notifiedAlertIds, type AlertStateStore, type LatestNotification, type LoadedState } from './store.ts';
+import { MAX_ATTEMPTS_PER_ALERT, notifiedAlertIds, SUPERSEDED_REASON, supersededNotification, type AlertStateStore, type LatestNotification, type LoadedState } from './store.ts';
 
 /** The latest attempt of each listed alert (a JSON array) to each receiver, through alert_attempts_alert. */
 export const SQLITE_LAST_ATTEMPTS = `SELECT data FROM alert_attempts WHERE id IN (
@@ -38,6 +38,10 @@ export const SQLITE_LATEST_NOTIFICATIONS = `SELECT alert_id, receiver, status, c
     ROW_NUMBER() OVER (PARTITION BY alert_id, json_extract(data, '$.receiver') ORDER BY created_at DESC, json_extract(data, '$.status') = 'resolved' DESC, webhook_id DESC) AS nth
     FROM alert_notifications WHERE alert_id IN (SELECT value FROM json_each(?)))
   WHERE nth = 1`;
+
+/** Marks dropped, with SUPERSEDED_REASON, the outbox's notifications a newer one supersedes (store.ts). */
+export const SQLITE_DROP_SUPERSEDED = `UPDATE alert_notifications AS n SET done = 'dropped', data = json_set(n.data, '$.droppedReason', ?)
+  WHERE n.done IS NULL AND ${supersededNotification((table, name) => `json_extract(${table}.data, '$.${name}')`)}`;
 
 /**
  * SQLite implementation: its own connection to the store's database file (WAL lets both coexist). When the file
@@ -151,10 +155,13 @@ export class SqliteAlertStateStore implements AlertStateStore {
   }
 
   async load(opts: { outbox?: boolean } = {}): Promise<LoadedState> {
-    const { alerts, outbox } = this.guard((sql) => ({
-      alerts: (sql.get('SELECT data FROM alert_instances').all() as { data: string }[]).map((r) => JSON.parse(r.data) as AlertRecord),
-      outbox: opts.outbox === false ? [] : (sql.get('SELECT data FROM alert_notifications WHERE done IS NULL ORDER BY created_at, webhook_id').all() as { data: string }[]).map((r) => JSON.parse(r.data) as Notification),
-    }));
+    const { alerts, outbox } = this.guard((sql) => {
+      if (opts.outbox !== false) sql.get(SQLITE_DROP_SUPERSEDED).run(SUPERSEDED_REASON);
+      return {
+        alerts: (sql.get('SELECT data FROM alert_instances').all() as { data: string }[]).map((r) => JSON.parse(r.data) as AlertRecord),
+        outbox: opts.outbox === false ? [] : (sql.get('SELECT data FROM alert_notifications WHERE done IS NULL ORDER BY created_at, webhook_id').all() as { data: string }[]).map((r) => JSON.parse(r.data) as Notification),
+      };
+    });
     const latest = opts.outbox === false ? [] : await this.latestNotifications(notifiedAlertIds(alerts));
     return { alerts, silences: await this.silences(), outbox, latest };
   }

@@ -15,7 +15,7 @@ import { startTestServer, type TestServer } from '../../../test/support/postgres
 import type { AlertRecord, StoredAttempt } from '../model.ts';
 import { POSTGRES_LAST_ATTEMPTS, POSTGRES_LATEST_NOTIFICATIONS, PostgresAlertStateStore } from './postgres.ts';
 import { SQLITE_FIRING_RECEIVERS, SQLITE_FIRING_RECEIVERS_HEARD, SQLITE_LAST_ATTEMPTS, SQLITE_LATEST_NOTIFICATIONS, SqliteAlertStateStore } from './sqlite.ts';
-import { MAX_ATTEMPTS_PER_ALERT, type AlertStateStore } from './store.ts';
+import { MAX_ATTEMPTS_PER_ALERT, SUPERSEDED_REASON, type AlertStateStore } from './store.ts';
 
 let server: TestServer | undefined;
 const cleanups: (() => Promise<void> | void)[] = [];
@@ -26,11 +26,24 @@ afterAll(async () => {
   await server?.stop();
 });
 
+type NotificationRow = [webhookId: string, done: string | null, droppedReason: string | null];
+/** Each backend's outbox rows as stored, by webhook-id: what no load hands out (notificationRows). */
+const rowReaders = new WeakMap<AlertStateStore, () => Promise<NotificationRow[]>>();
+
 const backends: [string, () => Promise<AlertStateStore>][] = [
   ['SQLite', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'hookwatch-alert-state-'));
     const s = new SqliteAlertStateStore(join(dir, 'h.db'));
     cleanups.push(() => rmSync(dir, { recursive: true, force: true }), () => s.close());
+    rowReaders.set(s, async () => {
+      const db = new DatabaseSync(join(dir, 'h.db'), { readOnly: true });
+      try {
+        return (db.prepare("SELECT webhook_id, done, json_extract(data, '$.droppedReason') AS reason FROM alert_notifications ORDER BY webhook_id").all() as { webhook_id: string; done: string | null; reason: string | null }[])
+          .map((r) => [r.webhook_id, r.done, r.reason]);
+      } finally {
+        db.close();
+      }
+    });
     return s;
   }],
   ['PostgreSQL', async () => {
@@ -38,9 +51,16 @@ const backends: [string, () => Promise<AlertStateStore>][] = [
     const store = await PostgresStore.open({ url: await server.createDatabase(), poolSize: 2 });
     const s = new PostgresAlertStateStore({ pool: store.connectionPool });
     cleanups.push(() => store.close(), () => s.close());
+    rowReaders.set(s, async () => (await store.connectionPool.query<{ webhook_id: string; done: string | null; reason: string | null }>(
+      "SELECT webhook_id, done, data->>'droppedReason' AS reason FROM alert_notifications ORDER BY webhook_id",
+    )).rows.map((r) => [r.webhook_id, r.done, r.reason]));
     return s;
   }],
 ];
+
+async function notificationRows(s: AlertStateStore): Promise<NotificationRow[]> {
+  return rowReaders.get(s)!();
+}
 
 function notification(a: AlertRecord, webhookId: string, createdAtMs = 3000): Notification {
   return { webhookId, receiver: 'r', status: 'firing', alert: a as unknown as Notification['alert'], createdAtMs };
@@ -77,9 +97,41 @@ describe.each(backends)('AlertStateStore on %s', (_name, open) => {
   it('hands out the outbox oldest first, and reads without it when asked', async () => {
     const s = await open();
     const a = alertRecord({ id: 'a1' });
-    await s.save({ upsert: [a], remove: [], notifications: [notification(a, 'msg_b', 5000), notification(a, 'msg_a', 4000)] });
+    const b = alertRecord({ id: 'a2' });
+    await s.save({ upsert: [a, b], remove: [], notifications: [notification(b, 'msg_b', 5000), notification(a, 'msg_a', 4000)] });
     expect((await s.load({ outbox: false })).outbox).toEqual([]);
     expect((await s.load()).outbox.map((n) => n.webhookId)).toEqual(['msg_a', 'msg_b']);
+  });
+
+  it('drops, with why, the undelivered notifications a newer one of their alert to their receiver supersedes', async () => {
+    const s = await open();
+    const a = alertRecord({ id: 'a1', state: 'resolved' });
+    const to = (receiver: string, webhookId: string, createdAtMs: number, status: 'firing' | 'resolved' = 'firing'): Notification => ({ ...notification(a, webhookId, createdAtMs), receiver, status });
+    await s.save({ upsert: [a], remove: [], notifications: [
+      // Delivered, but its outcome was never recorded; its resolution was delivered after it.
+      to('ops', 'msg_1', 1000), to('ops', 'msg_2', 2000, 'resolved'),
+      // A resolution made at the time of a firing follows it; both still open.
+      to('tied', 'msg_3', 3000, 'resolved'), to('tied', 'msg_4', 3000),
+      // A repeat given up on after the firing before it was left open.
+      to('pager', 'msg_5', 1000), to('pager', 'msg_6', 5000),
+      // Another receiver's newer notification supersedes nothing here.
+      to('chat', 'msg_7', 1000),
+    ] });
+    await s.save({ upsert: [], remove: [], notifications: [{ ...notification(alertRecord({ id: 'b1' }), 'msg_8', 9000), receiver: 'chat' }] });
+    await s.finishNotification('msg_2', 'delivered');
+    await s.finishNotification('msg_6', 'failed', undefined, 6000);
+    expect((await s.load({ outbox: false })).outbox).toEqual([]);
+    const loaded = await s.load();
+    expect(loaded.outbox.map((n) => n.webhookId)).toEqual(['msg_7', 'msg_3', 'msg_8']);
+    // What the alert's receivers last had is unchanged: the dropped ones were never the latest.
+    expect(loaded.latest.map((n) => [n.receiver, n.status, n.createdAtMs, n.givenUpAtMs]).sort()).toEqual([
+      ['chat', 'firing', 1000, null], ['ops', 'resolved', 2000, null], ['pager', 'firing', 5000, 6000], ['tied', 'resolved', 3000, null],
+    ]);
+    // Recorded as dropped, and why, so no later load hands them out either.
+    expect(await notificationRows(s)).toEqual([
+      ['msg_1', 'dropped', SUPERSEDED_REASON], ['msg_2', 'delivered', null], ['msg_3', null, null], ['msg_4', 'dropped', SUPERSEDED_REASON],
+      ['msg_5', 'dropped', SUPERSEDED_REASON], ['msg_6', 'failed', null], ['msg_7', null, null], ['msg_8', null, null],
+    ]);
   });
 
   it('forgets the attempts and finished notifications of a removed alert, not its undelivered ones', async () => {

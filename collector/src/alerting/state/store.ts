@@ -11,7 +11,10 @@ import type { AlertRecord, SilenceRecord, StateChanges, StoredAttempt } from '..
 export interface LoadedState {
   alerts: AlertRecord[];
   silences: SilenceRecord[];
-  /** Notifications created but neither delivered nor given up on. */
+  /**
+   * Notifications created but neither delivered nor given up on, oldest first. One that a newer notification of its
+   * alert to its receiver supersedes is not among them: it is recorded as dropped (SUPERSEDED_REASON).
+   */
   outbox: Notification[];
   /**
    * With the outbox: each receiver's latest notification of the alerts loaded (latestNotifications), read in the
@@ -92,6 +95,25 @@ export const alwaysLeader: LeaderElector = { isLeader: () => true };
 
 /** Most attempts kept per alert: a receiver down for days must not grow the table without bound. */
 export const MAX_ATTEMPTS_PER_ALERT = 200;
+
+/**
+ * Why a notification left in the outbox is dropped instead of resumed: a newer one of its alert to its receiver
+ * exists (see supersededNotification). Kept in the notification beside its outcome (`dropped`).
+ */
+export const SUPERSEDED_REASON = 'superseded by a newer notification of its alert to its receiver';
+
+/**
+ * The SQL condition (over alert_notifications as `n`) true when a newer notification of n's alert to n's receiver
+ * exists: made later, or at the same time as a resolution that follows a firing (the order of latestNotifications).
+ * Such a notification left undelivered in the outbox (delivered but its outcome not recorded, or cut off by a
+ * crash) is never resumed: a firing sent after the resolution that followed it would leave the alert open at the
+ * receiver, and a repeat after a newer one tells nothing. `field(table, name)` reads a field of a row's data, as
+ * each database spells it. Through alert_notifications_alert.
+ */
+export function supersededNotification(field: (table: 'n' | 'm', name: 'receiver' | 'status') => string): string {
+  return `EXISTS (SELECT 1 FROM alert_notifications m WHERE m.alert_id = n.alert_id AND ${field('m', 'receiver')} = ${field('n', 'receiver')}
+    AND (m.created_at > n.created_at OR (m.created_at = n.created_at AND ${field('n', 'status')} = 'firing' AND ${field('m', 'status')} = 'resolved')))`;
+}
 
 /** The alerts among `alerts` that may have had notifications: all but the pending ones. */
 export function notifiedAlertIds(alerts: readonly AlertRecord[]): string[] {
