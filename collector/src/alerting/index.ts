@@ -14,6 +14,7 @@ import { closeTlsDispatchers, openReceiverTls } from '../notify/transport.ts';
 import type { Store } from '../store/store.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import { unboundedStep, type ShutdownStep } from '../shutdown.ts';
+import { fullJitterBackoff, type BackoffPolicy } from '../net/backoff.ts';
 import { AlertEngine } from './engine.ts';
 import { SqliteAlertStateStore } from './state/sqlite.ts';
 import type { AlertStateStore, LeaderElector } from './state/store.ts';
@@ -94,6 +95,7 @@ export async function startAlerting(opts: AlertingOptions): Promise<Alerting> {
     : noAlertEvents);
   const leader = opts.leader;
   const links = opts.links ?? { externalUrl: config.externalUrl };
+  const random = opts.random ?? Math.random;
   const confirm = stateStore.confirmDelivery?.bind(stateStore);
   // Replicas: deliveries are fenced by the lease (checked locally, then confirmed with the store, before each attempt).
   const fence = leader?.epoch && confirm ? { token: () => leader.epoch?.() ?? null, confirm: (token: number, n: { webhookId: string }) => confirm(token, n.webhookId) } : undefined;
@@ -132,7 +134,10 @@ export async function startAlerting(opts: AlertingOptions): Promise<Alerting> {
       // fires, its resolution if it has not fired again); the outbox keeps when, for a restart or the next leader.
       if (outcome === 'failed') engine.noteUndelivered(n, at);
       // Awaited by the dispatcher: until the outbox marks it done, a resumed copy of it is not sent again.
-      return stateStore.finishNotification(n.webhookId, outcome, fence ? token : undefined, at).catch((err: unknown) => logger.warn('cannot record notification outcome', { err }));
+      const record = (): Promise<void> => stateStore.finishNotification(n.webhookId, outcome, fence ? token : undefined, at);
+      // A delivery is tried again through a blip: left open, the next leader would send it again, after whatever
+      // followed it. Other outcomes are a leader's decision, fenced: a refused one is not retried.
+      return (outcome === 'delivered' ? withRetries(record, random) : record()).catch((err: unknown) => logger.warn('cannot record notification outcome', { err }));
     },
   });
   const engine = new AlertEngine({
@@ -215,6 +220,23 @@ export async function startAlerting(opts: AlertingOptions): Promise<Alerting> {
       return stopping;
     },
   };
+}
+
+/** Tries of recording a delivery (the first included), and the waits between them: a blip, not an outage. */
+export const OUTCOME_WRITE_TRIES = 4;
+const OUTCOME_WRITE_BACKOFF: BackoffPolicy = { baseMs: 100, capMs: 1_000, multiplier: 2 };
+
+/** Runs `write` until it succeeds, OUTCOME_WRITE_TRIES times at most, waiting a backoff between; the last error is thrown. */
+async function withRetries(write: () => Promise<void>, random: () => number): Promise<void> {
+  for (let failures = 1; ; failures++) {
+    try {
+      await write();
+      return;
+    } catch (err) {
+      if (failures >= OUTCOME_WRITE_TRIES) throw err;
+      await new Promise((resolve) => setTimeout(resolve, fullJitterBackoff(failures, OUTCOME_WRITE_BACKOFF, random)));
+    }
+  }
 }
 
 export { AlertEngine } from './engine.ts';

@@ -1,7 +1,8 @@
 /**
  * Alert timelines on PostgreSQL, store and state (index.test.ts runs the same timelines on SQLite): keepFiringFor
- * across a restart, links over outputs hours into a long window (read by PostgreSQL's series), and a notification
- * one leader gave up on, sent again by the next.
+ * across a restart, links over outputs hours into a long window (read by PostgreSQL's series), a notification
+ * one leader gave up on, sent again by the next or by itself restarted, and a firing whose delivery was not
+ * recorded, never sent again after its resolution.
  */
 import { describe, expect, it } from 'vitest';
 import type { AlertingConfig } from '../config/index.ts';
@@ -13,9 +14,11 @@ import { PostgresLease } from '../store/postgres/lease.ts';
 import { silentLogger } from '../telemetry/logger.ts';
 import { FakeClock, hookEvent, keepFiringAcrossRestarts, linksOverLongWindow, LONG_WINDOW_CASES, WebhookSink, type EventFacts } from '../../test/support/alerting.ts';
 import { useTestServer } from '../../test/support/postgres/fixture.ts';
-import { startAlerting, type Alerting } from './index.ts';
+import { OUTCOME_WRITE_TRIES, startAlerting, type Alerting } from './index.ts';
 import { parseRules } from './settings.ts';
 import { PostgresAlertStateStore } from './state/postgres.ts';
+import { SUPERSEDED_REASON } from './state/store.ts';
+import type { NotificationOutcome } from '../notify/model.ts';
 
 const T0 = Date.parse('2026-11-30T10:00:00Z');
 const MIN = 60_000;
@@ -172,5 +175,111 @@ describe('undelivered notifications on PostgreSQL replicas', () => {
     expect(sink.bodies<AlertmanagerWebhookBody>().map((body) => body.status)).toEqual(['firing', 'firing']);
     await run(HOUR);
     expect([deliveredTo('/hook').length, deliveredTo('/backup').length]).toEqual([1, 1]);
+  }, 60_000);
+
+  /**
+   * Replicas of one database in this process, each with its lease, started as the service starts them; `onAcquired`
+   * also reloads with the outbox at once when the lease is held already (service.ts: coordination.onAcquired).
+   */
+  async function replicas(opts: { receivers: unknown[]; window: string; stateStore?: typeof PostgresAlertStateStore }) {
+    const url = await pg.server().createDatabase();
+    const store = await PostgresStore.open({ url, poolSize: 4, dimensions: ['team'] });
+    const clock = new FakeClock(T0);
+    const sink = new WebhookSink(clock.now);
+    await sink.start();
+    const config = alertingConfig([{ kind: 'persisted', window: opts.window }], opts.receivers.map((r) => JSON.parse(JSON.stringify(r).replaceAll('SINK', sink.url)) as unknown));
+    const StateStore = opts.stateStore ?? PostgresAlertStateStore;
+    const started: { lease: PostgresLease; alerting: Alerting }[] = [];
+    pg.defer(async () => {
+      for (const r of started) await r.alerting.stop();
+      for (const r of started) await r.lease.stop();
+      await store.close();
+      await sink.close();
+    });
+    return {
+      clock, sink, store,
+      async start(holder: string, startOpts: { onAcquired?: boolean } = {}): Promise<{ lease: PostgresLease; alerting: Alerting }> {
+        const lease = new PostgresLease({ url, holder, ttlMs: 60_000 });
+        await lease.tick();
+        const stateStore = new StateStore({ pool: store.connectionPool, fence: lease });
+        const alerting = await startAlerting({ config, db: '', store, stateStore, leader: lease, shared: true, logger: silentLogger, now: clock.now, timer: false, random: () => 0.5 });
+        started.push({ lease, alerting });
+        if (startOpts.onAcquired && lease.isLeader()) await alerting.engine.reload(true);
+        return { lease, alerting };
+      },
+      async ingestFiring(alerting: Alerting): Promise<void> {
+        const r = await store.ingest([hookEvent({ hookName: 'SessionStart:startup', additionalContextChars: 12_000, outputsPersisted: 1, timeMs: clock.now() })]);
+        alerting.engine.onIngested(r.inserted);
+      },
+      async run(alerting: Alerting, ms: number): Promise<void> {
+        const end = clock.now() + ms;
+        while (clock.now() < end) {
+          clock.advance(Math.min(TICK, end - clock.now()));
+          await alerting.engine.evaluate('all');
+          await alerting.dispatcher.idle();
+        }
+      },
+      deliveredTo(path: string): number[] {
+        return sink.delivered().filter((q) => q.path === path).map((q) => q.at);
+      },
+      statuses(): string[] {
+        return sink.bodies<AlertmanagerWebhookBody>().map((body) => body.status);
+      },
+      async outbox(): Promise<{ status: string; done: string | null; reason: string | null }[]> {
+        return (await store.connectionPool.query<{ status: string; done: string | null; reason: string | null }>(
+          "SELECT data->>'status' AS status, done, data->>'droppedReason' AS reason FROM alert_notifications ORDER BY created_at, data->>'status' = 'resolved'",
+        )).rows;
+      },
+    };
+  }
+
+  it('a firing delivered whose outcome could not be recorded is not sent again after its resolution by the next leader', async () => {
+    let down = true;
+    let writes = 0;
+    // The database is away whenever the firing's delivery is recorded, back for everything after it.
+    class Away extends PostgresAlertStateStore {
+      override async finishNotification(webhookId: string, outcome: NotificationOutcome, epoch?: number | null, atMs?: number): Promise<void> {
+        if (down && outcome === 'delivered') {
+          writes++;
+          throw new Error('Connection terminated unexpectedly');
+        }
+        return super.finishNotification(webhookId, outcome, epoch, atMs);
+      }
+    }
+    const h = await replicas({ receivers: [{ name: 'ops', url: 'SINK/hook' }], window: '1h', stateStore: Away });
+    const a = await h.start('a');
+    await h.ingestFiring(a.alerting);
+    await h.sink.waitFor(1);
+    await a.alerting.dispatcher.idle();
+    expect(writes).toBe(OUTCOME_WRITE_TRIES);
+    down = false;
+    await h.run(a.alerting, 2 * HOUR);
+    expect(h.statuses()).toEqual(['firing', 'resolved']);
+    await a.alerting.stop();
+    await a.lease.stop();
+    const b = await h.start('b');
+    await h.run(b.alerting, 10 * MIN);
+    expect(h.statuses()).toEqual(['firing', 'resolved']);
+    // Left open by the failed write, then dropped, and why, by the load of the next leadership.
+    expect(await h.outbox()).toEqual([{ status: 'firing', done: 'dropped', reason: SUPERSEDED_REASON }, { status: 'resolved', done: 'delivered', reason: null }]);
+  }, 60_000);
+
+  it('a delivery whose outcome write fails once is recorded by a retry', async () => {
+    let blips = 1;
+    class Blip extends PostgresAlertStateStore {
+      override async finishNotification(webhookId: string, outcome: NotificationOutcome, epoch?: number | null, atMs?: number): Promise<void> {
+        if (blips > 0 && outcome === 'delivered') {
+          blips--;
+          throw new Error('Connection terminated unexpectedly');
+        }
+        return super.finishNotification(webhookId, outcome, epoch, atMs);
+      }
+    }
+    const h = await replicas({ receivers: [{ name: 'ops', url: 'SINK/hook' }], window: '1h', stateStore: Blip });
+    const a = await h.start('a');
+    await h.ingestFiring(a.alerting);
+    await h.sink.waitFor(1);
+    await a.alerting.dispatcher.idle();
+    expect([blips, await h.outbox()]).toEqual([0, [{ status: 'firing', done: 'delivered', reason: null }]]);
   }, 60_000);
 });
