@@ -233,6 +233,32 @@ describe('undelivered notifications on PostgreSQL replicas', () => {
     };
   }
 
+  it.each([
+    ['a restart that finds its lease free', false],
+    ['a restart that finds its lease held already, and loads again as the lease calls back', true],
+  ])('a receiver given up on before %s is notified a group_interval after it was given up on, once', async (_how, onAcquired) => {
+    const h = await replicas({ receivers: [{ name: 'ops', url: 'SINK/hook' }, { name: 'backup', url: 'SINK/backup' }], window: '1d' });
+    const a = await h.start('a');
+    h.sink.reply = (q) => ({ status: q.path === '/hook' ? 503 : 200 });
+    await h.ingestFiring(a.alerting);
+    await h.sink.waitFor(3);
+    h.clock.advance(61_000);
+    await a.alerting.dispatcher.idle();
+    const failedAt = h.clock.now();
+    expect([h.deliveredTo('/hook'), h.deliveredTo('/backup')]).toEqual([[], [T0]]);
+    // A clean restart: the lease is handed back, and the new process takes it at once.
+    await a.alerting.stop();
+    await a.lease.stop();
+    const b = await h.start('a2', { onAcquired });
+    expect(b.lease.isLeader()).toBe(true);
+    h.sink.reply = () => ({ status: 200 });
+    await h.run(b.alerting, 6 * MIN);
+    const ops = h.deliveredTo('/hook');
+    expect(ops).toHaveLength(1);
+    expect(ops[0]).toBeGreaterThanOrEqual(failedAt + 5 * MIN);
+    expect(ops[0]).toBeLessThanOrEqual(failedAt + 5 * MIN + TICK);
+  }, 60_000);
+
   it('a firing delivered whose outcome could not be recorded is not sent again after its resolution by the next leader', async () => {
     let down = true;
     let writes = 0;

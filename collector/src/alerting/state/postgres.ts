@@ -78,8 +78,10 @@ export class PostgresAlertStateStore implements AlertStateStore {
       throw unavailable(err);
     }
     const loaded = alerts.rows.map((r) => r.data);
-    // Read before the outbox counts as handed out: a load that fails here hands it out again when retried.
-    const latest = resume ? await this.latestNotifications(notifiedAlertIds(loaded)) : [];
+    // Read before the outbox counts as handed out: a load that fails here hands it out again when retried. Read
+    // also when the outbox is not handed out again (a second load in one leadership, as a start followed by the
+    // reload of the leadership it found): the engine replaces what it knew of the deliveries with it.
+    const latest = opts.outbox !== false ? await this.latestNotifications(notifiedAlertIds(loaded)) : [];
     if (resume) this.outboxEpoch = epoch;
     return { alerts: loaded, silences: silences.rows.map((r) => r.data), outbox: outbox.rows.map((r) => r.data), latest };
   }

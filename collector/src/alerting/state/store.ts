@@ -18,7 +18,9 @@ export interface LoadedState {
   outbox: Notification[];
   /**
    * With the outbox: each receiver's latest notification of the alerts loaded (latestNotifications), read in the
-   * same load, so a load that hands out the outbox never leaves it behind for want of this.
+   * same load, so a load that hands out the outbox never leaves it behind for want of this. Read at every load that
+   * asks for the outbox, also one that does not hand it out again (a second load in one leadership): the caller
+   * replaces what it knew of the deliveries with it.
    */
   latest: LatestNotification[];
 }
