@@ -13,8 +13,8 @@ import { StoreUnavailableError } from '../../store/store.ts';
 import { alertRecord } from '../../../test/support/alerting.ts';
 import { startTestServer, type TestServer } from '../../../test/support/postgres/server.ts';
 import type { AlertRecord, StoredAttempt } from '../model.ts';
-import { POSTGRES_LAST_ATTEMPTS, POSTGRES_LATEST_NOTIFICATIONS, PostgresAlertStateStore } from './postgres.ts';
-import { SQLITE_FIRING_RECEIVERS, SQLITE_FIRING_RECEIVERS_HEARD, SQLITE_LAST_ATTEMPTS, SQLITE_LATEST_NOTIFICATIONS, SqliteAlertStateStore } from './sqlite.ts';
+import { POSTGRES_DROP_SUPERSEDED, POSTGRES_LAST_ATTEMPTS, POSTGRES_LATEST_NOTIFICATIONS, PostgresAlertStateStore } from './postgres.ts';
+import { SQLITE_DROP_SUPERSEDED, SQLITE_FIRING_RECEIVERS, SQLITE_FIRING_RECEIVERS_HEARD, SQLITE_LAST_ATTEMPTS, SQLITE_LATEST_NOTIFICATIONS, SqliteAlertStateStore } from './sqlite.ts';
 import { MAX_ATTEMPTS_PER_ALERT, SUPERSEDED_REASON, type AlertStateStore } from './store.ts';
 
 let server: TestServer | undefined;
@@ -382,4 +382,58 @@ it('PostgreSQL reads the latest notifications of the alerts loaded through the o
   expect(plan).not.toMatch(/Seq Scan on alert_notifications/);
   expect(plan).toMatch(/Index Cond: \(alert_id = ANY/);
   expect((await s.latestNotifications(['r7'])).map((n) => [n.alertId, n.receiver, n.givenUpAtMs])).toEqual([['r7', 'r', null]]);
+});
+
+/**
+ * Every load with the outbox marks what a newer notification supersedes, while the outbox holds a day of finished
+ * notifications: the open ones are found through the outbox's pending index, each one's newer ones through its
+ * alert index.
+ */
+describe('marking superseded notifications on a day of finished ones', () => {
+  const ALERTS = 2000;
+  async function fill(s: AlertStateStore): Promise<void> {
+    const alerts = Array.from({ length: ALERTS }, (_, i) => alertRecord({ id: `r${i}`, state: 'resolved' }));
+    await s.save({ upsert: alerts, remove: [], notifications: alerts.flatMap((a) => [notification(a, `msg_${a.id}_f`, 1000), { ...notification(a, `msg_${a.id}_r`, 2000), status: 'resolved' as const }]) });
+    for (const a of alerts) if (a.id !== 'r7') for (const end of ['f', 'r']) await s.finishNotification(`msg_${a.id}_${end}`, 'delivered');
+    await s.finishNotification('msg_r7_r', 'delivered');
+  }
+
+  it('SQLite searches the pending and alert indexes, and scans no table', { timeout: 120_000 }, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hookwatch-alert-state-'));
+    const path = join(dir, 'h.db');
+    const s = new SqliteAlertStateStore(path);
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }), () => s.close());
+    await fill(s);
+    const db = new DatabaseSync(path, { readOnly: true });
+    try {
+      const plan = (db.prepare(`EXPLAIN QUERY PLAN ${SQLITE_DROP_SUPERSEDED}`).all(SUPERSEDED_REASON) as { detail: string }[]).map((r) => r.detail);
+      const onTables = plan.filter((d) => /alert_notifications/.test(d));
+      expect(onTables.length, plan.join('; ')).toBe(2);
+      for (const d of onTables) expect(d, plan.join('; ')).toMatch(/^SEARCH /);
+    } finally {
+      db.close();
+    }
+    expect((await s.load()).outbox).toEqual([]);
+    const after = new DatabaseSync(path, { readOnly: true });
+    try {
+      expect(after.prepare("SELECT webhook_id, done FROM alert_notifications WHERE done <> 'delivered'").all()).toEqual([{ webhook_id: 'msg_r7_f', done: 'dropped' }]);
+    } finally {
+      after.close();
+    }
+  });
+
+  it('PostgreSQL reads the pending and alert indexes, with no sequential scan', { timeout: 120_000 }, async () => {
+    server ??= await startTestServer();
+    const store = await PostgresStore.open({ url: await server.createDatabase(), poolSize: 2 });
+    const s = new PostgresAlertStateStore({ pool: store.connectionPool });
+    cleanups.push(() => store.close(), () => s.close());
+    await fill(s);
+    await store.connectionPool.query('ANALYZE alert_notifications');
+    const plan = (await store.connectionPool.query<{ 'QUERY PLAN': string }>(`EXPLAIN ${POSTGRES_DROP_SUPERSEDED}`, [SUPERSEDED_REASON])).rows.map((r) => r['QUERY PLAN']).join('\n');
+    expect(plan).not.toMatch(/Seq Scan on alert_notifications/);
+    expect(plan).toMatch(/Index Cond: \(done IS NULL\)/);
+    expect(plan).toMatch(/Index Cond: \(alert_id = n\.alert_id\)/);
+    expect((await s.load()).outbox).toEqual([]);
+    expect((await store.connectionPool.query("SELECT webhook_id, done FROM alert_notifications WHERE done <> 'delivered'")).rows).toEqual([{ webhook_id: 'msg_r7_f', done: 'dropped' }]);
+  });
 });
