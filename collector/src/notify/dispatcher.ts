@@ -50,7 +50,10 @@ export interface DispatcherOptions {
 export interface DeliveryFence {
   /** This replica's fencing token while it leads, else null. */
   token(): number | null;
-  /** True when the shared store still has `token` as the current lease and the notification undelivered. */
+  /**
+   * True when the shared store still has `token` as the current lease and the notification undelivered; rejects
+   * when the store cannot be asked, which is no answer: the attempt fails and is retried with the backoff.
+   */
   confirm(token: number, n: Notification): Promise<boolean>;
 }
 
@@ -109,6 +112,9 @@ export interface TestBusy {
   /** When the running test (the first of them to end, for `all`) has ended at the latest: its receiver's timeout. */
   retryAfterMs: number;
 }
+
+/** Why an attempt was not sent when the shared store could not be asked whether this replica still leads. */
+const LEASE_UNCONFIRMED = 'the shared store did not answer whether this replica still leads';
 
 /** Why a notification whose wait to go out (DispatcherOptions.ready) outlasted its delivery deadline was not sent. */
 const DEADLINE_PASSED_WAITING = 'gave up: the delivery deadline passed while the attempt waited to go out';
@@ -256,7 +262,11 @@ export class Dispatcher {
     // The lease by this replica's clock, the store's word, then the clock again: a replica paused while the store's
     // answer was on its way (SIGSTOP, a VM freeze) finds its lease run out, and another replica may hold it by now.
     // Checked once the attempt may go out: the lease may have moved while it waited.
-    const leads = fence ? async (): Promise<boolean> => token !== null && fence.token() === token && (await fence.confirm(token, n)) && fence.token() === token : undefined;
+    // A store that does not answer (PostgreSQL restarting, a pooled connection dropped) said nothing of the lease: the
+    // attempt fails and is retried with the backoff, as one the receiver did not answer, until the deadline. Aborted
+    // only by the store's `no` or the lease gone by this replica's clock, so an open notification is never left
+    // behind in the outbox, unsent until the next leadership.
+    const leads = fence ? async (): Promise<boolean> => token !== null && fence.token() === token && (await this.confirmed(fence, token, n)) && fence.token() === token : undefined;
     const deadlineMs = n.createdAtMs + this.opts.deadlineMs;
     const signal = AbortSignal.any([this.abort.signal, lane.removed.signal]);
     // Set when the wait carried an attempt past the delivery deadline: given up on then, not sent. One already past
@@ -325,6 +335,16 @@ export class Dispatcher {
       await this.opts.onFinished?.(n, result.outcome, token);
     } catch (err) {
       this.opts.logger.warn('cannot record notification outcome', { receiver: n.receiver, alert: n.alert.id, err });
+    }
+  }
+
+  /** The store's word on the lease (DeliveryFence.confirm); one that could not be had is logged and thrown in words. */
+  private async confirmed(fence: DeliveryFence, token: number, n: Notification): Promise<boolean> {
+    try {
+      return await fence.confirm(token, n);
+    } catch (err) {
+      this.opts.logger.warn('cannot confirm the leader lease before a notification attempt; retrying it', { receiver: n.receiver, alert: n.alert.id, status: n.status, err });
+      throw new Error(`${LEASE_UNCONFIRMED}: ${(err as Error)?.message ?? String(err)}`, { cause: err });
     }
   }
 

@@ -292,6 +292,53 @@ describe('dispatcher', () => {
     await d.stop();
   });
 
+  it('fenced by the lease: a store that cannot confirm it (a database restart) fails that attempt, retried with the backoff', async () => {
+    // The store's `no` stops a delivery; no answer at all says nothing of the lease, which renews on its own
+    // connection: left aborted, the notification (a resolution, sent once) would wait for the next leadership.
+    const s = await sink();
+    const { logger, lines } = recordingLogger();
+    let confirms = 0;
+    const attempts: AttemptResult[] = [];
+    const finished: string[] = [];
+    const d = new Dispatcher({
+      receivers: [receiver(s.url)], links: { externalUrl: '' }, logger, deadlineMs: 30_000, maxQueue: 10, baseDelayMs: 5, maxDelayMs: 10,
+      fence: { token: () => 7, confirm: async () => { if (confirms++ === 0) throw new Error('Connection terminated unexpectedly'); return true; } },
+      onAttempt: (_n, a) => void attempts.push(a), onFinished: (_n, o) => void finished.push(o),
+    });
+    expect(d.enqueue(notification({ status: 'resolved' }))).toBe(true);
+    await d.idle();
+    expect(s.delivered().map((r) => r.headers['webhook-id'])).toEqual(['msg_test1']);
+    expect(confirms).toBe(2);
+    expect(attempts).toMatchObject([
+      { attempt: 1, outcome: 'retrying', httpStatus: null, error: 'not sent: the shared store did not answer whether this replica still leads: Connection terminated unexpectedly' },
+      { attempt: 2, outcome: 'delivered', httpStatus: 200 },
+    ]);
+    expect(finished).toEqual(['delivered']);
+    expect(d.stats).toMatchObject({ delivered: 1, failed: 0, attempts: 2 });
+    expect(lines.filter((l) => l.level === 'warn').map((l) => l.msg)).toEqual([expect.stringMatching(/^cannot confirm the leader lease before a notification attempt; retrying it .*"alert":"aaaaaaaaaaaaaaaa-1","status":"resolved"/)]);
+    await d.stop();
+  });
+
+  it('fenced by the lease: a store that never answers is retried until the deadline, then the notification is given up on, counted `other`', async () => {
+    const s = await sink();
+    const attempts: AttemptResult[] = [];
+    const finished: string[] = [];
+    const d = new Dispatcher({
+      receivers: [receiver(s.url)], links: { externalUrl: '' }, logger: silentLogger, deadlineMs: 150, maxQueue: 10, baseDelayMs: 5, maxDelayMs: 20,
+      fence: { token: () => 7, confirm: async () => { throw new Error('connect ECONNREFUSED 127.0.0.1:5432'); } },
+      onAttempt: (_n, a) => void attempts.push(a), onFinished: (_n, o) => void finished.push(o),
+    });
+    expect(d.enqueue(notification())).toBe(true);
+    await d.idle();
+    expect(s.requests).toHaveLength(0);
+    expect(attempts.length).toBeGreaterThan(1);
+    expect(attempts.slice(0, -1).every((a) => a.outcome === 'retrying')).toBe(true);
+    expect(attempts.at(-1)).toMatchObject({ outcome: 'failed', httpStatus: null, error: 'not sent: the shared store did not answer whether this replica still leads: connect ECONNREFUSED 127.0.0.1:5432; gave up: the next attempt would pass the delivery deadline' });
+    expect(finished).toEqual(['failed']);
+    expect(d.stats.failedByReason.other).toBe(1);
+    await d.stop();
+  });
+
   it('a notification handed over again while it is queued or being delivered is sent once', async () => {
     // A leader that took its lease back at the same epoch resumes the outbox while the evaluation that wrote a
     // notification is still delivering it: the outbox hands out that notification a second time.

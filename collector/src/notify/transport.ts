@@ -53,7 +53,10 @@ export interface SendOptions {
   onAttempt?: (a: AttemptResult) => void;
   /** The receiver's TLS files (private CA, client certificate) as they are now; absent for the system defaults. */
   tls?: ClientTlsCredentials | null;
-  /** Asked before every attempt; false ends the delivery as aborted (another replica owns it now). */
+  /**
+   * Asked before every attempt; false ends the delivery as aborted (another replica owns it now). One that throws
+   * (the store that would say so did not answer) is a failed attempt, retried as any other until the deadline.
+   */
   proceed?: () => Promise<boolean>;
 }
 
@@ -120,6 +123,12 @@ export function abortableSleep(ms: number, signal?: AbortSignal): Promise<void> 
     signal?.addEventListener('abort', done, { once: true });
   });
 }
+
+/**
+ * How an attempt's error begins when it was not sent because SendOptions.proceed threw: whether it may go could
+ * not be told (the shared store, asked whether this replica still leads, did not answer). Counted `other`.
+ */
+export const NOT_SENT_PREFIX = 'not sent: ';
 
 /** How an attempt's error begins when the TLS handshake with the receiver failed (counted on /metrics). */
 export const TLS_FAILURE_PREFIX = 'TLS handshake failed: ';
@@ -235,38 +244,48 @@ export async function sendWithRetry(build: (attempt: number) => OutgoingRequest,
   let lastError: string | null = null;
   for (let attempt = 1; ; attempt++) {
     if (opts.signal?.aborted) return { outcome: 'aborted', attempts: attempt - 1, httpStatus: lastStatus, error: lastError };
-    if (opts.proceed && !(await opts.proceed().catch(() => false))) return { outcome: 'aborted', attempts: attempt - 1, httpStatus: lastStatus, error: lastError };
+    let unasked: string | null = null;
+    if (opts.proceed) {
+      try {
+        if (!(await opts.proceed())) return { outcome: 'aborted', attempts: attempt - 1, httpStatus: lastStatus, error: lastError };
+      } catch (err) {
+        // Not an answer that it may not go: nothing is sent this time, and the attempt is retried with the backoff.
+        unasked = `${NOT_SENT_PREFIX}${(err as Error)?.message ?? String(err)}`.slice(0, 300);
+      }
+    }
     const req = build(attempt);
     const { url, timeoutMs, tls } = req.target ?? opts;
     const atMs = now();
     const started = performance.now();
     let status: number | null = null;
-    let error: string | null = null;
+    let error: string | null = unasked;
     let retryAfter: number | undefined;
-    try {
-      const timeout = AbortSignal.timeout(timeoutMs);
-      const res = await fetch(url, {
-        method: 'POST',
-        // hookwatch/<version>, as Alertmanager sends Alertmanager/<version>: a receiver's logs tell the release. A
-        // User-Agent in the receiver's headers, in any case, replaces it rather than joining it.
-        headers: { 'content-type': 'application/json', ...(Object.keys(req.headers).some((h) => h.toLowerCase() === 'user-agent') ? {} : { 'user-agent': USER_AGENT }), ...req.headers },
-        body: req.body,
-        redirect: 'manual',
-        signal: opts.signal ? AbortSignal.any([timeout, opts.signal]) : timeout,
-        ...(tls ? { dispatcher: tlsDispatcher(tls) } : {}),
-      } as RequestInit);
-      status = res.status;
-      retryAfter = parseRetryAfter(res.headers.get('retry-after'), now());
-      await drain(res);
-      if (status < 200 || status >= 300) error = `HTTP ${status}`;
-    } catch (err) {
-      error = opts.signal?.aborted ? 'aborted' : describeError(err, url, timeoutMs);
+    if (unasked === null) {
+      try {
+        const timeout = AbortSignal.timeout(timeoutMs);
+        const res = await fetch(url, {
+          method: 'POST',
+          // hookwatch/<version>, as Alertmanager sends Alertmanager/<version>: a receiver's logs tell the release. A
+          // User-Agent in the receiver's headers, in any case, replaces it rather than joining it.
+          headers: { 'content-type': 'application/json', ...(Object.keys(req.headers).some((h) => h.toLowerCase() === 'user-agent') ? {} : { 'user-agent': USER_AGENT }), ...req.headers },
+          body: req.body,
+          redirect: 'manual',
+          signal: opts.signal ? AbortSignal.any([timeout, opts.signal]) : timeout,
+          ...(tls ? { dispatcher: tlsDispatcher(tls) } : {}),
+        } as RequestInit);
+        status = res.status;
+        retryAfter = parseRetryAfter(res.headers.get('retry-after'), now());
+        await drain(res);
+        if (status < 200 || status >= 300) error = `HTTP ${status}`;
+      } catch (err) {
+        error = opts.signal?.aborted ? 'aborted' : describeError(err, url, timeoutMs);
+      }
     }
     const durationMs = Math.round(performance.now() - started);
     lastStatus = status;
     lastError = error;
     const delivered = status !== null && status >= 200 && status < 300;
-    const retryable = !delivered && (status === null ? !UNREADABLE_ANSWER_CODES.has(networkErrorCode(error ?? '') ?? '') : isRetryableStatus(status));
+    const retryable = !delivered && (unasked !== null || (status === null ? !UNREADABLE_ANSWER_CODES.has(networkErrorCode(error ?? '') ?? '') : isRetryableStatus(status)));
     let wait = retryable ? fullJitterBackoff(attempt, { baseMs: base, capMs: cap, multiplier: 2 }, random) : 0;
     if (retryable && retryAfter !== undefined) wait = Math.max(wait, retryAfter);
     const giveUp = !delivered && (!retryable || now() + wait > opts.deadlineMs || attempt >= (opts.maxAttempts ?? Infinity) || opts.signal?.aborted === true);
