@@ -651,9 +651,14 @@ export class AlertEngine implements IngestListener {
       await this.opts.stateStore.save({ upsert: step.upsert, remove: step.remove, notifications }, epoch);
     } catch (err) {
       // Nothing is sent that is not saved: go back to the saved state; the next evaluation redoes the work. If that
-      // load fails too, memory holds transitions never saved: stale until a load succeeds.
+      // load fails too, memory holds transitions never saved: stale until a load succeeds. A save whose COMMIT
+      // applied but whose answer was lost has saved alerts that say they were notified: loaded, they plan nothing
+      // again, so the leader's load takes the outbox too, and queues what the save wrote (the dispatcher sends a
+      // notification it holds already once).
       this.opts.logger.error('cannot save alert state; nothing notified, reloading the saved state', { err });
-      await this.loadOrMarkStale(false);
+      const resume = this.leader.isLeader();
+      if (resume) this.opts.stateStore.forgetOutbox?.();
+      await this.loadOrMarkStale(resume);
       return;
     }
     // Saved with their notifications: the owed receivers have them (the outbox resumes them after a restart). One a

@@ -16,6 +16,7 @@ import { FakeClock, hookEvent, keepFiringAcrossRestarts, linksOverLongWindow, LO
 import { useTestServer } from '../../test/support/postgres/fixture.ts';
 import { OUTCOME_WRITE_TRIES, startAlerting, type Alerting } from './index.ts';
 import { parseRules } from './settings.ts';
+import type { StateChanges } from './model.ts';
 import { PostgresAlertStateStore } from './state/postgres.ts';
 import { SUPERSEDED_REASON } from './state/store.ts';
 import type { NotificationOutcome } from '../notify/model.ts';
@@ -307,5 +308,50 @@ describe('undelivered notifications on PostgreSQL replicas', () => {
     await h.sink.waitFor(1);
     await a.alerting.dispatcher.idle();
     expect([blips, await h.outbox()]).toEqual([0, [{ status: 'firing', done: 'delivered', reason: null }]]);
+  }, 60_000);
+
+  it('a save whose COMMIT applied but whose answer was lost has its notifications sent by the same leadership, once', async () => {
+    const url = await pg.server().createDatabase();
+    const store = await PostgresStore.open({ url, poolSize: 4, dimensions: ['team'] });
+    const clock = new FakeClock(T0);
+    const sink = new WebhookSink(clock.now);
+    await sink.start();
+    const lease = new PostgresLease({ url, holder: 'a', ttlMs: 60_000 });
+    await lease.tick();
+    // The first save with notifications commits, and its answer is lost on the way (a connection cut after COMMIT,
+    // its reply timed out): the evaluation sees a failed save.
+    let lose = true;
+    class CommitAnswerLost extends PostgresAlertStateStore {
+      override async save(changes: StateChanges, epoch?: number | null): Promise<void> {
+        await super.save(changes, epoch);
+        if (lose && changes.notifications.length > 0) {
+          lose = false;
+          throw new Error('alert state: Query read timeout');
+        }
+      }
+    }
+    const alerting = await startAlerting({
+      config: alertingConfig([{ kind: 'persisted', window: '1d' }], [{ name: 'ops', url: `${sink.url}/hook` }]), db: '', store,
+      stateStore: new CommitAnswerLost({ pool: store.connectionPool, fence: lease }), leader: lease, shared: true, logger: silentLogger, now: clock.now, timer: false, random: () => 0.5,
+    });
+    pg.defer(async () => {
+      await alerting.stop();
+      await lease.stop();
+      await store.close();
+      await sink.close();
+    });
+    await alerting.engine.evaluate('notify');
+    const r = await store.ingest([hookEvent({ hookName: 'SessionStart:startup', additionalContextChars: 12_000, outputsPersisted: 1, timeMs: T0 })]);
+    alerting.engine.onIngested(r.inserted);
+    for (let i = 0; i < 6; i++) {
+      clock.advance(TICK);
+      await alerting.engine.evaluate('all');
+      await alerting.dispatcher.idle();
+    }
+    expect(lose).toBe(false);
+    const outbox = (await store.connectionPool.query<{ webhook_id: string; done: string | null }>('SELECT webhook_id, done FROM alert_notifications')).rows;
+    expect(outbox).toEqual([{ webhook_id: expect.any(String), done: 'delivered' }]);
+    expect(sink.delivered().map((q) => q.headers['webhook-id'])).toEqual([outbox[0]?.webhook_id]);
+    expect(sink.bodies<AlertmanagerWebhookBody>().map((body) => body.status)).toEqual(['firing']);
   }, 60_000);
 });

@@ -65,6 +65,11 @@ export interface AlertStateStore {
    * or a new leadership loads the state. Through the outbox's alert index, as firingReceivers.
    */
   latestNotifications(alertIds: readonly string[]): Promise<LatestNotification[]>;
+  /**
+   * Shared state only: the next load with the outbox hands it out again, even at the epoch it was handed out at
+   * (a leadership that lapsed, a save whose outcome is unknown).
+   */
+  forgetOutbox?(): void;
   /** Silences come from the API on any replica: never fenced. */
   putSilence(s: SilenceRecord): Promise<void>;
   /** Deletes silences expired before `beforeMs` and finished notifications created before it. */
