@@ -597,8 +597,6 @@ export class AlertEngine implements IngestListener {
     // applies at once, to the evaluations after this one.
     const { rules, receivers, repeatIntervalMs } = this.opts;
     const added = [...this.addedReceivers];
-    // A silence created on any replica mutes from the next evaluation on.
-    if (this.opts.shared) await this.silences.reload();
     // Read before this evaluation changes any alert: who had the firing of each alert already notified.
     const catchUp = this.catchUp;
     const missed = catchUp ? await this.receiversMissed(receivers) : new Map<string, string[]>();
@@ -606,10 +604,18 @@ export class AlertEngine implements IngestListener {
     const keep = this.opts.resolvedRetentionMs ?? DAY;
     // Read in slices; a stop between them ends the evaluation there (one on ingest runs to its end: see stopOnce):
     // nothing below has run. So does a leadership lost or moved meanwhile: the lease would refuse its save.
-    const pause = pauseEvery(this.opts.sliceMs ?? EVALUATION_SLICE_MS, () => {
+    const endIfStopped = (): void => {
       if (this.halted(scope) || !this.acting()) throw new EvaluationStopped('alert evaluation stopped');
-    });
+    };
+    const pause = pauseEvery(this.opts.sliceMs ?? EVALUATION_SLICE_MS, endIfStopped);
     const outcomes = await this.query(scope, rules, now, pause);
+    // Shared state: the silences created on any replica while the queries ran, read once they are done, before
+    // anything changes, so a failed read leaves memory as it was. A stop, or a leadership lost or moved meanwhile,
+    // ends the evaluation here, as between two slices.
+    if (this.opts.shared) {
+      await this.silences.reload();
+      endIfStopped();
+    }
     const kindOf = (name: string): RuleKind | undefined => rules.find((r) => r.name === name)?.kind;
     // Asked once the rules without hooks over the cap are stepped (the persisted rules among them), whose alerts the
     // rest do not change: their active alerts are listed once, at the first question.

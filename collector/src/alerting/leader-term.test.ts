@@ -4,7 +4,8 @@
  * replica evaluates as leader only on the alert state loaded for its current leadership: a follower that takes over
  * queues that load before any evaluation it runs as leader, and an evaluation queued before the load (behind work
  * still in progress when the lease came back to a replica that had led) does not run on what memory held from the
- * earlier leadership, while another replica led and notified.
+ * earlier leadership, while another replica led and notified. A silence created on a follower while the leader
+ * evaluates mutes what that evaluation notifies.
  */
 import type { PoolClient } from 'pg';
 import { expect, it } from 'vitest';
@@ -21,6 +22,7 @@ import { useTestServer } from '../../test/support/postgres/fixture.ts';
 import { recordingLogger } from '../../test/support/recording-logger.ts';
 import { startAlerting, type Alerting } from './index.ts';
 import { parseRules } from './settings.ts';
+import { parseSilence } from './silences.ts';
 import { PostgresAlertStateStore } from './state/postgres.ts';
 
 const T0 = Date.parse('2026-11-30T10:00:00Z');
@@ -226,4 +228,32 @@ it('an evaluation whose replica lost the lease between two of its slices ends th
   expect((await b.store.connectionPool.query('SELECT 1 FROM alert_instances')).rows).toEqual([]);
   await b.alerting.dispatcher.idle();
   expect(sent()).toEqual([]);
+}, 60_000);
+
+it('a silence created on a follower while the leader\'s evaluation reads its rules mutes what that evaluation would notify', async () => {
+  const { clock, replica, sent } = await cluster();
+  const a = await replica('a');
+  const b = await replica('b');
+  expect([a.lease.isLeader(), b.lease.isLeader()]).toEqual([true, false]);
+  await a.store.ingest([hookEvent({ hookName: 'SessionStart:startup', additionalContextChars: 12_000, outputsPersisted: 1, timeMs: T0 })]);
+  // Someone silences the hook through b (POST /api/v1/silences there) while a's evaluation is reading the
+  // persisted rule's counts from the database: after a read the silences as the evaluation began.
+  const read = a.store.latePersisted.bind(a.store);
+  let silenced: string | undefined;
+  a.store.latePersisted = async (q) => {
+    const late = await read(q);
+    if (silenced === undefined) {
+      const s = parseSilence({ matchers: [{ name: 'hook_name', value: 'SessionStart:startup' }], endsAt: new Date(clock.now() + 3_600_000).toISOString(), createdBy: 'ops', comment: 'deploy' }, clock.now());
+      silenced = (await b.alerting.engine.silences.add(s)).id;
+    }
+    return late;
+  };
+  clock.advance(10_000);
+  await a.alerting.engine.evaluate('all');
+  await a.alerting.dispatcher.idle();
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  expect(silenced).toBeDefined();
+  expect(sent()).toEqual([]);
+  expect((await a.store.connectionPool.query<{ state: string }>('SELECT state FROM alert_instances')).rows.map((x) => x.state)).toEqual(['firing']);
+  expect(a.alerting.engine.alerts().map((x) => x.silencedBy)).toEqual([[silenced]]);
 }, 60_000);
