@@ -719,6 +719,27 @@ describe('scan --send', () => {
     }
   });
 
+  it('never prints the user, password or query of the --send URL, sent or refused', async () => {
+    const file = await transcript('send-credentials.jsonl', [hookRecord({ uuid: 'h-cred', sessionId: 's', hookName: 'Stop', stdout: 'ok' })]);
+    const target = base.replace('http://', 'http://ops:Pw-9f3k2@') + '/v1/logs?token=Q-s3cret';
+    try {
+      for (const answer of [200, 400]) {
+        status = answer;
+        const { out } = await scan(['--send', target, file]);
+        const { result } = await scanJson(['--send', target, file]);
+        expect(out).toContain(answer === 200 ? `to ${base}/v1/logs\n` : `Sending to ${base}/v1/logs failed`);
+        expect(result.send?.url).toBe(`${base}/v1/logs`);
+        for (const text of [out, JSON.stringify(result)]) {
+          expect(text).not.toContain('Pw-9f3k2');
+          expect(text).not.toContain('Q-s3cret');
+          expect(text).not.toContain('ops:');
+        }
+      }
+    } finally {
+      status = 200;
+    }
+  });
+
   it('exits 3 and says so when the server refuses the events', async () => {
     const file = await transcript('send-refused.jsonl', [hookRecord({ uuid: 'h1', sessionId: 's', hookName: 'Stop', stdout: 'ok' })]);
     status = 400;

@@ -3,6 +3,7 @@ import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BatchLogRecordProcessor, LoggerProvider } from '@opentelemetry/sdk-logs';
 import type { LogRecordExporter, ReadableLogRecord } from '@opentelemetry/sdk-logs';
 
+import { safeEndpoint } from '../../net/otlp-url.ts';
 import { otlpLogsUrl } from '../common/args.ts';
 import { FINDING_ATTRIBUTES, FINDING_EVENT_NAME } from '../../hooks/transcript-findings.ts';
 import type { Finding, FindingSink } from './transcript.ts';
@@ -176,7 +177,8 @@ export function createHookEventSender(target: string, toolVersion: string): Hook
       finished ??= (async () => {
         await flush();
         await provider.shutdown().catch(() => undefined);
-        return { url, emitted, exported: exporter.exported, failed: exporter.failed, error: exporter.error };
+        // Printed and in --json: without the user, password and query a --send URL may carry.
+        return { url: safeEndpoint(url), emitted, exported: exporter.exported, failed: exporter.failed, error: exporter.error };
       })();
       return finished;
     },
