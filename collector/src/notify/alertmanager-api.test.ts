@@ -586,7 +586,7 @@ describe('alertmanager renewals of more alerts than a batch holds', () => {
     sink.reply = () => replies[seen++] ?? { status: 200 };
     await sink.start();
     const logs: string[] = [];
-    const [receiver] = parseReceivers([{ name: 'am', type: 'alertmanager', url: sink.url, resendInterval: '1m', timeout: '300ms' }]);
+    const [receiver] = parseReceivers([{ name: 'am', type: 'alertmanager', url: sink.url, resendInterval: '1m', timeout: '1500ms' }]);
     const am = receiver as NonNullable<typeof receiver>;
     const alerts = firingAlerts(2 * BATCH + 1);
     const refresher = new AlertmanagerRefresher({ receivers: [am], links: { externalUrl: '' }, alerts: () => alerts, logger: createLogger({ level: 'info', write: (l) => logs.push(l) }) });
@@ -600,7 +600,7 @@ describe('alertmanager renewals of more alerts than a batch holds', () => {
       // The first batch not answered within the receiver's timeout: the others would wait as long, and every
       // notification waiting for the renewal with them. The renewal ends there.
       seen = 0;
-      replies = [{ status: 200, delayMs: 2000 }];
+      replies = [{ status: 200, delayMs: 4000 }];
       await refresher.push(am);
       expect(seen).toBe(1);
       expect(refresher.byReceiver.get('am')).toEqual({ delivered: 2, failed: 2 });
