@@ -111,6 +111,27 @@ describe('refused OTLP requests', () => {
     expect((await overview(svc)).otlpRefusals).toEqual([expect.objectContaining({ reason: 'not_found', lastPath: path, hint })]);
   });
 
+  it('lists what was wrong with the last body that did not decode, its control characters written out as the log line writes them', async () => {
+    const { svc, lines } = await start();
+    const first = await postOtlp(svc.otlpHttpUrl, '/v1/logs', '{"resourceLogs":5}', { 'content-type': 'application/json' });
+    expect(first.status).toBe(400);
+    expect((await overview(svc)).otlpRefusals).toEqual([expect.objectContaining({ transport: 'http', reason: 'bad_request', count: 1, lastPath: '/v1/logs', lastProblem: 'resourceLogs must be an array' })]);
+    // A JSON parser's message quotes the body, here a terminal's escape sequence: listed written out.
+    const second = await postOtlp(svc.otlpHttpUrl, '/v1/logs', '{"resourceLogs":[\u001b[31m', { 'content-type': 'application/json' });
+    expect(second.status).toBe(400);
+    const told = (JSON.parse(second.body.toString()) as { message: string }).message;
+    const listed = (await overview(svc)).otlpRefusals;
+    expect(listed).toHaveLength(1);
+    expect(listed![0]).toMatchObject({ reason: 'bad_request', count: 2 });
+    const problem = listed![0]!.lastProblem ?? '';
+    expect(told).toContain('\u001b');
+    expect(problem).not.toContain('\u001b');
+    expect(problem).toContain('\\u001b');
+    expect(problem).toMatch(/^invalid JSON: Unexpected token /);
+    // As the log line says it, the one line so far.
+    expect(refusalLines(lines).map((l) => l.msg.split(' {')[0])).toEqual(['otlp http: refused an OTLP request (bad_request): resourceLogs must be an array']);
+  });
+
   it('logs a missing or wrong token with the fix, and neither the log nor the overview holds the token sent or a query string', async () => {
     const { svc, lines } = await start({ HOOKWATCH_INGEST_TOKEN: TOKEN });
     const sent = 'Bearer wrong-token-sent-by-the-client-42';

@@ -52,6 +52,26 @@ describe('the empty overview', () => {
     expect(await p.locator('#setup-snippet').textContent()).toContain('export OTEL_EXPORTER_OTLP_ENDPOINT=');
   });
 
+  it('says what was wrong with the last body that did not decode, its control characters written out', async () => {
+    const own = await startTestService({});
+    try {
+      const w = await watchedPage(browser);
+      open.push(w);
+      const p = w.page;
+      expect((await postOtlp(own.otlpHttpUrl, '/v1/logs', '{"resourceLogs":5}', { 'content-type': 'application/json' })).status).toBe(400);
+      expect((await postOtlp(own.otlpHttpUrl, '/v1/logs', '{"resourceLogs":[\u001b[31m', { 'content-type': 'application/json' })).status).toBe(400);
+      await p.goto(`${own.httpUrl}/`);
+      await p.waitForSelector('#otlp-refusals');
+      const items = await p.locator('#otlp-refusals li').allTextContents();
+      expect(items).toEqual([expect.stringMatching(/^2 over OTLP\/HTTP: a body that does not decode \(last on \/v1\/logs\), the last \d+ s ago: invalid JSON: Unexpected token '\\u001b', .* is not valid JSON$/) as string]);
+      expect(items[0]).not.toContain('\u001b');
+      // Only the last one's: the earlier problem is in the log line, not on the page.
+      expect(items[0]).not.toContain('resourceLogs must be an array');
+    } finally {
+      await own.close();
+    }
+  });
+
   it('says an OTLP request its client gave up on apart from the refusals: hookwatch did not refuse it', async () => {
     const own = await startTestService({});
     try {

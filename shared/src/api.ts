@@ -154,6 +154,11 @@ export interface OtlpRefusal {
   lastPath?: string;
   /** What the client's exporter settings likely need, where hookwatch can tell. */
   hint?: string;
+  /**
+   * What was wrong with the last of them, for a body that does not decode (bad_request), as the client was told: at
+   * most 200 characters, control and invisible characters written out.
+   */
+  lastProblem?: string;
 }
 
 /** One hook's buckets in a fleet series (arrays aligned with FleetSeriesResponse.buckets). */

@@ -33,7 +33,7 @@ describe('OtlpRefusals', () => {
     expect(refusals.recent()).toMatchObject([{ reason: 'malformed', count: 3, lastPath: '/grpc', hint: 'a gRPC exporter goes to the OTLP/gRPC port' }]);
   });
 
-  it('says what was wrong with a request its decoder refused, the last one\'s in a held-back line, cut to 200 characters', async () => {
+  it('says and lists what was wrong with a request its decoder refused, the last one\'s in a held-back line, cut to 200 characters', async () => {
     const { logger, lines } = recordingLogger();
     const refusals = new OtlpRefusals({ logger, logIntervalMs: 200 });
     refusals.note('http', 'bad_request', { path: '/v1/logs', client: '10.0.0.7', problem: 'request.resourceLogs must be an array' });
@@ -42,6 +42,8 @@ describe('OtlpRefusals', () => {
     expect(lines[0]?.msg.split(' {')[0]).toBe('otlp http: refused an OTLP request (bad_request): request.resourceLogs must be an array');
     await vi.waitFor(() => expect(lines).toHaveLength(2), { timeout: 2000 });
     expect(lines[1]?.msg.split(' {')[0]).toBe(`otlp http: refused 2 OTLP requests (bad_request) since the last line about them; the last: invalid JSON: ${'y'.repeat(200 - 'invalid JSON: '.length)}…`);
+    // The overview lists the last one's, as the line says it.
+    expect(refusals.recent()).toMatchObject([{ reason: 'bad_request', count: 3, lastProblem: `invalid JSON: ${'y'.repeat(200 - 'invalid JSON: '.length)}…` }]);
   });
 
   it('says a request its client gave up on, or one that timed out, as such: hookwatch refused neither', async () => {

@@ -5,7 +5,8 @@
  * reason at once, then at most one line per REFUSAL_LOG_INTERVAL_MS with how many there were since the last (a
  * flood of them writes no more), naming the path asked, the client's address (never a header or token) and what
  * to change where that is known. The refusals of the last RECENT_REFUSALS_MS are kept by transport and reason
- * (count, last time, last path) for the API's overview, in this process's memory: each replica knows its own.
+ * (count, last time, last path, what was wrong with the last) for the API's overview, in this process's memory:
+ * each replica knows its own.
  *
  * A request that never arrived whole, its client having given up on it (client_aborted) or not received within
  * otlp.requestTimeout (request_timeout), is no refusal of hookwatch's; it is kept and logged alike, in its own words.
@@ -35,8 +36,8 @@ export interface RefusedAt {
   client?: string | undefined;
   /**
    * What was wrong with a request its decoder refused (bad_request), as the client was told: `request.resourceLogs
-   * must be an array`. Logged cut to PROBLEM_CHARS, its control and invisible characters written out: a JSON
-   * parser's message quotes a few characters of the body.
+   * must be an array`. Logged and listed cut to PROBLEM_CHARS, its control and invisible characters written out: a
+   * JSON parser's message quotes a few characters of the body.
    */
   problem?: string | undefined;
 }
@@ -54,6 +55,8 @@ export interface RecentRefusal {
   lastPath?: string;
   /** What the client's settings likely need, where known. */
   hint?: string;
+  /** What was wrong with the last of them, where its decoder said (RefusedAt's problem), as a line says it. */
+  lastProblem?: string;
 }
 
 /**
@@ -114,6 +117,7 @@ interface Kept {
   lastPath: string | undefined;
   lastClient: string | undefined;
   hint: string | undefined;
+  lastProblem: string | undefined;
   /**
    * The last refusal this line logs, as the line says it: a refusal logged by a line of its own (`logged`) shares
    * the key, and would lend the line its path, client and hint.
@@ -152,7 +156,7 @@ export class OtlpRefusals {
     let kept = this.kept.get(key);
     if (!kept) {
       const entry: Kept = {
-        transport, reason, slots: [], lastAtMs: 0, lastPath: undefined, lastClient: undefined, hint: undefined,
+        transport, reason, slots: [], lastAtMs: 0, lastPath: undefined, lastClient: undefined, hint: undefined, lastProblem: undefined,
         logs: { path: undefined, client: undefined, hint: undefined, problem: undefined },
         line: new ThrottledLine(this.logIntervalMs, () => performance.now(), (requests) => this.write(entry, requests)),
       };
@@ -169,8 +173,9 @@ export class OtlpRefusals {
     kept.lastPath = at.path === undefined ? undefined : cut(at.path);
     kept.lastClient = at.client;
     kept.hint = hint ?? REASON_HINTS[reason];
+    kept.lastProblem = at.problem === undefined ? undefined : printable(cut(at.problem, PROBLEM_CHARS));
     if (!logged) {
-      kept.logs = { path: kept.lastPath, client: kept.lastClient, hint: kept.hint, problem: at.problem === undefined ? undefined : printable(cut(at.problem, PROBLEM_CHARS)) };
+      kept.logs = { path: kept.lastPath, client: kept.lastClient, hint: kept.hint, problem: kept.lastProblem };
       kept.line.note();
     }
   }
@@ -183,7 +188,7 @@ export class OtlpRefusals {
       if (k.lastAtMs <= since) continue;
       // A slot that began before the window counts whole: the count is of the last 15 to 16 minutes.
       const count = k.slots.reduce((sum, [start, n]) => (start + SLOT_MS > since ? sum + n : sum), 0);
-      out.push({ transport: k.transport, reason: k.reason, count, lastAtMs: k.lastAtMs, ...(k.lastPath === undefined ? {} : { lastPath: k.lastPath }), ...(k.hint === undefined ? {} : { hint: k.hint }) });
+      out.push({ transport: k.transport, reason: k.reason, count, lastAtMs: k.lastAtMs, ...(k.lastPath === undefined ? {} : { lastPath: k.lastPath }), ...(k.hint === undefined ? {} : { hint: k.hint }), ...(k.lastProblem === undefined ? {} : { lastProblem: k.lastProblem }) });
     }
     return out.sort((a, b) => b.count - a.count || b.lastAtMs - a.lastAtMs);
   }

@@ -561,6 +561,12 @@ describe('refusalsView', () => {
     expect(refusalsView([{ transport: 'http', reason: 'not_found', count: 1, lastAt: '2026-12-01T09:59:59Z', lastPath: '/' }], nowMs)?.headline).toMatch(/^hookwatch refused 1 OTLP request in/);
   });
 
+  it('says what was wrong with the last body that did not decode', () => {
+    expect(refusalsView([
+      { transport: 'grpc', reason: 'bad_request', count: 2, lastAt: '2026-12-01T09:59:50Z', lastPath: '/opentelemetry.proto.collector.logs.v1.LogsService/Export', lastProblem: 'index out of range: 7 + 10 > 12' },
+    ], nowMs)?.lines).toEqual(['2 over OTLP/gRPC: a body that does not decode (last on /opentelemetry.proto.collector.logs.v1.LogsService/Export), the last 10 s ago: index out of range: 7 + 10 > 12']);
+  });
+
   it('says requests their clients gave up on, and those that timed out, apart from the refusals: hookwatch refused neither', () => {
     const aborted = { transport: 'http', reason: 'client_aborted', count: 3, lastAt: '2026-12-01T09:59:00Z', lastPath: '/v1/logs' } as const;
     const timedOut = { transport: 'grpc', reason: 'request_timeout', count: 1, lastAt: '2026-12-01T09:58:00Z', lastPath: '/opentelemetry.proto.collector.logs.v1.LogsService/Export' } as const;

@@ -616,8 +616,8 @@ const REFUSAL_WORDS: Record<string, string> = {
  * The OTLP requests refused lately, for the empty overview: an exporter drops a refused batch silently, so a wrong
  * endpoint or a missing token would otherwise look like telemetry that never left. Those that did not arrive whole
  * are counted apart: hookwatch refused none of them. Null when there were none (or the server does not say). Each
- * line: the count, the transport's status, what it means with the last path asked, and the fix where hookwatch
- * knows it.
+ * line: the count, the transport's status, what it means with the last path asked, what was wrong with the last
+ * body that did not decode, as its client was told, and the fix where hookwatch knows it.
  */
 export function refusalsView(refusals: readonly OtlpRefusal[] | undefined, nowMs: number): { headline: string; lines: string[] } | null {
   const total = (refusals ?? []).reduce((n, r) => n + r.count, 0);
@@ -631,7 +631,8 @@ export function refusalsView(refusals: readonly OtlpRefusal[] | undefined, nowMs
     lines: refusals.map((r) => {
       const words = REFUSAL_WORDS[r.reason] ?? r.reason.replace(/_/g, ' ');
       const path = r.lastPath === undefined ? '' : r.reason === 'not_found' ? ` at ${r.lastPath}` : ` (last on ${r.lastPath})`;
-      return `${num(r.count)} over OTLP/${r.transport === 'http' ? 'HTTP' : 'gRPC'}: ${words}${path}, the last ${ago(r.lastAt, nowMs)}${r.hint ? `; ${r.hint}` : ''}`;
+      const problem = r.lastProblem === undefined ? '' : `: ${r.lastProblem}`;
+      return `${num(r.count)} over OTLP/${r.transport === 'http' ? 'HTTP' : 'gRPC'}: ${words}${path}, the last ${ago(r.lastAt, nowMs)}${problem}${r.hint ? `; ${r.hint}` : ''}`;
     }),
   };
 }
