@@ -13,6 +13,7 @@ import { request, type IncomingHttpHeaders } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { OverviewResponse } from '../../shared/src/api.ts';
+import { grpcFrame, rawGrpcCall } from './faults/grpc-raw.ts';
 import { getJson, postOtlp, startTestService, until, type TestService } from './helpers.ts';
 import { recordingLogger, type Logged } from './support/recording-logger.ts';
 
@@ -205,6 +206,28 @@ describe('refused OTLP requests', () => {
     service = undefined;
     expect(refusalLines(lines).length).toBe(logged.length + 2);
     expect(JSON.stringify(lines) + JSON.stringify(body)).not.toContain('grpc-query-secret');
+  });
+
+  it('says what was wrong with a gRPC Export call that carried several request messages, or none, in the log line and the overview', async () => {
+    const { svc, lines } = await start();
+    const empty = grpcFrame(Buffer.alloc(0), false);
+    // Client-streaming misuse: five messages on a unary call.
+    const five = await rawGrpcCall(svc.otlpGrpcUrl, LOGS_EXPORT, Buffer.concat([empty, empty, empty, empty, empty]));
+    expect([five.code, five.message]).toEqual([GrpcStatus.INVALID_ARGUMENT, 'an Export call carries exactly one request message; this one carried more than one']);
+    await until('the call counted', () => svc.grpcReceiver.stats.rejected.bad_request === 1);
+    const logged = refusalLines(lines);
+    expect(logged.map((l) => l.msg.split(' {')[0])).toEqual(['otlp grpc: refused an OTLP request (bad_request): an Export call carries exactly one request message; this one carried more than one']);
+    expect(logged[0]!.msg).toContain(`"path":"${LOGS_EXPORT}"`);
+    const none = await rawGrpcCall(svc.otlpGrpcUrl, LOGS_EXPORT, Buffer.alloc(0));
+    expect([none.code, none.message]).toEqual([GrpcStatus.INVALID_ARGUMENT, 'an Export call carries exactly one request message; this one carried none']);
+    await until('the call counted', () => svc.grpcReceiver.stats.rejected.bad_request === 2);
+    expect((await overview(svc)).otlpRefusals).toEqual([expect.objectContaining({
+      transport: 'grpc', reason: 'bad_request', count: 2, lastPath: LOGS_EXPORT, lastProblem: 'an Export call carries exactly one request message; this one carried none',
+    })]);
+    // The line held back, written on stopping, says the last one's.
+    await svc.close();
+    service = undefined;
+    expect(refusalLines(lines).slice(1).map((l) => l.msg.split(' {')[0])).toEqual(['otlp grpc: refused an OTLP request (bad_request): an Export call carries exactly one request message; this one carried none']);
   });
 
   it('says an OTLP request its client gave up on, or one not received whole in time, as such: hookwatch refused neither', async () => {

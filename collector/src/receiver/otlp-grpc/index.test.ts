@@ -388,7 +388,7 @@ describe('OTLP/gRPC receiver status codes', () => {
     const two = await rawGrpcCall(url, LOGS_PATH, Buffer.concat([empty, empty]));
     const none = await rawGrpcCall(url, LOGS_PATH, Buffer.alloc(0));
     expect([two.code, none.code]).toEqual([GrpcStatus.INVALID_ARGUMENT, GrpcStatus.INVALID_ARGUMENT]);
-    expect(two.message).toBe('an Export call carries exactly one request message; this one carried 2');
+    expect(two.message).toBe('an Export call carries exactly one request message; this one carried more than one');
     expect(none.message).toBe('an Export call carries exactly one request message; this one carried none');
     expect(next.logs).toHaveLength(0);
     await vi.waitFor(() => expect(receiver?.stats.requests).toEqual({ 'logs:3': 2 }));

@@ -780,7 +780,8 @@ export class OtlpGrpcReceiver {
   /**
    * grpc-js refuses a unary call that carries a second message, or none, with UNIMPLEMENTED and words about a
    * "server streaming method", and no hookwatch code runs: that refusal is answered as the malformed request it is
-   * (INVALID_ARGUMENT, not to be retried), and counted. A call whose client gave up before its message was whole
+   * (INVALID_ARGUMENT, not to be retried), and counted and logged saying so. grpc-js reads no further than the second
+   * message, so a call of several is said to carry more than one, not how many. A call whose client gave up before its message was whole
    * (`aborted`) gets that refusal too: it is counted as the OTLP/HTTP receiver counts a body its client stopped
    * sending, client_aborted (CANCELLED), not as a bad request, and nothing reaches the client. Any other status
    * passes unchanged.
@@ -793,8 +794,9 @@ export class OtlpGrpcReceiver {
       return { ...status, code: GrpcStatus.CANCELLED, details: 'the client gave up on its request before its message was whole' };
     }
     this.count(this.stats.requests, `${signal}:${GrpcStatus.INVALID_ARGUMENT}`);
-    this.refuse('bad_request', callAt(path, call));
-    return { ...status, code: GrpcStatus.INVALID_ARGUMENT, details: `an Export call carries exactly one request message; this one carried ${messages === 0 ? 'none' : messages}` };
+    const details = `an Export call carries exactly one request message; this one carried ${messages === 0 ? 'none' : 'more than one'}`;
+    this.refuse('bad_request', { ...callAt(path, call), problem: details });
+    return { ...status, code: GrpcStatus.INVALID_ARGUMENT, details };
   }
 
   /** The status for a refused call, counted; UNAVAILABLE carries RetryInfo. */
