@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -335,6 +335,28 @@ describe('hookwatch guard --report', () => {
     expect(await readFile(failed, 'utf8')).toBe('connection refused (ECONNREFUSED): nothing listens at 127.0.0.1:9\n');
     const next = await guard(['--report', service.otlpHttpUrl, '--', '/bin/sh', '-c', `head -c 12000 /dev/zero | tr '\\0' e`], { HOOKWATCH_GUARD_DIR: own });
     expect([next.code, next.stderr]).toEqual([0, 'hookwatch guard: an earlier trim report was not delivered: connection refused (ECONNREFUSED): nothing listens at 127.0.0.1:9\n']);
+  });
+
+  it('removes the copies of the failure line a process ended before removing, once they are a minute old, when it takes the line', async () => {
+    const own = await mkdtemp(join(dir, 'stale-'));
+    await writeFile(join(own, 'report-failed.txt'), 'connection refused (ECONNREFUSED): nothing listens at 127.0.0.1:9\n', { mode: 0o600 });
+    // A sender killed between its write and its rename, and a run killed between its rename and its removal, long
+    // ago; a sender writing its line now (its pid need not be this machine's: the folder may be a container's too).
+    const old = new Date(Date.now() - 10 * 60_000);
+    for (const name of ['report-failed.txt.4194301', 'report-failed.txt.77']) {
+      await writeFile(join(own, name), 'lost on the way\n', { mode: 0o600 });
+      await utimes(join(own, name), old, old);
+    }
+    await writeFile(join(own, 'report-failed.txt.4194302'), 'being written\n', { mode: 0o600 });
+    // Names the guard never writes are not its to remove, however old.
+    for (const name of ['report-failed.txt.bak', 'report-failed.txt.12.tmp']) {
+      await writeFile(join(own, name), 'kept\n');
+      await utimes(join(own, name), old, old);
+    }
+    const run = await guard(['--report', service.otlpHttpUrl, '--', '/bin/sh', '-c', `head -c 12000 /dev/zero | tr '\\0' s`], { HOOKWATCH_GUARD_DIR: own });
+    expect([run.code, run.stderr]).toEqual([0, 'hookwatch guard: an earlier trim report was not delivered: connection refused (ECONNREFUSED): nothing listens at 127.0.0.1:9\n']);
+    const left = (await readdir(own)).filter((name) => name.startsWith('report-failed'));
+    expect(left.sort()).toEqual(['report-failed.txt.12.tmp', 'report-failed.txt.4194302', 'report-failed.txt.bak']);
   });
 
   it.runIf(HAVE_SCRIPT)('at a terminal, a failed report is said there by the sender', async () => {
