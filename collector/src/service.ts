@@ -249,7 +249,7 @@ interface RouteContext {
 /** What the serving app's routes answer from: the store and what is built on it. */
 interface OpenParts {
   store: Store;
-  alerting: Pick<Alerting, 'engine' | 'dispatcher'>;
+  alerting: Pick<Alerting, 'engine' | 'dispatcher' | 'labelNames'>;
   coordination: Coordination;
   forwarding: Forwarding | undefined;
   privacy: Awaited<ReturnType<typeof openPrivacy>>;
@@ -269,7 +269,7 @@ function mountRoutes(app: express.Express, ctx: RouteContext, parts: OpenParts):
   serveMetrics(app, metrics);
   app.use(['/api', '/-/reload'], rejectCrossSiteWrites({ externalUrl: config.alerting.externalUrl }));
   app.use(createReloadRouter({ reload: parts.reload }));
-  app.use(createAlertsRouter({ alerts: alerting.engine.readModel, silences: alerting.engine.silences, dispatcher: alerting.dispatcher, now, onSilencesChanged: () => coordination.publish('hookwatch_silences') }));
+  app.use(createAlertsRouter({ alerts: alerting.engine.readModel, silences: alerting.engine.silences, dispatcher: alerting.dispatcher, alertLabels: () => alerting.labelNames(), now, onSilencesChanged: () => coordination.publish('hookwatch_silences') }));
   app.use(createClusterRouter({ coordination, logger }));
   // Before the API router, whose /api catch-all answers 404.
   app.use(createForwardingRouter({ forwarding }));

@@ -1,6 +1,6 @@
 /** The dashboard's typed client for /api/v1: one place that turns HTTP failures into messages a person can act on. */
 import type {
-  AlertDetailResponse, AlertsResponse, BreakdownResponse, FleetSeriesResponse, HooksResponse, OverviewResponse, SeriesResponse, Silence, SilenceMatcher, SilencesResponse,
+  AlertDetailResponse, AlertsResponse, BreakdownResponse, FleetSeriesResponse, HooksResponse, OverviewResponse, SeriesResponse, Silence, SilenceCreatedResponse, SilenceMatcher, SilencesResponse,
 } from '../../shared/src/api.ts';
 import type { ApiError, ClusterResponse, ForwardingResponse, HookSummary, ReplayResponse } from '../../shared/src/api.ts';
 import { OWN_ANSWER_HEADER } from '../../shared/src/api.ts';
@@ -199,7 +199,7 @@ export const api = {
   alerts: (q: Query, signal?: AbortSignal) => call<AlertsResponse>('GET', '/api/v1/alerts', q, undefined, signal),
   alert: (id: string, signal?: AbortSignal) => call<AlertDetailResponse>('GET', `/api/v1/alerts/${encodeURIComponent(id)}`, undefined, undefined, signal),
   createSilence: (body: { matchers: SilenceMatcher[]; startsAt?: string; endsAt: string; createdBy: string; comment: string }) =>
-    call<Silence | { silence: Silence } | { silenceId: string }>('POST', '/api/v1/silences', undefined, body),
+    call<Silence | SilenceCreatedResponse | { silenceId: string }>('POST', '/api/v1/silences', undefined, body),
   expireSilence: (id: string) => call<unknown>('DELETE', `/api/v1/silences/${encodeURIComponent(id)}`),
   /** The silences in force (active) or to come (pending), the ones the alerts page lists; not the expired ones. */
   silences: (signal?: AbortSignal) => call<SilencesResponse>('GET', '/api/v1/silences', { state: 'active,pending' }, undefined, signal),
@@ -211,4 +211,9 @@ export function silenceIdOf(r: Silence | { silence: Silence } | { silenceId: str
   if ('silence' in r) return r.silence.id;
   if ('silenceId' in r) return r.silenceId;
   return 'id' in r ? r.id : undefined;
+}
+
+/** What the server warned of a created silence (a matcher on a label no alert carries); none from other envelopes. */
+export function silenceWarningsOf(r: Silence | SilenceCreatedResponse | { silenceId: string } | undefined): string[] {
+  return r && 'silence' in r && Array.isArray(r.warnings) ? r.warnings.filter((w): w is string => typeof w === 'string') : [];
 }

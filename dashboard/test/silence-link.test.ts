@@ -9,6 +9,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, Locator } from 'playwright-core';
 import { alertRange } from '../../shared/src/alert-range.ts';
+import { silenceQuery } from '../../shared/src/silence-link.ts';
 import type { AlertSummary, AlertsResponse, Silence } from '../../shared/src/api.ts';
 import type { AlertmanagerWebhookBody } from '../../collector/src/notify/alertmanager.ts';
 import { eventually, getJson, postOtlp, startTestService, until, type TestService } from '../../collector/test/helpers.ts';
@@ -136,6 +137,8 @@ describe('silence link', () => {
     await form.locator('input[aria-label="Your name"]').fill('platform on-call');
     await form.locator('button[type="submit"]').click();
     await form.locator('.silence-result', { hasText: 'Silenced until' }).waitFor();
+    // The alert's own labels: nothing to warn of.
+    expect(await form.locator('.silence-warning').count()).toBe(0);
     const [made] = (await getJson<{ silences: Silence[] }>(svc.httpUrl, '/api/v1/silences')).body.silences;
     expect(made?.matchers.map((m) => [m.name, m.value, m.isRegex, m.isEqual ?? true]).sort())
       .toEqual(Object.entries(alert?.labels ?? {}).map(([k, v]) => [k, v, false, true]).sort());
@@ -307,6 +310,25 @@ describe('silence link', () => {
       expect(Date.parse(made.endsAt) - clock.now()).toBeLessThan(61 * MIN);
       expect((await fetch(`${svc.httpUrl}/api/v1/silences/${made.id}`, { method: 'DELETE' })).status).toBe(200);
     }
+  });
+
+  it('makes the silence of a link naming a label no alert carries, and says so, naming the label and those alerts carry', async () => {
+    const { page: p } = await page();
+    // A link written by hand, or made before a rule's labels changed: `teem` is no label of any rule configured.
+    await p.goto(`${svc.httpUrl}/alerts?${silenceQuery({ alertname: 'persisted', hook_name: HOOK, teem: 'platform' })}`);
+    await waitLoaded(p);
+    const form = p.locator('#silence-new form.silence-form');
+    const made = await silenceWith(form, 'a label mistyped in a link');
+    expect(made.matchers.map((m) => m.name)).toEqual(['alertname', 'hook_name', 'teem']);
+    const warnings = await form.locator('.silence-result .silence-warning').allTextContents();
+    expect(warnings).toEqual(['matchers[2]: no alert rule configured gives alerts the label teem; until one does, this matcher reads it as empty and matches no alert: the silence mutes nothing (alerts carry: alertname, severity, hook_event, hook_name, service_name, service_version, scope, hook)']);
+    expect(await form.locator('.silence-result').textContent()).toMatch(/^Silenced until /);
+    // Each warning on a line of its own, inside the phone-wide page.
+    await p.setViewportSize({ width: 390, height: 844 });
+    const box = await form.locator('.silence-warning').boundingBox();
+    expect(box).not.toBeNull();
+    expect(box!.x + box!.width).toBeLessThanOrEqual(390);
+    expect((await fetch(`${svc.httpUrl}/api/v1/silences/${made.id}`, { method: 'DELETE' })).status).toBe(200);
   });
 
   it('links a quiet feed\'s alert card to the overview around its last event, as its notification does', async () => {

@@ -335,6 +335,16 @@ export interface Silence {
   state: SilenceState;
 }
 
+/**
+ * POST /api/v1/silences: the silence made, and, when a matcher names a label no alert can carry with the rules
+ * configured now (or an external label, which hookwatch's alerts do not carry), one warning per such label naming it
+ * and the labels alerts carry. The silence is made all the same, as Alertmanager makes it.
+ */
+export interface SilenceCreatedResponse {
+  silence: Silence;
+  warnings?: string[];
+}
+
 /** Longest range the API answers; longer ones get 400 instead of an expensive scan. */
 export const MAX_RANGE_MS = 400 * 86_400_000;
 

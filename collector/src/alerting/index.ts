@@ -4,7 +4,8 @@
  * timer; the caller registers the engine as an ingest listener and mounts the API router on its read model and
  * silences.
  */
-import type { AlertingConfig } from './settings.ts';
+import { alertLabelNames, type AlertingConfig } from './settings.ts';
+import type { AlertLabelNames } from './silences.ts';
 import { AlertmanagerRefresher, RESOLVED_RESEND_MS } from '../notify/alertmanager-api.ts';
 import { Dispatcher } from '../notify/dispatcher.ts';
 import type { LinkContext } from '../notify/model.ts';
@@ -78,6 +79,8 @@ export interface Alerting {
    * alerting.externalUrl and alerting.otlp.* are kept as started (they need a restart).
    */
   reconfigure(next: AlertingConfig): Promise<void>;
+  /** The label names alerts can carry with the rules configured now, and alerting.externalLabels' (silence warnings). */
+  labelNames(): AlertLabelNames;
 }
 
 export async function startAlerting(opts: AlertingOptions): Promise<Alerting> {
@@ -86,6 +89,8 @@ export async function startAlerting(opts: AlertingOptions): Promise<Alerting> {
   // Before anything opens: a CA, certificate or key (a receiver's, the alert events') that cannot be used stops the start, naming its setting.
   let tls = opts.receiverTls ?? openReceiverTls(config.receivers, logger, opts.now);
   let receivers = config.receivers;
+  /** The rules and external labels as configured now, a reload's once it applies them. */
+  let labelled: Pick<AlertingConfig, 'rules' | 'externalLabels'> = config;
   /** TLS files of receivers a reload removed or changed: their connections close when alerting stops. */
   const retiredTls: ClientTlsCredentials[] = [];
   const eventTls = opts.eventTls ?? openAlertEventTls(config.otlp, logger, opts.now);
@@ -180,6 +185,7 @@ export async function startAlerting(opts: AlertingOptions): Promise<Alerting> {
     dispatcher,
     refresher,
     events,
+    labelNames: () => ({ carried: alertLabelNames(labelled.rules), external: Object.keys(labelled.externalLabels) }),
     reconfigure(next) {
       // A receiver whose tls is unchanged keeps its credentials (and connections); the others' files are read now.
       const unchanged = (r: (typeof next.receivers)[number]): boolean => receivers.some((o) => o.name === r.name && JSON.stringify(o.tls) === JSON.stringify(r.tls));
@@ -199,6 +205,7 @@ export async function startAlerting(opts: AlertingOptions): Promise<Alerting> {
       receivers = next.receivers;
       const { deadlineMs, maxQueue, initialBackoffMs, maxBackoffMs } = next.delivery;
       const { externalLabels } = next;
+      labelled = next;
       dispatcher.reconfigure({ receivers, tls, deadlineMs, maxQueue, baseDelayMs: initialBackoffMs, maxDelayMs: maxBackoffMs, externalLabels });
       refresher.reconfigure({ receivers, tls, externalLabels });
       return engine.reconfigure({ rules: next.rules, receivers, repeatIntervalMs: next.repeatIntervalMs, evaluationIntervalMs: next.evaluationIntervalMs });

@@ -92,6 +92,19 @@ const COMMON_RULE_KEYS = ['name', 'kind', 'for', 'keepFiringFor', 'severity', 'l
 const BUILT_IN_LABELS = ['alertname', 'severity', 'hook_event', 'hook_name', 'service_name', 'service_version', 'scope'];
 const LABEL_NAME = /^[a-zA-Z_][a-zA-Z0-9_]{0,63}$/;
 const MAX_RULE_LABELS = 20;
+
+/**
+ * The label names the alerts of these rules can carry: those hookwatch sets (BUILT_IN_LABELS), the rules' own
+ * labels and their groupBy labels. Not alerting.externalLabels: they are added only to what receivers are sent.
+ */
+export function alertLabelNames(rules: readonly RuleConfig[]): string[] {
+  const names = new Set(BUILT_IN_LABELS);
+  for (const rule of rules) {
+    for (const name of Object.keys(rule.labels)) names.add(name);
+    if (rule.groupBy !== null) names.add(dimensionLabel(rule.groupBy));
+  }
+  return [...names];
+}
 const MAX_LABEL_VALUE = 256;
 
 /** A rule's `labels`: a few identifier names (not a built-in label, nor its groupBy label) with short string values. */

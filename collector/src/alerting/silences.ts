@@ -8,6 +8,7 @@ import { RE2JS } from 're2js';
 import type { Silence, SilenceMatcher } from '../../../shared/src/api.ts';
 import type { SilenceRecord } from './model.ts';
 import { BadParameterError, echoed } from '../request-error.ts';
+import { editDistance } from '../edit-distance.ts';
 import { formatRfc3339, parseRfc3339 } from '../rfc3339.ts';
 
 /** A silence request the API could not accept; the message and `parameter` name the field. */
@@ -92,6 +93,37 @@ function time(v: unknown, field: string): number {
  */
 function noNul(v: string, field: string): void {
   if (v.includes('\u0000')) throw new SilenceError(field, `${field} contains a NUL character (\\u0000), which a silence cannot hold`);
+}
+
+/** The label names alerts can carry now (settings.ts alertLabelNames), and those of alerting.externalLabels. */
+export interface AlertLabelNames {
+  carried: readonly string[];
+  external: readonly string[];
+}
+
+/**
+ * What to tell the author of a silence whose matchers name a label no alert can carry with the rules configured
+ * now: one line per such label, naming it and the labels alerts carry. The silence is taken all the same, as
+ * Alertmanager takes it (a rule added by a reload may carry the label), but such a matcher reads the label as
+ * empty: an = or =~ one that the empty string fails mutes nothing, a != or !~ one holds for every alert. An
+ * external label is said as such: hookwatch's alerts do not carry it, only what its receivers are sent.
+ */
+export function silenceWarnings(matchers: readonly SilenceMatcher[], labels: AlertLabelNames): string[] {
+  const said = new Set<string>();
+  const out: string[] = [];
+  matchers.forEach((m, i) => {
+    if (labels.carried.includes(m.name) || said.has(m.name)) return;
+    said.add(m.name);
+    const effect = `this matcher reads it as empty and ${matcherMatches(m, {}) ? 'holds for every alert' : 'matches no alert: the silence mutes nothing'}`;
+    const carried = `alerts carry: ${labels.carried.join(', ')}`;
+    if (labels.external.includes(m.name)) {
+      out.push(`matchers[${i}]: ${m.name} is an external label (alerting.externalLabels), added only to what receivers are sent: the alerts a silence in hookwatch matches do not carry it, and ${effect} (${carried})`);
+      return;
+    }
+    const near = labels.carried.find((name) => Math.abs(name.length - m.name.length) <= 2 && editDistance(name.toLowerCase(), m.name.toLowerCase()) <= 2);
+    out.push(`matchers[${i}]: no alert rule configured gives alerts the label ${m.name}${near ? ` (did you mean ${near}?)` : ''}; until one does, ${effect} (${carried})`);
+  });
+  return out;
 }
 
 /** Validates a POST /api/v1/silences body into a new silence. */

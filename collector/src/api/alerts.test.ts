@@ -449,6 +449,44 @@ describe('alerts API', () => {
     expect((await api('/api/v1/silences/00000000-0000-0000-0000-000000000000', { method: 'DELETE' })).status).toBe(404);
   });
 
+  it('takes a silence on a label no alert can carry, as Alertmanager does, and warns naming it and the labels alerts carry', async () => {
+    const r = await start({ yaml: (url) => [
+      'dimensions: [workflow.name]',
+      'alerting:',
+      '  externalLabels: { env: prod }',
+      '  rules:',
+      '    - { kind: persisted, window: 1h, groupBy: workflow.name, labels: { team: platform } }',
+      '    - { kind: headroom, window: 1d }',
+      '  receivers:',
+      `    - { name: ops, url: "${url}/hook" }`,
+      '',
+    ].join('\n') });
+    const create = async (matchers: unknown[]): Promise<{ status: number; body: { silence: Silence; warnings?: string[] } }> => {
+      const res = await fetch(`${r.service.httpUrl}/api/v1/silences`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ matchers, endsAt: new Date(Date.now() + 3_600_000).toISOString(), createdBy: 'me', comment: 'x' }) });
+      return { status: res.status, body: (await res.json()) as { silence: Silence; warnings?: string[] } };
+    };
+    const carried = 'alerts carry: alertname, severity, hook_event, hook_name, service_name, service_version, scope, team, workflow_name';
+    // Labels hookwatch sets, a rule's own and a groupBy dimension's: no warning.
+    const known = await create([{ name: 'hook_name', value: 'Stop' }, { name: 'team', value: 'platform' }, { name: 'workflow_name', value: 'nightly' }, { name: 'scope', value: 'feed', isEqual: false }]);
+    expect(known.status).toBe(201);
+    expect(known.body).not.toHaveProperty('warnings');
+    // A mistyped label: taken, and said to mute nothing.
+    const typo = await create([{ name: 'hook_name', value: 'Stop' }, { name: 'teem', value: 'platform' }]);
+    expect(typo.status).toBe(201);
+    expect(typo.body.silence.matchers.map((m) => m.name)).toEqual(['hook_name', 'teem']);
+    expect(typo.body.warnings).toEqual([`matchers[1]: no alert rule configured gives alerts the label teem (did you mean team?); until one does, this matcher reads it as empty and matches no alert: the silence mutes nothing (${carried})`]);
+    // An external label: only what receivers are sent carries it. A != on it holds for every alert.
+    const external = await create([{ name: 'hook_name', value: 'Stop' }, { name: 'env', value: 'staging', isEqual: false }, { name: 'cluster', value: 'eu.*', isRegex: true }]);
+    expect(external.status).toBe(201);
+    expect(external.body.warnings).toEqual([
+      `matchers[1]: env is an external label (alerting.externalLabels), added only to what receivers are sent: the alerts a silence in hookwatch matches do not carry it, and this matcher reads it as empty and holds for every alert (${carried})`,
+      `matchers[2]: no alert rule configured gives alerts the label cluster; until one does, this matcher reads it as empty and matches no alert: the silence mutes nothing (${carried})`,
+    ]);
+    // Listed as made, warnings or not.
+    const listed = ((await (await fetch(`${r.service.httpUrl}/api/v1/silences`)).json()) as { silences: Silence[] }).silences;
+    expect(listed.map((x) => x.id).sort()).toEqual([known.body.silence.id, typo.body.silence.id, external.body.silence.id].sort());
+  });
+
   it('answers 503 with Retry-After, not 500, while the SQLite file holding the alert state is locked', { timeout: 30_000 }, async () => {
     const r = await start();
     const endsAt = new Date(Date.now() + 3_600_000).toISOString();

@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import express, { type RequestHandler, type Response, type Router } from 'express';
 import { SILENCE_STATES, type AlertDetailResponse, type AlertsResponse, type AlertState, type SilencesResponse, type SilenceState } from '../../../shared/src/api.ts';
 import type { AlertReadModel } from '../alerting/read-model.ts';
-import { parseSilence } from '../alerting/silences.ts';
+import { parseSilence, silenceWarnings, type AlertLabelNames } from '../alerting/silences.ts';
 import { MAX_SILENCES, SilenceLimitError, type SilencePosition, type Silences } from '../alerting/silencing.ts';
 import { MAX_TEST_SENDS, type Dispatcher } from '../notify/dispatcher.ts';
 import { DecodeError } from '../otlp/model.ts';
@@ -24,6 +24,11 @@ export interface AlertsApiOptions {
   silences: Silences;
   dispatcher: Dispatcher;
   now?: () => number;
+  /**
+   * The label names alerts can carry with the rules configured now, and the external labels: a silence naming
+   * another is answered with warnings. None: no warnings.
+   */
+  alertLabels?: () => AlertLabelNames;
   /** Tells the other replicas that silences changed (the leader re-reads them and notifies at once). */
   onSilencesChanged?: () => void;
 }
@@ -241,7 +246,8 @@ export function createAlertsRouter(opts: AlertsApiOptions): Router {
       return;
     }
     opts.onSilencesChanged?.();
-    res.status(201).json({ silence });
+    const warnings = opts.alertLabels ? silenceWarnings(silence.matchers, opts.alertLabels()) : [];
+    res.status(201).json({ silence, ...(warnings.length > 0 ? { warnings } : {}) });
   });
 
   router.delete('/api/v1/silences/:id', async (req, res) => {

@@ -9,7 +9,7 @@
  */
 import { alertPagePath, alertRange } from '../../../shared/src/alert-range.ts';
 import type { AlertSummary, Silence, SilenceMatcher } from '../../../shared/src/api.ts';
-import { ApiFailure, api, silenceIdOf } from '../api.ts';
+import { ApiFailure, api, silenceIdOf, silenceWarningsOf } from '../api.ts';
 import { clusterPanel } from '../cluster-panel.ts';
 import { arrange, breakable, h, replace, scrollBox, table, type Child } from '../dom.ts';
 import { isolated } from '../format.ts';
@@ -144,7 +144,9 @@ export function alertsPage(root: HTMLElement, ctx: PageContext): Page {
               } catch (err) {
                 replace(result, `Could not expire the silence: ${(err as Error).message}`);
               }
-            } }, 'Expire it') : null);
+            } }, 'Expire it') : null,
+          // A matcher on a label no alert carries: made all the same (a rule may come to carry it), and said.
+          ...silenceWarningsOf(created).map((w) => h('span', { class: 'warn silence-warning' }, w)));
         } catch (err) {
           replace(result, `Could not silence: ${(err as Error).message}`);
         }
