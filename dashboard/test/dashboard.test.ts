@@ -30,7 +30,7 @@ let svc: TestService;
 
 const open: WatchedPage[] = [];
 
-async function page(opts: { width?: number; allow?: RegExp; timezoneId?: string } = {}): Promise<WatchedPage> {
+async function page(opts: { width?: number; height?: number; allow?: RegExp; timezoneId?: string } = {}): Promise<WatchedPage> {
   const w = await watchedPage(browser, opts);
   open.push(w);
   return w;
@@ -230,6 +230,36 @@ describe('overview', () => {
     await waitLoaded(p, 2);
     expect(await overflow()).toEqual({ by: 0, wide: [] });
     await screenshot(p, 'hook-narrow');
+  });
+
+  it('spaces the overview header\'s rows on a 390 px phone as the header spaces them, the filter form and the refresh controls included', async () => {
+    const { page: p } = await page({ width: 390, height: 844 });
+    await p.goto(svc.httpUrl + '/');
+    await waitLoaded(p);
+    const layout = await p.evaluate(() => {
+      const header = document.querySelector('header.top') as HTMLElement;
+      const rowGap = parseFloat(getComputedStyle(header).rowGap);
+      // The header's rows, as drawn: what takes room in it, by where it starts.
+      const items = [...header.children].map((el) => ({ el, box: el.getBoundingClientRect() })).filter(({ box }) => box.width > 0 || box.height > 0);
+      const rows: { top: number; bottom: number; what: string[] }[] = [];
+      for (const { el, box } of items.sort((a, b) => a.box.top - b.box.top)) {
+        const row = rows.at(-1);
+        const what = `${el.tagName.toLowerCase()}.${el.className}`;
+        if (row && box.top < row.bottom) {
+          row.bottom = Math.max(row.bottom, box.bottom);
+          row.what.push(what);
+        } else rows.push({ top: box.top, bottom: box.bottom, what: [what] });
+      }
+      const gaps = rows.slice(1).map((row, i) => ({ after: rows[i]!.what.join(' '), gap: Math.round(row.top - rows[i]!.bottom) }));
+      const filters = header.querySelector('.filter-form')!.getBoundingClientRect();
+      const refresh = header.querySelector('.refresh-line')!.getBoundingClientRect();
+      const wide = [...header.querySelectorAll('*')].filter((el) => el.getBoundingClientRect().right > window.innerWidth + 1).map((el) => `${el.tagName}.${el.className}#${el.id}`);
+      return { rowGap, gaps, filtersToRefresh: Math.round(refresh.top - filters.bottom), wide, scroll: document.documentElement.scrollWidth - window.innerWidth };
+    });
+    expect(layout.rowGap).toBe(8);
+    expect(layout.filtersToRefresh).toBe(layout.rowGap);
+    for (const { after, gap } of layout.gaps) expect(gap, `the gap after ${after}`).toBeLessThanOrEqual(layout.rowGap);
+    expect([layout.wide, layout.scroll]).toEqual([[], 0]);
   });
 
   it('fits a 320-pixel-wide window, WCAG\'s reflow width, on every page, its header\'s controls included', async () => {
