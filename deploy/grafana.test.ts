@@ -140,14 +140,14 @@ function labelsOf(l: Record<string, string>): string {
  * Runs a query (variables filled in) with promtool over input series and expects exactly these samples; with
  * `ruleFile`, its rules are evaluated over them too (their ALERTS and recorded series can be queried).
  */
-function expectSamples(q: Query | undefined, series: InputSeries[], evalTime: string, expected: { labels: string; value: number }[], ruleFile?: string): void {
+function expectSamples(q: Query | undefined, series: InputSeries[], evalTime: string, expected: { labels: string; value: number }[], ruleFile?: string, interval = '1m'): void {
   expect(q).toBeDefined();
   const dir = mkdtempSync(join(tmpdir(), 'hookwatch-grafana-'));
   try {
     writeFileSync(join(dir, 'none.yml'), 'groups: []\n');
     writeFileSync(join(dir, 'test.yml'), JSON.stringify({
       rule_files: [ruleFile ?? 'none.yml'],
-      tests: [{ interval: '1m', input_series: series, promql_expr_test: [{ expr: substitute(q?.expr ?? ''), eval_time: evalTime, exp_samples: expected }] }],
+      tests: [{ interval, input_series: series, promql_expr_test: [{ expr: substitute(q?.expr ?? ''), eval_time: evalTime, exp_samples: expected }] }],
     }));
     const r = spawnSync('promtool', ['test', 'rules', 'test.yml'], { cwd: dir, encoding: 'utf8', timeout: 30_000 });
     expect(r.status, `${q?.where}: ${q?.expr}\n${r.stdout}${r.stderr}`).toBe(0);
@@ -379,6 +379,20 @@ describe('Grafana dashboard', () => {
     const bars = all.filter((x) => x.where.startsWith('panel "Persisted vs success per hook"'));
     expect(bars).toHaveLength(2);
     for (const q of bars) expectSamples(q, series, '5m', [{ labels: '{hook_name="SessionStart:audit"}', value: 1 }]);
+  });
+
+  it.skipIf(!hasPromtool)('counts whole outputs and executions when the range ends between two scrapes (skipped only outside CI without promtool)', () => {
+    // Scrapes every 45 s, the range ending between two: increase() stretches what it saw to the range's end
+    // (1.07 for the one output), and the larger of it and the young series' exact count was that stretched figure.
+    const labels = { job: 'hookwatch', instance: 'hookwatch-0:9318', hook_id: '4', hook_event: 'Stop', hook_name: 'Stop' };
+    const series = [
+      { series: `hookwatch_hook_outputs_persisted_total${labelsOf(labels)}`, values: '_x8 0 1x30' },
+      { series: `hookwatch_hook_executions_with_persisted_total${labelsOf(labels)}`, values: '_x8 0 1x30' },
+      { series: `hookwatch_hook_executions_total${labelsOf(labels)}`, values: '_x8 0 1 2 3 4x30' },
+      { series: `hookwatch_hook_series_start_time_seconds${labelsOf(labels)}`, values: '_x8 350x31' },
+    ];
+    expectSamples(all.find((x) => x.where === 'panel "Outputs persisted in range" A'), series, '10m', [{ labels: '{}', value: 1 }], undefined, '45s');
+    expectSamples(all.find((x) => x.where.startsWith('panel "Executions in range"')), series, '10m', [{ labels: '{}', value: 4 }], undefined, '45s');
   });
 
   it.skipIf(!hasPromtool)('counts what a hook first seen since hookwatch started held when its series appeared, across a restart in the range (skipped only outside CI without promtool)', () => {
