@@ -11,3 +11,8 @@ export function canRunAsUser(): boolean {
 export function canStrace(): boolean {
   return requireTool(spawnSync('strace', ['-D', '-qq', '-o', '/dev/null', 'true']).status === 0, 'strace, allowed to trace', 'install strace (apt-get install strace), as .ci/run does, and allow ptrace (in a container: --cap-add SYS_PTRACE)');
 }
+
+/** Whether the sqlite3 shell runs here (an operator's look at a live store). */
+export function haveSqliteShell(): boolean {
+  return requireTool(spawnSync('sqlite3', ['-version']).status === 0, 'the sqlite3 shell', 'install sqlite3 (apt-get install sqlite3), as .ci/run does');
+}

@@ -2,10 +2,12 @@
  * What every SQLite file of hookwatch shares: how it is opened, transactions, prepared statements, and how its
  * failures are told apart (a lock held elsewhere, a file that failed).
  */
-import { chmodSync, closeSync, fchmodSync, openSync } from 'node:fs';
+import { accessSync, chmodSync, closeSync, constants, fchmodSync, openSync, statSync } from 'node:fs';
+import { constants as osConstants } from 'node:os';
 import { stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
+import { getSystemErrorMessage } from 'node:util';
 import { makeDir } from '../../make-dir.ts';
 import { isInMemory } from '../settings.ts';
 import { StoreUnavailableError } from '../store.ts';
@@ -72,14 +74,48 @@ export async function sqliteFileBytes(path: string): Promise<{ database: number;
 export function createPrivateFile(path: string): void {
   // An existing folder (a mounted volume, the working directory) keeps its mode; only new ones are private.
   makeDir(dirname(path), 0o700);
-  const fd = openSync(path, 'a', 0o600);
+  let fd: number;
+  try {
+    fd = openSync(path, 'wx', 0o600);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    tightenExisting(path);
+    return;
+  }
   try {
     fchmodSync(fd, 0o600);
-  } catch {
-    // A file owned by another user (shared through a group) cannot be tightened by us; it still opens.
   } finally {
     closeSync(fd);
   }
+}
+
+/**
+ * An existing file made 0600 without opening it: closing any descriptor of a file drops every lock this process
+ * holds on it (POSIX record locks belong to the process and the file, not to the descriptor), SQLite's included.
+ * A connection opened after another of this process (the alert state's, a reader's) would leave the first one's
+ * locks gone, and another process's connection (the sqlite3 shell, a backup tool) closing last would then take the
+ * -wal and -shm away under hookwatch's feet: its next commits went to a deleted file. What opening the file would
+ * have refused (a folder, a file this user may not write) is refused here with the same error.
+ */
+function tightenExisting(path: string): void {
+  if (statSync(path).isDirectory()) throw openError('EISDIR', path);
+  try {
+    accessSync(path, constants.R_OK | constants.W_OK);
+  } catch (err) {
+    throw openError((err as NodeJS.ErrnoException).code ?? 'EACCES', path);
+  }
+  try {
+    chmodSync(path, 0o600);
+  } catch {
+    // A file owned by another user (shared through a group) cannot be tightened by us; it still opens.
+  }
+}
+
+/** The error opening `path` would have thrown with `code`, worded as Node words it. */
+function openError(code: string, path: string): NodeJS.ErrnoException {
+  const errno = osConstants.errno[code as keyof typeof osConstants.errno];
+  const words = errno === undefined ? code : getSystemErrorMessage(-errno);
+  return Object.assign(new Error(`${code}: ${words}, open '${path}'`), { code, errno: errno === undefined ? undefined : -errno, syscall: 'open', path });
 }
 
 /** Runs `fn` in one write transaction: committed when it returns, rolled back when it throws. */
