@@ -66,6 +66,60 @@ it('gives up on each expired request after trying it alone once, without resendi
   expect(destination.sent).toBeLessThan(requests * 20);
 });
 
+/**
+ * An OTLP/HTTP destination on 127.0.0.1:0 that refuses with 400 any upload carrying a request numbered 255 and
+ * takes the rest. Each request is a ResourceSpans of one byte, its number: [0x0a, 0x01, n]; merged ones are
+ * concatenated.
+ */
+async function pickyDestination(): Promise<{ url: string; attempts: number[][]; delivered: number[]; close(): Promise<void> }> {
+  const attempts: number[][] = [];
+  const delivered: number[] = [];
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks);
+      const numbers: number[] = [];
+      for (let at = 0; at + 2 < body.length; at += 3) numbers.push(body[at + 2]!);
+      attempts.push(numbers);
+      if (numbers.includes(255)) {
+        res.writeHead(400, { 'content-type': 'text/plain' });
+        res.end('request 255 is malformed');
+        return;
+      }
+      delivered.push(...numbers);
+      res.writeHead(200, { 'content-type': 'application/x-protobuf' });
+      res.end();
+    });
+  });
+  return { ...(await listening(server)), attempts, delivered };
+}
+
+it('sends the requests of a merged attempt refused for good alone, up to its last, not merged again after each one taken', { timeout: 30_000 }, async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'hookwatch-forwarder-'));
+  const queue = new DurableQueue({ path: join(dir, 'queue.db'), maxBytes: 1e9 });
+  const destination = await pickyDestination();
+  const exporter = new HttpExporter({ endpoint: destination.url, protocol: 'http/protobuf', headers: {}, compression: 'none', timeoutMs: 5_000 });
+  const forwarder = new Forwarder({ queue, exporter, logger: silentLogger, backoff: { initialMs: 10, maxMs: 50 } });
+  cleanups.push(() => rmSync(dir, { recursive: true, force: true }), () => queue.close(), () => destination.close(), () => forwarder.stop());
+  // A backlog of 100, the last one refused for good, then 10 more after it.
+  for (let i = 0; i < 99; i++) await queue.enqueue('traces', 'protobuf', Buffer.from([0x0a, 0x01, i]), Date.now());
+  await queue.enqueue('traces', 'protobuf', Buffer.from([0x0a, 0x01, 255]), Date.now());
+  for (let i = 100; i < 110; i++) await queue.enqueue('traces', 'protobuf', Buffer.from([0x0a, 0x01, i]), Date.now());
+  forwarder.start();
+  const until = Date.now() + 20_000;
+  while (queue.depth > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+  expect(queue.depth).toBe(0);
+  expect(destination.delivered).toEqual([...Array.from({ length: 99 }, (_, i) => i), ...Array.from({ length: 10 }, (_, i) => 100 + i)]);
+  expect(queue.deadLetters().map((d) => d.status)).toEqual([400]);
+  // The merged attempt refused once, then each of its requests alone (the bad one dead-lettered on its own), then
+  // the 10 after it merged: the upload refused whole once, where each request taken alone was followed by the
+  // rest merged again and refused, 199 attempts and about 50 times the bytes.
+  const merged = destination.attempts.filter((a) => a.length > 1);
+  expect(merged).toEqual([[...Array.from({ length: 99 }, (_, i) => i), 255], Array.from({ length: 10 }, (_, i) => 100 + i)]);
+  expect(destination.attempts).toHaveLength(1 + 100 + 1);
+});
+
 /** An OTLP/HTTP destination on 127.0.0.1:0 that takes `msPerRequest` per merged request before it answers 200. */
 async function slowDestination(msPerRequest: number): Promise<{ url: string; carried: number[]; close(): Promise<void> }> {
   const carried: number[] = [];

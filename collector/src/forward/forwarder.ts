@@ -90,8 +90,15 @@ export class Forwarder {
   private readonly opts: ForwarderOptions;
   private readonly backoff: BackoffOptions;
   private readonly batch: BatchOptions;
-  /** After a merged batch was refused for good, the head goes alone, so only the bad request is dead-lettered. */
+  /** The head goes alone: it is past its time (see step), so it is given up only if refused on its own. */
   private isolate = false;
+  /**
+   * After a merged batch was refused for good (or past its time), its requests go alone up to its last, this id,
+   * so only the bad one is dead-lettered and each good one ahead of it is not followed by the rest merged again
+   * (and refused again): one refused upload of the batch, then one attempt per request until the bad one is found
+   * (refused for good on its own); the rest merge again then. 0: none.
+   */
+  private aloneThroughId = 0;
   /**
    * Requests one attempt may carry now. An attempt that timed out is not resent as large: a destination that
    * takes longer than forward.timeout for a large merged request (and may well have taken it, so every resend
@@ -325,7 +332,9 @@ export class Forwarder {
     const { queue, exporter, logger } = this.opts;
     this.arrived = false;
     // Reading the queue may pause (a large body is read in chunks): a request may arrive before it returns.
-    const items = await queue.batch(this.isolate ? 1 : this.batchLimit, this.sizeCeiling.allowance(this.batch.maxBytes));
+    if (this.aloneThroughId && (queue.headId() ?? Infinity) > this.aloneThroughId) this.aloneThroughId = 0;
+    const alone = this.isolate || this.aloneThroughId > 0;
+    const items = await queue.batch(alone ? 1 : this.batchLimit, this.sizeCeiling.allowance(this.batch.maxBytes));
     const item = items[0];
     if (!item) {
       if (this.arrived) return;
@@ -386,13 +395,15 @@ export class Forwarder {
       }
     }
     if (result.kind === 'permanent' && items.length > 1) {
-      // One of the merged requests may be the bad one: resend the head alone to find out.
-      this.isolate = true;
+      // One of the merged requests may be the bad one: resend them alone to find out.
+      this.aloneThroughId = ids[ids.length - 1]!;
       queue.retry(ids);
       return;
     }
     if (result.kind === 'permanent') {
+      // The bad request of a refused batch, found: the rest of it may merge again.
       this.isolate = false;
+      this.aloneThroughId = 0;
       const evicted = await queue.deadLetter([item.id], this.now(), result.status ?? null, result.message);
       // Counted each (hookwatch_forward_dead_letters_total); a destination refusing every request gets a line a
       // minute, with how many since and the last one's reason, not one per request.
@@ -411,9 +422,9 @@ export class Forwarder {
     if (result.bounded && maxElapsed > 0) {
       const expired = items.filter((i) => now - (i.refusedSinceMs ?? now) >= maxElapsed);
       if (expired.length && items.length > 1) {
-        // Before any is given up, the head goes alone: a refusal that may be about one request's content (a 500
-        // on a body the destination cannot take) must not take the requests merged with it along.
-        this.isolate = true;
+        // Before any is given up, they go alone: a refusal that may be about one request's content (a 500 on a
+        // body the destination cannot take) must not take the requests merged with it along.
+        this.aloneThroughId = ids[ids.length - 1]!;
         return;
       }
       if (expired.length) {

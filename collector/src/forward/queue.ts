@@ -188,6 +188,7 @@ export class DurableQueue {
     deleteChunk: StatementSync;
     head: StatementSync;
     headRefused: StatementSync;
+    headId: StatementSync;
     following: StatementSync;
     byId: StatementSync;
     remove: StatementSync;
@@ -236,6 +237,7 @@ export class DurableQueue {
         deleteChunk: this.db.prepare('DELETE FROM body_chunks WHERE body = ?1 AND seq = (SELECT min(seq) FROM body_chunks WHERE body = ?1)'),
         head: this.db.prepare(`SELECT ${ROW} FROM queue ORDER BY id LIMIT 1`),
         headRefused: this.db.prepare('SELECT refused_since FROM queue ORDER BY id LIMIT 1'),
+        headId: this.db.prepare('SELECT id FROM queue ORDER BY id LIMIT 1'),
         byId: this.db.prepare(`SELECT ${ROW} FROM queue WHERE id = ?`),
         following: this.db.prepare('SELECT id, signal, encoding, bytes, received_at, attempts FROM queue WHERE id > ? ORDER BY id LIMIT ?'),
         remove: this.db.prepare('DELETE FROM queue WHERE id = ? RETURNING bytes, body_key'),
@@ -353,6 +355,12 @@ export class DurableQueue {
   headRefusedSinceMs(): number | null | undefined {
     const row = this.stmt.headRefused.get() as { refused_since: number | null } | undefined;
     return row ? row.refused_since : undefined;
+  }
+
+  /** The id of the oldest request; undefined when empty. Reads no body. */
+  headId(): number | undefined {
+    const row = this.stmt.headId.get() as { id: number } | undefined;
+    return row?.id;
   }
 
   /**
