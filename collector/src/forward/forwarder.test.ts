@@ -120,6 +120,40 @@ it('sends the requests of a merged attempt refused for good alone, up to its las
   expect(destination.attempts).toHaveLength(1 + 100 + 1);
 });
 
+it('counts forward.retry.maxElapsedTime again after the destination was away, so a refusal before an outage of a day does not give up the requests after it', { timeout: 30_000 }, async () => {
+  const hour = 3_600_000;
+  let clock = Date.UTC(2026, 0, 5, 9);
+  // A key refused once (401), then the destination away for 25 hours (503), then a deploy's 500 twice, then taken.
+  const answers = [401, ...Array.from({ length: 25 }, () => 503), 500, 500];
+  const carried: number[] = [];
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      // An hour passes per attempt; each request is the two bytes of an empty ResourceSpans.
+      clock += hour;
+      carried.push(Buffer.concat(chunks).length / 2);
+      res.writeHead(answers[carried.length - 1] ?? 200, { 'content-type': 'application/x-protobuf' });
+      res.end();
+    });
+  });
+  const destination = await listening(server);
+  const dir = mkdtempSync(join(tmpdir(), 'hookwatch-forwarder-'));
+  const queue = new DurableQueue({ path: join(dir, 'queue.db'), maxBytes: 1e9 });
+  const exporter = new HttpExporter({ endpoint: destination.url, protocol: 'http/protobuf', headers: {}, compression: 'none', timeoutMs: 5_000 });
+  const forwarder = new Forwarder({ queue, exporter, logger: silentLogger, now: () => clock, backoff: { initialMs: 1, maxMs: 2 } });
+  cleanups.push(() => rmSync(dir, { recursive: true, force: true }), () => queue.close(), () => destination.close(), () => forwarder.stop());
+  for (let i = 0; i < 3; i++) await queue.enqueue('traces', 'protobuf', Buffer.from([0x0a, 0x00]), clock);
+  forwarder.start();
+  const until = Date.now() + 20_000;
+  while (queue.depth > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 5));
+  // The 500s came 27 hours after the 401, but an hour after the destination was last away: retried merged, then
+  // taken, where the first was given up at once ("retried for 97200 s") and the others tried alone.
+  expect(queue.deadLetters()).toEqual([]);
+  expect(forwarder.status()).toMatchObject({ depth: 0, delivered: 3, deadLetters: 0 });
+  expect(carried).toEqual(Array.from({ length: answers.length + 1 }, () => 3));
+});
+
 /** An OTLP/HTTP destination on 127.0.0.1:0 that takes `msPerRequest` per merged request before it answers 200. */
 async function slowDestination(msPerRequest: number): Promise<{ url: string; carried: number[]; close(): Promise<void> }> {
   const carried: number[] = [];

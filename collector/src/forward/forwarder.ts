@@ -417,7 +417,8 @@ export class Forwarder {
     }
     if (result.tls) this.noteTlsFailure(result.message, queue.depth);
     const now = this.now();
-    queue.retry(ids, result.bounded ? now : undefined);
+    // The destination away: each request's forward.retry.maxElapsedTime counts again from its next refusal.
+    queue.retry(ids, result.bounded ? now : null);
     const maxElapsed = this.opts.maxElapsedMs ?? DEFAULT_MAX_ELAPSED_MS;
     if (result.bounded && maxElapsed > 0) {
       const expired = items.filter((i) => now - (i.refusedSinceMs ?? now) >= maxElapsed);

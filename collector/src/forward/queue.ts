@@ -32,7 +32,10 @@ export interface QueuedRequest {
   receivedAtMs: number;
   /** Failed delivery attempts so far (kept across restarts). */
   attempts: number;
-  /** When the destination first refused it in a way that may be permanent (see ExportResult.bounded). */
+  /**
+   * When the destination first refused it in a way that may be permanent (see ExportResult.bounded), since it
+   * was last found away (null then, see DurableQueue.retry).
+   */
   refusedSinceMs: number | null;
 }
 
@@ -197,6 +200,7 @@ export class DurableQueue {
     deadOldest: StatementSync;
     evictDead: StatementSync;
     refused: StatementSync;
+    away: StatementSync;
     replayable: StatementSync;
     requeue: StatementSync;
     removeDead: StatementSync;
@@ -246,6 +250,7 @@ export class DurableQueue {
         deadOldest: this.db.prepare('SELECT min(failed_at) AS oldest, (SELECT reason FROM dead_letters ORDER BY failed_at DESC, id DESC LIMIT 1) AS last FROM dead_letters'),
         evictDead: this.db.prepare('DELETE FROM dead_letters WHERE id = (SELECT id FROM dead_letters ORDER BY failed_at LIMIT 1) RETURNING bytes, body_key'),
         refused: this.db.prepare('UPDATE queue SET refused_since = coalesce(refused_since, ?) WHERE id = ?'),
+        away: this.db.prepare('UPDATE queue SET refused_since = NULL WHERE id = ? AND refused_since IS NOT NULL'),
         replayable: this.db.prepare('SELECT id, bytes FROM dead_letters ORDER BY received_at, id'),
         requeue: this.db.prepare('INSERT INTO queue (signal, encoding, body, bytes, received_at, body_key) SELECT signal, encoding, body, bytes, received_at, body_key FROM dead_letters WHERE id = ?'),
         removeDead: this.db.prepare('DELETE FROM dead_letters WHERE id = ?'),
@@ -415,14 +420,18 @@ export class DurableQueue {
   }
 
   /**
-   * Records one failed attempt (of a request or a batch) that will be retried; `refusedAtMs` marks a refusal
-   * that may be permanent, starting each request's forward.retry.maxElapsedTime clock if not yet started.
+   * Records one failed attempt (of a request or a batch) that will be retried. `refusedAtMs` a time: a refusal
+   * that may be permanent, starting each request's forward.retry.maxElapsedTime clock if not yet started. null:
+   * the destination was away (unreachable, 503...), which stops the clock; it starts again at the next such
+   * refusal, so one before an outage does not give the requests up the moment the destination is back.
+   * Undefined (a merged attempt sent again smaller or alone): the clock as it was.
    */
-  retry(ids: readonly number[], refusedAtMs?: number): void {
+  retry(ids: readonly number[], refusedAtMs?: number | null): void {
     inTransaction(this.db, () => {
       for (const id of ids) {
         this.stmt.attempt.run(id);
-        if (refusedAtMs !== undefined) this.stmt.refused.run(refusedAtMs, id);
+        if (refusedAtMs === null) this.stmt.away.run(id);
+        else if (refusedAtMs !== undefined) this.stmt.refused.run(refusedAtMs, id);
       }
       this.stmt.bump.run('retries', 1);
     });
