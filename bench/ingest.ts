@@ -43,7 +43,7 @@ import { unbounded, type LogsRequest } from '../collector/src/otlp/model.ts';
 import { JSON_THREAD_MIN_BYTES, JsonThread } from '../collector/src/otlp/json-thread.ts';
 import { validatePassThroughSteps } from '../collector/src/otlp/validate.ts';
 import { decodeLogs } from '../collector/src/receiver/inflight.ts';
-import { DurableQueue } from '../collector/src/forward/queue.ts';
+import { BODY_CHUNK_BYTES, DurableQueue } from '../collector/src/forward/queue.ts';
 import { HOOK_EVENT_SHARE, MAX_REQUEST_BYTES, RECORD_STEP_MS, batchTemplate, gzip, maxSizePassThrough, maxSizeRecord, maxSizeRequest, stamp, type WireEncoding } from './lib/batch.ts';
 import { agentFor, cpuMicrosSince, postAll, serverCpuMicros, startServer, type BenchServer } from './lib/harness.ts';
 import { ExportLogsServiceRequest, protobufjsDecode } from './lib/otlp-schema.ts';
@@ -579,6 +579,60 @@ async function forwardExpiryStall(runs: number): Promise<BenchResult> {
   });
 }
 
+/** Dead letters replayed by forwardReplayStall, and the size of each: bodies of up to this size are held in their row. */
+const REPLAY_DEAD_LETTERS = 200;
+const REPLAY_BODY_BYTES = BODY_CHUNK_BYTES;
+
+/**
+ * The longest event-loop stall while REPLAY_DEAD_LETTERS dead letters of 1 MiB each are put back in forwarding's
+ * queue (DurableQueue.replayDeadLetters: each body held in its row is copied and overwritten where it was, a few
+ * MiB per transaction with the event loop served between); next to the same rows moved in one transaction on the
+ * same file, as replay did before, alternating run by run.
+ */
+async function forwardReplayStall(runs: number): Promise<BenchResult> {
+  const deadLetters = async (path: string): Promise<DurableQueue> => {
+    const queue = new DurableQueue({ path, maxBytes: 2 * REPLAY_DEAD_LETTERS * REPLAY_BODY_BYTES, deadLetterMaxBytes: 2 * REPLAY_DEAD_LETTERS * REPLAY_BODY_BYTES });
+    const body = Buffer.alloc(REPLAY_BODY_BYTES, 7);
+    for (let i = 0; i < REPLAY_DEAD_LETTERS; i++) await queue.deadLetter([await queue.enqueue('traces', 'protobuf', body, i)], i, 400, 'refused');
+    return queue;
+  };
+  const once = async (paced: boolean): Promise<number> => {
+    const dir = mkdtempSync(join(tmpdir(), 'hookwatch-bench-forward-'));
+    const path = join(dir, 'queue.db');
+    try {
+      const queue = await deadLetters(path);
+      if (paced) {
+        try {
+          return await longestStall(() => queue.replayDeadLetters());
+        } finally {
+          queue.close();
+        }
+      }
+      queue.close();
+      const db = openSqlite(path);
+      try {
+        db.exec('PRAGMA secure_delete = ON');
+        return await longestStall(async () => {
+          inTransaction(db, () => db.exec('INSERT INTO queue (signal, encoding, body, bytes, received_at, body_key) SELECT signal, encoding, body, bytes, received_at, body_key FROM dead_letters ORDER BY received_at, id; DELETE FROM dead_letters'));
+        });
+      } finally {
+        db.close();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  };
+  const { straight, paced } = await alternating(runs, once);
+  return result(
+    'forward queue: longest event-loop stall while dead letters are replayed',
+    percentile(paced, 50),
+    'ms',
+    'same rows in one transaction',
+    percentile(straight, 50),
+    `${REPLAY_DEAD_LETTERS} dead letters of ${REPLAY_BODY_BYTES.toLocaleString('en-US')} B (held in their row) in a fresh forwarding queue file (synchronous=full, secure_delete) put back in the queue by POST /api/v1/forwarding/dead-letters/replay's DurableQueue.replayDeadLetters, a few MiB per transaction with the event loop served between, against the same rows moved in one transaction, as before; longest time between two runs of a 1 ms timer, median of ${runs} run(s) each, alternating; paced ${msList(paced)} ms, one transaction ${msList(straight)} ms`,
+  );
+}
+
 /**
  * One maximum-size traces request through a forwarding queue file in a fresh folder, `chunked` (as hookwatch does
  * it) and `straight` (its same-run baseline) alternating run by run: the median longest stall of each, as a result.
@@ -673,6 +727,7 @@ export async function run(opts: BenchOptions): Promise<BenchResult[]> {
   }
   out.push(await forwardQueueStall(opts.quick ? 1 : 3));
   out.push(await forwardExpiryStall(opts.quick ? 1 : 3));
+  out.push(await forwardReplayStall(opts.quick ? 1 : 3));
   out.push(await newSessions(batches));
   return out;
 }

@@ -67,14 +67,14 @@ export function createForwardingRouter(opts: ForwardingApiOptions): Router {
     res.json(body);
   });
   // Behind http.auth and the cross-site write check, like every /api route.
-  router.post('/api/v1/forwarding/dead-letters/replay', (req, res) => {
+  router.post('/api/v1/forwarding/dead-letters/replay', async (req, res) => {
     onlyParams(req.query as Record<string, unknown>, []);
     const f = opts.forwarding;
     if (!f) {
       res.status(409).json({ error: { code: 'not_forwarding', message: 'forwarding is off (fan-out mode: forward.endpoint is empty), so there are no dead letters to replay' } });
       return;
     }
-    const body: ReplayResponse = f.replayDeadLetters();
+    const body: ReplayResponse = await f.replayDeadLetters();
     res.json(body);
   });
   return router;

@@ -37,7 +37,7 @@ export interface Forwarding {
   deadLetters(limit?: number): DeadLetter[];
   deadLetterSummary(): DeadLetterSummary;
   /** Requeues the dead letters (as many as the queue has room for) and wakes delivery. */
-  replayDeadLetters(): { replayed: number; remaining: number };
+  replayDeadLetters(): Promise<{ replayed: number; remaining: number }>;
   /**
    * Retention: removes queued requests and dead letters received before `beforeMs`; resolves to how many. Once
    * `signal` is aborted it ends at its next pause (DurableQueue.expire).
@@ -136,8 +136,8 @@ export async function startForwarding(config: ForwardConfig, opts: ForwardingOpt
     status: () => forwarder.status(),
     deadLetters: (limit) => queue.deadLetters(limit),
     deadLetterSummary: () => queue.deadLetterSummary(),
-    replayDeadLetters: () => {
-      const r = queue.replayDeadLetters();
+    replayDeadLetters: async () => {
+      const r = await queue.replayDeadLetters();
       if (r.replayed) {
         opts.logger.info('dead letters requeued', { destination: exporter.description, replayed: r.replayed, remaining: r.remaining });
         forwarder.notify();

@@ -77,6 +77,14 @@ export const DEFAULT_DEAD_LETTER_MAX_BYTES = 256 * 1024 * 1024;
 /** Bodies larger than this are stored, read and deleted in chunks of this size (see the top of this file). */
 export const BODY_CHUNK_BYTES = 1024 * 1024;
 
+/**
+ * How many bytes of bodies held in their row one transaction of a replay moves at most (each is copied, and
+ * overwritten where it was: secure_delete), the event loop served between; at least one dead letter each.
+ */
+const REPLAY_SLICE_BYTES = 2 * BODY_CHUNK_BYTES;
+/** How many dead letters one transaction of a replay moves at most (those of chunked bodies copy no body). */
+const REPLAY_SLICE_ROWS = 1000;
+
 const QUEUE_FILE: LockedFile = {
   setting: 'forward.queue.path',
   advice: 'a forwarding queue file is used by one process at a time, or both would forward the same requests; stop the other one, or give each process a forward.queue.path of its own',
@@ -251,7 +259,7 @@ export class DurableQueue {
         evictDead: this.db.prepare('DELETE FROM dead_letters WHERE id = (SELECT id FROM dead_letters ORDER BY failed_at LIMIT 1) RETURNING bytes, body_key'),
         refused: this.db.prepare('UPDATE queue SET refused_since = coalesce(refused_since, ?) WHERE id = ?'),
         away: this.db.prepare('UPDATE queue SET refused_since = NULL WHERE id = ? AND refused_since IS NOT NULL'),
-        replayable: this.db.prepare('SELECT id, bytes FROM dead_letters ORDER BY received_at, id'),
+        replayable: this.db.prepare('SELECT id, received_at, bytes, body_key FROM dead_letters WHERE id <= ?1 AND (received_at, id) > (?2, ?3) ORDER BY received_at, id LIMIT 1'),
         requeue: this.db.prepare('INSERT INTO queue (signal, encoding, body, bytes, received_at, body_key) SELECT signal, encoding, body, bytes, received_at, body_key FROM dead_letters WHERE id = ?'),
         removeDead: this.db.prepare('DELETE FROM dead_letters WHERE id = ?'),
         expireQueue: this.db.prepare('DELETE FROM queue WHERE received_at < ? RETURNING bytes, body_key'),
@@ -500,30 +508,57 @@ export class DurableQueue {
 
   /**
    * Puts the dead letters back at the end of the queue, oldest first, as many as the queue has room for
-   * (the rest stay dead letters, to replay once it drained). Returns how many were requeued and how many remain.
+   * (the rest stay dead letters, to replay once it drained). Resolves to how many were requeued and how many
+   * remain. Moved a few MiB of bodies per transaction, the event loop served between (paced.ts): each dead letter
+   * is moved whole, in one commit, and the answer comes once all are. Those that become dead letters meanwhile
+   * (a replayed request refused again) are not replayed again; a queue closed meanwhile ends it there.
    */
-  replayDeadLetters(): { replayed: number; remaining: number } {
-    const moved = inTransaction(this.db, () => {
-      const rows = this.stmt.replayable.all() as { id: number; bytes: number }[];
-      let bytes = this.bytesHeld + this.reserved;
-      const taken: number[] = [];
-      for (const r of rows) {
-        if (bytes + r.bytes > this.maxBytes) break;
-        this.stmt.requeue.run(r.id);
-        this.stmt.removeDead.run(r.id);
-        bytes += r.bytes;
-        taken.push(r.bytes);
+  async replayDeadLetters(): Promise<{ replayed: number; remaining: number }> {
+    if (this.deadCount === 0) return { replayed: 0, remaining: 0 };
+    // Dead letters keep the id they had queued, and requests queued from now on get higher ones.
+    const last = (this.db.prepare('SELECT coalesce(max(id), 0) AS id FROM dead_letters').get() as { id: number }).id;
+    const replayed = await runPaced(this.replaySlices(last));
+    return { replayed, remaining: this.deadCount };
+  }
+
+  /** Moves dead letters up to id `last` back to the queue, a slice per transaction; returns how many. */
+  private *replaySlices(last: number): Steps<number> {
+    let after = { receivedAt: Number.MIN_SAFE_INTEGER, id: 0 };
+    let replayed = 0;
+    for (let first = true; !this.closed; first = false) {
+      if (!first) yield;
+      const slice = inTransaction(this.db, () => {
+        const taken: number[] = [];
+        let copied = 0;
+        let taking = 0;
+        let full = false;
+        while (copied < REPLAY_SLICE_BYTES && taken.length < REPLAY_SLICE_ROWS) {
+          const r = this.stmt.replayable.get(last, after.receivedAt, after.id) as { id: number; received_at: number; bytes: number; body_key: number | null } | undefined;
+          if (!r) break;
+          if (!this.hasRoom(taking + r.bytes)) {
+            full = true;
+            break;
+          }
+          this.stmt.requeue.run(r.id);
+          this.stmt.removeDead.run(r.id);
+          after = { receivedAt: r.received_at, id: r.id };
+          taken.push(r.bytes);
+          taking += r.bytes;
+          if (r.body_key === null) copied += r.bytes;
+        }
+        if (taken.length) this.stmt.bump.run('replayed', taken.length);
+        return { taken, full };
+      });
+      for (const b of slice.taken) {
+        this.bytesHeld += b;
+        this.depthHeld++;
+        this.deadBytes -= b;
+        this.deadCount--;
       }
-      if (taken.length) this.stmt.bump.run('replayed', taken.length);
-      return { taken, remaining: rows.length - taken.length };
-    });
-    for (const b of moved.taken) {
-      this.bytesHeld += b;
-      this.depthHeld++;
-      this.deadBytes -= b;
-      this.deadCount--;
+      replayed += slice.taken.length;
+      if (slice.full || slice.taken.length === 0) break;
     }
-    return { replayed: moved.taken.length, remaining: moved.remaining };
+    return replayed;
   }
 
   /**
