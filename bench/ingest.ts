@@ -634,6 +634,56 @@ async function forwardReplayStall(runs: number): Promise<BenchResult> {
 }
 
 /**
+ * The longest event-loop stall while one maximum-size traces request becomes a dead letter and evicts dead letters
+ * of 1 MiB each (held in their row, each overwritten: secure_delete) to stay within forward.deadLetters.maxBytes
+ * (DurableQueue.deadLetter: the move in one transaction, the eviction a few MiB per transaction with the event loop
+ * served between); next to the same move and eviction in one transaction on the same file, as before, alternating
+ * run by run.
+ */
+async function forwardEvictionStall(runs: number): Promise<BenchResult> {
+  const { body } = maxSizePassThrough('traces');
+  const held = Math.ceil(body.length / REPLAY_BODY_BYTES);
+  const once = async (paced: boolean): Promise<number> => {
+    const dir = mkdtempSync(join(tmpdir(), 'hookwatch-bench-forward-'));
+    const path = join(dir, 'queue.db');
+    try {
+      const queue = new DurableQueue({ path, maxBytes: 4 * MAX_REQUEST_BYTES, deadLetterMaxBytes: held * REPLAY_BODY_BYTES });
+      const small = Buffer.alloc(REPLAY_BODY_BYTES, 7);
+      for (let i = 0; i < held; i++) await queue.deadLetter([await queue.enqueue('traces', 'protobuf', small, i)], i, 400, 'refused');
+      const id = await queue.enqueue('traces', 'protobuf', body, held);
+      if (paced) {
+        try {
+          return await longestStall(() => queue.deadLetter([id], held, 400, 'refused'));
+        } finally {
+          queue.close();
+        }
+      }
+      queue.close();
+      const db = openSqlite(path);
+      try {
+        db.exec('PRAGMA secure_delete = ON');
+        return await longestStall(async () => {
+          inTransaction(db, () => db.exec(`INSERT INTO dead_letters (id, signal, encoding, body, bytes, received_at, failed_at, attempts, status, reason, body_key) SELECT id, signal, encoding, body, bytes, received_at, ${held}, attempts + 1, 400, 'refused', body_key FROM queue; DELETE FROM queue; DELETE FROM dead_letters WHERE body_key IS NULL`));
+        });
+      } finally {
+        db.close();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  };
+  const { straight, paced } = await alternating(runs, once);
+  return result(
+    'forward queue: longest event-loop stall while one maximum-size dead letter evicts dead letters of 1 MiB',
+    percentile(paced, 50),
+    'ms',
+    'move and eviction in one transaction',
+    percentile(straight, 50),
+    `one ${body.length.toLocaleString('en-US')} B traces request (in chunks) moved to the dead letters of a fresh forwarding queue file (synchronous=full, secure_delete) holding ${held} dead letters of ${REPLAY_BODY_BYTES.toLocaleString('en-US')} B (held in their row) at forward.deadLetters.maxBytes, all of which it evicts, a few MiB per transaction with the event loop served between, against the move and the eviction in one transaction, as before; longest time between two runs of a 1 ms timer, median of ${runs} run(s) each, alternating; paced ${msList(paced)} ms, one transaction ${msList(straight)} ms`,
+  );
+}
+
+/**
  * One maximum-size traces request through a forwarding queue file in a fresh folder, `chunked` (as hookwatch does
  * it) and `straight` (its same-run baseline) alternating run by run: the median longest stall of each, as a result.
  */
@@ -728,6 +778,7 @@ export async function run(opts: BenchOptions): Promise<BenchResult[]> {
   out.push(await forwardQueueStall(opts.quick ? 1 : 3));
   out.push(await forwardExpiryStall(opts.quick ? 1 : 3));
   out.push(await forwardReplayStall(opts.quick ? 1 : 3));
+  out.push(await forwardEvictionStall(opts.quick ? 1 : 3));
   out.push(await newSessions(batches));
   return out;
 }

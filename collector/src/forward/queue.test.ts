@@ -350,6 +350,25 @@ describe('DurableQueue with bodies over BODY_CHUNK_BYTES', () => {
     expect((await q.head())!.body.equals(body)).toBe(true);
   });
 
+  it('evicts many dead letters held in their row a few at a time, the event loop served between, for one large one', async () => {
+    // Each evicted body held in its row is overwritten (secure_delete): all in the transaction that moved the large
+    // one, a maximum-size dead letter evicting 20 of 1 MiB held the process for a tenth of a second or more.
+    const q = open(undefined, 100 * BODY_CHUNK_BYTES, 8 * BODY_CHUNK_BYTES);
+    for (let i = 0; i < 8; i++) await q.deadLetter([await q.enqueue('logs', 'protobuf', randomBytes(BODY_CHUNK_BYTES), i)], 10 + i, 400, 'bad');
+    const body = randomBytes(6 * BODY_CHUNK_BYTES + 1);
+    const id = await q.enqueue('traces', 'protobuf', body, 20);
+    const look = (): { queued: number; dead: number; deadCount: number } => ({ ...onDisk(q.path), deadCount: q.deadLetterSummary().count });
+    const move = await watchTurns(() => q.deadLetter([id], 30, 400, 'bad'), look);
+    expect(move.result).toBe(7);
+    // Turns of the loop with some evicted, not all: the large one already a dead letter, the count as on disk.
+    const midway = move.seen.filter((s) => s.dead > 2 && s.dead < 9);
+    expect(midway.length).toBeGreaterThanOrEqual(2);
+    for (const s of midway) expect([s.queued, s.deadCount]).toEqual([0, s.dead]);
+    expect(q.deadLetterSummary()).toMatchObject({ count: 2, bytes: BODY_CHUNK_BYTES + body.length });
+    expect(q.counters()).toMatchObject({ deadLetters: 9, deadLettersEvicted: 7 });
+    expect(q.deadLetters().map((d) => d.receivedAtMs)).toEqual([20, 7]);
+  });
+
   it('leaves nothing to forward when expiry is cut short, and removes the rest of its chunks at the next open', async () => {
     const q = open(undefined, 100 * BODY_CHUNK_BYTES);
     await q.enqueue('logs', 'protobuf', large(), 1);

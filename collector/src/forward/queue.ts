@@ -78,12 +78,12 @@ export const DEFAULT_DEAD_LETTER_MAX_BYTES = 256 * 1024 * 1024;
 export const BODY_CHUNK_BYTES = 1024 * 1024;
 
 /**
- * How many bytes of bodies held in their row one transaction of a replay moves at most (each is copied, and
- * overwritten where it was: secure_delete), the event loop served between; at least one dead letter each.
+ * How many bytes of bodies held in their row one transaction of a replay moves, or of an eviction removes, at most
+ * (each is copied, or overwritten where it was: secure_delete), the event loop served between; at least one row.
  */
-const REPLAY_SLICE_BYTES = 2 * BODY_CHUNK_BYTES;
-/** How many dead letters one transaction of a replay moves at most (those of chunked bodies copy no body). */
-const REPLAY_SLICE_ROWS = 1000;
+const SLICE_BYTES = 2 * BODY_CHUNK_BYTES;
+/** How many rows one such transaction moves or removes at most (those of chunked bodies copy no body). */
+const SLICE_ROWS = 1000;
 
 const QUEUE_FILE: LockedFile = {
   setting: 'forward.queue.path',
@@ -446,12 +446,13 @@ export class DurableQueue {
   }
 
   /**
-   * Moves requests the destination refused for good to the dead letters and evicts the oldest dead letters beyond
-   * their byte bound (counted as deadLettersEvicted), in one transaction; then deletes the chunks of the evicted
-   * bodies as ack does. Returns how many were evicted.
+   * Moves requests the destination refused for good to the dead letters, in one transaction; then evicts the
+   * oldest dead letters beyond their byte bound (counted as deadLettersEvicted), a few MiB of bodies held in their
+   * row per transaction with the event loop served between (each is overwritten: secure_delete), and deletes the
+   * chunks of the evicted bodies as ack does. Returns how many were evicted.
    */
   async deadLetter(ids: readonly number[], failedAtMs: number, status: number | null, reason: string): Promise<number> {
-    const removed = inTransaction(this.db, () => {
+    const moved = inTransaction(this.db, () => {
       const out: number[] = [];
       for (const id of ids) {
         this.stmt.attempt.run(id);
@@ -460,26 +461,47 @@ export class DurableQueue {
         if (r) out.push(r.bytes);
       }
       this.stmt.bump.run('deadLetters', out.length);
-      let bytes = this.deadBytes + out.reduce((a, b) => a + b, 0);
-      const evicted: Removed[] = [];
-      while (bytes > this.deadLetterMaxBytes) {
-        const e = this.stmt.evictDead.get() as Removed | undefined;
-        if (!e) break;
-        bytes -= e.bytes;
-        evicted.push(e);
-      }
-      if (evicted.length) this.stmt.bump.run('deadLettersEvicted', evicted.length);
-      return { out, bytes, evicted };
+      return out;
     });
-    for (const b of removed.out) {
+    for (const b of moved) {
       this.bytesHeld -= b;
       this.depthHeld--;
+      this.deadBytes += b;
+      this.deadCount++;
     }
-    if (removed.out.length) this.freed();
-    this.deadBytes = removed.bytes;
-    this.deadCount += removed.out.length - removed.evicted.length;
-    await this.dropBodies(removed.evicted);
-    return removed.evicted.length;
+    if (moved.length) this.freed();
+    const evicted = await runPaced(this.evictSlices());
+    await this.dropBodies(evicted);
+    return evicted.length;
+  }
+
+  /** Removes the oldest dead letters until they are within their bound, a slice per transaction; returns them. */
+  private *evictSlices(): Steps<Removed[]> {
+    const evicted: Removed[] = [];
+    for (let first = true; !this.closed && this.deadBytes > this.deadLetterMaxBytes; first = false) {
+      if (!first) yield;
+      const slice = inTransaction(this.db, () => {
+        const out: Removed[] = [];
+        let bytes = this.deadBytes;
+        let overwritten = 0;
+        while (bytes > this.deadLetterMaxBytes && overwritten < SLICE_BYTES && out.length < SLICE_ROWS) {
+          const e = this.stmt.evictDead.get() as Removed | undefined;
+          if (!e) break;
+          bytes -= e.bytes;
+          out.push(e);
+          if (e.body_key === null) overwritten += e.bytes;
+        }
+        if (out.length) this.stmt.bump.run('deadLettersEvicted', out.length);
+        return out;
+      });
+      for (const e of slice) {
+        this.deadBytes -= e.bytes;
+        this.deadCount--;
+      }
+      evicted.push(...slice);
+      if (slice.length === 0) break;
+    }
+    return evicted;
   }
 
   /**
@@ -532,7 +554,7 @@ export class DurableQueue {
         let copied = 0;
         let taking = 0;
         let full = false;
-        while (copied < REPLAY_SLICE_BYTES && taken.length < REPLAY_SLICE_ROWS) {
+        while (copied < SLICE_BYTES && taken.length < SLICE_ROWS) {
           const r = this.stmt.replayable.get(last, after.receivedAt, after.id) as { id: number; received_at: number; bytes: number; body_key: number | null } | undefined;
           if (!r) break;
           if (!this.hasRoom(taking + r.bytes)) {
