@@ -828,7 +828,6 @@ export function start(root: HTMLElement): Dashboard {
     inflight?.ctl.abort();
     const ctl = new AbortController();
     inflight = { ctl, whole: true };
-    const state = readState(location);
     const focus = followFocus();
     document.body.setAttribute('aria-busy', 'true');
     askDimensions();
@@ -870,8 +869,9 @@ export function start(root: HTMLElement): Dashboard {
         focus.keep();
         if (!inflight) document.body.removeAttribute('aria-busy');
         // Given up for a newer refresh, it leaves the next one to that refresh: a timer set now could fire while
-        // that one still waits, and give it up in turn.
-        if (again && !ctl.signal.aborted) schedule(state, gen);
+        // that one still waits, and give it up in turn. The period is the URL's now: the reader may have paused or
+        // changed it while this refresh waited.
+        if (again && !ctl.signal.aborted) schedule(readState(location), gen);
       }
     }
   }

@@ -6,7 +6,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser, Route } from 'playwright-core';
+import type { Browser, Page, Route } from 'playwright-core';
 import { OWN_ANSWER_HEADER, type HooksResponse, type OverviewResponse, type SeriesResponse } from '../../shared/src/api.ts';
 import { FIXTURE_RUNS, fixtureRequests, getJson, postOtlp, startTestService, type TestService } from '../../collector/test/helpers.ts';
 import { hookId } from '../../collector/src/hooks/extract.ts';
@@ -998,6 +998,30 @@ describe('refresh and empty states', () => {
     await p.goto(`${svc.httpUrl}/?range=1h&refresh=1m`);
     await waitLoaded(p);
     expect(await p.locator('#url-ignored').isVisible()).toBe(false);
+  });
+
+  it.each([
+    ['paused', async (p: Page) => p.click('#refresh-pause'), 'off'],
+    ['set to every 5 minutes', async (p: Page) => p.selectOption('#refresh-interval', '5m'), '5m'],
+  ])('once %s while a refresh waits for its answer, asks no more at the old period', async (_what, change, refresh) => {
+    const { page: p } = await page();
+    await p.clock.install();
+    await p.goto(`${svc.httpUrl}/?refresh=5s`);
+    await waitLoaded(p);
+    // The next refresh goes out and waits for hookwatch's answer; the reader changes the period meanwhile.
+    const held: Route[] = [];
+    const api = (u: URL): boolean => u.pathname.startsWith('/api/');
+    await p.route(api, (r) => void held.push(r));
+    await p.clock.runFor(5_000);
+    await p.waitForSelector('body[aria-busy="true"]', { state: 'attached' });
+    await change(p);
+    expect(new URL(p.url()).searchParams.get('refresh')).toBe(refresh);
+    await p.unroute(api);
+    for (const r of held) await r.continue().catch(() => undefined);
+    await waitLoaded(p, 2);
+    // A minute on: the answer that came did not set the old 5 s timer again.
+    await p.clock.runFor(60_000);
+    expect(await p.evaluate(() => document.body.dataset['loaded'])).toBe('2');
   });
 
   it('reads a zero refresh interval in a link as off: shown paused, never refreshed by itself; no interval at all is said', async () => {
