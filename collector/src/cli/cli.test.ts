@@ -570,6 +570,28 @@ describe('hookwatch serve', () => {
     }
   });
 
+  it('warns that a proxy-header port open beyond loopback lets in anyone who sets the header, as it does', async () => {
+    const vars: Record<string, string> = { ...base(), HOOKWATCH_HTTP_ADDR: '0.0.0.0:0', HOOKWATCH_HTTP_AUTH_MODE: 'proxy-header', HOOKWATCH_HTTP_AUTH_PROXY_HEADER: 'X-Forwarded-User' };
+    const { child, logged } = await serving(vars);
+    try {
+      const warnings = logged().filter((l) => l['level'] === 'warn').map((l) => String(l['msg']));
+      expect(warnings).toEqual(['the API and dashboard listen on 0.0.0.0:0 with http.auth.mode proxy-header: anyone who can reach it can set x-forwarded-user and is let in; listen on 127.0.0.1 behind the proxy (or require a client certificate: http.tls.clientCaFile)']);
+      // What the warning says: a client that is no proxy, straight to the port, names any user it likes.
+      const port = new URL(String((logged().find((l) => l['msg'] === 'hookwatch started') as { http: string }).http)).port;
+      expect((await fetch(`http://127.0.0.1:${port}/api/v1/hooks`)).status).toBe(401);
+      expect((await fetch(`http://127.0.0.1:${port}/api/v1/hooks`, { headers: { 'x-forwarded-user': 'anyone' } })).status).toBe(200);
+    } finally {
+      await stopped(child);
+    }
+    // Behind the proxy on loopback there is nothing to warn of.
+    const local = await serving({ ...vars, HOOKWATCH_HTTP_ADDR: '127.0.0.1:0' });
+    try {
+      expect(local.logged().filter((l) => l['level'] === 'warn')).toEqual([]);
+    } finally {
+      await stopped(local.child);
+    }
+  });
+
   it('warns once at start of the default rule kinds a listed rule set leaves off, and how to keep them', async () => {
     const file = join(dir, 'serve-rules.yaml');
     writeFileSync(file, 'alerting:\n  rules:\n    - { kind: persisted, window: 1h, labels: { source: hookwatch } }\n    - { kind: headroom, threshold: 0.85, for: 10m }\n    - { kind: silence, scope: feed, after: 2h }\n');
@@ -719,6 +741,9 @@ describe('exposure warnings', () => {
     const noAuth = toConfig(loadConfig({ env: { ...open, ...httpTls, ...otlpTls, HOOKWATCH_OTLP_TLS_CLIENT_CA_FILE: '/etc/hookwatch-tls/ca.crt' } }));
     expect(exposureWarnings(noAuth)).toEqual([expect.stringMatching(/^the API and dashboard listen on 0\.0\.0\.0:9318 without authentication/)]);
     expect(exposureWarnings({ ...noAuth, http: { ...noAuth.http, tls: { ...noAuth.http.tls!, clientCaFile: '/etc/hookwatch-tls/ca.crt' } } })).toEqual([]);
+    const proxied = toConfig(loadConfig({ env: { ...open, ...httpTls, ...otlpTls, HOOKWATCH_OTLP_TLS_CLIENT_CA_FILE: '/etc/hookwatch-tls/ca.crt', HOOKWATCH_HTTP_AUTH_MODE: 'proxy-header', HOOKWATCH_HTTP_AUTH_PROXY_HEADER: 'x-forwarded-user' } }));
+    expect(exposureWarnings(proxied)).toEqual([expect.stringMatching(/^the API and dashboard listen on 0\.0\.0\.0:9318 with http\.auth\.mode proxy-header: anyone who can reach it can set x-forwarded-user/)]);
+    expect(exposureWarnings({ ...proxied, http: { ...proxied.http, tls: { ...proxied.http.tls!, clientCaFile: '/etc/hookwatch-tls/ca.crt' } } })).toEqual([]);
   });
 });
 

@@ -49,6 +49,10 @@ export function exposureWarnings(config: ReturnType<typeof toConfig>): string[] 
   if (httpOpen && (config.http.auth.mode === 'basic' || config.http.auth.mode === 'bearer') && !config.http.tls) {
     out.push(`the API and dashboard listen on ${config.http.addr} without TLS: the ${config.http.auth.mode === 'basic' ? 'password' : 'token'} of http.auth.mode ${config.http.auth.mode} crosses the network in clear; set http.tls.certFile and http.tls.keyFile (or terminate TLS in a proxy in front)`);
   }
+  // The proxy in front is then the only check: a client that reaches the port itself names any user it likes.
+  if (httpOpen && config.http.auth.mode === 'proxy-header' && tlsMode(config.http.tls) !== 'mutual') {
+    out.push(`the API and dashboard listen on ${config.http.addr} with http.auth.mode proxy-header: anyone who can reach it can set ${config.http.auth.proxyHeader} and is let in; listen on 127.0.0.1 behind the proxy (or require a client certificate: http.tls.clientCaFile)`);
+  }
   const open = [config.otlp.http.addr, config.otlpGrpc.addr].filter((a) => !isLoopbackAddr(a));
   if (open.length > 0 && config.otlp.ingestToken === '' && tlsMode(config.otlp.tls) !== 'mutual') {
     out.push(`the OTLP receivers listen on ${open.join(' and ')} without otlp.ingestToken: anyone who can reach them can send telemetry`);
