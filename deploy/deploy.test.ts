@@ -607,7 +607,10 @@ describe('Kubernetes manifests', () => {
     expect(ports['http']).toBe(HTTP_PORT);
     expect(ports['otlp-http']).toBe(OTLP_HTTP_PORT);
     for (const [name, port] of DEFAULT_PORTS) expect(Object.values(ports), name).toContain(port);
-    expect(obj(obj(c['readinessProbe'])['httpGet'])).toMatchObject({ path: '/readyz', port: 'http' });
+    // /readyz needs the credentials, which only the pod's environment holds (from the Secret): an exec probe of the
+    // image's health check script, which the image ships at that path (Dockerfile: WORKDIR /app).
+    expect(arr(obj(obj(c['readinessProbe'])['exec'])['command'])).toEqual(['node', '/app/deploy/docker/healthcheck.mjs', '/readyz']);
+    expect(dockerfile().some((i) => i.op === 'COPY' && i.args.endsWith(' ./deploy/docker/healthcheck.mjs'))).toBe(true);
     expect(obj(obj(c['livenessProbe'])['httpGet'])).toMatchObject({ path: '/healthz', port: 'http' });
     expect(obj(pod['securityContext'])).toMatchObject({ runAsNonRoot: true, runAsUser: dockerUser });
     // The Service named hookwatch would otherwise inject HOOKWATCH_PORT, HOOKWATCH_SERVICE_HOST, ... into the pod.
@@ -622,6 +625,26 @@ describe('Kubernetes manifests', () => {
     const pauseMs = preStop[0] === 'sleep' ? Number(preStop[1]) * 1000 : 0;
     expect(Number(pod['terminationGracePeriodSeconds']) * 1000).toBeGreaterThan(pauseMs + bound);
     expect(obj(obj(obj(doc['spec'])['template'])['metadata'])['annotations']).toMatchObject({ 'prometheus.io/port': String(HTTP_PORT), 'prometheus.io/path': '/metrics' });
+  });
+
+  it('base Deployment: private by default, the HTTP port under a token and the OTLP ports under the ingest token, both required from the Secret, and Prometheus sends the token', () => {
+    // Every pod in the cluster reaches the ports: without credentials any of them could read hooks, create
+    // silences, reload, replay dead letters or send telemetry.
+    const { doc } = docs.find((d) => d.file === 'deploy/kubernetes/base/deployment.yaml') as { doc: Doc };
+    const env = Object.fromEntries(arr((containersOf(doc)[0] as Doc)['env']).map(obj).map((e) => [String(e['name']), e]));
+    expect(env['HOOKWATCH_HTTP_AUTH_MODE']?.['value']).toBe('bearer');
+    for (const [name, key] of [['HOOKWATCH_HTTP_AUTH_TOKEN', 'http-auth-token'], ['HOOKWATCH_INGEST_TOKEN', 'ingest-token']]) {
+      expect(obj(obj(env[name as string]?.['valueFrom'])['secretKeyRef']), name).toEqual({ name: 'hookwatch', key });
+    }
+    // The example Secret commits no token: set, or hookwatch refuses to start (http.auth.token is required).
+    const secret = obj((docs.find((d) => d.doc['kind'] === 'Secret')?.doc as Doc)['stringData']);
+    expect(secret['http-auth-token']).toBe('');
+    expect(secret['ingest-token']).toBe('');
+    expect(() => startsWith({ HOOKWATCH_HTTP_AUTH_MODE: 'bearer', HOOKWATCH_HTTP_AUTH_TOKEN: String(secret['http-auth-token']) })).toThrow('http.auth.token is required when http.auth.mode is bearer');
+    const job = obj(arr(obj(parseYaml(read('deploy/prometheus/kubernetes-scrape.yml')))['scrape_configs'])[0]);
+    expect(obj(job['authorization'])['credentials_file']).toMatch(/^\/etc\/prometheus\//);
+    const monitor = obj(arr(obj((docs.find((d) => d.file === 'deploy/kubernetes/servicemonitor.example.yaml') as { doc: Doc }).doc['spec'])['endpoints'])[0]);
+    expect(obj(obj(monitor['authorization'])['credentials'])).toEqual({ name: 'hookwatch', key: 'http-auth-token' });
   });
 
   it('base Deployment: a start that migrates a large database is neither restarted by the liveness probe (a startupProbe allows minutes) nor reported as a failed rollout, and a busy store does not fail the probes', () => {
@@ -652,7 +675,8 @@ describe('Kubernetes manifests', () => {
     const { doc } = docs.find((d) => d.file === 'deploy/kubernetes/base/deployment.yaml') as { doc: Doc };
     const base = containersOf(doc)[0] as Doc;
     const probes = Object.keys(base).filter((k) => k.endsWith('Probe') && obj(base[k])['httpGet'] !== undefined);
-    expect(probes).toEqual(expect.arrayContaining(['startupProbe', 'readinessProbe', 'livenessProbe']));
+    // The readiness probe runs the health check script, which asks over https by itself when the port speaks TLS.
+    expect(probes).toEqual(expect.arrayContaining(['startupProbe', 'livenessProbe']));
     const block = [...read('docs/deploy.md').matchAll(/```yaml\n([\s\S]*?)\n```/g)].map((m) => m[1] as string).find((b) => b.includes('HOOKWATCH_HTTP_TLS_CERT_FILE'));
     expect(block, 'the Deployment patch in docs/deploy.md, "TLS"').toBeDefined();
     const patched = containersOf(obj(parseYaml(block ?? ''))).find((c) => c['name'] === base['name']) ?? {};
@@ -677,8 +701,8 @@ describe('Kubernetes manifests', () => {
     expect(generated).toEqual(['deploy/kubernetes/base/hookwatch.yaml']);
     const text = read(generated[0] as string);
     toConfig(loadConfig({ flags: { config: 'hookwatch.yaml' }, env: {}, readFile: () => text }));
-    // The base Deployment's literal variables plus the ConfigMap, as the pod starts.
-    startsWith(Object.fromEntries(arr((containersOf(dep)[0] as Doc)['env']).map(obj).map((e) => [String(e['name']), e['value']])), text);
+    // The base Deployment's literal variables, those from the Secret (set, as the example asks) and the ConfigMap, as the pod starts.
+    startsWith(Object.fromEntries(arr((containersOf(dep)[0] as Doc)['env']).map(obj).map((e) => [String(e['name']), e['value'] ?? (e['valueFrom'] ? 'set-in-the-secret-0123456789' : undefined)])), text);
     // The commented alerting block, uncommented, loads with the variables the Deployment sets from the Secret:
     // the receivers' secrets reach the file through ${env:...}, never through the ConfigMap.
     const block = text.split('\n').filter((l) => /^# ( {2}|alerting:)/.test(l)).map((l) => l.slice(2)).join('\n');
@@ -1274,8 +1298,8 @@ describe('container helpers', () => {
     await service?.close();
   });
 
-  const runNode = (file: string, env: Record<string, string>, input?: { port: string; send: (port: number) => Promise<void> }): Promise<{ code: number | null; stdout: string; stderr: string }> => new Promise((resolve) => {
-    const child = spawn(process.execPath, [join(ROOT, file)], { env: { PATH: process.env['PATH'] ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const runNode = (file: string, env: Record<string, string>, input?: { port: string; send: (port: number) => Promise<void> }, args: string[] = []): Promise<{ code: number | null; stdout: string; stderr: string }> => new Promise((resolve) => {
+    const child = spawn(process.execPath, [join(ROOT, file), ...args], { env: { PATH: process.env['PATH'] ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
@@ -1302,6 +1326,32 @@ describe('container helpers', () => {
     const closedPort = new URL(closed.httpUrl).port;
     await closed.close();
     expect((await runNode('deploy/docker/healthcheck.mjs', { HOOKWATCH_HTTP_ADDR: `0.0.0.0:${closedPort}` })).code).toBe(1);
+  });
+
+  it('the HEALTHCHECK script given /readyz, as the Kubernetes readiness probe runs it, asks it with the credentials of the pod\'s environment', async () => {
+    const servers: ServiceUnderTest[] = [];
+    try {
+      const token = 'probe-token-0123456789abcdef';
+      const bearer = await startServiceUnderTest({ HOOKWATCH_HTTP_AUTH_MODE: 'bearer', HOOKWATCH_HTTP_AUTH_TOKEN: token });
+      servers.push(bearer);
+      const addr = `0.0.0.0:${new URL(bearer.httpUrl).port}`;
+      const probe = async (env: Record<string, string>): Promise<number | null> => (await runNode('deploy/docker/healthcheck.mjs', { HOOKWATCH_HTTP_ADDR: addr, ...env }, undefined, ['/readyz'])).code;
+      expect(await probe({ HOOKWATCH_HTTP_AUTH_MODE: 'bearer', HOOKWATCH_HTTP_AUTH_TOKEN: token })).toBe(0);
+      // /readyz answers 401 without the token, or with another: not ready, where /healthz is open.
+      expect(await probe({})).toBe(1);
+      expect(await probe({ HOOKWATCH_HTTP_AUTH_TOKEN: `${token}x` })).toBe(1);
+      expect((await runNode('deploy/docker/healthcheck.mjs', { HOOKWATCH_HTTP_ADDR: addr })).code).toBe(0);
+      const basic = await startServiceUnderTest({ HOOKWATCH_HTTP_AUTH_MODE: 'basic', HOOKWATCH_HTTP_AUTH_USERNAME: 'ops', HOOKWATCH_HTTP_AUTH_PASSWORD: 'pw-0123456789' });
+      servers.push(basic);
+      const basicAddr = `0.0.0.0:${new URL(basic.httpUrl).port}`;
+      expect((await runNode('deploy/docker/healthcheck.mjs', { HOOKWATCH_HTTP_ADDR: basicAddr, HOOKWATCH_HTTP_AUTH_USERNAME: 'ops', HOOKWATCH_HTTP_AUTH_PASSWORD: 'pw-0123456789' }, undefined, ['/readyz'])).code).toBe(0);
+      expect((await runNode('deploy/docker/healthcheck.mjs', { HOOKWATCH_HTTP_ADDR: basicAddr, HOOKWATCH_HTTP_AUTH_USERNAME: 'ops', HOOKWATCH_HTTP_AUTH_PASSWORD: 'wrong' }, undefined, ['/readyz'])).code).toBe(1);
+      // A store not open yet: /readyz answers 503 with the right credentials, so the probe fails.
+      await bearer.store.close();
+      expect(await probe({ HOOKWATCH_HTTP_AUTH_TOKEN: token })).toBe(1);
+    } finally {
+      for (const s of servers) await s.close();
+    }
   });
 
   it.skipIf(!HAVE_OPENSSL)('the HEALTHCHECK script asks over https when the port speaks TLS, set in the environment or the config file, mutual TLS included', async () => {

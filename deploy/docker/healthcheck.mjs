@@ -7,17 +7,29 @@
 // certificate, which names the service rather than 127.0.0.1, is not verified. Under mutual TLS the check has no
 // client certificate: a handshake the server completes and then refuses for want of one still shows that the
 // process answers, which is what /healthz says.
+//
+// `healthcheck.mjs /readyz` asks /readyz instead (the Kubernetes readiness probe, an exec probe: an httpGet probe
+// cannot read a Secret), with the credentials of http.auth.mode from the environment the pod sets from its Secret:
+// HOOKWATCH_HTTP_AUTH_TOKEN (bearer), else HOOKWATCH_HTTP_AUTH_USERNAME and HOOKWATCH_HTTP_AUTH_PASSWORD (basic).
 import { get as httpGet } from 'node:http';
 import { get as httpsGet } from 'node:https';
+import { Buffer } from 'node:buffer';
 
 const addr = process.env.HOOKWATCH_HTTP_ADDR ?? '';
 const port = Number(/:(\d+)$/.exec(addr)?.[1] ?? '9318');
 const TIMEOUT_MS = 4000;
+const path = process.argv[2] === '/readyz' ? '/readyz' : '/healthz';
+const env = process.env;
+const authorization = env.HOOKWATCH_HTTP_AUTH_TOKEN
+  ? `Bearer ${env.HOOKWATCH_HTTP_AUTH_TOKEN}`
+  : env.HOOKWATCH_HTTP_AUTH_USERNAME && env.HOOKWATCH_HTTP_AUTH_PASSWORD
+    ? `Basic ${Buffer.from(`${env.HOOKWATCH_HTTP_AUTH_USERNAME}:${env.HOOKWATCH_HTTP_AUTH_PASSWORD}`).toString('base64')}`
+    : undefined;
 
-/** The status of GET /healthz with `get` (http or https), or the error. */
+/** The status of GET /healthz (or /readyz) with `get` (http or https), or the error. */
 function ask(get, options = {}) {
   return new Promise((resolve, reject) => {
-    const req = get({ host: '127.0.0.1', port, path: '/healthz', timeout: TIMEOUT_MS, ...options }, (res) => {
+    const req = get({ host: '127.0.0.1', port, path, headers: path === '/readyz' && authorization ? { authorization } : {}, timeout: TIMEOUT_MS, ...options }, (res) => {
       res.resume();
       resolve(res.statusCode ?? 0);
     });
