@@ -18,6 +18,7 @@ import { hookRequest } from './otlp-json.ts';
 import { READ_TIMEOUT_MS } from '../src/api.ts';
 import { BUILD_RECHECK_MS, IDLE_RELOAD_MS, MAX_RETRY_MS, UPDATE_AGAIN_NOTICE, UPDATE_NOTICE } from '../src/shell-state.ts';
 import { NO_MATCHER } from '../src/pages/alerts-state.ts';
+import { KEEP_EVENTS } from './experience-fixture.ts';
 
 const ID = hookId('SessionStart', 'SessionStart:startup');
 
@@ -42,15 +43,18 @@ async function page(allow?: RegExp, timezoneId?: string, httpCredentials?: { use
   return w;
 }
 
-/** hookwatch on a data directory of its own, fed the captured Claude Code requests; `env` pins its ports. */
+/**
+ * hookwatch on a data directory of its own, fed the captured Claude Code requests; `env` pins its ports. Its clock
+ * reads the fixtures' day: their events are kept however long ago that is (KEEP_EVENTS).
+ */
 async function hookwatch(dir: string, env: Record<string, string> = {}): Promise<TestService> {
-  const svc = await startTestService(env, { dir, now: fixtureClock });
+  const svc = await startTestService({ ...KEEP_EVENTS, ...env }, { dir, now: fixtureClock });
   return svc;
 }
 
 /** hookwatch in a directory of its own whose clock reads `now`, closed after the test. */
 async function serviceAt(now: () => number): Promise<TestService> {
-  const svc = await startTestService({}, { dir: mkdtempSync(join(tmpdir(), 'hookwatch-all-day-')), now });
+  const svc = await startTestService(KEEP_EVENTS, { dir: mkdtempSync(join(tmpdir(), 'hookwatch-all-day-')), now });
   cleanups.push(() => svc.close());
   return svc;
 }

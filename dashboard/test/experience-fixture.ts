@@ -13,6 +13,11 @@ import { hookRequest } from './otlp-json.ts';
 
 export const NOW = Date.parse('2026-11-30T08:30:00Z');
 export const PORTS = { HOOKWATCH_OTLP_GRPC_ADDR: '127.0.0.1:0' };
+/**
+ * Keeps the events of a hookwatch whose clock is set days back (NOW, the fixtures' capture) however far today's
+ * clock, by which its store reckons retention, has moved on since.
+ */
+export const KEEP_EVENTS = { HOOKWATCH_RETENTION_EVENTS: '36500d' };
 export const PARTIAL = 'PostToolUse:partial-sizes';
 
 export interface Fixture {
@@ -32,7 +37,9 @@ export function useFixture(): Fixture {
 
   beforeAll(async () => {
     browser = await launch();
-    svc = await startTestService(PORTS, { now: () => NOW });
+    // Events kept however long ago NOW is: the store reckons retention by today's clock, and under the default 30
+    // days a 30-day view of NOW would reach where it keeps only whole hours (its answers then name those).
+    svc = await startTestService({ ...PORTS, ...KEEP_EVENTS }, { now: () => NOW });
     for (const run of FIXTURE_RUNS) {
       for (const req of fixtureRequests(run)) expect((await postOtlp(svc.otlpHttpUrl, req.path, req.body, { 'content-type': req.contentType })).status).toBe(200);
     }

@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
 import { postOtlp, startTestService } from '../../collector/test/helpers.ts';
 import { hookId } from '../../collector/src/hooks/extract.ts';
-import { NOW, PARTIAL, PORTS, useFixture } from './experience-fixture.ts';
+import { KEEP_EVENTS, NOW, PARTIAL, PORTS, useFixture } from './experience-fixture.ts';
 import { hoverTooltips, waitLoaded, watchedPage } from './harness.ts';
 import { hookRequest } from './otlp-json.ts';
 
@@ -127,7 +127,9 @@ describe('the bucket still filling in a range ending now', () => {
   it('is partial on every range, the last hour\'s newest minute too, and the first when the range starts inside one', async () => {
     // 08:33:27: the API counts to 08:34, the whole minute, but the newest bucket has run until now only.
     const at = NOW + 3 * 60_000 + 27_000;
-    const svc = await startTestService(PORTS, { now: () => at });
+    // Under the default 30 days the store, on today's clock, would keep only whole hours at the 30-day range's
+    // start, and its answer would cover (and its first bucket start at) 08:00.
+    const svc = await startTestService({ ...PORTS, ...KEEP_EVENTS }, { now: () => at });
     try {
       // An execution every half hour for 31 days, and a few in the minute still filling.
       const times = [...Array.from({ length: 31 * 48 }, (_v, i) => at - 60_000 - i * 1_800_000), at - 20_000, at - 10_000];
