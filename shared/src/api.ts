@@ -65,9 +65,22 @@ export interface HookSummary extends HookCounters {
   lastSeen: string;
 }
 
+/**
+ * Why an answer covers another range than the one asked (whose ends, rounded to the minute, it names): past
+ * retention.events only whole hours remain (the range widens to the hours its ends fall in), and a filter or
+ * dimension only raw events answer counts nothing there (the range starts where the events kept do).
+ */
+export interface RangeCoverage {
+  askedFrom: string;
+  askedTo: string;
+  limitedBy: 'retention.events';
+}
+
 export interface HooksResponse {
   from: string;
   to: string;
+  /** Present when `from` and `to` (the range covered) differ from the range asked: see RangeCoverage. */
+  coverage?: RangeCoverage;
   /** One page, riskiest first (`limit`, default 1000). */
   hooks: HookSummary[];
   /** Hooks matching the query, over all pages. */
@@ -94,6 +107,8 @@ export interface SeriesResponse {
   hook: { id: string; hookEvent: string; hookName: string };
   from: string;
   to: string;
+  /** Present when `from` and `to` (the range covered) differ from the range asked: see RangeCoverage. */
+  coverage?: RangeCoverage;
   /** Bucket width in seconds. */
   step: number;
   buckets: SeriesBucket[];
@@ -111,6 +126,8 @@ export interface ClientVersion {
 export interface OverviewResponse {
   from: string;
   to: string;
+  /** Present when `from` and `to` (the range covered) differ from the range asked: see RangeCoverage. */
+  coverage?: RangeCoverage;
   totals: HookCounters;
   hooks: number;
   statusCounts: Record<DeliveryStatus, number>;
@@ -195,6 +212,8 @@ export interface FleetSeriesRest {
 export interface FleetSeriesResponse {
   from: string;
   to: string;
+  /** Present when `from` and `to` (the range covered) differ from the range asked: see RangeCoverage. */
+  coverage?: RangeCoverage;
   step: number;
   /** Bucket starts (RFC 3339), as SeriesBucket.start. */
   buckets: string[];
@@ -218,6 +237,8 @@ export interface BreakdownResponse {
   dimension: string;
   from: string;
   to: string;
+  /** Present when `from` and `to` (the range covered) differ from the range asked: see RangeCoverage. */
+  coverage?: RangeCoverage;
   rows: BreakdownRow[];
   /** Rows in the range, over every page. */
   total: number;

@@ -5,7 +5,7 @@
 import type { RequestListener, Server } from 'node:http';
 import { parse as parseQueryString } from 'node:querystring';
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
-import { type BreakdownResponse, type FleetSeriesHook, type FleetSeriesResponse, type FleetSeriesRest, type HookSummary, type HooksResponse, type OverviewResponse, type SeriesBucket, type SeriesResponse } from '../../../shared/src/api.ts';
+import { type BreakdownResponse, type FleetSeriesHook, type FleetSeriesResponse, type FleetSeriesRest, type HookSummary, type HooksResponse, type OverviewResponse, type RangeCoverage, type SeriesBucket, type SeriesResponse } from '../../../shared/src/api.ts';
 import { DELIVERY_STATUSES, measuredOnly, persistedAtLeast, type DeliveryStatus } from '../../../shared/src/cliff.ts';
 import { emptyRow, toCounters, totalCounters } from '../store/counters.ts';
 import type { HookCounters } from '../store/model.ts';
@@ -15,7 +15,7 @@ import { classifyCounters } from '../hooks/cliff.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { Privacy } from '../privacy/index.ts';
 import { BadBodyError, BadParameterError, echoed } from '../request-error.ts';
-import { MAX_FLEET_HOOK_BUCKETS, ParamError, breakdownOrder, breakdownPageOf, bucketEnd, bucketStart, bucketStarts, hookCursor, nameMatches, onlyParams, pageAfter, parseBreakdownCursor, parseFilters, parseHookCursor, parseHookId, parseHookIds, parseLimit, parseNameFilter, parseRange, parseStep, single, type HookPosition } from './params.ts';
+import { MAX_FLEET_HOOK_BUCKETS, ParamError, breakdownOrder, breakdownPageOf, bucketEnd, bucketStart, bucketStarts, hookCursor, nameMatches, onlyParams, pageAfter, parseBreakdownCursor, parseFilters, parseHookCursor, parseHookId, parseHookIds, parseLimit, parseNameFilter, parseRange, parseStep, single, type HookPosition, type TimeRange } from './params.ts';
 import { addTranscriptCommandsRoute } from './transcript-commands.ts';
 import type { OtlpRefusals } from '../receiver/refusals.ts';
 import type { QueryGate } from './query-gate.ts';
@@ -117,6 +117,14 @@ export function createApiRouter(opts: ApiOptions): Router {
     return opts.privacy ? opts.privacy.filters(filters) : filters;
   };
 
+  // The range an answer reads, echoes as its from and to, and buckets by: the range retention lets it cover
+  // (Store.coverage), with `coverage` naming the range asked and what limited it where the two differ.
+  const covered = async (asked: TimeRange, filters: Record<string, string>, dimension?: string): Promise<TimeRange & { coverage?: { coverage: RangeCoverage } }> => {
+    const c = await store.coverage({ ...asked, filters }, dimension);
+    if (c.limitedBy === undefined) return asked;
+    return { fromMs: c.fromMs, toMs: c.toMs, coverage: { coverage: { askedFrom: formatRfc3339(asked.fromMs), askedTo: formatRfc3339(asked.toMs), limitedBy: c.limitedBy } } };
+  };
+
   router.route('/healthz').get((_req, res) => {
     res.json({ status: 'ok' });
   }).all(probeOnly('/healthz'));
@@ -140,22 +148,23 @@ export function createApiRouter(opts: ApiOptions): Router {
     const name = parseNameFilter(q);
     const limit = parseLimit(q);
     const after = parseHookCursor(q);
-    const { fromMs, toMs } = parseRange(q, now());
+    const asked = parseRange(q, now());
     const filters = filtersOf(q, ['from', 'to', 'status', 'name', 'limit', 'cursor']);
+    const { fromMs, toMs, coverage } = await covered(asked, filters);
     const hooks = ranked(await store.hookCounters({ fromMs, toMs, filters }));
     // Status and name narrow the ranked list: pages and `total` count the hooks that match, riskiest first. A page
     // starts after the hook the previous one ended on, not at a count: a hook that moves up between two requests
     // shifts no other onto the next page twice.
     const matching = status || name !== undefined ? hooks.filter((h) => (!status || h.status === status) && nameMatches(h.hookName, name)) : hooks;
     const { items, total, nextCursor } = pageAfter(matching, limit, after, afterPosition, (h) => hookCursor(hookPosition(h)));
-    const body: HooksResponse = { from: formatRfc3339(fromMs), to: formatRfc3339(toMs), hooks: items.map((h) => hookSummary(h.counters.info, h.counters)), total, nextCursor };
+    const body: HooksResponse = { from: formatRfc3339(fromMs), to: formatRfc3339(toMs), ...coverage, hooks: items.map((h) => hookSummary(h.counters.info, h.counters)), total, nextCursor };
     res.json(body);
   });
 
   router.get('/api/v1/hooks/:id', async (req, res) => {
     const id = parseHookId(String(req.params['id']));
     const q = req.query as Record<string, unknown>;
-    const range = parseRange(q, now());
+    const asked = parseRange(q, now());
     const filters = filtersOf(q, ['from', 'to']);
     // Parameters first, as the series and breakdown: a bad one is 400 whether or not the hook is known.
     const info = await store.hook(id);
@@ -163,29 +172,31 @@ export function createApiRouter(opts: ApiOptions): Router {
       hookNotFound(res, id);
       return;
     }
+    const { coverage, ...range } = await covered(asked, filters);
     const c = (await store.hookCounters({ ...range, filters, hookId: id })).get(id);
-    res.json({ from: formatRfc3339(range.fromMs), to: formatRfc3339(range.toMs), hook: hookSummary(info, c ?? toCounters(emptyRow())) });
+    res.json({ from: formatRfc3339(range.fromMs), to: formatRfc3339(range.toMs), ...coverage, hook: hookSummary(info, c ?? toCounters(emptyRow())) });
   });
 
   router.get('/api/v1/hooks/:id/series', async (req, res) => {
     const id = parseHookId(String(req.params['id']));
     const q = req.query as Record<string, unknown>;
     const at = now();
-    const range = parseRange(q, at);
-    const step = parseStep(q, range);
+    const asked = parseRange(q, at);
+    const step = parseStep(q, asked);
     const filters = filtersOf(q, ['from', 'to', 'step']);
     const info = await store.hook(id);
     if (!info) {
       hookNotFound(res, id);
       return;
     }
+    const { coverage, ...range } = await covered(asked, filters);
     const stepMs = step * 1000;
     const map = await store.series(id, { ...range, stepMs, filters });
     const buckets: SeriesBucket[] = [];
     for (const t of bucketStarts(range, stepMs)) {
       buckets.push(seriesBucket(bucketStart(range, t), bucketEnd(range, t, stepMs, at), map.get(t) ?? toCounters(emptyRow())));
     }
-    const body: SeriesResponse = { hook: { id, hookEvent: info.hookEvent, hookName: info.hookName }, from: formatRfc3339(range.fromMs), to: formatRfc3339(range.toMs), step, buckets };
+    const body: SeriesResponse = { hook: { id, hookEvent: info.hookEvent, hookName: info.hookName }, from: formatRfc3339(range.fromMs), to: formatRfc3339(range.toMs), ...coverage, step, buckets };
     res.json(body);
   });
 
@@ -194,7 +205,7 @@ export function createApiRouter(opts: ApiOptions): Router {
     const q = req.query as Record<string, unknown>;
     const dimension = single(q, 'dimension') ?? 'service.version';
     if (!dims.includes(dimension)) throw new ParamError('dimension', `unknown dimension ${echoed(dimension)}; known: ${dims.join(', ')}`);
-    const range = parseRange(q, now());
+    const asked = parseRange(q, now());
     const limit = parseLimit(q);
     const after = parseBreakdownCursor(q);
     const filters = filtersOf(q, ['from', 'to', 'dimension', 'limit', 'cursor']);
@@ -203,11 +214,12 @@ export function createApiRouter(opts: ApiOptions): Router {
       hookNotFound(res, id);
       return;
     }
+    const { coverage, ...range } = await covered(asked, filters, dimension);
     // A breakdown by session or user grows with the fleet: one page of rows, most executions first, in an order
     // that stays the same from one page to the next (ties by value), after the row the cursor names.
     const rows = (await store.breakdown(id, dimension, { ...range, filters })).sort(breakdownOrder);
     const { items, total, nextCursor } = breakdownPageOf(rows, limit, after);
-    const body: BreakdownResponse = { hookId: id, dimension, from: formatRfc3339(range.fromMs), to: formatRfc3339(range.toMs), rows: items.map(breakdownRow), total, nextCursor };
+    const body: BreakdownResponse = { hookId: id, dimension, from: formatRfc3339(range.fromMs), to: formatRfc3339(range.toMs), ...coverage, rows: items.map(breakdownRow), total, nextCursor };
     res.json(body);
   });
 
@@ -215,8 +227,9 @@ export function createApiRouter(opts: ApiOptions): Router {
 
   router.get('/api/v1/overview', async (req, res) => {
     const q = req.query as Record<string, unknown>;
-    const { fromMs, toMs } = parseRange(q, now());
+    const asked = parseRange(q, now());
     const filters = filtersOf(q, ['from', 'to']);
+    const { fromMs, toMs, coverage } = await covered(asked, filters);
     // Three questions about the same range, asked at once: the store reads them on its read connections side by
     // side (as many as it has), and the raw events both the counters and the versions read are read once.
     const [byHook, last, versions] = await Promise.all([
@@ -232,6 +245,7 @@ export function createApiRouter(opts: ApiOptions): Router {
     const body: OverviewResponse = {
       from: formatRfc3339(fromMs),
       to: formatRfc3339(toMs),
+      ...coverage,
       totals: wireCounters(totals),
       hooks: hooks.length,
       statusCounts,
@@ -249,9 +263,10 @@ export function createApiRouter(opts: ApiOptions): Router {
   router.get('/api/v1/fleet/series', async (req, res) => {
     const q = req.query as Record<string, unknown>;
     const at = now();
-    const range = parseRange(q, at);
-    const step = parseStep(q, range);
+    const asked = parseRange(q, at);
+    const step = parseStep(q, asked);
     const filters = filtersOf(q, ['from', 'to', 'step', 'limit', 'ids']);
+    const { coverage, ...range } = await covered(asked, filters);
     const limit = parseLimit(q);
     // Only the hooks named, as if the fleet were those: a table showing rows past the riskiest `limit` (a search,
     // every hook listed) asks for their series so, a screenful at a time, and the store reads those hooks only.
@@ -311,7 +326,7 @@ export function createApiRouter(opts: ApiOptions): Router {
     }
     const hooks = [...byId.values()].sort((a, b) => b.total - a.total || a.hookName.localeCompare(b.hookName));
     const body: FleetSeriesResponse = {
-      from: formatRfc3339(range.fromMs), to: formatRfc3339(range.toMs), step, buckets: starts.map((t) => formatRfc3339(bucketStart(range, t))),
+      from: formatRfc3339(range.fromMs), to: formatRfc3339(range.toMs), ...coverage, step, buckets: starts.map((t) => formatRfc3339(bucketStart(range, t))),
       ends: starts.map((t) => formatRfc3339(bucketEnd(range, t, stepMs, at))),
       hooks: hooks.map(({ total: _total, ...rest }) => rest),
       rest,

@@ -130,6 +130,32 @@ export function resolveSegment(seg: Segment, rawOnly: boolean, s: MinuteSources)
   return minuteParts(seg.fromMs, seg.toMs, s).map((p) => ({ granularity: p.source === 'hour' ? 'hour' : 'minute', fromMs: p.fromMs, toMs: p.toMs, events: p.source === 'events' }));
 }
 
+/** Why a read covers another range than the one asked: what retention.events deleted. */
+export type CoverageLimit = 'retention.events';
+
+/** The range a read covers (both ends whole minutes), and what made it differ from the range asked, if anything. */
+export interface Coverage {
+  fromMs: number;
+  toMs: number;
+  limitedBy?: CoverageLimit;
+}
+
+/**
+ * The range a read over [from, to) (aligned to the minute) counts, as resolveSegment reads it: beyond the events
+ * horizon only whole hours remain, so an edge there widens to the hour holding it; a read only raw events answer
+ * (`rawOnly`) counts nothing before the horizon, so its start moves up to it (a range wholly before it covers
+ * nothing: from and to both at its end).
+ */
+export function coveredRange(fromMs: number, toMs: number, rawOnly: boolean, s: MinuteSources): Coverage {
+  if (rawOnly) {
+    if (fromMs >= s.eventsFrom) return { fromMs, toMs };
+    return { fromMs: Math.min(s.eventsFrom, toMs), toMs, limitedBy: 'retention.events' };
+  }
+  const from = fromMs < s.eventsFrom ? Math.floor(fromMs / HOUR) * HOUR : fromMs;
+  const to = toMs < s.eventsFrom ? Math.ceil(toMs / HOUR) * HOUR : toMs;
+  return from === fromMs && to === toMs ? { fromMs, toMs } : { fromMs: from, toMs: to, limitedBy: 'retention.events' };
+}
+
 /** Where a part of a series range is read: as the filter's plan decides, from the raw events, or whole hours. */
 export interface SeriesSpan {
   source: 'planned' | 'events' | 'hour';

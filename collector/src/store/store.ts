@@ -9,7 +9,7 @@ import type { TranscriptFinding } from '../hooks/transcript-findings.ts';
 import type { FindingsResult } from './transcript-findings.ts';
 import type { GuardTrim, GuardTrimStats } from './guard-trims.ts';
 import { toCounters, type CounterRow } from './counters.ts';
-import { eventsPruneBound } from './minute-sources.ts';
+import { eventsPruneBound, type Coverage } from './minute-sources.ts';
 import { measuredOnly, persistedAtLeast } from '../../../shared/src/cliff.ts';
 
 export interface IngestResult {
@@ -259,6 +259,12 @@ export interface Store {
   hooks(ids: readonly string[]): Promise<Map<string, HookInfo>>;
   /** Per-hook counters over a range; only hooks with events in the range. */
   hookCounters(q: RangeQuery): Promise<Map<string, HookCounters & { info: HookInfo }>>;
+  /**
+   * The range a read over q (hookCounters, series, or with `dimension` a breakdown by it) covers, by retention
+   * (minute-sources.ts coveredRange): beyond retention.events a read that only raw events answer (q's filters or
+   * the dimension keep no rollup) counts nothing, and any other has whole hours only.
+   */
+  coverage(q: RangeQuery, dimension?: string): Promise<Coverage>;
   /** Time buckets for one hook. Buckets with no events are omitted. */
   series(hookId: string, q: SeriesQuery): Promise<Map<number, HookCounters>>;
   /** Every hook's time buckets, the few figures a sparkline draws; empty buckets omitted. */

@@ -17,7 +17,7 @@ import { MIN_SECRET_CHARS, urlPasswords } from '../../config/values.ts';
 import { COUNTER_COLUMNS, COUNT_SUM_COLUMNS, FIRST_COUNTER_COLUMNS, GRANULARITIES, MAX_COLUMNS, fromDbRow, groupForRollups, hooksSeen, mergeRow, toCounters, type CounterRow } from '../counters.ts';
 import { DAY as DAY_MS, HOUR as HOUR_MS, MINUTE as MINUTE_MS, floorSql, granularityForStep, segments, type Granularity } from '../segments.ts';
 import { KeptRows } from '../kept-rows.ts';
-import { eventsPruneBound, laterBounds, mergeFleet, mergeSeries, minuteRollupsPruneBound, minuteSources, NOTHING_PRUNED, parseBounds, PRUNED_BEFORE_META, readEdges, hookEdgeRows, resolveSegment, seriesSpans, type EdgeRows, type MinuteRetention, type SeriesEdge, type PrunedBounds } from '../minute-sources.ts';
+import { coveredRange, eventsPruneBound, laterBounds, mergeFleet, mergeSeries, minuteRollupsPruneBound, minuteSources, NOTHING_PRUNED, parseBounds, PRUNED_BEFORE_META, readEdges, hookEdgeRows, resolveSegment, seriesSpans, type Coverage, type EdgeRows, type MinuteRetention, type SeriesEdge, type PrunedBounds } from '../minute-sources.ts';
 import { ATTR_ROLLUP_TABLE, attrRollupDdl, attrRollupPruneSql, attrRollupQuery, groupForAttrRollups } from '../attr-rollups.ts';
 import { type DimFamily, type DimGranularity, type DimRollupGroup, DIM_CLIENT_FAMILY, DIM_CLIENT_TABLES, DIM_GRANULARITIES, DIM_HOOK_FAMILY, DIM_ROLLUP_TABLES, dimClientPruneSql, dimRollupRekeyDdl, DIM_PRUNE_HOOKS, ROLLED_DIMENSIONS_META, dimChanges, dimPruneSql, dimGranularity, dimRemoveSql, dimRollupDdl, eventGroupExprs, groupForDimRollups, groupsPerHook, newestFilteredEvent, planRead, rolledDimensions, rollupGroupColumns, rollupWhere, type Grouping } from '../dim-rollups.ts';
 import { DEFAULT_MAX_HOOKS, KnownHooks, foldNewHooks, overflowIds, storedHookIds } from '../hook-limit.ts';
@@ -1603,6 +1603,11 @@ export class PostgresStore implements Store {
     const params = [hookId, q.fromMs, q.toMs];
     const [buckets, largest] = await Promise.all([this.query(GUARD_SQL.buckets, [...params, q.stepMs]), this.query(GUARD_SQL.largest, params)]);
     return guardTrimStats(buckets, largest);
+  }
+
+  async coverage(q: RangeQuery, dimension?: string): Promise<Coverage> {
+    const plan = planRead(q.filters ?? {}, dimension === undefined ? 'hook' : { dimension }, this.rolled);
+    return coveredRange(q.fromMs, q.toMs, plan.source === 'raw', minuteSources(Date.now(), this.retention, await this.currentBounds()));
   }
 
   async lastEventMs(filters?: Record<string, string>): Promise<number | null> {

@@ -10,7 +10,7 @@ import { isOverflowHook, type HookEvent } from '../../hooks/model.ts';
 import type { Logger } from '../../telemetry/logger.ts';
 import { COUNTER_COLUMNS, GRANULARITIES, fromDbRow, groupForRollups, hooksSeen, mergeRow, toCounters, type CounterRow } from '../counters.ts';
 import { HOUR, MINUTE, granularityForStep, segments, type Granularity, type Segment } from '../segments.ts';
-import { eventsPruneBound, laterBounds, mergeFleet, mergeSeries, minuteRollupsPruneBound, minuteSources, NOTHING_PRUNED, parseBounds, PRUNED_BEFORE_META, readEdges, hookEdgeRows, resolveSegment, seriesSpans, type EdgeRows, type MinuteRetention, type SeriesEdge, type PrunedBounds } from '../minute-sources.ts';
+import { coveredRange, eventsPruneBound, laterBounds, mergeFleet, mergeSeries, minuteRollupsPruneBound, minuteSources, NOTHING_PRUNED, parseBounds, PRUNED_BEFORE_META, readEdges, hookEdgeRows, resolveSegment, seriesSpans, type Coverage, type EdgeRows, type MinuteRetention, type SeriesEdge, type PrunedBounds } from '../minute-sources.ts';
 import { DIM_CLIENT_TABLES, DIM_FAMILY, DIM_FAMILY_NAMES, DIM_GRANULARITIES, DIM_ROLLUP_TABLES, type DimFamilyName, dimClientPruneSql, DIM_PRUNE_HOOKS, dimPruneSql, dimGranularity, eventGroupExprs, groupForDimRollups, groupsPerHook, newestFilteredEvent, planRead, rolledDimensions, rollupGroupColumns, rollupWhere, type DimGranularity, type Grouping } from '../dim-rollups.ts';
 import { DEFAULT_MAX_HOOKS, KnownHooks, foldNewHooks } from '../hook-limit.ts';
 import { AttrSetCache, ATTR_INSERT_COLUMNS, coveringBounds } from '../attr-sets.ts';
@@ -1047,6 +1047,11 @@ export class SqliteStore implements Store {
     const params = [hookId, q.fromMs, q.toMs];
     const buckets = await this.all(GUARD_SQL.buckets, [...params, q.stepMs]);
     return guardTrimStats(buckets, await this.all(GUARD_SQL.largest, params));
+  }
+
+  async coverage(q: RangeQuery, dimension?: string): Promise<Coverage> {
+    const plan = planRead(q.filters ?? {}, dimension === undefined ? 'hook' : { dimension }, this.rolled);
+    return coveredRange(q.fromMs, q.toMs, plan.source === 'raw', minuteSources(Date.now(), this.retention, this.pruned));
   }
 
   async lastEventMs(filters?: Record<string, string>): Promise<number | null> {

@@ -1,0 +1,162 @@
+/**
+ * Past retention.events an answer names the range it covered: a filter only raw events answer (user.id) counts
+ * nothing there, so its `from` is where the events kept start; any other read has whole hours there, so its ends
+ * widen to the hours they fall in. `coverage` names the range asked and what limited it. Both stores, the data
+ * written while retention kept it, then served under a short retention, as after a restart with a new setting.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { BreakdownResponse, HookSummary, OverviewResponse, RangeCoverage, SeriesResponse } from '../../../shared/src/api.ts';
+import type { HookEvent } from '../hooks/model.ts';
+import { hookId } from '../hooks/extract.ts';
+import { PostgresStore } from '../store/postgres/index.ts';
+import { SqliteStore } from '../store/sqlite/index.ts';
+import { DAY, HOUR, MINUTE } from '../store/segments.ts';
+import type { Store } from '../store/store.ts';
+import { getJson, startTestService, type TestService } from '../../test/helpers.ts';
+import { useTestServer } from '../../test/support/postgres/fixture.ts';
+
+const pg = useTestServer();
+const LONG = { eventsMs: 36500 * DAY, minuteRollupsMs: 36500 * DAY };
+const NOW = Date.now();
+/** Five days ago, on the hour: beyond the 2d events retention served. */
+const OLD = Math.floor((NOW - 5 * DAY) / HOUR) * HOUR;
+/** Three hours ago, within it. */
+const RECENT = Math.floor((NOW - 3 * HOUR) / MINUTE) * MINUTE;
+const iso = (ms: number): string => new Date(ms).toISOString();
+/** Where the events kept start under 2d (minute-sources.ts): the hour holding now - 2d (a minute's lead). */
+const eventsFrom = (at: number): number => Math.floor((at + MINUTE - 2 * DAY) / HOUR) * HOUR;
+
+let seq = 0;
+function ev(timeMs: number, userId: string, sizes: boolean): HookEvent {
+  const hookName = 'PostToolUse:Bash';
+  return {
+    kind: 'complete', dedupKey: `c-${++seq}`, hookId: hookId('PostToolUse', hookName), hookEvent: 'PostToolUse', hookName, timeMs,
+    numHooks: 1, numSuccess: 1, numBlocking: 0, numNonBlockingError: 0, numCancelled: 0, durationMs: 10, stdoutChars: sizes ? 100 : null,
+    additionalContextChars: null, systemMessageChars: null, initialUserMessageChars: null, outputsPersisted: sizes ? 0 : null, sizesKnown: sizes,
+    status: sizes ? 'ok' : 'unknown', serviceName: 'claude-code', serviceVersion: '2.1.332', sessionId: `s-${userId}`, userId, userEmail: '',
+    userAccountUuid: '', organizationId: '', terminalType: 'xterm', source: 'otlp', extra: {},
+  };
+}
+
+/** u1 ran five times five days ago (three without sizes) and once three hours ago; u2 once five days ago. */
+const EVENTS = [
+  ev(OLD + 10 * MINUTE, 'u1', true), ev(OLD + 20 * MINUTE, 'u1', false), ev(OLD + 70 * MINUTE, 'u1', false),
+  ev(OLD + 130 * MINUTE, 'u1', false), ev(OLD + 150 * MINUTE, 'u1', true), ev(OLD + 40 * MINUTE, 'u2', true),
+  ev(RECENT, 'u1', true),
+];
+const BASH = hookId('PostToolUse', 'PostToolUse:Bash');
+
+const backends: { name: string; write: (dir: string) => Promise<{ store: Store; db: string }> }[] = [
+  {
+    name: 'sqlite',
+    write: async (dir) => {
+      const db = join(dir, 'c.db');
+      return { store: new SqliteStore({ path: db, synchronous: 'normal', dimensions: [], retention: LONG }), db };
+    },
+  },
+  {
+    name: 'postgres',
+    write: async () => {
+      const db = await pg.server().createDatabase();
+      return { store: await PostgresStore.open({ url: db, dimensions: [], poolSize: 2, retention: LONG }), db };
+    },
+  },
+];
+
+describe.each(backends)('answers past retention.events name the range covered ($name)', (backend) => {
+  let dir = '';
+  let service: TestService;
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'hookwatch-coverage-'));
+    const { store, db } = await backend.write(dir);
+    expect((await store.ingest(EVENTS)).inserted).toHaveLength(EVENTS.length);
+    await store.close();
+    service = await startTestService({ HOOKWATCH_DB: db, HOOKWATCH_RETENTION_EVENTS: '2d', HOOKWATCH_RETENTION_MINUTE_ROLLUPS: '2d' });
+  }, 120_000);
+  afterAll(async () => {
+    await service?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** GET `path`, with the events' horizon as the server reckoned it (read on both sides of the request). */
+  async function get<T>(path: string): Promise<{ body: T; horizons: string[] }> {
+    const before = eventsFrom(Date.now());
+    const { status, body } = await getJson<T>(service.httpUrl, path);
+    expect(status).toBe(200);
+    return { body, horizons: [iso(before), iso(eventsFrom(Date.now()))] };
+  }
+
+  it('starts an answer only raw events give where the events kept start, and says so', async () => {
+    const from = iso(OLD - DAY + 17 * MINUTE);
+    const to = iso(NOW + HOUR);
+    const q = `from=${from}&to=${to}&user.id=u1`;
+    const coverage = { askedFrom: from, askedTo: iso(Math.ceil((NOW + HOUR) / MINUTE) * MINUTE), limitedBy: 'retention.events' };
+    const overview = await get<OverviewResponse>(`/api/v1/overview?${q}`);
+    expect(overview.horizons).toContain(overview.body.from);
+    expect(overview.body.to).toBe(coverage.askedTo);
+    expect(overview.body.coverage).toEqual(coverage);
+    // What it counts is u1's one execution since then: the five before are outside the range it names.
+    expect(overview.body.totals.executions).toBe(1);
+    const detail = await get<{ from: string; to: string; coverage?: RangeCoverage; hook: HookSummary }>(`/api/v1/hooks/${BASH}?${q}`);
+    expect(detail.horizons).toContain(detail.body.from);
+    expect(detail.body.coverage).toEqual(coverage);
+    const series = await get<SeriesResponse>(`/api/v1/hooks/${BASH}/series?${q}&step=1h`);
+    expect(series.horizons).toContain(series.body.from);
+    expect(series.body.coverage).toEqual(coverage);
+    expect(series.horizons).toContain(series.body.buckets[0]?.start);
+    expect(series.body.buckets.reduce((s, b) => s + b.executions, 0)).toBe(1);
+    // A breakdown by a dimension no rollup keeps, unfiltered: the same.
+    const byUser = await get<BreakdownResponse>(`/api/v1/hooks/${BASH}/breakdown?from=${from}&to=${to}&dimension=user.id`);
+    expect(byUser.horizons).toContain(byUser.body.from);
+    expect(byUser.body.coverage).toEqual(coverage);
+    expect(byUser.body.rows.map((r) => [r.value, r.executions])).toEqual([['u1', 1]]);
+  });
+
+  it('names an empty range when an answer only raw events give lies wholly before the events kept', async () => {
+    const q = `from=${iso(OLD - DAY)}&to=${iso(OLD + 3 * HOUR)}&user.id=u1`;
+    const coverage = { askedFrom: iso(OLD - DAY), askedTo: iso(OLD + 3 * HOUR), limitedBy: 'retention.events' };
+    const overview = await get<OverviewResponse>(`/api/v1/overview?${q}`);
+    expect([overview.body.from, overview.body.to]).toEqual([iso(OLD + 3 * HOUR), iso(OLD + 3 * HOUR)]);
+    expect(overview.body.coverage).toEqual(coverage);
+    expect(overview.body.totals.executions).toBe(0);
+    const series = await get<SeriesResponse>(`/api/v1/hooks/${BASH}/series?${q}&step=1h`);
+    expect([series.body.from, series.body.to, series.body.buckets]).toEqual([iso(OLD + 3 * HOUR), iso(OLD + 3 * HOUR), []]);
+    expect(series.body.coverage).toEqual(coverage);
+  });
+
+  it('widens a range past retention.events to the whole hours the hour rollups answer, and says so', async () => {
+    const from = OLD + 17 * MINUTE;
+    const to = OLD + 2 * HOUR + 5 * MINUTE;
+    const q = `from=${iso(from)}&to=${iso(to)}`;
+    const coverage = { askedFrom: iso(from), askedTo: iso(to), limitedBy: 'retention.events' };
+    const overview = await get<OverviewResponse>(`/api/v1/overview?${q}`);
+    expect([overview.body.from, overview.body.to]).toEqual([iso(OLD), iso(OLD + 3 * HOUR)]);
+    expect(overview.body.coverage).toEqual(coverage);
+    // Every execution of those three hours, the one at OLD + 10 minutes and the one at OLD + 150 minutes among them.
+    expect(overview.body.totals.executions).toBe(6);
+    const series = await get<SeriesResponse>(`/api/v1/hooks/${BASH}/series?${q}&step=1h`);
+    expect([series.body.from, series.body.to]).toEqual([iso(OLD), iso(OLD + 3 * HOUR)]);
+    expect(series.body.coverage).toEqual(coverage);
+    // Whole hours, so no bucket is partial.
+    expect(series.body.buckets.map((b) => [b.start, b.end, b.executions])).toEqual([
+      [iso(OLD), iso(OLD + HOUR), 3], [iso(OLD + HOUR), iso(OLD + 2 * HOUR), 1], [iso(OLD + 2 * HOUR), iso(OLD + 3 * HOUR), 2],
+    ]);
+    const byVersion = await get<BreakdownResponse>(`/api/v1/hooks/${BASH}/breakdown?${q}`);
+    expect([byVersion.body.from, byVersion.body.to]).toEqual([iso(OLD), iso(OLD + 3 * HOUR)]);
+    expect(byVersion.body.coverage).toEqual(coverage);
+  });
+
+  it('answers a range retention keeps as asked, with no coverage note', async () => {
+    const from = RECENT - 17 * MINUTE;
+    const q = `from=${iso(from)}&to=${iso(RECENT + 5 * MINUTE)}&user.id=u1`;
+    const overview = await get<OverviewResponse>(`/api/v1/overview?${q}`);
+    expect(overview.body.from).toBe(iso(from));
+    expect(overview.body.coverage).toBeUndefined();
+    expect(overview.body.totals.executions).toBe(1);
+    const series = await get<SeriesResponse>(`/api/v1/hooks/${BASH}/series?${q}&step=1h`);
+    expect(series.body.coverage).toBeUndefined();
+  });
+});
