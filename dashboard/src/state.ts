@@ -5,6 +5,7 @@
 import { HOOK_PARAM } from '../../shared/src/alert-range.ts';
 import { chartStepForSpan } from '../../shared/src/chart-step.ts';
 import { SILENCE_PARAM, silenceLabels } from '../../shared/src/silence-link.ts';
+import type { RangeCoverage } from '../../shared/src/api.ts';
 import type { Query } from './api.ts';
 import { dateTime, isolated, timeZone, timeZoneLabel } from './format.ts';
 
@@ -231,4 +232,39 @@ export function widerRange(range: Range, nowMs: number): Range | undefined {
   if (span <= to - from) return undefined;
   const end = Math.min(nowMs, (from + to + span) / 2);
   return customRange(Math.round(end - span), Math.round(end));
+}
+
+/** An answer's range: the one it covered, and with `coverage` the range asked, where retention made them differ. */
+export interface CoveredAnswer {
+  from: string;
+  to: string;
+  coverage?: RangeCoverage;
+}
+
+/**
+ * The range the next calls of a page ask for, to agree with the answer they follow: the range it covered, or the
+ * one asked where it covered none (a filter only raw events answer, wholly past retention.events), which no
+ * range can be asked as.
+ */
+export function followRange(answer: CoveredAnswer): { from: string; to: string } {
+  if (Date.parse(answer.from) < Date.parse(answer.to) || !answer.coverage) return { from: answer.from, to: answer.to };
+  return { from: answer.coverage.askedFrom, to: answer.coverage.askedTo };
+}
+
+/**
+ * What a page says when an answer covers another range than the one asked (its `coverage`), so a short count is
+ * not read as a quiet fleet: past retention.events only whole hours are kept, and nothing a filter or breakdown
+ * only raw events answer reads. Null when the answer covers the range asked.
+ */
+export function coverageNote(answer: CoveredAnswer): string | null {
+  const c = answer.coverage;
+  if (!c) return null;
+  const from = Date.parse(answer.from);
+  if (from >= Date.parse(answer.to)) {
+    return 'Nothing counted: this range is older than the raw events kept (retention.events), and what this view filters or breaks down by is read from them alone.';
+  }
+  if (from > Date.parse(c.askedFrom)) {
+    return `Counted from ${dateTime(answer.from)} only, where the raw events kept (retention.events) start: what this view filters or breaks down by is read from them alone.`;
+  }
+  return `Counted over whole hours, ${dateTime(answer.from)} to ${dateTime(answer.to)}: past retention.events only hourly figures are kept.`;
 }

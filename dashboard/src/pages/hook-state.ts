@@ -13,7 +13,7 @@ import { anyPositive, type Band } from '../charts.ts';
 import { supersededBy } from './alerts-state.ts';
 import { FORECAST_DAYS, type ForecastReading } from '../forecast.ts';
 import { bucketCell, bucketCovers, bucketStartHeader, chars, dateTime, headroomText, num, pct, plural, type BucketCover } from '../format.ts';
-import { apiQuery, buildUrl, bucketsRange, chartStep, filterList, keptParams, rangeLabel, shownValue, type ViewState } from '../state.ts';
+import { apiQuery, buildUrl, bucketsRange, chartStep, filterList, followRange, keptParams, rangeLabel, shownValue, type CoveredAnswer, type ViewState } from '../state.ts';
 
 /** The string kinds the cliff chart draws; initialUserMessage joins only when a bucket reports it. */
 const CHART_KINDS: OutputKind[] = ['additionalContext', 'stdout', 'systemMessage'];
@@ -58,10 +58,10 @@ export function zoomUrl(state: ViewState, hookId: string, series: SeriesResponse
  * breakdowns agree while events keep arriving. The chart step follows the range. Transcript commands and guard
  * trims are not kept per dimension: their routes take the range only (and refuse a filter as unknown).
  */
-export function followQueries(state: ViewState, resolved: { from: string; to: string }, by: string): { range: Query; series: Query; versions: Query; dimension: Query; commands: Query; guardTrims: Query } {
-  const range = { ...apiQuery(state), from: resolved.from, to: resolved.to };
+export function followQueries(state: ViewState, resolved: CoveredAnswer, by: string): { range: Query; series: Query; versions: Query; dimension: Query; commands: Query; guardTrims: Query } {
+  const span = followRange(resolved);
+  const range = { ...apiQuery(state), ...span };
   const step = String(chartStep(state.range));
-  const span = { from: resolved.from, to: resolved.to };
   return {
     range, series: { ...range, step }, versions: { ...range, dimension: 'service.version' }, dimension: { ...range, dimension: by },
     commands: span, guardTrims: { ...span, step },

@@ -16,7 +16,7 @@ import { FORECAST_DAYS, dailySeries, forecastFrom, forecastReading, type Forecas
 import { addGuardTrimsToCliff, guardTrimsKpi, loadGuardTrims } from '../guard-trims.ts';
 import type { Page, PageContext } from '../page.ts';
 import { zoomOutUrl } from '../shell-state.ts';
-import { apiQuery, buildUrl } from '../state.ts';
+import { apiQuery, buildUrl, coverageNote } from '../state.ts';
 import { cssColor } from '../theme.ts';
 import {
   ALERT_TIMELINE, alertBands, alertRows, backUrl, breakdownBy, breakdownCut, breakdownRows, breakdownUrl, cliffDescription, cliffView, curveRows, curveSummary, deliveryView, dimensionOptions,
@@ -289,7 +289,10 @@ export function hookPage(root: HTMLElement, ctx: PageContext): Page {
     if (!breakdowns) return;
     const drill = { state, filterable };
     replace(byVersion, breakdownTable(breakdowns.versions, 'by-version', drill, ctx.link));
-    replace(byDim, breakdowns.dim instanceof ApiFailure ? h('p', { class: 'warn' }, breakdowns.dim.message) : breakdownTable(breakdowns.dim, 'by-dimension', drill, ctx.link));
+    // A breakdown by a dimension only raw events keep can cover less than the figures above: it says so.
+    const covers = breakdowns.dim instanceof ApiFailure ? null : coverageNote(breakdowns.dim);
+    replace(byDim, breakdowns.dim instanceof ApiFailure ? h('p', { class: 'warn' }, breakdowns.dim.message) : breakdownTable(breakdowns.dim, 'by-dimension', drill, ctx.link),
+      covers === null ? null : h('p', { class: 'warn', id: 'breakdown-coverage' }, covers));
   };
   void ctx.dimensions().then((dims) => {
     replace(dimSelect, ...dimensionOptions(dims, by).map((d) => h('option', { value: d.value, selected: d.selected }, d.value)));
@@ -371,7 +374,9 @@ export function hookPage(root: HTMLElement, ctx: PageContext): Page {
         quietSince: hk.executions === 0 && hk.starts === 0 ? hk.lastSeen : null,
       });
       const empty = filterEmpty(hk, state);
-      replace(filterNote, empty && h('p', { class: 'warn', id: 'filter-empty' }, empty.text, ctx.link(empty.clearUrl, {}, 'Remove the filters')));
+      const covers = coverageNote(detail);
+      replace(filterNote, covers === null ? null : h('p', { class: 'warn', id: 'range-coverage' }, covers),
+        empty && h('p', { class: 'warn', id: 'filter-empty' }, empty.text, ctx.link(empty.clearUrl, {}, 'Remove the filters')));
       replace(factsEl, ...facts(hk, reading).map(fact), guardTrimsKpi(guardTrims, guardUnfiltered));
       const alertsKnown = !(alerts instanceof ApiFailure);
       cliff.setDescription(cliffDescription(alertsKnown));

@@ -13,7 +13,7 @@ import { breakable, h, replace, scrollBox, table } from '../dom.ts';
 import { isolated, num, statusBadge } from '../format.ts';
 import { dailySeries, forecastFrom } from '../forecast.ts';
 import type { Page, PageContext } from '../page.ts';
-import { apiQuery, chartStep, rangeLabel, rangeQuery, readState, type ViewState } from '../state.ts';
+import { apiQuery, chartStep, coverageNote, followRange, rangeLabel, rangeQuery, readState, type ViewState } from '../state.ts';
 import { zoomOutUrl } from '../shell-state.ts';
 import { sparkGeometry, sparkline } from '../sparkline.ts';
 import {
@@ -130,6 +130,8 @@ export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
   const versions = h('div', { id: 'client-versions' });
   const tbody = h('tbody', { id: 'hook-rows' });
   const tableNote = h('p', { class: 'hint', id: 'table-note' });
+  /** What the range the answers cover lacks of the one asked (coverageNote), above the figures. */
+  const coverageEl = h('p', { class: 'warn', id: 'range-coverage', hidden: true });
   const fleetPanel = new ChartPanel('fleet', 'Persisted outputs over time', `Outputs saved to a file instead of delivered, per bucket, for the ${FLEET_TOP} hooks with the most (the rest grouped), and the largest output in the fleet against the 10,000 cap. Click a hook's bar to open that hook at that time, the grouped bar to zoom to its bucket; drag across the chart to zoom.`);
   const headRow = h('tr', null, ...headerCells(state, sort, dir).map((c) => {
     const cls = c.opt ? 'opt' : undefined;
@@ -190,6 +192,7 @@ export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
     applySearch(searchBox.value);
   } }, h('label', { for: 'hook-search' }, 'Search hooks by name'), searchBox, searchStatus);
   const content = h('div', { id: 'overview-content' },
+    coverageEl,
     h('section', { class: 'panel', 'aria-labelledby': 'kpi-title' }, h('h2', { id: 'kpi-title' }, 'Fleet'), kpisEl, versions),
     fleetPanel.element,
     h('section', { class: 'panel', 'aria-labelledby': 'hooks-title' },
@@ -575,10 +578,13 @@ export function overviewPage(root: HTMLElement, ctx: PageContext): Page {
       const firstPage = await hooksCall;
       // After "Show all", every page, not only the riskiest.
       let hooks = showAll && firstPage.nextCursor ? await allPages(firstPage, hq, signal) : firstPage;
-      const same = { ...q, from: hooks.from, to: hooks.to };
+      const same = { ...q, ...followRange(hooks) };
       const overviewCall = api.overview(same, signal);
       overviewCall.catch(() => undefined);
       last = { hooks, ...(last?.fleet ? { fleet: last.fleet } : {}) };
+      const covers = coverageNote(hooks);
+      coverageEl.hidden = covers === null;
+      coverageEl.textContent = covers ?? '';
       if (hooks.hooks.length > 0) {
         show();
         // The fleet answer on its way replaces the one these rows would ask their sparklines over: they wait for it.
