@@ -74,9 +74,10 @@ describe('the fleet series\' rest kept for its closed buckets', () => {
 });
 
 describe('a minute-step fleet series kept for its closed buckets', () => {
-  it('is kept per start: two ranges beginning in one hour have their own first bucket', async () => {
+  it('is kept per start: two ranges beginning in one hour each get the whole hour the rollups counted, said as covered', async () => {
     const at = Date.now();
-    // Minutes older than 2 h are read from the hour rollups: a range's first hour is read whole.
+    // Minutes older than 2 h are read from the hour rollups: a range's first hour is read whole, and the answer
+    // names the range it covered, from the hour's start.
     const hour = Math.floor(at / HOUR) * HOUR - 5 * HOUR;
     const open = (): SqliteStore => new SqliteStore({ path: ':memory:', dimensions: ['team'], retention: { eventsMs: 2 * HOUR, minuteRollupsMs: 2 * HOUR }, now: () => hour });
     const [kept, fresh] = [open(), open()];
@@ -94,7 +95,11 @@ describe('a minute-step fleet series kept for its closed buckets', () => {
       const first = await get(keptApi.base, 5);
       expect(first.total).toBe(2);
       const second = await get(keptApi.base, 17);
-      expect(Date.parse(second.buckets[0]!)).toBe(hour + 17 * 60_000);
+      for (const [answer, fromMin] of [[first, 5], [second, 17]] as const) {
+        expect(Date.parse(answer.buckets[0]!)).toBe(hour);
+        expect(Date.parse(answer.from)).toBe(hour);
+        expect(answer.coverage).toMatchObject({ askedFrom: new Date(hour + fromMin * 60_000).toISOString() });
+      }
       expect(second).toEqual(await get(freshApi.base, 17));
       expect(first).toEqual(await get(freshApi.base, 5));
     } finally {
