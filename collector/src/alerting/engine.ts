@@ -10,7 +10,7 @@ import type { LinkContext, Notification, ReceiverConfig } from '../notify/model.
 import type { AlertEventSink } from '../notify/otlp.ts';
 import type { HookEvent } from '../hooks/model.ts';
 import type { IngestListener } from '../pipeline/consumer.ts';
-import type { Store } from '../store/store.ts';
+import { NotLeaderError, type Store } from '../store/store.ts';
 import type { AlertSummary } from '../../../shared/src/api.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import { AlertSet } from './alert-set.ts';
@@ -660,9 +660,10 @@ export class AlertEngine implements IngestListener {
       // load fails too, memory holds transitions never saved: stale until a load succeeds. A save whose COMMIT
       // applied but whose answer was lost has saved alerts that say they were notified: loaded, they plan nothing
       // again, so the leader's load takes the outbox too, and queues what the save wrote (the dispatcher sends a
-      // notification it holds already once).
+      // notification it holds already once). A save the fence refused (another replica holds the lease, this one's
+      // clock not yet told) reloads without the outbox: neither queued nor marked superseded by a replica not leading.
       this.opts.logger.error('cannot save alert state; nothing notified, reloading the saved state', { err });
-      const resume = this.leader.isLeader();
+      const resume = this.leader.isLeader() && !(err instanceof NotLeaderError);
       if (resume) this.opts.stateStore.forgetOutbox?.();
       await this.loadOrMarkStale(resume);
       return;

@@ -11,6 +11,7 @@ import { parseReceivers } from '../notify/settings.ts';
 import { dimensionNames } from '../pipeline/settings.ts';
 import { PostgresStore } from '../store/postgres/index.ts';
 import { PostgresLease } from '../store/postgres/lease.ts';
+import { NotLeaderError } from '../store/store.ts';
 import { silentLogger } from '../telemetry/logger.ts';
 import { FakeClock, hookEvent, keepFiringAcrossRestarts, linksOverLongWindow, LONG_WINDOW_CASES, WebhookSink, type EventFacts } from '../../test/support/alerting.ts';
 import { useTestServer } from '../../test/support/postgres/fixture.ts';
@@ -352,6 +353,59 @@ describe('undelivered notifications on PostgreSQL replicas', () => {
     const outbox = (await store.connectionPool.query<{ webhook_id: string; done: string | null }>('SELECT webhook_id, done FROM alert_notifications')).rows;
     expect(outbox).toEqual([{ webhook_id: expect.any(String), done: 'delivered' }]);
     expect(sink.delivered().map((q) => q.headers['webhook-id'])).toEqual([outbox[0]?.webhook_id]);
+    expect(sink.bodies<AlertmanagerWebhookBody>().map((body) => body.status)).toEqual(['firing']);
+  }, 60_000);
+
+  it('a save the fence refused reloads without the outbox: nothing queued or marked superseded by a replica not leading', async () => {
+    const url = await pg.server().createDatabase();
+    const store = await PostgresStore.open({ url, poolSize: 4, dimensions: ['team'] });
+    const clock = new FakeClock(T0);
+    const sink = new WebhookSink(clock.now);
+    await sink.start();
+    const lease = new PostgresLease({ url, holder: 'a', ttlMs: 60_000 });
+    await lease.tick();
+    // The first save with notifications is refused as by the fence (another replica took the lease, this one's
+    // clock not yet told): nothing of it is written.
+    let refuse = true;
+    const loads: (boolean | undefined)[] = [];
+    let forgotten = 0;
+    class Refused extends PostgresAlertStateStore {
+      override async save(changes: StateChanges, epoch?: number | null): Promise<void> {
+        if (refuse && changes.notifications.length > 0) {
+          refuse = false;
+          throw new NotLeaderError('alert state: the leader lease has moved');
+        }
+        await super.save(changes, epoch);
+      }
+      override load(opts?: { outbox?: boolean }): ReturnType<PostgresAlertStateStore['load']> {
+        loads.push(opts?.outbox);
+        return super.load(opts);
+      }
+      override forgetOutbox(): void {
+        forgotten++;
+        super.forgetOutbox();
+      }
+    }
+    const alerting = await startAlerting({
+      config: alertingConfig([{ kind: 'persisted', window: '1d' }], [{ name: 'ops', url: `${sink.url}/hook` }]), db: '', store,
+      stateStore: new Refused({ pool: store.connectionPool, fence: lease }), leader: lease, shared: true, logger: silentLogger, now: clock.now, timer: false, random: () => 0.5,
+    });
+    pg.defer(async () => {
+      await alerting.stop();
+      await lease.stop();
+      await store.close();
+      await sink.close();
+    });
+    await alerting.engine.evaluate('notify');
+    const before = { loads: [...loads], forgotten };
+    const r = await store.ingest([hookEvent({ hookName: 'SessionStart:startup', additionalContextChars: 12_000, outputsPersisted: 1, timeMs: T0 })]);
+    alerting.engine.onIngested(r.inserted);
+    clock.advance(TICK);
+    await alerting.engine.evaluate('all');
+    await alerting.dispatcher.idle();
+    expect(refuse).toBe(false);
+    expect({ loads: loads.slice(before.loads.length), forgotten: forgotten - before.forgotten }).toEqual({ loads: [false], forgotten: 0 });
+    // The lease here is in fact still held: the evaluation redone saves the notification and sends it, once.
     expect(sink.bodies<AlertmanagerWebhookBody>().map((body) => body.status)).toEqual(['firing']);
   }, 60_000);
 });
