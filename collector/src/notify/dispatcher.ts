@@ -113,9 +113,6 @@ export interface TestBusy {
   retryAfterMs: number;
 }
 
-/** Why an attempt was not sent when the shared store could not be asked whether this replica still leads. */
-const LEASE_UNCONFIRMED = 'the shared store did not answer whether this replica still leads';
-
 /** Why a notification whose wait to go out (DispatcherOptions.ready) outlasted its delivery deadline was not sent. */
 const DEADLINE_PASSED_WAITING = 'gave up: the delivery deadline passed while the attempt waited to go out';
 
@@ -266,7 +263,7 @@ export class Dispatcher {
     // attempt fails and is retried with the backoff, as one the receiver did not answer, until the deadline. Aborted
     // only by the store's `no` or the lease gone by this replica's clock, so an open notification is never left
     // behind in the outbox, unsent until the next leadership.
-    const leads = fence ? async (): Promise<boolean> => token !== null && fence.token() === token && (await this.confirmed(fence, token, n)) && fence.token() === token : undefined;
+    const leads = fence ? async (): Promise<boolean> => token !== null && fence.token() === token && (await fence.confirm(token, n)) && fence.token() === token : undefined;
     const deadlineMs = n.createdAtMs + this.opts.deadlineMs;
     const signal = AbortSignal.any([this.abort.signal, lane.removed.signal]);
     // Set when the wait carried an attempt past the delivery deadline: given up on then, not sent. One already past
@@ -335,16 +332,6 @@ export class Dispatcher {
       await this.opts.onFinished?.(n, result.outcome, token);
     } catch (err) {
       this.opts.logger.warn('cannot record notification outcome', { receiver: n.receiver, alert: n.alert.id, err });
-    }
-  }
-
-  /** The store's word on the lease (DeliveryFence.confirm); one that could not be had is logged and thrown in words. */
-  private async confirmed(fence: DeliveryFence, token: number, n: Notification): Promise<boolean> {
-    try {
-      return await fence.confirm(token, n);
-    } catch (err) {
-      this.opts.logger.warn('cannot confirm the leader lease before a notification attempt; retrying it', { receiver: n.receiver, alert: n.alert.id, status: n.status, err });
-      throw new Error(`${LEASE_UNCONFIRMED}: ${(err as Error)?.message ?? String(err)}`, { cause: err });
     }
   }
 

@@ -315,7 +315,8 @@ describe('dispatcher', () => {
     ]);
     expect(finished).toEqual(['delivered']);
     expect(d.stats).toMatchObject({ delivered: 1, failed: 0, attempts: 2 });
-    expect(lines.filter((l) => l.level === 'warn').map((l) => l.msg)).toEqual([expect.stringMatching(/^cannot confirm the leader lease before a notification attempt; retrying it .*"alert":"aaaaaaaaaaaaaaaa-1","status":"resolved"/)]);
+    // The attempt's error says why; a blip is not logged for every attempt of every notification.
+    expect(lines.filter((l) => l.level === 'warn').map((l) => l.msg)).toEqual([]);
     await d.stop();
   });
 

@@ -128,7 +128,7 @@ export function abortableSleep(ms: number, signal?: AbortSignal): Promise<void> 
  * How an attempt's error begins when it was not sent because SendOptions.proceed threw: whether it may go could
  * not be told (the shared store, asked whether this replica still leads, did not answer). Counted `other`.
  */
-export const NOT_SENT_PREFIX = 'not sent: ';
+export const NOT_SENT_PREFIX = 'not sent: the shared store did not answer whether this replica still leads: ';
 
 /** How an attempt's error begins when the TLS handshake with the receiver failed (counted on /metrics). */
 export const TLS_FAILURE_PREFIX = 'TLS handshake failed: ';
