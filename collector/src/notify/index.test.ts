@@ -72,6 +72,19 @@ describe('transport', () => {
     expect(attempts.map((a) => `${a.outcome}:${a.httpStatus}`)).toEqual(['retrying:503', 'retrying:408', 'delivered:200']);
   });
 
+  it('builds (renders, signs) only the attempts it sends: none for one whose check before it threw', async () => {
+    const s = await sink();
+    const built: number[] = [];
+    let checks = 0;
+    const proceed = async (): Promise<boolean> => {
+      if (checks++ === 0) throw new Error('Connection terminated unexpectedly');
+      return true;
+    };
+    const r = await sendWithRetry((attempt) => (built.push(attempt), { body: '{}', headers: {} }), { url: s.url, timeoutMs: 2000, deadlineMs: Date.now() + 10_000, baseDelayMs: 5, proceed });
+    expect(r).toMatchObject({ outcome: 'delivered', attempts: 2, httpStatus: 200 });
+    expect([built, s.requests.length]).toEqual([[2], 1]);
+  });
+
   it('treats 4xx other than 408/429 as permanent: one attempt', async () => {
     const s = await sink();
     s.reply = () => ({ status: 400 });

@@ -233,6 +233,30 @@ async function drain(res: Response): Promise<void> {
   }
 }
 
+/** One POST of `req`: its answer's status and Retry-After, or why it had none. */
+async function post(req: OutgoingRequest, opts: SendOptions, now: () => number): Promise<{ status: number | null; error: string | null; retryAfter: number | undefined }> {
+  const { url, timeoutMs, tls } = req.target ?? opts;
+  try {
+    const timeout = AbortSignal.timeout(timeoutMs);
+    const res = await fetch(url, {
+      method: 'POST',
+      // hookwatch/<version>, as Alertmanager sends Alertmanager/<version>: a receiver's logs tell the release. A
+      // User-Agent in the receiver's headers, in any case, replaces it rather than joining it.
+      headers: { 'content-type': 'application/json', ...(Object.keys(req.headers).some((h) => h.toLowerCase() === 'user-agent') ? {} : { 'user-agent': USER_AGENT }), ...req.headers },
+      body: req.body,
+      redirect: 'manual',
+      signal: opts.signal ? AbortSignal.any([timeout, opts.signal]) : timeout,
+      ...(tls ? { dispatcher: tlsDispatcher(tls) } : {}),
+    } as RequestInit);
+    const status = res.status;
+    const retryAfter = parseRetryAfter(res.headers.get('retry-after'), now());
+    await drain(res);
+    return { status, error: status < 200 || status >= 300 ? `HTTP ${status}` : null, retryAfter };
+  } catch (err) {
+    return { status: null, error: opts.signal?.aborted ? 'aborted' : describeError(err, url, timeoutMs), retryAfter: undefined };
+  }
+}
+
 /** POSTs until delivered, permanently refused, past the deadline, or aborted. */
 export async function sendWithRetry(build: (attempt: number) => OutgoingRequest, opts: SendOptions): Promise<SendResult> {
   const now = opts.now ?? Date.now;
@@ -253,34 +277,12 @@ export async function sendWithRetry(build: (attempt: number) => OutgoingRequest,
         unasked = `${NOT_SENT_PREFIX}${(err as Error)?.message ?? String(err)}`.slice(0, 300);
       }
     }
-    const req = build(attempt);
-    const { url, timeoutMs, tls } = req.target ?? opts;
     const atMs = now();
     const started = performance.now();
-    let status: number | null = null;
-    let error: string | null = unasked;
-    let retryAfter: number | undefined;
-    if (unasked === null) {
-      try {
-        const timeout = AbortSignal.timeout(timeoutMs);
-        const res = await fetch(url, {
-          method: 'POST',
-          // hookwatch/<version>, as Alertmanager sends Alertmanager/<version>: a receiver's logs tell the release. A
-          // User-Agent in the receiver's headers, in any case, replaces it rather than joining it.
-          headers: { 'content-type': 'application/json', ...(Object.keys(req.headers).some((h) => h.toLowerCase() === 'user-agent') ? {} : { 'user-agent': USER_AGENT }), ...req.headers },
-          body: req.body,
-          redirect: 'manual',
-          signal: opts.signal ? AbortSignal.any([timeout, opts.signal]) : timeout,
-          ...(tls ? { dispatcher: tlsDispatcher(tls) } : {}),
-        } as RequestInit);
-        status = res.status;
-        retryAfter = parseRetryAfter(res.headers.get('retry-after'), now());
-        await drain(res);
-        if (status < 200 || status >= 300) error = `HTTP ${status}`;
-      } catch (err) {
-        error = opts.signal?.aborted ? 'aborted' : describeError(err, url, timeoutMs);
-      }
-    }
+    // Built (rendered, signed) only when it goes out: one not sent is timed as such, with no request.
+    const answer = unasked === null ? await post(build(attempt), opts, now) : { status: null, error: unasked, retryAfter: undefined };
+    const { status, retryAfter } = answer;
+    let error = answer.error;
     const durationMs = Math.round(performance.now() - started);
     lastStatus = status;
     lastError = error;
