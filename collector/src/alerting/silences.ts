@@ -8,7 +8,7 @@ import { RE2JS } from 're2js';
 import type { Silence, SilenceMatcher } from '../../../shared/src/api.ts';
 import type { SilenceRecord } from './model.ts';
 import { BadParameterError, echoed } from '../request-error.ts';
-import { editDistance } from '../edit-distance.ts';
+import { nearestName } from '../config/env-names.ts';
 import { formatRfc3339, parseRfc3339 } from '../rfc3339.ts';
 
 /** A silence request the API could not accept; the message and `parameter` name the field. */
@@ -120,7 +120,7 @@ export function silenceWarnings(matchers: readonly SilenceMatcher[], labels: Ale
       out.push(`matchers[${i}]: ${m.name} is an external label (alerting.externalLabels), added only to what receivers are sent: the alerts a silence in hookwatch matches do not carry it, and ${effect} (${carried})`);
       return;
     }
-    const near = labels.carried.find((name) => Math.abs(name.length - m.name.length) <= 2 && editDistance(name.toLowerCase(), m.name.toLowerCase()) <= 2);
+    const near = nearestName(m.name, labels.carried);
     out.push(`matchers[${i}]: no alert rule configured gives alerts the label ${m.name}${near ? ` (did you mean ${near}?)` : ''}; until one does, ${effect} (${carried})`);
   });
   return out;

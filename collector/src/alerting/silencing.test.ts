@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { SilenceRecord } from './model.ts';
-import { parseSilence, SilenceError, silenceMatches } from './silences.ts';
+import { parseSilence, SilenceError, silenceMatches, silenceWarnings } from './silences.ts';
 import { MAX_SILENCES, SilenceLimitError, Silences } from './silencing.ts';
 import { SqliteAlertStateStore } from './state/sqlite.ts';
 
@@ -117,6 +117,14 @@ describe('silence matchers', () => {
     const other = { alertname: 'persisted', organization_id: 'globex' };
     expect([silenceMatches(kept(true), acme), silenceMatches(kept(true), other)]).toEqual([true, false]);
     expect([silenceMatches(kept(false), acme), silenceMatches(kept(false), other)]).toEqual([false, true]);
+  });
+
+  it('names the closest label alerts carry for a label none carries, not the first one near it', () => {
+    // stat is two edits from stage, listed first, and one from state.
+    const labels = { carried: ['alertname', 'stage', 'state'], external: [] };
+    expect(silenceWarnings([{ name: 'stat', value: 'acme' }], labels)).toEqual([
+      'matchers[0]: no alert rule configured gives alerts the label stat (did you mean state?); until one does, this matcher reads it as empty and matches no alert: the silence mutes nothing (alerts carry: alertname, stage, state)',
+    ]);
   });
 });
 
