@@ -110,6 +110,8 @@ export async function startAlerting(opts: AlertingOptions): Promise<Alerting> {
     receivers: config.receivers, links, alerts: () => engine.readModel.firingAndResolvedSince(now() - RESOLVED_RESEND_MS), logger, now, tls, externalLabels: config.externalLabels,
     active: () => (leader ? leader.isLeader() : true) && !engine.isStale,
   });
+  // Set by stop(); declared before the dispatcher, whose outcome writes stop retrying once it is.
+  let stopping: Promise<void> | undefined;
   // Filled in below: the dispatcher reports into the state store the engine owns.
   const dispatcher = new Dispatcher({
     receivers: config.receivers,
@@ -141,8 +143,9 @@ export async function startAlerting(opts: AlertingOptions): Promise<Alerting> {
       // Awaited by the dispatcher: until the outbox marks it done, a resumed copy of it is not sent again.
       const record = (): Promise<void> => stateStore.finishNotification(n.webhookId, outcome, fence ? token : undefined, at);
       // A delivery is tried again through a blip: left open, the next leader would send it again, after whatever
-      // followed it. Other outcomes are a leader's decision, fenced: a refused one is not retried.
-      return (outcome === 'delivered' ? withRetries(record, random) : record()).catch((err: unknown) => logger.warn('cannot record notification outcome', { err }));
+      // followed it. Other outcomes are a leader's decision, fenced: a refused one is not retried. Not once alerting
+      // is stopping: retries of a store out of reach would hold the stop (the outbox keeps the delivery open).
+      return (outcome === 'delivered' ? withRetries(record, random, () => stopping !== undefined) : record()).catch((err: unknown) => logger.warn('cannot record notification outcome', { err }));
     },
   });
   const engine = new AlertEngine({
@@ -179,7 +182,6 @@ export async function startAlerting(opts: AlertingOptions): Promise<Alerting> {
   void engine.evaluate('all');
   logger.info('alerting started', { rules: config.rules.map((r) => r.name), receivers: config.receivers.map((r) => `${r.name} (${r.type})`), otlp: config.otlp.endpoint ? 'on' : 'off' });
 
-  let stopping: Promise<void> | undefined;
   return {
     engine,
     dispatcher,
@@ -233,14 +235,17 @@ export async function startAlerting(opts: AlertingOptions): Promise<Alerting> {
 export const OUTCOME_WRITE_TRIES = 4;
 const OUTCOME_WRITE_BACKOFF: BackoffPolicy = { baseMs: 100, capMs: 1_000, multiplier: 2 };
 
-/** Runs `write` until it succeeds, OUTCOME_WRITE_TRIES times at most, waiting a backoff between; the last error is thrown. */
-async function withRetries(write: () => Promise<void>, random: () => number): Promise<void> {
+/**
+ * Runs `write` until it succeeds, OUTCOME_WRITE_TRIES times at most, waiting a backoff between, and not again once
+ * `stopping` says so; the last error is thrown.
+ */
+async function withRetries(write: () => Promise<void>, random: () => number, stopping: () => boolean): Promise<void> {
   for (let failures = 1; ; failures++) {
     try {
       await write();
       return;
     } catch (err) {
-      if (failures >= OUTCOME_WRITE_TRIES) throw err;
+      if (failures >= OUTCOME_WRITE_TRIES || stopping()) throw err;
       await new Promise((resolve) => setTimeout(resolve, fullJitterBackoff(failures, OUTCOME_WRITE_BACKOFF, random)));
     }
   }

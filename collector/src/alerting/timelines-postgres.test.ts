@@ -4,7 +4,7 @@
  * one leader gave up on, sent again by the next or by itself restarted, and a firing whose delivery was not
  * recorded, never sent again after its resolution.
  */
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { AlertingConfig } from '../config/index.ts';
 import type { AlertmanagerWebhookBody } from '../notify/alertmanager.ts';
 import { parseReceivers } from '../notify/settings.ts';
@@ -290,6 +290,31 @@ describe('undelivered notifications on PostgreSQL replicas', () => {
     expect(h.statuses()).toEqual(['firing', 'resolved']);
     // Left open by the failed write, then dropped, and why, by the load of the next leadership.
     expect(await h.outbox()).toEqual([{ status: 'firing', done: 'dropped', reason: SUPERSEDED_REASON }, { status: 'resolved', done: 'delivered', reason: null }]);
+  }, 60_000);
+
+  it('a delivery whose outcome write fails while alerting stops is tried once, not retried through the stop', async () => {
+    let writes = 0;
+    let stopped: Promise<void> | undefined;
+    let stop = (): Promise<void> => Promise.resolve();
+    // The database goes away as hookwatch stops: the write in flight fails, and stopping waits for no retry of it.
+    class Away extends PostgresAlertStateStore {
+      override async finishNotification(webhookId: string, outcome: NotificationOutcome, epoch?: number | null, atMs?: number): Promise<void> {
+        if (outcome === 'delivered') {
+          writes++;
+          stopped ??= stop();
+          throw new Error('Connection terminated unexpectedly');
+        }
+        return super.finishNotification(webhookId, outcome, epoch, atMs);
+      }
+    }
+    const h = await replicas({ receivers: [{ name: 'ops', url: 'SINK/hook' }], window: '1h', stateStore: Away });
+    const a = await h.start('a');
+    stop = () => a.alerting.stop();
+    await h.ingestFiring(a.alerting);
+    await h.sink.waitFor(1);
+    await vi.waitFor(() => expect(stopped).toBeDefined());
+    await stopped;
+    expect([writes, await h.outbox()]).toEqual([1, [{ status: 'firing', done: null, reason: null }]]);
   }, 60_000);
 
   it('a delivery whose outcome write fails once is recorded by a retry', async () => {
