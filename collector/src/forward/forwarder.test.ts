@@ -154,6 +154,41 @@ it('counts forward.retry.maxElapsedTime again after the destination was away, so
   expect(carried).toEqual(Array.from({ length: answers.length + 1 }, () => 3));
 });
 
+it('gives up a request answered 500 and 502 in turn once forward.retry.maxElapsedTime has passed since the first 500', { timeout: 30_000 }, async () => {
+  const hour = 3_600_000;
+  let clock = Date.UTC(2026, 0, 5, 9);
+  // A body the destination cannot take (500) while its backend restarts (502), for 30 hours, then taken.
+  const answers = Array.from({ length: 30 }, (_, i) => (i % 2 === 0 ? 500 : 502));
+  const statuses: number[] = [];
+  const server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      // An hour passes per attempt.
+      clock += hour;
+      const status = answers[statuses.length] ?? 200;
+      statuses.push(status);
+      res.writeHead(status, { 'content-type': 'application/x-protobuf' });
+      res.end();
+    });
+  });
+  const destination = await listening(server);
+  const dir = mkdtempSync(join(tmpdir(), 'hookwatch-forwarder-'));
+  const queue = new DurableQueue({ path: join(dir, 'queue.db'), maxBytes: 1e9 });
+  const exporter = new HttpExporter({ endpoint: destination.url, protocol: 'http/protobuf', headers: {}, compression: 'none', timeoutMs: 5_000 });
+  const forwarder = new Forwarder({ queue, exporter, logger: silentLogger, now: () => clock, backoff: { initialMs: 1, maxMs: 2 } });
+  cleanups.push(() => rmSync(dir, { recursive: true, force: true }), () => queue.close(), () => destination.close(), () => forwarder.stop());
+  await queue.enqueue('traces', 'protobuf', Buffer.from([0x0a, 0x00]), clock);
+  forwarder.start();
+  const until = Date.now() + 20_000;
+  while (queue.depth > 0 && Date.now() < until) await new Promise((r) => setTimeout(r, 5));
+  // The 502s did not restart the count: the 500 24 hours after the first gave the request up, where each 502
+  // cleared the clock and the request was retried until the destination took it.
+  expect(queue.depth).toBe(0);
+  expect(queue.deadLetters().map((d) => [d.status, d.reason])).toEqual([[500, expect.stringContaining('retried for 86400 s, forward.retry.maxElapsedTime')]]);
+  expect(statuses).toHaveLength(25);
+  expect(forwarder.status()).toMatchObject({ delivered: 0, deadLetters: 1 });
+});
+
 /** An OTLP/HTTP destination on 127.0.0.1:0 that takes `msPerRequest` per merged request before it answers 200. */
 async function slowDestination(msPerRequest: number): Promise<{ url: string; carried: number[]; close(): Promise<void> }> {
   const carried: number[] = [];

@@ -417,9 +417,10 @@ export class Forwarder {
     }
     if (result.tls) this.noteTlsFailure(result.message, queue.depth);
     const now = this.now();
-    // The destination away: each request's forward.retry.maxElapsedTime counts again from its next refusal.
-    queue.retry(ids, result.bounded ? now : null);
     const maxElapsed = this.opts.maxElapsedMs ?? DEFAULT_MAX_ELAPSED_MS;
+    // The destination away: a request whose forward.retry.maxElapsedTime has run out counts again from its next
+    // refusal; one still counting keeps counting.
+    queue.retry(ids, result.bounded ? { refusedAtMs: now } : { awayRunOutThroughMs: now - maxElapsed });
     if (result.bounded && maxElapsed > 0) {
       const expired = items.filter((i) => now - (i.refusedSinceMs ?? now) >= maxElapsed);
       if (expired.length && items.length > 1) {

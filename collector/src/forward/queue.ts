@@ -33,8 +33,8 @@ export interface QueuedRequest {
   /** Failed delivery attempts so far (kept across restarts). */
   attempts: number;
   /**
-   * When the destination first refused it in a way that may be permanent (see ExportResult.bounded), since it
-   * was last found away (null then, see DurableQueue.retry).
+   * When the destination first refused it in a way that may be permanent (see ExportResult.bounded), since its
+   * clock last ran out while the destination was away (null then, see DurableQueue.retry).
    */
   refusedSinceMs: number | null;
 }
@@ -258,7 +258,7 @@ export class DurableQueue {
         deadOldest: this.db.prepare('SELECT min(failed_at) AS oldest, (SELECT reason FROM dead_letters ORDER BY failed_at DESC, id DESC LIMIT 1) AS last FROM dead_letters'),
         evictDead: this.db.prepare('DELETE FROM dead_letters WHERE id = (SELECT id FROM dead_letters ORDER BY failed_at LIMIT 1) RETURNING bytes, body_key'),
         refused: this.db.prepare('UPDATE queue SET refused_since = coalesce(refused_since, ?) WHERE id = ?'),
-        away: this.db.prepare('UPDATE queue SET refused_since = NULL WHERE id = ? AND refused_since IS NOT NULL'),
+        away: this.db.prepare('UPDATE queue SET refused_since = NULL WHERE id = ? AND refused_since <= ?'),
         replayable: this.db.prepare('SELECT id, received_at, bytes, body_key FROM dead_letters WHERE id <= ?1 AND (received_at, id) > (?2, ?3) ORDER BY received_at, id LIMIT 1'),
         requeue: this.db.prepare('INSERT INTO queue (signal, encoding, body, bytes, received_at, body_key) SELECT signal, encoding, body, bytes, received_at, body_key FROM dead_letters WHERE id = ?'),
         removeDead: this.db.prepare('DELETE FROM dead_letters WHERE id = ?'),
@@ -428,18 +428,20 @@ export class DurableQueue {
   }
 
   /**
-   * Records one failed attempt (of a request or a batch) that will be retried. `refusedAtMs` a time: a refusal
-   * that may be permanent, starting each request's forward.retry.maxElapsedTime clock if not yet started. null:
-   * the destination was away (unreachable, 503...), which stops the clock; it starts again at the next such
-   * refusal, so one before an outage does not give the requests up the moment the destination is back.
-   * Undefined (a merged attempt sent again smaller or alone): the clock as it was.
+   * Records one failed attempt (of a request or a batch) that will be retried. `{ refusedAtMs }`: a refusal that
+   * may be permanent, starting each request's forward.retry.maxElapsedTime clock if not yet started.
+   * `{ awayRunOutThroughMs }` (now less forward.retry.maxElapsedTime): the destination was away (unreachable,
+   * 503...), which clears a clock started at or before that time, one that has run out; the count starts again at
+   * the next such refusal, so one before an outage does not give the requests up the moment the destination is
+   * back, while a clock still running keeps running (500s between 502s are given up in time). Undefined (a merged
+   * attempt sent again smaller or alone): the clock as it was.
    */
-  retry(ids: readonly number[], refusedAtMs?: number | null): void {
+  retry(ids: readonly number[], clock?: { refusedAtMs: number } | { awayRunOutThroughMs: number }): void {
     inTransaction(this.db, () => {
       for (const id of ids) {
         this.stmt.attempt.run(id);
-        if (refusedAtMs === null) this.stmt.away.run(id);
-        else if (refusedAtMs !== undefined) this.stmt.refused.run(refusedAtMs, id);
+        if (clock && 'refusedAtMs' in clock) this.stmt.refused.run(clock.refusedAtMs, id);
+        else if (clock) this.stmt.away.run(id, clock.awayRunOutThroughMs);
       }
       this.stmt.bump.run('retries', 1);
     });
