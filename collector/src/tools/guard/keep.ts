@@ -26,6 +26,17 @@ export const DEFAULT_KEEP_SIZE_BYTES = 1024 ** 3;
  */
 const IN_USE_MS = 60_000;
 
+/**
+ * The copies of the line saying why a report failed, `report-failed.txt.<pid>`, being written (sayFailure) or
+ * taken (takeReportFailure).
+ */
+const REPORT_FAILED_COPY = /^report-failed\.txt\.\d+$/;
+/**
+ * A copy untouched this long is one whose process ended before removing it (killed, or the machine stopped): one
+ * lives for the few microseconds of a write and a rename, or of a rename, a read and a removal.
+ */
+const STALE_COPY_MS = 60_000;
+
 /** How saved outputs are kept. */
 export interface Keep {
   forMs: number;
@@ -52,7 +63,10 @@ const SAVED_NAME = new RegExp(`^\\d{13}-\\d+-(?:${[...GUARD_FIELDS, 'spill'].map
  * rest fit `keep.sizeBytes`; never one named in `current` (those of this run), nor to fit the size one modified in
  * the last minute (IN_USE_MS). Only regular files with a saved
  * output's name, of this user, are removed: a link (never followed), a folder or anyone else's file is left.
- * Returns the first problem met (the folder cannot be read, a file cannot be removed), or undefined; it goes on
+ * The copies of the failure line of a report (REPORT_FAILED_COPY) untouched for STALE_COPY_MS go too, on the same
+ * terms, best effort (one that cannot be removed is tried again by the next run). A process's pid says nothing
+ * there: the folder may be shared with another pid namespace (a container), where a pid not running here is a
+ * sender writing. Returns the first problem met (the folder cannot be read, a file cannot be removed), or undefined; it goes on
  * past a file it cannot remove.
  */
 export function pruneSaved(dir: string, keep: Keep, current: ReadonlySet<string>, now = Date.now()): string | undefined {
@@ -81,7 +95,8 @@ export function pruneSaved(dir: string, keep: Keep, current: ReadonlySet<string>
   const older: { path: string; mtimeMs: number; size: number }[] = [];
   let total = 0;
   for (const name of names) {
-    if (!SAVED_NAME.test(name)) continue;
+    const copy = REPORT_FAILED_COPY.test(name);
+    if (!copy && !SAVED_NAME.test(name)) continue;
     const path = join(dir, name);
     let st;
     try {
@@ -91,6 +106,18 @@ export function pruneSaved(dir: string, keep: Keep, current: ReadonlySet<string>
       continue;
     }
     if (!st.isFile() || (uid !== undefined && st.uid !== uid)) continue;
+    if (copy) {
+      // Its change time too: a rename (a run taking the line) keeps the time the line was written, which may be
+      // long ago, and the run reads the copy after it.
+      if (now - Math.max(st.mtimeMs, st.ctimeMs) > STALE_COPY_MS) {
+        try {
+          unlinkSync(path);
+        } catch {
+          // Removed meanwhile by a run beside this one, or not this run's to remove.
+        }
+      }
+      continue;
+    }
     if (!current.has(name) && now - st.mtimeMs > keep.forMs && remove(path)) continue;
     total += st.size;
     if (!current.has(name) && now - st.mtimeMs >= IN_USE_MS) older.push({ path, mtimeMs: st.mtimeMs, size: st.size });

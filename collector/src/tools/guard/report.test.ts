@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { mkdir, mkdtemp, readdir, readFile, rm, utimes, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rename, rm, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -12,7 +12,7 @@ import type { GuardTrimsResponse } from '../../../../shared/src/guard-trims.ts';
 import { getJson, postOtlp, startTestService } from '../../../test/helpers.ts';
 import type { TestService } from '../../../test/helpers.ts';
 import { captureIO } from '../../../test/support/capture-io.ts';
-import { noImportMetaMainPreload } from '../../../test/support/preloads.ts';
+import { noImportMetaMainPreload, writePreload } from '../../../test/support/preloads.ts';
 import { hookId } from '../../hooks/extract.ts';
 import { runCheck } from '../check/index.ts';
 import { reportFailureWords, sendReport } from './report-send.ts';
@@ -342,21 +342,41 @@ describe('hookwatch guard --report', () => {
     await writeFile(join(own, 'report-failed.txt'), 'connection refused (ECONNREFUSED): nothing listens at 127.0.0.1:9\n', { mode: 0o600 });
     // A sender killed between its write and its rename, and a run killed between its rename and its removal, long
     // ago; a sender writing its line now (its pid need not be this machine's: the folder may be a container's too).
+    // A file's change time cannot be set (utimes sets it to now): the guard runs with its clock 2 minutes ahead,
+    // and the copy being written has its modification time at the guard's now.
+    const ahead = 2 * 60_000;
+    const clockAhead = await writePreload(own, 'clock-ahead.mjs', [`const real = Date.now; Date.now = () => real() + ${ahead};`]);
     const old = new Date(Date.now() - 10 * 60_000);
     for (const name of ['report-failed.txt.4194301', 'report-failed.txt.77']) {
       await writeFile(join(own, name), 'lost on the way\n', { mode: 0o600 });
       await utimes(join(own, name), old, old);
     }
     await writeFile(join(own, 'report-failed.txt.4194302'), 'being written\n', { mode: 0o600 });
+    const writing = new Date(Date.now() + ahead);
+    await utimes(join(own, 'report-failed.txt.4194302'), writing, writing);
     // Names the guard never writes are not its to remove, however old.
     for (const name of ['report-failed.txt.bak', 'report-failed.txt.12.tmp']) {
       await writeFile(join(own, name), 'kept\n');
       await utimes(join(own, name), old, old);
     }
-    const run = await guard(['--report', service.otlpHttpUrl, '--', '/bin/sh', '-c', `head -c 12000 /dev/zero | tr '\\0' s`], { HOOKWATCH_GUARD_DIR: own });
+    const run = await guard(['--report', service.otlpHttpUrl, '--', '/bin/sh', '-c', `head -c 12000 /dev/zero | tr '\\0' s`], { HOOKWATCH_GUARD_DIR: own }, INPUT, { nodeArgs: ['--import', clockAhead] });
     expect([run.code, run.stderr]).toEqual([0, 'hookwatch guard: an earlier trim report was not delivered: connection refused (ECONNREFUSED): nothing listens at 127.0.0.1:9\n']);
     const left = (await readdir(own)).filter((name) => name.startsWith('report-failed'));
     expect(left.sort()).toEqual(['report-failed.txt.12.tmp', 'report-failed.txt.4194302', 'report-failed.txt.bak']);
+  });
+
+  it('keeps the copy of the failure line a run beside it has just taken, however long ago the line was written', async () => {
+    const own = await mkdtemp(join(dir, 'taken-'));
+    // Written 10 minutes ago, renamed aside a moment ago by a run reading it: a rename keeps the modification time.
+    const line = join(own, 'report-failed.txt');
+    await writeFile(line, 'connection refused (ECONNREFUSED): nothing listens at 127.0.0.1:9\n', { mode: 0o600 });
+    const old = new Date(Date.now() - 10 * 60_000);
+    await utimes(line, old, old);
+    const taken = join(own, 'report-failed.txt.4194303');
+    await rename(line, taken);
+    const run = await guard(['--report', service.otlpHttpUrl, '--', '/bin/sh', '-c', `head -c 12000 /dev/zero | tr '\\0' t`], { HOOKWATCH_GUARD_DIR: own });
+    expect([run.code, run.stderr]).toEqual([0, '']);
+    expect(await readFile(taken, 'utf8')).toBe('connection refused (ECONNREFUSED): nothing listens at 127.0.0.1:9\n');
   });
 
   it.runIf(HAVE_SCRIPT)('at a terminal, a failed report is said there by the sender', async () => {
