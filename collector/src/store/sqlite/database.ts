@@ -3,11 +3,9 @@
  * failures are told apart (a lock held elsewhere, a file that failed).
  */
 import { accessSync, chmodSync, closeSync, constants, fchmodSync, openSync, statSync } from 'node:fs';
-import { constants as osConstants } from 'node:os';
 import { stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
-import { getSystemErrorMessage } from 'node:util';
 import { makeDir } from '../../make-dir.ts';
 import { isInMemory } from '../settings.ts';
 import { StoreUnavailableError } from '../store.ts';
@@ -98,24 +96,15 @@ export function createPrivateFile(path: string): void {
  * have refused (a folder, a file this user may not write) is refused here with the same error.
  */
 function tightenExisting(path: string): void {
-  if (statSync(path).isDirectory()) throw openError('EISDIR', path);
-  try {
-    accessSync(path, constants.R_OK | constants.W_OK);
-  } catch (err) {
-    throw openError((err as NodeJS.ErrnoException).code ?? 'EACCES', path);
-  }
+  // As Node words an open of a folder (accessSync takes one).
+  if (statSync(path).isDirectory()) throw Object.assign(new Error(`EISDIR: illegal operation on a directory, open '${path}'`), { code: 'EISDIR', syscall: 'open', path });
+  // Its own error (code and path) where this user may not read or write the file.
+  accessSync(path, constants.R_OK | constants.W_OK);
   try {
     chmodSync(path, 0o600);
   } catch {
     // A file owned by another user (shared through a group) cannot be tightened by us; it still opens.
   }
-}
-
-/** The error opening `path` would have thrown with `code`, worded as Node words it. */
-function openError(code: string, path: string): NodeJS.ErrnoException {
-  const errno = osConstants.errno[code as keyof typeof osConstants.errno];
-  const words = errno === undefined ? code : getSystemErrorMessage(-errno);
-  return Object.assign(new Error(`${code}: ${words}, open '${path}'`), { code, errno: errno === undefined ? undefined : -errno, syscall: 'open', path });
 }
 
 /** Runs `fn` in one write transaction: committed when it returns, rolled back when it throws. */
