@@ -210,6 +210,7 @@ export class DurableQueue {
     refused: StatementSync;
     away: StatementSync;
     replayable: StatementSync;
+    lastDeadId: StatementSync;
     requeue: StatementSync;
     removeDead: StatementSync;
     expireQueue: StatementSync;
@@ -260,6 +261,7 @@ export class DurableQueue {
         refused: this.db.prepare('UPDATE queue SET refused_since = coalesce(refused_since, ?) WHERE id = ?'),
         away: this.db.prepare('UPDATE queue SET refused_since = NULL WHERE id = ? AND refused_since <= ?'),
         replayable: this.db.prepare('SELECT id, received_at, bytes, body_key FROM dead_letters WHERE id <= ?1 AND (received_at, id) > (?2, ?3) ORDER BY received_at, id LIMIT 1'),
+        lastDeadId: this.db.prepare('SELECT coalesce(max(id), 0) AS id FROM dead_letters'),
         requeue: this.db.prepare('INSERT INTO queue (signal, encoding, body, bytes, received_at, body_key) SELECT signal, encoding, body, bytes, received_at, body_key FROM dead_letters WHERE id = ?'),
         removeDead: this.db.prepare('DELETE FROM dead_letters WHERE id = ?'),
         expireQueue: this.db.prepare('DELETE FROM queue WHERE received_at < ? RETURNING bytes, body_key'),
@@ -540,7 +542,7 @@ export class DurableQueue {
   async replayDeadLetters(): Promise<{ replayed: number; remaining: number }> {
     if (this.deadCount === 0) return { replayed: 0, remaining: 0 };
     // Dead letters keep the id they had queued, and requests queued from now on get higher ones.
-    const last = (this.db.prepare('SELECT coalesce(max(id), 0) AS id FROM dead_letters').get() as { id: number }).id;
+    const last = (this.stmt.lastDeadId.get() as { id: number }).id;
     const replayed = await runPaced(this.replaySlices(last));
     return { replayed, remaining: this.deadCount };
   }
