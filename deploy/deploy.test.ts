@@ -6,7 +6,6 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createHmac } from 'node:crypto';
-import { request as httpRequest } from 'node:http';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, posix } from 'node:path';
@@ -22,7 +21,7 @@ import { heapLimits } from '../collector/src/worker-thread.ts';
 import { hasPromtool, parseExposition } from '../collector/test/support/prometheus-text.ts';
 import { startServiceUnderTest, type ServiceUnderTest } from '../collector/test/support/service.ts';
 import { requireTool, runs } from '../collector/test/required-tool.ts';
-import { tempDir } from '../collector/test/helpers.ts';
+import { tempDir, withHost } from '../collector/test/helpers.ts';
 import { HAVE_OPENSSL, certAuthority, issue } from '../collector/test/support/certs.ts';
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
@@ -59,20 +58,6 @@ async function stopChild(child: ChildProcess | undefined, exited: Promise<unknow
 type Doc = Record<string, unknown>;
 const obj = (v: unknown): Doc => (v && typeof v === 'object' && !Array.isArray(v) ? (v as Doc) : {});
 const arr = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
-
-/** A request to `url` naming `host` in its Host header (fetch sets its own), as a browser or a client by that name sends it. */
-function hostRequest(url: string, host: string, opts: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = httpRequest(url, { method: opts.method ?? 'GET', headers: { host, ...opts.headers } }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => (body += c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-    });
-    req.on('error', reject);
-    req.end(opts.body);
-  });
-}
 
 /** Checks names and values of HOOKWATCH_* variables; returns the problems found. */
 function envProblems(where: string, env: Record<string, unknown>): string[] {
@@ -344,19 +329,19 @@ describe('docker-compose.yml', () => {
       const http = `http://127.0.0.1:${s.httpAddress.port}`;
       const otlp = `http://127.0.0.1:${s.otlpHttpAddress.port}`;
       const rebound = `rebind.evil.example:${s.httpAddress.port}`;
-      const hooks = await hostRequest(`${http}/api/v1/hooks`, rebound);
+      const hooks = await withHost(`${http}/api/v1/hooks`, rebound);
       expect(hooks.status).toBe(403);
       expect(JSON.parse(hooks.body)).toEqual({ error: { code: 'forbidden', message: 'host "rebind.evil.example" is not allowed: add it to http.allowedHosts to reach hookwatch by that name' } });
       const silence = JSON.stringify({ matchers: [{ name: 'hook_name', value: 'PostToolUse:Bash' }], endsAt: new Date(Date.now() + 3_600_000).toISOString(), createdBy: 'page', comment: 'muted' });
-      const post = await hostRequest(`${http}/api/v1/silences`, rebound, { method: 'POST', headers: { 'content-type': 'application/json', origin: `http://${rebound}`, 'sec-fetch-site': 'same-origin' }, body: silence });
+      const post = await withHost(`${http}/api/v1/silences`, rebound, { method: 'POST', headers: { 'content-type': 'application/json', origin: `http://${rebound}`, 'sec-fetch-site': 'same-origin' }, body: silence });
       expect(post.status).toBe(403);
-      expect(JSON.parse((await hostRequest(`${http}/api/v1/silences`, `localhost:${s.httpAddress.port}`)).body)).toMatchObject({ silences: [], total: 0 });
+      expect(JSON.parse((await withHost(`${http}/api/v1/silences`, `localhost:${s.httpAddress.port}`)).body)).toMatchObject({ silences: [], total: 0 });
       // What the stack and its users send: the browser on the host, Prometheus' target, the Collector's endpoint.
-      expect((await hostRequest(`${http}/api/v1/hooks`, `localhost:${s.httpAddress.port}`)).status).toBe(200);
-      for (const target of scraped) expect((await hostRequest(`${http}/metrics`, target)).status, target).toBe(200);
+      expect((await withHost(`${http}/api/v1/hooks`, `localhost:${s.httpAddress.port}`)).status).toBe(200);
+      for (const target of scraped) expect((await withHost(`${http}/metrics`, target)).status, target).toBe(200);
       const logs = { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ resourceLogs: [] }) };
-      for (const endpoint of sent) expect((await hostRequest(`${otlp}/v1/logs`, new URL(endpoint).host, logs)).status, endpoint).toBe(200);
-      expect((await hostRequest(`${otlp}/v1/logs`, `rebind.evil.example:${s.otlpHttpAddress.port}`, logs)).status).toBe(403);
+      for (const endpoint of sent) expect((await withHost(`${otlp}/v1/logs`, new URL(endpoint).host, logs)).status, endpoint).toBe(200);
+      expect((await withHost(`${otlp}/v1/logs`, `rebind.evil.example:${s.otlpHttpAddress.port}`, logs)).status).toBe(403);
     } finally {
       await s.close();
     }

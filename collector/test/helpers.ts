@@ -1,4 +1,5 @@
 /** Test helpers: a real hookwatch on free ports with a temp SQLite file, and the captured fixtures. */
+import { request as httpRequest } from 'node:http';
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -120,4 +121,18 @@ export function withoutBucketEnds<T>(series: T): T {
   delete s.ends;
   for (const b of s.buckets ?? []) if (typeof b === 'object' && b !== null) delete (b as { end?: unknown }).end;
   return series;
+}
+
+/** A request with the Host header a browser sends after DNS rebinding (fetch does not let a caller set Host). */
+export function withHost(url: string, host: string, opts: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(url, { method: opts.method ?? 'GET', headers: { host, ...opts.headers } }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (body += c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on('error', reject);
+    req.end(opts.body);
+  });
 }

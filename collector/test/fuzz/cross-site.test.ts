@@ -9,7 +9,7 @@ import { request } from 'node:http';
 import { connect } from 'node:net';
 import { hostname } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestService, type TestService } from '../helpers.ts';
+import { startTestService, withHost, type TestService } from '../helpers.ts';
 import { OWN_ANSWER_HEADER } from '../../../shared/src/api.ts';
 
 let service: TestService;
@@ -62,20 +62,6 @@ describe('cross-site writes', () => {
     expect((await fetch(`${service.httpUrl}/api/v1/hooks`, { headers: { origin: 'https://evil.example' } })).status).toBe(200);
   });
 });
-
-/** A request with the Host header a browser sends after DNS rebinding (fetch does not let a caller set Host). */
-function withHost(url: string, host: string, opts: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = request(url, { method: opts.method ?? 'GET', headers: { host, ...opts.headers } }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => (body += c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-    });
-    req.on('error', reject);
-    req.end(opts.body);
-  });
-}
 
 describe('DNS rebinding', () => {
   it('answers nothing to a name rebound to 127.0.0.1 while hookwatch listens on loopback, and names the setting', async () => {
