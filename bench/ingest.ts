@@ -584,6 +584,38 @@ const REPLAY_DEAD_LETTERS = 200;
 const REPLAY_BODY_BYTES = BODY_CHUNK_BYTES;
 
 /**
+ * The longest event-loop stall of the work `fill` returns, on the forwarding queue file it made in a fresh folder
+ * (`paced`: through DurableQueue, as hookwatch does it), or of `sql` in one transaction on the same file, with
+ * secure_delete as the queue sets it (`paced` false: its same-run baseline, as before).
+ */
+async function queueWorkStall(paced: boolean, fill: (path: string) => Promise<{ queue: DurableQueue; work: () => Promise<unknown> }>, sql: string): Promise<number> {
+  const dir = mkdtempSync(join(tmpdir(), 'hookwatch-bench-forward-'));
+  const path = join(dir, 'queue.db');
+  try {
+    const { queue, work } = await fill(path);
+    if (paced) {
+      try {
+        return await longestStall(work);
+      } finally {
+        queue.close();
+      }
+    }
+    queue.close();
+    const db = openSqlite(path);
+    try {
+      db.exec('PRAGMA secure_delete = ON');
+      return await longestStall(async () => {
+        inTransaction(db, () => db.exec(sql));
+      });
+    } finally {
+      db.close();
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/**
  * The longest event-loop stall while REPLAY_DEAD_LETTERS dead letters of 1 MiB each are put back in forwarding's
  * queue (DurableQueue.replayDeadLetters: each body held in its row is copied and overwritten where it was, a few
  * MiB per transaction with the event loop served between); next to the same rows moved in one transaction on the
@@ -596,32 +628,10 @@ async function forwardReplayStall(runs: number): Promise<BenchResult> {
     for (let i = 0; i < REPLAY_DEAD_LETTERS; i++) await queue.deadLetter([await queue.enqueue('traces', 'protobuf', body, i)], i, 400, 'refused');
     return queue;
   };
-  const once = async (paced: boolean): Promise<number> => {
-    const dir = mkdtempSync(join(tmpdir(), 'hookwatch-bench-forward-'));
-    const path = join(dir, 'queue.db');
-    try {
-      const queue = await deadLetters(path);
-      if (paced) {
-        try {
-          return await longestStall(() => queue.replayDeadLetters());
-        } finally {
-          queue.close();
-        }
-      }
-      queue.close();
-      const db = openSqlite(path);
-      try {
-        db.exec('PRAGMA secure_delete = ON');
-        return await longestStall(async () => {
-          inTransaction(db, () => db.exec('INSERT INTO queue (signal, encoding, body, bytes, received_at, body_key) SELECT signal, encoding, body, bytes, received_at, body_key FROM dead_letters ORDER BY received_at, id; DELETE FROM dead_letters'));
-        });
-      } finally {
-        db.close();
-      }
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
-  };
+  const once = (paced: boolean): Promise<number> => queueWorkStall(paced, async (path) => {
+    const queue = await deadLetters(path);
+    return { queue, work: () => queue.replayDeadLetters() };
+  }, 'INSERT INTO queue (signal, encoding, body, bytes, received_at, body_key) SELECT signal, encoding, body, bytes, received_at, body_key FROM dead_letters ORDER BY received_at, id; DELETE FROM dead_letters');
   const { straight, paced } = await alternating(runs, once);
   return result(
     'forward queue: longest event-loop stall while dead letters are replayed',
@@ -643,35 +653,13 @@ async function forwardReplayStall(runs: number): Promise<BenchResult> {
 async function forwardEvictionStall(runs: number): Promise<BenchResult> {
   const { body } = maxSizePassThrough('traces');
   const held = Math.ceil(body.length / REPLAY_BODY_BYTES);
-  const once = async (paced: boolean): Promise<number> => {
-    const dir = mkdtempSync(join(tmpdir(), 'hookwatch-bench-forward-'));
-    const path = join(dir, 'queue.db');
-    try {
-      const queue = new DurableQueue({ path, maxBytes: 4 * MAX_REQUEST_BYTES, deadLetterMaxBytes: held * REPLAY_BODY_BYTES });
-      const small = Buffer.alloc(REPLAY_BODY_BYTES, 7);
-      for (let i = 0; i < held; i++) await queue.deadLetter([await queue.enqueue('traces', 'protobuf', small, i)], i, 400, 'refused');
-      const id = await queue.enqueue('traces', 'protobuf', body, held);
-      if (paced) {
-        try {
-          return await longestStall(() => queue.deadLetter([id], held, 400, 'refused'));
-        } finally {
-          queue.close();
-        }
-      }
-      queue.close();
-      const db = openSqlite(path);
-      try {
-        db.exec('PRAGMA secure_delete = ON');
-        return await longestStall(async () => {
-          inTransaction(db, () => db.exec(`INSERT INTO dead_letters (id, signal, encoding, body, bytes, received_at, failed_at, attempts, status, reason, body_key) SELECT id, signal, encoding, body, bytes, received_at, ${held}, attempts + 1, 400, 'refused', body_key FROM queue; DELETE FROM queue; DELETE FROM dead_letters WHERE body_key IS NULL`));
-        });
-      } finally {
-        db.close();
-      }
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
-  };
+  const small = Buffer.alloc(REPLAY_BODY_BYTES, 7);
+  const once = (paced: boolean): Promise<number> => queueWorkStall(paced, async (path) => {
+    const queue = new DurableQueue({ path, maxBytes: 4 * MAX_REQUEST_BYTES, deadLetterMaxBytes: held * REPLAY_BODY_BYTES });
+    for (let i = 0; i < held; i++) await queue.deadLetter([await queue.enqueue('traces', 'protobuf', small, i)], i, 400, 'refused');
+    const id = await queue.enqueue('traces', 'protobuf', body, held);
+    return { queue, work: () => queue.deadLetter([id], held, 400, 'refused') };
+  }, `INSERT INTO dead_letters (id, signal, encoding, body, bytes, received_at, failed_at, attempts, status, reason, body_key) SELECT id, signal, encoding, body, bytes, received_at, ${held}, attempts + 1, 400, 'refused', body_key FROM queue; DELETE FROM queue; DELETE FROM dead_letters WHERE body_key IS NULL`);
   const { straight, paced } = await alternating(runs, once);
   return result(
     'forward queue: longest event-loop stall while one maximum-size dead letter evicts dead letters of 1 MiB',
