@@ -146,9 +146,10 @@ describe('the fleet series on PostgreSQL replicas', () => {
     for (let i = 0; i < 3; i++) expect(await executionsOfX(a!)).toBe(x);
   });
 
-  it('keeps a minute-step chart per start: two ranges beginning in one hour have their own first bucket', async () => {
+  it('keeps a minute-step chart per start: two ranges beginning in one hour each get the whole hour the rollups counted, said as covered', async () => {
     const url = await pgServer.server().createDatabase();
-    // Minutes older than 2 h are read from the hour rollups: a range's first hour is read whole.
+    // Minutes older than 2 h are read from the hour rollups: a range's first hour is read whole, and the answer
+    // names the range it covered, from the hour's start.
     const open = (): Promise<PostgresStore> => PostgresStore.open({ url, poolSize: 3, dimensions: ['team'], retention: { eventsMs: 2 * HOUR, minuteRollupsMs: 2 * HOUR } }).then((s) => pgServer.track(s));
     const store = await open();
     const now = Date.now();
@@ -161,7 +162,11 @@ describe('the fleet series on PostgreSQL replicas', () => {
     const first = await fleet(store, now, range(5));
     expect(first.total).toBe(2);
     const second = await fleet(store, now, range(17));
-    expect(Date.parse(second.buckets[0]!)).toBe(hour + 17 * 60_000);
+    for (const [answer, fromMin] of [[first, 5], [second, 17]] as const) {
+      expect(Date.parse(answer.buckets[0]!)).toBe(hour);
+      expect(Date.parse(answer.from)).toBe(hour);
+      expect(answer.coverage).toMatchObject({ askedFrom: new Date(hour + fromMin * 60_000).toISOString() });
+    }
     const fresh = await open();
     expect(second).toEqual(await fleet(fresh, now, range(17)));
     expect(first).toEqual(await fleet(fresh, now, range(5)));
