@@ -82,7 +82,12 @@ describe('retention of the days\' change generations', () => {
     const after = await fleet(replica, now);
     expect(executions(after)).toBe(3);
     const fresh = await open();
-    expect(after).toEqual(await fleet(fresh, now));
+    const freshAnswer = await fleet(fresh, now);
+    // The range the answer says it covered follows the retention bound, which a replica reads again within
+    // boundsRefreshMs: the fresh one read it at its start (the 6 days' first hour is gone from the events).
+    expect(freshAnswer.coverage).toMatchObject({ limitedBy: 'retention.events' });
+    const counted = ({ from: _from, coverage: _coverage, ...rest }: FleetSeriesResponse): Omit<FleetSeriesResponse, 'from' | 'coverage'> => rest;
+    expect(counted(after)).toEqual(counted(freshAnswer));
     // Kept again from here on, and a second run that deletes nothing leaves it so.
     await retention.run();
     expect(retention.stats.succeeded).toBe(2);
