@@ -337,13 +337,6 @@ describe('undelivered notifications on PostgreSQL replicas', () => {
   }, 60_000);
 
   it('a save whose COMMIT applied but whose answer was lost has its notifications sent by the same leadership, once', async () => {
-    const url = await pg.server().createDatabase();
-    const store = await PostgresStore.open({ url, poolSize: 4, dimensions: ['team'] });
-    const clock = new FakeClock(T0);
-    const sink = new WebhookSink(clock.now);
-    await sink.start();
-    const lease = new PostgresLease({ url, holder: 'a', ttlMs: 60_000 });
-    await lease.tick();
     // The first save with notifications commits, and its answer is lost on the way (a connection cut after COMMIT,
     // its reply timed out): the evaluation sees a failed save.
     let lose = true;
@@ -356,39 +349,19 @@ describe('undelivered notifications on PostgreSQL replicas', () => {
         }
       }
     }
-    const alerting = await startAlerting({
-      config: alertingConfig([{ kind: 'persisted', window: '1d' }], [{ name: 'ops', url: `${sink.url}/hook` }]), db: '', store,
-      stateStore: new CommitAnswerLost({ pool: store.connectionPool, fence: lease }), leader: lease, shared: true, logger: silentLogger, now: clock.now, timer: false, random: () => 0.5,
-    });
-    pg.defer(async () => {
-      await alerting.stop();
-      await lease.stop();
-      await store.close();
-      await sink.close();
-    });
-    await alerting.engine.evaluate('notify');
-    const r = await store.ingest([hookEvent({ hookName: 'SessionStart:startup', additionalContextChars: 12_000, outputsPersisted: 1, timeMs: T0 })]);
-    alerting.engine.onIngested(r.inserted);
-    for (let i = 0; i < 6; i++) {
-      clock.advance(TICK);
-      await alerting.engine.evaluate('all');
-      await alerting.dispatcher.idle();
-    }
+    const h = await replicas({ receivers: [{ name: 'ops', url: 'SINK/hook' }], window: '1d', stateStore: CommitAnswerLost });
+    const a = await h.start('a');
+    await a.alerting.engine.evaluate('notify');
+    await h.ingestFiring(a.alerting);
+    await h.run(a.alerting, 6 * TICK);
     expect(lose).toBe(false);
-    const outbox = (await store.connectionPool.query<{ webhook_id: string; done: string | null }>('SELECT webhook_id, done FROM alert_notifications')).rows;
+    const outbox = (await h.store.connectionPool.query<{ webhook_id: string; done: string | null }>('SELECT webhook_id, done FROM alert_notifications')).rows;
     expect(outbox).toEqual([{ webhook_id: expect.any(String), done: 'delivered' }]);
-    expect(sink.delivered().map((q) => q.headers['webhook-id'])).toEqual([outbox[0]?.webhook_id]);
-    expect(sink.bodies<AlertmanagerWebhookBody>().map((body) => body.status)).toEqual(['firing']);
+    expect(h.sink.delivered().map((q) => q.headers['webhook-id'])).toEqual([outbox[0]?.webhook_id]);
+    expect(h.statuses()).toEqual(['firing']);
   }, 60_000);
 
   it('a save the fence refused reloads without the outbox: nothing queued or marked superseded by a replica not leading', async () => {
-    const url = await pg.server().createDatabase();
-    const store = await PostgresStore.open({ url, poolSize: 4, dimensions: ['team'] });
-    const clock = new FakeClock(T0);
-    const sink = new WebhookSink(clock.now);
-    await sink.start();
-    const lease = new PostgresLease({ url, holder: 'a', ttlMs: 60_000 });
-    await lease.tick();
     // The first save with notifications is refused as by the fence (another replica took the lease, this one's
     // clock not yet told): nothing of it is written.
     let refuse = true;
@@ -411,26 +384,15 @@ describe('undelivered notifications on PostgreSQL replicas', () => {
         super.forgetOutbox();
       }
     }
-    const alerting = await startAlerting({
-      config: alertingConfig([{ kind: 'persisted', window: '1d' }], [{ name: 'ops', url: `${sink.url}/hook` }]), db: '', store,
-      stateStore: new Refused({ pool: store.connectionPool, fence: lease }), leader: lease, shared: true, logger: silentLogger, now: clock.now, timer: false, random: () => 0.5,
-    });
-    pg.defer(async () => {
-      await alerting.stop();
-      await lease.stop();
-      await store.close();
-      await sink.close();
-    });
-    await alerting.engine.evaluate('notify');
+    const h = await replicas({ receivers: [{ name: 'ops', url: 'SINK/hook' }], window: '1d', stateStore: Refused });
+    const a = await h.start('a');
+    await a.alerting.engine.evaluate('notify');
     const before = { loads: [...loads], forgotten };
-    const r = await store.ingest([hookEvent({ hookName: 'SessionStart:startup', additionalContextChars: 12_000, outputsPersisted: 1, timeMs: T0 })]);
-    alerting.engine.onIngested(r.inserted);
-    clock.advance(TICK);
-    await alerting.engine.evaluate('all');
-    await alerting.dispatcher.idle();
+    await h.ingestFiring(a.alerting);
+    await h.run(a.alerting, TICK);
     expect(refuse).toBe(false);
     expect({ loads: loads.slice(before.loads.length), forgotten: forgotten - before.forgotten }).toEqual({ loads: [false], forgotten: 0 });
     // The lease here is in fact still held: the evaluation redone saves the notification and sends it, once.
-    expect(sink.bodies<AlertmanagerWebhookBody>().map((body) => body.status)).toEqual(['firing']);
+    expect(h.statuses()).toEqual(['firing']);
   }, 60_000);
 });
