@@ -104,9 +104,10 @@ describe('forwarding page', () => {
   it('gives the next attempt its time to the second, a retry seconds away being no minute of its own', async () => {
     const downstream = new HttpDownstream();
     downstreams.push(downstream);
-    downstream.mode = { kind: 'status', status: 503 };
+    // A long first wait, so the next attempt the page shows is the one the API gave. The backoff is full jitter (any
+    // wait up to the interval), so the destination's Retry-After sets the floor.
+    downstream.mode = { kind: 'status', status: 503, retryAfter: '120' };
     const endpoint = await downstream.start();
-    // A long first wait, so the next attempt the page shows is the one the API gave.
     const svc = await startTestService({ HOOKWATCH_FORWARD_ENDPOINT: endpoint, HOOKWATCH_FORWARD_RETRY_INITIAL_INTERVAL: '40s', HOOKWATCH_FORWARD_RETRY_MAX_INTERVAL: '40s' });
     services.push(svc);
     const r = fixtureRequests('run2-httpprotobuf')[0]!;
