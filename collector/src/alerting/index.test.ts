@@ -1713,6 +1713,51 @@ describe('persisted state', () => {
     expect(alerting.engine.alerts()).toEqual([expect.objectContaining({ state: 'firing' })]);
   });
 
+  it('a state store that cannot record delivery attempts is logged at once, then at most a line a minute with how many since and the last reason', async () => {
+    const { clock, sink, store, db, config, flaky } = await flakyState();
+    let calls = 0;
+    flaky.addAttempt = async () => {
+      calls++;
+      throw new Error(`disk full (write ${calls})`);
+    };
+    const warned: { msg: string; fields: Record<string, unknown> }[] = [];
+    const logger = { ...silentLogger, warn: (msg: string, fields: Record<string, unknown> = {}) => void warned.push({ msg, fields }) };
+    const alerting = await startAlerting({ config, db, store, logger, now: clock.now, timer: false, stateStore: flaky, random: () => 0.5 });
+    let stopped = false;
+    cleanups.push(() => (stopped ? undefined : alerting.stop()));
+    const lines = (): { attempts: unknown; reason: string }[] => warned.filter((w) => w.msg === 'cannot record delivery attempt').map((w) => ({ attempts: w.fields['attempts'], reason: (w.fields['err'] as Error).message }));
+    // The receiver refuses: attempt after attempt (a few ms apart), each record of it failing.
+    sink.reply = () => ({ status: 503 });
+    await store.ingest([hookEvent({ ...over, timeMs: T0 })]);
+    await alerting.engine.evaluate('all');
+    await sink.waitFor(20);
+    expect(lines()).toEqual([{ attempts: 1, reason: 'disk full (write 1)' }]);
+    // Half a minute on, the receiver takes it: one more attempt, held back.
+    sink.reply = () => ({ status: 200 });
+    clock.advance(30_000);
+    await alerting.dispatcher.idle();
+    expect(sink.delivered()).toHaveLength(1);
+    expect(lines()).toHaveLength(1);
+    // A minute after the first line, the next attempt writes the next line: every attempt since, the last reason.
+    clock.advance(31_000);
+    await store.ingest([hookEvent({ ...over, hookName: 'Stop:report', timeMs: clock.now() })]);
+    await alerting.engine.evaluate('all');
+    await alerting.dispatcher.idle();
+    expect(sink.delivered()).toHaveLength(2);
+    expect(calls).toBeGreaterThanOrEqual(22);
+    expect(lines()).toEqual([{ attempts: 1, reason: 'disk full (write 1)' }, { attempts: calls - 1, reason: `disk full (write ${calls})` }]);
+    // What a minute holds back is written when alerting stops.
+    clock.advance(TICK);
+    await store.ingest([hookEvent({ ...over, hookName: 'Stop:lint', timeMs: clock.now() })]);
+    await alerting.engine.evaluate('all');
+    await alerting.dispatcher.idle();
+    expect(lines()).toHaveLength(2);
+    stopped = true;
+    await alerting.stop();
+    expect(lines().at(-1)).toEqual({ attempts: 1, reason: `disk full (write ${calls})` });
+    expect(lines().reduce((sum, l) => sum + (l.attempts as number), 0)).toBe(calls);
+  });
+
   it('a new leader whose state load fails evaluates nothing until a retry loads it: no second notification, nothing left undelivered', async () => {
     const { clock, sink, store, db, config, flaky, fail } = await flakyState();
     // Two replicas on one state: `b` starts as a follower, with nothing in memory yet.

@@ -16,6 +16,7 @@ import type { Store } from '../store/store.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import { unboundedStep, type ShutdownStep } from '../shutdown.ts';
 import { fullJitterBackoff, type BackoffPolicy } from '../net/backoff.ts';
+import { ThrottledLine } from '../telemetry/throttled-line.ts';
 import { AlertEngine } from './engine.ts';
 import { SqliteAlertStateStore } from './state/sqlite.ts';
 import type { AlertStateStore, LeaderElector } from './state/store.ts';
@@ -110,6 +111,10 @@ export async function startAlerting(opts: AlertingOptions): Promise<Alerting> {
     receivers: config.receivers, links, alerts: () => engine.readModel.firingAndResolvedSince(now() - RESOLVED_RESEND_MS), logger, now, tls, externalLabels: config.externalLabels,
     active: () => (leader ? leader.isLeader() : true) && !engine.isStale,
   });
+  // A state store out of reach fails the record of every attempt: the first is logged at once, then at most a line
+  // a minute with how many since and the last reason.
+  let attemptWriteError: unknown;
+  const attemptWriteFailures = new ThrottledLine(ATTEMPT_WRITE_LOG_INTERVAL_MS, now, (attempts) => logger.warn('cannot record delivery attempt', { attempts, err: attemptWriteError }));
   // Set by stop(); declared before the dispatcher, whose outcome writes stop retrying once it is.
   let stopping: Promise<void> | undefined;
   // Filled in below: the dispatcher reports into the state store the engine owns.
@@ -133,7 +138,10 @@ export async function startAlerting(opts: AlertingOptions): Promise<Alerting> {
     // (Alertmanager replaces an alert by one whose time does not overlap it).
     ready: (n) => refresher.settled(n),
     // Awaited by the dispatcher before it records the notification's outcome.
-    onAttempt: (n, a, token) => stateStore.addAttempt({ alertId: n.alert.id, receiver: n.receiver, webhookId: n.webhookId, status: n.status, ...a }, fence ? token : undefined).catch((err: unknown) => logger.warn('cannot record delivery attempt', { err })),
+    onAttempt: (n, a, token) => stateStore.addAttempt({ alertId: n.alert.id, receiver: n.receiver, webhookId: n.webhookId, status: n.status, ...a }, fence ? token : undefined).catch((err: unknown) => {
+      attemptWriteError = err;
+      attemptWriteFailures.note();
+    }),
     onFinished: (n, outcome, token) => {
       const at = now();
       if (outcome === 'delivered' && n.status === 'firing') void engine.noteDelivered(n.alert.id, n.receiver, at);
@@ -225,11 +233,15 @@ export async function startAlerting(opts: AlertingOptions): Promise<Alerting> {
           logger.warn('alert event export did not flush', { err });
         }), () => events.cut?.());
         await stateStore.close();
+        attemptWriteFailures.flush();
       })();
       return stopping;
     },
   };
 }
+
+/** How often, at most, the failures to record delivery attempts are logged. */
+const ATTEMPT_WRITE_LOG_INTERVAL_MS = 60_000;
 
 /** Tries of recording a delivery (the first included), and the waits between them: a blip, not an outage. */
 export const OUTCOME_WRITE_TRIES = 4;
