@@ -213,6 +213,16 @@ describe('Dockerfile', () => {
     }
   });
 
+  it('the pages publish the HTTP port on the host\'s loopback only, unless the command sets http.auth', () => {
+    // `-p 9318:9318` publishes the dashboard and API on every interface of the host, with no credentials asked.
+    const pages = ['README.md', ...readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+    const runs = pages.flatMap((f) => read(f).split('\n').filter((l) => /\bdocker run\b.* (-p|--publish)[ =]/.test(l)));
+    expect(runs.length).toBeGreaterThan(0);
+    const http = runs.flatMap((run) => [...run.matchAll(/(?:-p|--publish)[ =](\S+)/g)].map((m) => m[1] as string).filter((p) => p.endsWith(`:${HTTP_PORT}`)).map((p) => ({ run, p })));
+    expect(http.length).toBeGreaterThan(0);
+    expect(http.filter(({ run, p }) => p !== `127.0.0.1:${HTTP_PORT}:${HTTP_PORT}` && !run.includes('HOOKWATCH_HTTP_AUTH_MODE='))).toEqual([]);
+  });
+
   it('copies sources that exist and that .dockerignore lets through; nothing else (no .git, data or node_modules)', () => {
     const sources = ins.filter((i) => i.op === 'COPY' && !i.args.startsWith('--from')).flatMap((i) => i.args.replace(/--\S+/g, '').trim().split(/\s+/).slice(0, -1));
     expect(sources.length).toBeGreaterThan(3);
