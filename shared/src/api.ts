@@ -68,7 +68,9 @@ export interface HookSummary extends HookCounters {
 /**
  * Why an answer covers another range than the one asked (whose ends, rounded to the minute, it names): past
  * retention.events only whole hours remain (the range widens to the hours its ends fall in), and a filter or
- * dimension only raw events answer counts nothing there (the range starts where the events kept do).
+ * dimension only raw events answer counts nothing there (the range starts where the events kept do). Such a read
+ * wholly before the events kept covers an empty range (from equal to to); asked for that range again, it names it
+ * as well, though it covers the range asked, saying why nothing is counted.
  */
 export interface RangeCoverage {
   askedFrom: string;

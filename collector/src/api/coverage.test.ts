@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { BreakdownResponse, HookSummary, OverviewResponse, RangeCoverage, SeriesResponse } from '../../../shared/src/api.ts';
+import type { BreakdownResponse, FleetSeriesResponse, HookSummary, OverviewResponse, RangeCoverage, SeriesResponse } from '../../../shared/src/api.ts';
 import type { HookEvent } from '../hooks/model.ts';
 import { hookId } from '../hooks/extract.ts';
 import { PostgresStore } from '../store/postgres/index.ts';
@@ -125,6 +125,41 @@ describe.each(backends)('answers past retention.events name the range covered ($
     const series = await get<SeriesResponse>(`/api/v1/hooks/${BASH}/series?${q}&step=1h`);
     expect([series.body.from, series.body.to, series.body.buckets]).toEqual([iso(OLD + 3 * HOUR), iso(OLD + 3 * HOUR), []]);
     expect(series.body.coverage).toEqual(coverage);
+  });
+
+  it('answers the empty range such an answer names, sent back as from and to, as empty again, with the same coverage', async () => {
+    const first = await get<OverviewResponse>(`/api/v1/overview?from=${iso(OLD - DAY)}&to=${iso(OLD + 3 * HOUR)}&user.id=u1`);
+    expect(first.body.from).toBe(first.body.to);
+    // As a client paging or refreshing would: the answer's own range asked again.
+    const q = `from=${first.body.from}&to=${first.body.to}&user.id=u1`;
+    const coverage = { askedFrom: first.body.from, askedTo: first.body.to, limitedBy: 'retention.events' };
+    const empty = { from: first.body.from, to: first.body.to, coverage };
+    const overview = await get<OverviewResponse>(`/api/v1/overview?${q}`);
+    expect(overview.body).toMatchObject({ ...empty, hooks: 0, statusCounts: { over: 0, near: 0, ok: 0, unknown: 0 }, totals: expect.objectContaining({ executions: 0 }) });
+    expect((await get<{ hooks: unknown[] }>(`/api/v1/hooks?${q}`)).body).toMatchObject({ ...empty, hooks: [], total: 0 });
+    expect((await get<{ hook: HookSummary }>(`/api/v1/hooks/${BASH}?${q}`)).body).toMatchObject({ ...empty, hook: expect.objectContaining({ executions: 0 }) });
+    expect((await get<SeriesResponse>(`/api/v1/hooks/${BASH}/series?${q}&step=1h`)).body).toMatchObject({ ...empty, buckets: [] });
+    expect((await get<BreakdownResponse>(`/api/v1/hooks/${BASH}/breakdown?${q}&dimension=user.id`)).body).toMatchObject({ ...empty, rows: [], total: 0 });
+    expect((await get<FleetSeriesResponse>(`/api/v1/fleet/series?${q}`)).body).toMatchObject({ ...empty, buckets: [], hooks: [], rest: null, total: 0 });
+  });
+
+  it('answers a range whose from is its to as empty wherever it falls, never the minute or hour around it', async () => {
+    // Within the events kept, mid-minute: nothing counted, though an execution is in that minute.
+    const at = iso(RECENT + 30_000);
+    const recent = await get<OverviewResponse>(`/api/v1/overview?from=${at}&to=${at}`);
+    expect([recent.body.from, recent.body.to, recent.body.coverage, recent.body.totals.executions]).toEqual([iso(RECENT), iso(RECENT), undefined, 0]);
+    for (const step of ['1m', '1h', '1d']) {
+      const series = await get<SeriesResponse>(`/api/v1/hooks/${BASH}/series?from=${at}&to=${at}&step=${step}`);
+      expect([series.body.from, series.body.to, series.body.buckets], step).toEqual([iso(RECENT), iso(RECENT), []]);
+      const fleet = await get<FleetSeriesResponse>(`/api/v1/fleet/series?from=${at}&to=${at}&step=${step}`);
+      expect([fleet.body.from, fleet.body.to, fleet.body.buckets, fleet.body.hooks, fleet.body.total], step).toEqual([iso(RECENT), iso(RECENT), [], [], 0]);
+    }
+    // Past the events kept, inside an hour of rollups with executions: not widened to that hour.
+    const old = iso(OLD + 17 * MINUTE);
+    const hourly = await get<OverviewResponse>(`/api/v1/overview?from=${old}&to=${old}`);
+    expect([hourly.body.from, hourly.body.to, hourly.body.totals.executions, hourly.body.hooks]).toEqual([old, old, 0, 0]);
+    const breakdown = await get<BreakdownResponse>(`/api/v1/hooks/${BASH}/breakdown?from=${old}&to=${old}`);
+    expect([breakdown.body.from, breakdown.body.to, breakdown.body.rows]).toEqual([old, old, []]);
   });
 
   it('widens a range past retention.events to the whole hours the hour rollups answer, and says so', async () => {

@@ -74,10 +74,14 @@ export function parseRange(query: Record<string, unknown>, now: number, defaultS
   const to = single(query, 'to');
   const toMs = to === undefined ? now : parseTime(to, now, 'to');
   const fromMs = from === undefined ? toMs - defaultSpanMs : parseTime(from, now, 'from');
-  if (fromMs >= toMs) throw new ParamError('from', 'from must be earlier than to');
+  // from equal to to is an empty range, as Prometheus takes start equal to end: an answer wholly before the events
+  // kept names one (coverage), and a client sending it back gets it answered, counting nothing.
+  if (fromMs > toMs) throw new ParamError('from', 'from must be earlier than to, or equal to it (an empty range)');
   if (toMs - fromMs > MAX_RANGE_MS) throw new ParamError('from', `the range from..to is longer than the maximum of ${MAX_RANGE_MS / 86_400_000} days`);
-  // The store counts whole minutes (segments.ts): the answer names the range it covered.
-  const range = alignRange(fromMs, toMs);
+  // The store counts whole minutes (segments.ts): the answer names the range it covered. An empty range stays
+  // empty, at the minute from rounds down to, not the minute around it.
+  const aligned = alignRange(fromMs, toMs);
+  const range = fromMs === toMs ? { fromMs: aligned.fromMs, toMs: aligned.fromMs } : aligned;
   // The answer writes both ends in RFC 3339, whose years have four digits: past them toISOString() writes
   // +010000-01-01T00:00:00.000Z, which no client (nor this API, asked again) reads as a time.
   if (range.toMs > LAST_MINUTE_MS) throw new ParamError('to', `to: the range must end by ${stamp(LAST_MINUTE_MS)} (counted to the whole minute), the last time RFC 3339 writes`);
@@ -118,6 +122,8 @@ export function parseStep(query: Record<string, unknown>, range: TimeRange): num
  */
 export function bucketStarts(range: TimeRange, stepMs: number): number[] {
   const starts: number[] = [];
+  // An empty range (from equal to to) has no bucket, though the step's grid may start one before it.
+  if (range.fromMs >= range.toMs) return starts;
   for (let t = Math.floor(range.fromMs / stepMs) * stepMs; t < range.toMs; t += stepMs) starts.push(t);
   return starts;
 }

@@ -144,13 +144,15 @@ export interface Coverage {
  * The range a read over [from, to) (aligned to the minute) counts, as resolveSegment reads it: beyond the events
  * horizon only whole hours remain, so an edge there widens to the hour holding it; a read only raw events answer
  * (`rawOnly`) counts nothing before the horizon, so its start moves up to it (a range wholly before it covers
- * nothing: from and to both at its end).
+ * nothing: from and to both at its end). An empty range (from equal to to) stays empty: whole hours around it
+ * would count what it does not hold.
  */
 export function coveredRange(fromMs: number, toMs: number, rawOnly: boolean, s: MinuteSources): Coverage {
   if (rawOnly) {
     if (fromMs >= s.eventsFrom) return { fromMs, toMs };
     return { fromMs: Math.min(s.eventsFrom, toMs), toMs, limitedBy: 'retention.events' };
   }
+  if (fromMs === toMs) return { fromMs, toMs };
   const from = fromMs < s.eventsFrom ? Math.floor(fromMs / HOUR) * HOUR : fromMs;
   const to = toMs < s.eventsFrom ? Math.ceil(toMs / HOUR) * HOUR : toMs;
   return from === fromMs && to === toMs ? { fromMs, toMs } : { fromMs: from, toMs: to, limitedBy: 'retention.events' };
