@@ -973,6 +973,31 @@ describe('hook page', () => {
 });
 
 describe('refresh and empty states', () => {
+  it('takes no room with what it hides, whatever display the element\'s class sets', async () => {
+    const { page: p } = await page();
+    /** The elements carrying `hidden` that the stylesheet still lays out (tag.class#id), and how many carry it. */
+    const shownHidden = (): Promise<{ laidOut: string[]; hidden: string[] }> => p.evaluate(() => {
+      const all = [...document.querySelectorAll<HTMLElement>('[hidden]')];
+      const name = (e: HTMLElement): string => `${e.tagName.toLowerCase()}${[...e.classList].map((c) => `.${c}`).join('')}${e.id ? `#${e.id}` : ''}`;
+      return { laidOut: all.filter((e) => getComputedStyle(e).display !== 'none').map(name), hidden: all.map(name) };
+    });
+    await p.goto(`${svc.httpUrl}/?range=24h`);
+    await waitLoaded(p);
+    const overview = await shownHidden();
+    // The note on a link's ignored parameters is a .filters line, laid out as a flex row: hidden, it takes no room.
+    expect(overview.hidden).toContain('p.filters.muted.small#url-ignored');
+    expect(await p.locator('#url-ignored').isVisible()).toBe(false);
+    expect(await p.locator('#url-ignored').evaluate((e) => e.getBoundingClientRect().height)).toBe(0);
+    expect(overview.laidOut).toEqual([]);
+    const id = await p.getAttribute('#hook-rows tr:first-child', 'data-hook-id');
+    await p.goto(`${svc.httpUrl}/hooks/${id}`);
+    await p.locator('#hook-content').waitFor();
+    expect((await shownHidden()).laidOut).toEqual([]);
+    await p.goto(`${svc.httpUrl}/alerts`);
+    await waitLoaded(p);
+    expect((await shownHidden()).laidOut).toEqual([]);
+  });
+
   it('says when a link\'s range or refresh interval is not one it takes, and what it shows instead', async () => {
     const { page: p } = await page();
     await p.goto(`${svc.httpUrl}/?range=2h&refresh=5`);
