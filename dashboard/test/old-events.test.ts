@@ -34,11 +34,15 @@ describe('events stamped days before they arrive', () => {
   it('says how old the newest event\'s time stamp is, not that it arrived then', async () => {
     const w = await watchedPage(browser);
     open.push(w);
+    // The page's clock pinned to the one the expected age is counted from: the age is rounded to whole days, so a
+    // page drawn a moment before a half-day boundary and a count made a moment after it would differ by a day.
+    const now = Date.now();
+    await w.page.clock.setFixedTime(now);
     await w.page.goto(`${svc.httpUrl}/?range=24h`);
     await waitLoaded(w.page);
     const { lastEventAt } = (await getJson<OverviewResponse>(svc.httpUrl, '/api/v1/overview')).body;
     expect(lastEventAt).toMatch(/^2026-11-30T0[78]:/);
-    const days = Math.round((Date.now() - Date.parse(lastEventAt ?? '')) / 86_400_000);
+    const days = Math.round((now - Date.parse(lastEventAt ?? '')) / 86_400_000);
     expect(days).toBeGreaterThan(0);
     const text = await w.page.locator('#hook-rows .empty-row').textContent();
     expect(text).toBe(`No hook executions in the last 24 hours; the newest event is stamped ${days === 1 ? '1 day' : `${days} days`} ago. Try a longer range.`);
