@@ -199,7 +199,7 @@ describe('overview', () => {
     const api = (u: URL): boolean => u.pathname.startsWith('/api/v1/hooks/');
     await p.route(api, (r) => void held.push(r));
     await opens(p);
-    await expect.poll(() => held.length).toBeGreaterThan(0);
+    await expect.poll(() => held.length, { timeout: 10_000 }).toBeGreaterThan(0);
     const focused = (): Promise<string> => p.evaluate(() => {
       const el = document.activeElement;
       return el && el !== document.body ? `${el.tagName} ${el.id} ${el.className} ${(el.textContent ?? '').slice(0, 40)}` : 'none';
@@ -487,7 +487,7 @@ describe('kept open all day', () => {
       srv.fail(false);
       await p.click('#refresh-now');
       await p.waitForSelector('#error-banner', { state: 'hidden' });
-      await expect.poll(() => region.textContent()).toMatch(/^Data refreshed at .*: hookwatch answers again\.$/);
+      await expect.poll(() => region.textContent(), { timeout: 10_000 }).toMatch(/^Data refreshed at .*: hookwatch answers again\.$/);
     } finally {
       await srv.close();
     }
@@ -633,9 +633,9 @@ describe('kept open all day', () => {
     // The timer's refresh goes out, and Refresh now is pressed while it waits (as waking or the network coming
     // back does): the first is given up for the second.
     await p.clock.runFor(15_000);
-    await expect.poll(() => asked).toBe(1);
+    await expect.poll(() => asked, { timeout: 10_000 }).toBe(1);
     await p.click('#refresh-now');
-    await expect.poll(() => asked).toBe(2);
+    await expect.poll(() => asked, { timeout: 10_000 }).toBe(2);
     // The refresh period passes while the second still waits: no third one cuts it short.
     await p.clock.runFor(15_000);
     await p.clock.runFor(15_000);
@@ -694,9 +694,9 @@ describe('kept open all day', () => {
     expect(tries).toBe(1);
     retryAfter = '3600';
     await p.clock.runFor(1_000);
-    await expect.poll(() => tries).toBe(2);
+    await expect.poll(() => tries, { timeout: 10_000 }).toBe(2);
     // An hour asked is held to five minutes: a page left open comes back on its own.
-    await expect.poll(() => p.textContent('#error-age')).toMatch(/; retrying less often, every 5 min\)$/);
+    await expect.poll(() => p.textContent('#error-age'), { timeout: 10_000 }).toMatch(/; retrying less often, every 5 min\)$/);
     await p.clock.runFor(299_000);
     expect(tries).toBe(2);
     await p.unroute(api);
@@ -716,7 +716,7 @@ describe('kept open all day', () => {
     // before the clock moves on, or the clock could pass before the next try is set.
     for (const [wait, next] of [[15_000, 'every 15 s'], [15_000, 'less often, every 30 s'], [30_000, 'less often, every 1 min']] as const) {
       await p.clock.runFor(wait);
-      await expect.poll(() => p.textContent('#error-age')).toMatch(new RegExp(`; retrying ${next}\\)$`));
+      await expect.poll(() => p.textContent('#error-age'), { timeout: 10_000 }).toMatch(new RegExp(`; retrying ${next}\\)$`));
     }
     expect(await p.textContent('#error-alert')).toBe('Could not refresh: this browser is offline (no network connection)');
     expect(await p.textContent('#error-age')).toMatch(/retrying less often, every 1 min/);

@@ -273,7 +273,7 @@ describe('firing alerts at a glance', () => {
         shown: box !== undefined && box.top >= 0 && box.bottom <= innerHeight,
         rows: t?.querySelectorAll('#hook-alerts tbody tr').length,
       };
-    })).toEqual({ below: true, shown: true, rows: 2 });
+    }), REFRESHED).toEqual({ below: true, shown: true, rows: 2 });
     // The header counts them on the hook's page too.
     expect(await glance(p)).toMatchObject({ badge: '3', name: 'Alerts, 3 firing' });
   });
