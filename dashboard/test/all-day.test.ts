@@ -301,7 +301,7 @@ describe('a new version deployed whose API the page cannot use', () => {
     await p.route(overview, (r) => r.fulfill({ status: 503, contentType: 'application/json', body: JSON.stringify({ error: { code: 'unavailable', message: 'the store is not ready' } }) }));
     await tries(15_000, 2);
     expect(await p.textContent('#error-alert')).toBe('Could not refresh: the store is not ready');
-    await expect.poll(() => asked.build).toBe(1);
+    await expect.poll(() => asked.build, { timeout: 10_000 }).toBe(1);
     await tries(15_000, 3);
     await tries(30_000, 4);
     expect([asked.build, await p.isVisible('#update-banner')]).toEqual([1, false]);
@@ -341,7 +341,7 @@ describe('a new version deployed whose API the page cannot use', () => {
      */
     const tries = async (ms: number, n: number, builds: number): Promise<void> => {
       await p.clock.runFor(ms);
-      await expect.poll(() => asked.overview).toBe(n);
+      await expect.poll(() => asked.overview, { timeout: 10_000 }).toBe(n);
       await p.waitForSelector('body:not([aria-busy])', { state: 'attached' });
       await expect.poll(() => asked.build, { timeout: 10_000 }).toBe(builds);
     };
@@ -686,7 +686,7 @@ describe('the password rotated while the page is open (HTTP Basic)', () => {
     await expect.poll(() => p.textContent('#error-alert'), { timeout: READ_TIMEOUT_MS / 4 }).toBe('Signed out: hookwatch asks for credentials again; reload the page to sign in');
     // Every call of that refresh has had its answer: the guard's figures too, which a browser would otherwise hold
     // behind its sign-in prompt.
-    await expect.poll(() => answers.filter((a) => a.startsWith(`/api/v1/hooks/${ID}/guard-trims `)).length, { message: 'the guard trims answered' }).toBe(1);
+    await expect.poll(() => answers.filter((a) => a.startsWith(`/api/v1/hooks/${ID}/guard-trims `)).length, { message: 'the guard trims answered', timeout: 10_000 }).toBe(1);
     const refused = answers.filter((a) => !a.startsWith(`/api/v1/hooks/${ID} 200 `));
     expect(refused.length).toBeGreaterThan(1);
     for (const a of refused) expect(a).toMatch(/^\/api\/v1\/\S+ 401 xBasic realm="hookwatch"$/);
@@ -872,7 +872,7 @@ describe('back and forward, scrolled by the reader', () => {
     const api = (u: URL): boolean => u.pathname.startsWith('/api/');
     await p.route(api, (r) => void held.push(r));
     await p.goBack();
-    await expect.poll(() => held.length).toBeGreaterThan(0);
+    await expect.poll(() => held.length, { timeout: 10_000 }).toBeGreaterThan(0);
     await p.mouse.move(200, 200);
     await p.mouse.wheel(0, 120);
     const scrolled = await p.evaluate(() => new Promise<number>((r) => requestAnimationFrame(() => requestAnimationFrame(() => r(scrollY)))));
