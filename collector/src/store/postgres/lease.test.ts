@@ -150,9 +150,11 @@ describe('PostgresLease', () => {
     const rest = ls.filter((l) => l !== leader);
     const stoppedAt = performance.now();
     await leader.stop();
-    while (!rest.some((l) => l.isLeader()) && performance.now() - stoppedAt < 3000) await sleep(5);
+    while (!rest.some((l) => l.isLeader()) && performance.now() - stoppedAt < 8000) await sleep(5);
     const tookMs = performance.now() - stoppedAt;
-    expect(tookMs).toBeLessThan(1000);
+    // Half the renewal period: the signal's path (a NOTIFY, then a lease query) may take a second or more on a loaded
+    // machine, a follower's next renewal comes some 10 s after the stop.
+    expect(tookMs).toBeLessThan(5000);
     // The race settled: still exactly one leader a while later, at the next epoch.
     await sleep(200);
     const next = rest.filter((l) => l.isLeader());
