@@ -21,7 +21,7 @@ interface ScanOutput {
   ok: boolean;
   complete: boolean;
   totals: { records: number; runs: number; outputs: number; delivered: number; outputsPersisted: number; duplicateRecords: number; unparsableLines: number; oversizedLines: number; recordsWithoutId: number; lines: number };
-  hooks: { hookName: string; hookEvent: string; runs: number; outputs: number; delivered: number; outputsPersisted: number; largestDeliveredChars: number | null; largestOutputChars: number | null }[];
+  hooks: { hookName: string; hookEvent: string; runs: number; outputs: number; delivered: number; outputsPersisted: number; largestDeliveredChars: number | null; largestOutputChars: number | null; commands: { command: string }[] }[];
   sessions: { sessionId: string; runs: number; outputs: number; delivered: number; outputsPersisted: number; files: string[]; hooks: { hookName: string; outputsPersisted: number }[] }[];
   files: { path: string; unparsableLines: number; truncatedLastLine: boolean; hookRecords: number; duplicateRecords: number; oversizedLines: number; error?: string }[];
   persistedOutputs: { sessionId: string; hookName: string; command?: string; savedPath: string; sizeLabel: string; chars: number | null; preview?: string }[];
@@ -716,6 +716,28 @@ describe('scan --send', () => {
       expect(text).toContain('SLACK_TOKEN=[redacted] ./notify.sh --password [redacted]');
       expect(text).not.toContain('xoxb-123-456');
       expect(text).not.toContain('hunter2');
+    }
+  });
+
+  it('never sends or prints a header credential, a token or a webhook URL in a command line', async () => {
+    const command =
+      'curl -s -H "Authorization: token ghp_abcdefghijklmnop1234" -H "X-Api-Key: abc123secret" -u admin:hunter2 -X POST https://hooks.slack.com/services/T0123/B0456/abcdefSECRETxyz -d @- && node notify.js --key sk-ant-api03-abcdefghijk https://discord.com/api/webhooks/123/SECRETTOKEN';
+    const record = hookRecord({ uuid: 'h-webhook', sessionId: 's-webhook', hookName: 'Stop', stdout: 'ok' });
+    (record.attachment as Record<string, unknown>).command = command;
+    const file = await transcript('webhook-command.jsonl', [record]);
+    received = [];
+    const { out } = await scan(['--send', base, file]);
+    const { result } = await scanJson([file]);
+    const sent = JSON.stringify(received);
+    expect(received.flatMap((r) => r.records)).toHaveLength(2);
+    const redacted =
+      'curl -s -H "Authorization: token [redacted]" -H "X-Api-Key: [redacted]" -u admin:[redacted] -X POST https://hooks.slack.com/[redacted] -d @- && node notify.js --key [redacted] https://discord.com/[redacted]';
+    expect(out).toContain(redacted);
+    expect(result.hooks[0]?.commands.map((c) => c.command)).toEqual([redacted]);
+    const sentCommands = received.flatMap((r) => r.records).map((r) => r.attributes.hook_command?.stringValue);
+    expect(sentCommands).toEqual([redacted, redacted]);
+    for (const text of [out, JSON.stringify(result), sent]) {
+      for (const secret of ['ghp_abcdefghijklmnop1234', 'abc123secret', 'hunter2', 'T0123', 'SECRET', 'sk-ant-api03']) expect(text).not.toContain(secret);
     }
   });
 
