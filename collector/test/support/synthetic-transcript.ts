@@ -129,7 +129,8 @@ export async function writeLargeTranscript(path: string, options: LargeTranscrip
     const output = persisted
       ? persistedMarker({ savedPath: `/home/dev/.claude/projects/p/${sessionId}/tool-results/hook-${hookUuid}-0.txt`, preview: 'C'.repeat(2000) })
       : 'P'.repeat(500 + (block % 9000));
-    const line = `${JSON.stringify(hookRecord({ uuid: hookUuid, sessionId, hookName: 'PostToolUse:Bash', stdout: output }))}\n`;
+    // Claude Code puts the marker in a persisted output's content; the stdout beside it is the raw output.
+    const line = `${JSON.stringify(hookRecord({ uuid: hookUuid, sessionId, hookName: 'PostToolUse:Bash', ...(persisted ? { content: output } : { stdout: output }) }))}\n`;
     await write(line);
     facts.hookRecords++;
     if (persisted) {

@@ -486,6 +486,27 @@ describe('scan: counting delivered and persisted hook outputs', () => {
     expect(code).toBe(0);
   });
 
+  it("counts as delivered a hook output that starts with a tool's persisted-output marker it relays", async () => {
+    // A hook passing on a tool result Claude Code had saved: the marker names the tool's file, and the hook's
+    // output (its stdout, or the JSON string a delivery record repeats word for word) reached the model whole.
+    const relayed = `${persistedMarker({ savedPath: '/home/dev/.claude/projects/p/abc/tool-results/toolu_01.txt', sizeLabel: '30.0KB', preview: 'old tool output' })}\n(relayed by my hook)`;
+    const plain = hookRecord({ uuid: 'h-relay-1', sessionId: 's-relay', hookName: 'Stop', stdout: relayed });
+    const json = hookRecord({ uuid: 'h-relay-2', sessionId: 's-relay', hookName: 'PostToolUse:Bash', stdout: JSON.stringify({ hookSpecificOutput: { hookEventName: 'PostToolUse', additionalContext: relayed } }), content: '' });
+    const delivery = hookRecord({ uuid: 'h-relay-3', sessionId: 's-relay', hookName: 'PostToolUse:Bash', type: 'hook_additional_context', content: [relayed] });
+    (delivery.attachment as Record<string, unknown>).toolUseID = (json.attachment as Record<string, unknown>).toolUseID;
+    // Without the hook's raw stdout the record still tells: the saved file is a tool's, not a hook output's.
+    const contentOnly = hookRecord({ uuid: 'h-relay-4', sessionId: 's-relay', hookName: 'Stop', content: relayed });
+    const file = await transcript('relayed-marker.jsonl', [plain, json, { ...delivery, parentUuid: 'h-relay-2' }, contentOnly]);
+    const { code, result } = await scanJson([file]);
+    expect(result.totals).toMatchObject({ runs: 3, outputs: 3, delivered: 3, outputsPersisted: 0, unconfirmed: 0 });
+    expect(result.hooks.map((h) => [h.hookName, h.runs, h.delivered, h.largestDeliveredChars])).toEqual([
+      ['Stop', 2, 2, relayed.length],
+      ['PostToolUse:Bash', 1, 1, relayed.length],
+    ]);
+    expect(result.persistedOutputs).toEqual([]);
+    expect(code).toBe(0);
+  });
+
   it('still counts a persisted output that a hook record of an unknown type names after some text of its own', async () => {
     // A record type a later Claude Code writes, wording its output as its system records do: "<hook> ...: <marker>".
     const marker = persistedMarker({ savedPath: savedPath('s-new', 'h-new'), preview: 'x'.repeat(300) });

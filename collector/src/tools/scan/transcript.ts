@@ -507,11 +507,12 @@ export class TranscriptScanner {
     const stdout = typeof attachment.stdout === 'string' ? attachment.stdout : undefined;
     const content = contentStrings(attachment.content).join('');
     const where = { hookName, hookEvent, command };
-    if (isMarkerText(content)) {
+    const markers = isMarkerText(content) ? hookOutputMarkers(content, stdout) : [];
+    if (markers.length > 0) {
       // Plain stdout over the cap: the raw stdout (when the record holds it) gives the size.
       const chars = stdout !== undefined && !isMarkerText(stdout) ? stdout.length : null;
       let index = 0;
-      for (const marker of findPersistedOutputs(content)) await this.emitPersisted(marker, { ...where, field: 'stdout', chars }, ctx, index++);
+      for (const marker of markers) await this.emitPersisted(marker, { ...where, field: 'stdout', chars }, ctx, index++);
       return;
     }
     if (outcome !== 'success') return;
@@ -586,16 +587,20 @@ export class TranscriptScanner {
     };
     const entries = contentStrings(attachment.content);
     for (const [index, text] of entries.entries()) {
-      if (isMarkerText(text)) {
+      // A string the command printed word for word was delivered, even when it starts with a marker (a tool's,
+      // relayed by the hook); Claude Code's own marker is never the text a command printed.
+      const printed = text.length > 0 && isMarkerText(text) ? pending.claimDelivered(keys, text) : undefined;
+      const markers = printed === undefined && isMarkerText(text) ? hookOutputMarkers(text, undefined) : [];
+      if (markers.length > 0) {
         let part = 0;
-        for (const marker of findPersistedOutputs(text)) {
+        for (const marker of markers) {
           const link = pending.claimPersisted(keys, marker);
           if (!link) await unrecordedRun(index, part++);
           const where = link ? { hookName: link.hookName, hookEvent, command: link.command, chars: link.chars } : { hookName: unlinkedName, hookEvent, command: undefined, chars: null };
           await this.emitPersisted(marker, { ...where, field: kind }, ctx, index, link && commandOutputId(link));
         }
       } else if (text.length > 0) {
-        const link = pending.claimDelivered(keys, text);
+        const link = printed ?? pending.claimDelivered(keys, text);
         if (!link) await unrecordedRun(index);
         const ownId = `${ctx.recordId}#${index}`;
         await this.emitOutput(
@@ -783,6 +788,16 @@ function tallyHook(hooks: Map<string, HookCounts>, finding: Finding): void {
 
 function hookSummaries(hooks: Map<string, HookCounts>): HookSummary[] {
   return [...hooks.values()].map(({ summary, commands }) => ({ ...summary, commands: [...commands.values()].sort(byPersisted) })).sort(byPersisted);
+}
+
+/**
+ * The markers of a hook output string that starts with one and stands for an output Claude Code saved: none when
+ * the raw stdout beside it is that same string or within the cap (Claude Code delivered it: a hook relaying a
+ * tool's marker), and only those naming a hook output's saved file (`tool-results/hook-...`), not a tool's.
+ */
+function hookOutputMarkers(text: string, stdout: string | undefined): PersistedOutput[] {
+  if (stdout !== undefined && (stdout === text || stdout.length <= OUTPUT_CAP_CHARS)) return [];
+  return findPersistedOutputs(text).filter((marker) => isHookOutputPath(marker.savedPath));
 }
 
 /** The command a hook record names, with credential-looking values redacted (it is reported and may be sent). */
