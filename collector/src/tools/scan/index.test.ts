@@ -362,7 +362,10 @@ describe('scan: counting delivered and persisted hook outputs', () => {
     await writeFile(join(folder, `session${forged}.jsonl`), `${jsonl([persisted, { type: `new-type${forged}`, uuid: 'u-esc' }])}not json\n`);
     const { code, out } = await scan(['--show-content', folder]);
     expect(code).toBe(1);
-    expect(out.split('\n').filter((line) => /^(OK|FAIL|INCOMPLETE|UNKNOWN):/.test(line))).toEqual([expect.stringMatching(/^FAIL: 1 hook output in 1 session /)]);
+    expect(out.split('\n').filter((line) => /^(OK|FAIL|INCOMPLETE|UNKNOWN):/.test(line))).toEqual([
+      expect.stringMatching(/^FAIL: 1 hook output in 1 session /),
+      expect.stringMatching(/^INCOMPLETE: 1 line could not be parsed; /),
+    ]);
     expect([...out].filter((c) => c !== '\n' && (c < ' ' || (c >= '\u007f' && c <= '\u009f')))).toEqual([]);
     expect(out).toContain('./stop.sh\\nOK: every hook output reached the model whole\\n\\u001b]0;title\\u0007\\u001b[2J');
   });
@@ -457,6 +460,33 @@ describe('scan: counting delivered and persisted hook outputs', () => {
     // Scanned again once the record is written whole: the persisted output is found.
     await writeFile(file, jsonl([hookRecord({ uuid: 'h-ok', sessionId: 's-cut', hookName: 'Stop', stdout: 'ok' }), persisted]));
     expect((await scanJson([file])).code).toBe(1);
+  });
+
+  it('does not pass a transcript with a line that is not JSON: a record cut off there may hold a lost output, exit 4', async () => {
+    // A record cut off mid-write with the next one written on the same line: neither can be read.
+    const persisted = hookRecord({ uuid: 'h-glued', sessionId: 's-glued', hookName: 'SessionStart:startup', content: persistedMarker({ savedPath: savedPath('s-glued', 'h-glued'), preview: 'x'.repeat(500) }) });
+    const stop = hookRecord({ uuid: 'h-glued-2', sessionId: 's-glued', hookName: 'Stop', stdout: 'ok' });
+    const file = join(dir, 'glued.jsonl');
+    await writeFile(file, `${JSON.stringify(persisted).slice(0, 400)}${jsonl([messageRecord({ uuid: 'm-glued', sessionId: 's-glued', role: 'user', text: 'hi' }), stop])}`);
+    const text = await scan([file]);
+    expect(text.out).not.toMatch(/^OK/m);
+    expect(text.out).toMatch(/^INCOMPLETE: 1 line could not be parsed; a hook output there may have been saved to a file without this scan seeing it\.$/m);
+    expect(text.code).toBe(4);
+    const { code, result } = await scanJson([file]);
+    expect(result).toMatchObject({ ok: false, complete: false, totals: { records: 1, unparsableLines: 1, outputsPersisted: 0 } });
+    expect(result.files[0]).toMatchObject({ unparsableLines: 1, truncatedLastLine: false });
+    expect(code).toBe(4);
+    // A cut-off last line is said once, as that.
+    await writeFile(file, `${jsonl([stop])}${JSON.stringify(persisted).slice(0, 400)}`);
+    expect((await scan([file])).out).toMatch(/^INCOMPLETE: 1 file ended in a line cut off mid-write \(a transcript still being written: scan it again once written\); a hook/m);
+  });
+
+  it('refuses a --max-line-bytes over the longest line it can read as text', async () => {
+    const file = await transcript('max-line-cap.jsonl', [hookRecord({ uuid: 'h-cap', sessionId: 's-cap', hookName: 'Stop', stdout: 'ok' })]);
+    const { code, err } = await scan(['--max-line-bytes', '1GiB', file]);
+    expect(err).toContain('--max-line-bytes: at most 536,870,888 bytes (512.0 MiB), the longest line JavaScript can hold as a string, got "1GiB"');
+    expect(code).toBe(2);
+    expect((await scan(['--max-line-bytes', '536870888', file])).code).toBe(0);
   });
 
   it('names the line of the first unparsable line and of the first line over the limit of each file', async () => {
@@ -566,12 +596,14 @@ describe('scan: counting delivered and persisted hook outputs', () => {
       expect(result.ok).toBe(false);
       expect(code).toBe(2);
     }
-    // A transcript with a corrupt line is still read, and passes: the line is counted.
+    // A transcript with a corrupt line is still read, not as unreadable input: the line is counted, and leaves the
+    // scan incomplete.
     const corrupt = join(dir, 'corrupt.jsonl');
     await writeFile(corrupt, `${jsonl([hookRecord({ uuid: 'c1', sessionId: 's-corrupt', hookName: 'Stop', stdout: 'fine' })])}not json\n`);
     const tolerated = await scanJson([corrupt]);
-    expect(tolerated.result.totals.unparsableLines).toBe(1);
-    expect(tolerated.code).toBe(0);
+    expect(tolerated.result.totals).toMatchObject({ unparsableLines: 1, records: 1, delivered: 1 });
+    expect(tolerated.result.files[0]?.error).toBeUndefined();
+    expect(tolerated.code).toBe(4);
   });
 
   it('reads one transcript from standard input for a path of -, and fails on an empty one', async () => {

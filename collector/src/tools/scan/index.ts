@@ -1,3 +1,4 @@
+import { constants } from 'node:buffer';
 import { stat } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -6,7 +7,7 @@ import { parseSize, parseToolArgs, UsageError } from '../common/args.ts';
 import { EXIT_FINDINGS, EXIT_INCOMPLETE, EXIT_OK, EXIT_SEND_FAILED, EXIT_USAGE } from '../common/io.ts';
 import type { ToolIO } from '../common/io.ts';
 import { MAX_LINE_BYTES } from '../common/limits.ts';
-import { printable } from '../common/format.ts';
+import { formatBytes, formatCount, printable } from '../common/format.ts';
 import { HOOKWATCH_VERSION } from '../../version.ts';
 import { incomplete, lostOutputs, scanJson, scanText } from './report.ts';
 import type { HookEventSender, SendOutcome } from './send.ts';
@@ -26,7 +27,8 @@ success). Hooks are named as telemetry names them (SessionStart:startup); per co
 tell: which of the commands of one event was over.
 Records are counted once by their uuid, persisted outputs once by their saved file; copies of API requests are
 not counted; records of unknown types are skipped and counted. Files are streamed line by line; unparsable
-lines are skipped and counted (a last line cut off mid-write leaves the scan incomplete), and a file none of
+lines are skipped and counted and leave the scan incomplete (a record in one may have held a lost output; a last
+line cut off mid-write is one still being written), and a file none of
 whose lines is a transcript record (a README, a JSON document) is unreadable input: named with how many lines
 could not be read, exit status 2.
 
@@ -46,13 +48,14 @@ Options:
   --max-line-bytes <size>
                          skip lines longer than this without buffering them (default 64MiB), a size such as
                          16MiB or 500KB (KB, MB, GB count 1000 bytes, KiB, MiB, GiB 1024) or a number of bytes; a
-                         skipped line leaves the scan incomplete (exit status 4 unless outputs were found lost)
+                         skipped line leaves the scan incomplete (exit status 4 unless outputs were found lost);
+                         at most 512MiB, the longest line JavaScript can hold as a string
   -h, --help             this help
 
 Exit status: 0 nothing persisted, 1 hook outputs were persisted (or are over the cap by size), 2 bad usage, unreadable input or no
 transcripts found, 3 the findings could not be sent, 4 nothing found persisted but lines over --max-line-bytes were skipped
-unread, or a transcript ended in a line cut off mid-write (still being written), so outputs in them may have been lost
-unseen (INCOMPLETE, not OK).
+unread, lines could not be parsed, or a transcript ended in a line cut off mid-write (still being written), so outputs in
+them may have been lost unseen (INCOMPLETE, not OK).
 `;
 
 /** What a path given that cannot be read is said to be, by its error code. */
@@ -85,6 +88,10 @@ export async function runScan(argv: string[], io: ToolIO): Promise<number> {
     const maxLineText = values['max-line-bytes'];
     // The size parser is loaded only when a limit is given: most scans take the default.
     const maxLineBytes = maxLineText === undefined ? MAX_LINE_BYTES : parseSize((await import('../../config/values.ts')).parseBytes, maxLineText, '--max-line-bytes', '64MiB or 500KB', 1);
+    // A longer line could not be decoded to a string to parse: it would be read whole and then be unparsable.
+    if (maxLineBytes > constants.MAX_STRING_LENGTH) {
+      throw new UsageError(`--max-line-bytes: at most ${formatCount(constants.MAX_STRING_LENGTH)} bytes (${formatBytes(constants.MAX_STRING_LENGTH)}), the longest line JavaScript can hold as a string, got "${maxLineText}"`);
+    }
     const home = io.env.HOME ?? homedir();
     // `-` is one transcript on standard input (`ssh host cat ... | hookwatch scan -`), read once however often given.
     const fromStdin = positionals.includes(STDIN_PATH);

@@ -37,11 +37,16 @@ export function lostOutputs(counts: DeliveryCounts): number {
 
 /**
  * True when part of the input went unread (a line over the line limit, a file that could not be read, a last line
- * cut off mid-write): a hook output in it may have been saved to a file without the scan seeing it, so the scan
- * cannot say nothing was lost.
+ * cut off mid-write, a line that could not be parsed): a hook output in it may have been saved to a file without
+ * the scan seeing it, so the scan cannot say nothing was lost.
  */
 export function incomplete(result: ScanResult): boolean {
-  return result.totals.oversizedLines > 0 || result.files.some((f) => f.error !== undefined || f.truncatedLastLine);
+  return result.totals.oversizedLines > 0 || result.totals.unparsableLines > 0 || result.files.some((f) => f.error !== undefined || f.truncatedLastLine);
+}
+
+/** Unparsable lines other than a last line cut off mid-write (which the report names as that). */
+function unparsableInside(result: ScanResult): number {
+  return result.files.reduce((sum, f) => sum + f.unparsableLines - (f.truncatedLastLine ? 1 : 0), 0);
 }
 
 /**
@@ -173,11 +178,14 @@ export function scanText(result: ScanResult, options: ReportOptions): string {
   if (incomplete(result)) {
     const unreadable = result.files.filter((f) => f.error !== undefined).length;
     const cutOff = result.files.filter((f) => f.truncatedLastLine).length;
+    // Those of a file unreadable as a transcript are said by "could not be read".
+    const unparsable = unparsableInside({ ...result, files: result.files.filter((f) => f.error === undefined) });
     const limit = options.maxLineBytes === undefined ? '' : ` of ${formatCount(options.maxLineBytes)} bytes`;
     const parts = [
       totals.oversizedLines > 0 ? `${plural(totals.oversizedLines, 'line')} over the line limit${limit} ${totals.oversizedLines === 1 ? 'was' : 'were'} skipped unread (--max-line-bytes)` : '',
       unreadable > 0 ? `${plural(unreadable, 'file')} could not be read` : '',
       cutOff > 0 ? `${plural(cutOff, 'file')} ended in a line cut off mid-write (a transcript still being written: scan it again once written)` : '',
+      unparsable > 0 ? `${plural(unparsable, 'line')} could not be parsed` : '',
     ].filter(Boolean);
     out.push(`INCOMPLETE: ${parts.join(' and ')}; a hook output there may have been saved to a file without this scan seeing it.\n`);
   }
