@@ -537,6 +537,22 @@ describe('scan: counting delivered and persisted hook outputs', () => {
     expect(code).toBe(0);
   });
 
+  it('counts an empty JSON output string as delivered, not as one waiting for a delivery record', async () => {
+    // additionalContext "": nothing can be saved to a file; Claude Code's delivery record holds [""] or is missing.
+    const emptyContext = (uuid: string): Record<string, unknown> =>
+      hookRecord({ uuid, sessionId: 's-empty', hookName: 'PreToolUse:Bash', stdout: JSON.stringify({ hookSpecificOutput: { hookEventName: 'PreToolUse', additionalContext: '' } }), content: '' });
+    const withRecord = emptyContext('h-empty-1');
+    const delivery = hookRecord({ uuid: 'h-empty-2', sessionId: 's-empty', hookName: 'PreToolUse:Bash', type: 'hook_additional_context', content: [''] });
+    (delivery.attachment as Record<string, unknown>).toolUseID = (withRecord.attachment as Record<string, unknown>).toolUseID;
+    const file = await transcript('empty-context.jsonl', [withRecord, { ...delivery, parentUuid: 'h-empty-1' }, emptyContext('h-empty-3')]);
+    const { code, result } = await scanJson([file]);
+    expect(result.totals).toMatchObject({ runs: 2, outputs: 2, delivered: 2, unconfirmed: 0, largestDeliveredChars: 0 });
+    expect(code).toBe(0);
+    const { out } = await scan([file]);
+    expect(out).not.toContain('UNKNOWN');
+    expect(out).toMatch(/^OK: every hook output reached the model whole/m);
+  });
+
   it('still counts a persisted output that a hook record of an unknown type names after some text of its own', async () => {
     // A record type a later Claude Code writes, wording its output as its system records do: "<hook> ...: <marker>".
     const marker = persistedMarker({ savedPath: savedPath('s-new', 'h-new'), preview: 'x'.repeat(300) });

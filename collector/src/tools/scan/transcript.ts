@@ -525,6 +525,11 @@ export class TranscriptScanner {
     if (measured.format !== 'json') return;
     const toolUseId = stringField(attachment.toolUseID);
     for (const output of measured.outputs) {
+      // An empty string cannot have been saved to a file, and its delivery record (if any) is skipped: delivered.
+      if (output.sent === 0) {
+        await this.emitOutput({ ...where, field: output.kind, outcome: 'delivered', chars: 0, saved: undefined }, ctx, `${ctx.recordId}#${output.kind}`);
+        continue;
+      }
       pending.add({
         runId: ctx.recordId, sessionId: ctx.sessionId, hookName, hookEvent, toolUseId, command, kind: output.kind,
         chars: output.sent, digest: digestOf(output.content), timestamp: ctx.timestamp,
