@@ -25,7 +25,7 @@ interface ScanOutput {
   sessions: { sessionId: string; runs: number; outputs: number; delivered: number; outputsPersisted: number; files: string[]; hooks: { hookName: string; outputsPersisted: number }[] }[];
   files: { path: string; unparsableLines: number; truncatedLastLine: boolean; hookRecords: number; duplicateRecords: number; oversizedLines: number; error?: string }[];
   persistedOutputs: { sessionId: string; hookName: string; command?: string; savedPath: string; sizeLabel: string; chars: number | null; preview?: string }[];
-  send?: { url: string; emitted: number; exported: number; failed: number; error?: string };
+  send?: { url: string; emitted: number; exported: number; failed: number; notSent: number; error?: string };
 }
 
 const BIN = fileURLToPath(new URL('../../../bin/hookwatch.mjs', import.meta.url));
@@ -699,6 +699,8 @@ describe('scan --send', () => {
   let server: Server;
   let received: { path: string; contentType: string; records: ReceivedRecord[] }[];
   let status = 200;
+  /** When set, the answer to the nth request of the test (from 1), in place of status. */
+  let answerFor: ((n: number) => number) | undefined;
   let base: string;
 
   beforeAll(async () => {
@@ -718,8 +720,9 @@ describe('scan --send', () => {
           }
         }
         received.push({ path: req.url ?? '', contentType: req.headers['content-type'] ?? '', records });
-        res.writeHead(status, { 'content-type': 'application/json' });
-        res.end(status === 200 ? '{}' : '{"code":3,"message":"bad request"}');
+        const answer = answerFor?.(received.length) ?? status;
+        res.writeHead(answer, { 'content-type': 'application/json' });
+        res.end(answer === 200 ? '{}' : '{"code":3,"message":"bad request"}');
       });
     });
     server.listen(0, '127.0.0.1');
@@ -735,7 +738,7 @@ describe('scan --send', () => {
     const file = await transcript('send.jsonl', sessionARecords());
     received = [];
     const { code, result } = await scanJson(['--send', base, file]);
-    expect(result.send).toEqual({ url: `${base}/v1/logs`, emitted: 6, exported: 6, failed: 0 });
+    expect(result.send).toEqual({ url: `${base}/v1/logs`, emitted: 6, exported: 6, failed: 0, notSent: 0 });
     expect(code).toBe(1);
 
     expect(received.map((r) => [r.path, r.contentType])).toEqual([['/v1/logs', 'application/json']]);
@@ -837,10 +840,31 @@ describe('scan --send', () => {
     try {
       const { code, out } = await scan(['--send', `${base}/v1/logs`, file]);
       expect(out).toContain(`Sending to ${base}/v1/logs failed`);
-      expect(out).toContain('(0 of 2 findings accepted)');
+      expect(out).toContain('(0 of 2 findings sent; the rest not sent)');
       expect(code).toBe(3);
     } finally {
       status = 200;
+    }
+  });
+
+  it('says how many of all the findings were sent when sending stops part way, and is not ok in --json', async () => {
+    // 1,500 runs with an output each: 3,000 findings; the first request is taken, the second refused.
+    const records = Array.from({ length: 1_500 }, (_, i) => hookRecord({ uuid: `h-part-${i}`, sessionId: 's-part', hookName: 'Stop', stdout: 'ok' }));
+    const file = await transcript('send-part.jsonl', records);
+    answerFor = (n) => (n === 1 ? 200 : 400);
+    try {
+      received = [];
+      const { code, out } = await scan(['--send', base, file]);
+      expect(out).toContain(`Sending to ${base}/v1/logs failed`);
+      expect(out).toContain('(500 of 3,000 findings sent; the rest not sent)');
+      expect(code).toBe(3);
+      received = [];
+      const json = await scanJson(['--send', base, file]);
+      expect(json.result.send).toMatchObject({ emitted: 1_000, exported: 500, failed: 500, notSent: 2_000 });
+      expect(json.result).toMatchObject({ ok: false, complete: true });
+      expect(json.code).toBe(3);
+    } finally {
+      answerFor = undefined;
     }
   });
 

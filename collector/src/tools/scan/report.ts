@@ -18,8 +18,8 @@ export function scanJson(result: ScanResult, options: ReportOptions): unknown {
     tool: 'hookwatch scan',
     capChars: OUTPUT_CAP_CHARS,
     previewChars: PREVIEW_CHARS,
-    // Not ok when part of the input went unread: an output in it may have been lost unseen.
-    ok: lostOutputs(result.totals) === 0 && !incomplete(result),
+    // Not ok when part of the input went unread (an output in it may have been lost unseen), nor when sending failed.
+    ok: lostOutputs(result.totals) === 0 && !incomplete(result) && options.send?.error === undefined,
     complete: !incomplete(result),
     totals: result.totals,
     hooks: result.hooks,
@@ -152,7 +152,7 @@ export function scanText(result: ScanResult, options: ReportOptions): string {
     out.push(
       options.send.error === undefined
         ? `\nSent ${plural(options.send.exported, 'finding')} (command runs and output outcomes) to ${options.send.url}\n`
-        : `\nSending to ${options.send.url} failed: ${printable(options.send.error)} (${formatCount(options.send.exported)} of ${plural(options.send.emitted, 'finding')} accepted)\n`,
+        : `\nSending to ${options.send.url} failed: ${printable(options.send.error)} (${formatCount(options.send.exported)} of ${plural(options.send.emitted + options.send.notSent, 'finding')} sent; the rest not sent)\n`,
     );
   }
 

@@ -58,6 +58,8 @@ export interface SendOutcome {
   exported: number;
   /** Events of batches that failed; they are lost (the server was down or refused them). */
   failed: number;
+  /** Findings of the scan never emitted: sending stops at the first failed export. */
+  notSent: number;
   error: string | undefined;
 }
 
@@ -151,6 +153,7 @@ export function createHookEventSender(target: string, toolVersion: string): Hook
   });
   const logger = provider.getLogger(SCOPE_NAME, toolVersion);
   let emitted = 0;
+  let notSent = 0;
   let sinceFlush = 0;
   let finished: Promise<SendOutcome> | undefined;
   const flush = async (): Promise<void> => {
@@ -163,7 +166,10 @@ export function createHookEventSender(target: string, toolVersion: string): Hook
   return {
     sink: async (finding) => {
       // After a failed export, stop sending: the scan itself still completes and reports.
-      if (exporter.error !== undefined || finished !== undefined) return;
+      if (exporter.error !== undefined || finished !== undefined) {
+        notSent++;
+        return;
+      }
       const observedAt = new Date();
       logger.emit({ body: FINDING_EVENT_NAME, attributes: findingAttributes(finding, observedAt), timestamp: timestampOf(finding) ?? observedAt });
       emitted++;
@@ -178,7 +184,7 @@ export function createHookEventSender(target: string, toolVersion: string): Hook
         await flush();
         await provider.shutdown().catch(() => undefined);
         // Printed and in --json: without the user, password and query a --send URL may carry.
-        return { url: safeEndpoint(url), emitted, exported: exporter.exported, failed: exporter.failed, error: exporter.error };
+        return { url: safeEndpoint(url), emitted, exported: exporter.exported, failed: exporter.failed, notSent, error: exporter.error };
       })();
       return finished;
     },
