@@ -27,7 +27,8 @@ export interface HookInputOptions {
   event: string;
   /** The project directory (cwd of the session and CLAUDE_PROJECT_DIR). */
   projectDir: string;
-  home: string;
+  /** Claude Code's data folder (~/.claude, or $CLAUDE_CONFIG_DIR), which holds the session's transcript. */
+  configDir: string;
   sessionId?: string;
   /** SessionStart: startup, resume, clear or compact. */
   source?: string;
@@ -77,7 +78,7 @@ export function buildHookInput(options: HookInputOptions): Record<string, unknow
   const sessionId = options.sessionId ?? randomUUID();
   const input: Record<string, unknown> = {
     session_id: sessionId,
-    transcript_path: join(options.home, '.claude', 'projects', projectFolderName(options.projectDir), `${sessionId}.jsonl`),
+    transcript_path: join(options.configDir, 'projects', projectFolderName(options.projectDir), `${sessionId}.jsonl`),
     cwd: options.projectDir,
     permission_mode: 'default',
     hook_event_name: options.event,

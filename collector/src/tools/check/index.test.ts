@@ -496,6 +496,17 @@ writeFileSync(${JSON.stringify(record)}, JSON.stringify({ input, projectDir: pro
     expect(start.input.session_id).toMatch(/^[0-9a-f-]{36}$/);
     expect(start.input.transcript_path).toMatch(new RegExp(`/\\.claude/projects/[^/]+/${String(start.input.session_id)}\\.jsonl$`));
 
+    // Under CLAUDE_CONFIG_DIR, Claude Code writes its transcripts there, not under ~/.claude (as scan reads them).
+    const configDir = join(dir, 'claude-config');
+    const underConfig = captureIO(dir, { ...process.env, HOME: join(dir, 'home'), CLAUDE_CONFIG_DIR: configDir });
+    expect(await runCheck(['--json', '--project-dir', projectDir, '--', hook], underConfig.io)).toBe(0);
+    const configured = (JSON.parse(await readFile(record, 'utf8')) as { input: Record<string, unknown> }).input;
+    expect(configured.transcript_path).toBe(join(configDir, 'projects', projectDir.replace(/[^A-Za-z0-9]/g, '-'), `${String(configured.session_id)}.jsonl`));
+    const underHome = captureIO(dir, { ...process.env, HOME: join(dir, 'home'), CLAUDE_CONFIG_DIR: '' });
+    expect(await runCheck(['--json', '--project-dir', projectDir, '--', hook], underHome.io)).toBe(0);
+    const inHome = (JSON.parse(await readFile(record, 'utf8')) as { input: Record<string, unknown> }).input;
+    expect(inHome.transcript_path).toBe(join(dir, 'home', '.claude', 'projects', projectDir.replace(/[^A-Za-z0-9]/g, '-'), `${String(inHome.session_id)}.jsonl`));
+
     const prompt = await seen(['--event', 'UserPromptSubmit', '--prompt', 'fix the build']);
     expect(prompt.input).toMatchObject({ hook_event_name: 'UserPromptSubmit', prompt: 'fix the build' });
 

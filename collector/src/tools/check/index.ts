@@ -5,6 +5,7 @@ import { OUTPUT_CAP_CHARS } from '../../../../shared/src/cliff.ts';
 import { MAX_TIMEOUT_SECONDS, parseKillGrace, parseTimeoutSeconds, parseToolArgs, parseWholeNumber, UsageError } from '../common/args.ts';
 import { parseDuration } from '../../config/values.ts';
 import { EXIT_FINDINGS, EXIT_INCOMPLETE, EXIT_OK, EXIT_USAGE } from '../common/io.ts';
+import { claudeConfigDir } from '../common/claude-dir.ts';
 import { printable } from '../common/format.ts';
 import type { ToolIO } from '../common/io.ts';
 import { buildHookInput, HOOK_EVENTS, matcherQuery, matcherSelects, SESSION_START_SOURCES, valueForMatcher } from './hook-input.ts';
@@ -214,7 +215,7 @@ export async function runCheck(argv: string[], io: ToolIO): Promise<number> {
       const input = buildHookInput({
         event: hook.event,
         projectDir,
-        home,
+        configDir: claudeConfigDir(home, io),
         ...(source === undefined ? {} : { source }),
         ...(values.prompt === undefined ? {} : { prompt: values.prompt }),
         ...(toolName === undefined ? {} : { toolName }),

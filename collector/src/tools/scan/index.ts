@@ -4,6 +4,7 @@ import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 
 import { parseSize, parseToolArgs, UsageError } from '../common/args.ts';
+import { claudeConfigDir } from '../common/claude-dir.ts';
 import { EXIT_FINDINGS, EXIT_INCOMPLETE, EXIT_OK, EXIT_SEND_FAILED, EXIT_USAGE } from '../common/io.ts';
 import type { ToolIO } from '../common/io.ts';
 import { MAX_LINE_BYTES } from '../common/limits.ts';
@@ -97,7 +98,7 @@ export async function runScan(argv: string[], io: ToolIO): Promise<number> {
     const fromStdin = positionals.includes(STDIN_PATH);
     const given = positionals.filter((p) => p !== STDIN_PATH);
     // Claude Code keeps its data in $CLAUDE_CONFIG_DIR instead of ~/.claude when that is set.
-    const configDir = io.env.CLAUDE_CONFIG_DIR ? resolve(io.cwd, io.env.CLAUDE_CONFIG_DIR) : join(home, '.claude');
+    const configDir = claudeConfigDir(home, io);
     const paths = positionals.length > 0 ? given.map((p) => resolve(io.cwd, p)) : [join(configDir, 'projects')];
     for (const path of paths) {
       const problem = await stat(path).then(
