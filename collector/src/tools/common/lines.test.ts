@@ -61,6 +61,16 @@ describe('readLines', () => {
     expect(stats.oversizedLines).toBe(0);
   });
 
+  it('refuses a UTF-16 file by its byte order mark, little- or big-endian, however it is read', async () => {
+    for (const bom of [[0xff, 0xfe], [0xfe, 0xff]]) {
+      const text = Buffer.from('{"type":"user"}\n', 'utf16le');
+      const content = Buffer.concat([Buffer.from(bom), bom[0] === 0xfe ? text.swap16() : text]);
+      for (const chunkBytes of [1, 1024]) await expect(collect(content, { chunkBytes })).rejects.toThrow(/^UTF-16 encoded, not UTF-8/);
+    }
+    // A UTF-8 file whose first character merely starts with such a byte is not mistaken for one.
+    expect((await collect(Buffer.from('ÿþ\n'))).lines.map((l) => l.text)).toEqual(['ÿþ']);
+  });
+
   it('yields nothing for an empty file', async () => {
     const { lines, stats } = await collect('');
     expect(lines).toEqual([]);

@@ -35,12 +35,15 @@ const NEWLINE = 0x0a;
 const CARRIAGE_RETURN = 0x0d;
 /** What an editor or a Windows tool may put before the first line of a UTF-8 file. */
 const BYTE_ORDER_MARK = Buffer.from([0xef, 0xbb, 0xbf]);
+/** The byte order marks of UTF-16 (little- and big-endian), as PowerShell's `>` writes a file. */
+const UTF16_MARKS: Record<string, string> = { fffe: 'FF FE', feff: 'FE FF' };
 
 /**
  * Streams a file line by line in bounded memory. Unlike node:readline, which buffers a line however long it
  * is, a line over `maxLineBytes` is dropped piece by piece as it streams past and only counted, so one runaway
  * record cannot take the process down. Memory stays at about one read chunk plus one kept line. `source` is a
- * file's path or a stream already open (standard input), read the same way.
+ * file's path or a stream already open (standard input), read the same way. A file that starts with a UTF-16
+ * byte order mark is refused (thrown) before any line: split at its bytes, its lines would read as garbage.
  */
 export async function* readLines(source: string | Readable, options: ReadLinesOptions = {}): AsyncGenerator<FileLine> {
   const maxLineBytes = options.maxLineBytes ?? MAX_LINE_BYTES;
@@ -50,6 +53,8 @@ export async function* readLines(source: string | Readable, options: ReadLinesOp
   let pendingBytes = 0;
   let skipping = false;
   let lineNumber = 0;
+  /** The first two bytes, until known: where a UTF-16 byte order mark would be. */
+  let head: Buffer | undefined = Buffer.alloc(0);
 
   const finishLine = (tail: Buffer, unterminated: boolean): FileLine | undefined => {
     lineNumber++;
@@ -73,6 +78,14 @@ export async function* readLines(source: string | Readable, options: ReadLinesOp
   try {
     for await (const chunk of stream as AsyncIterable<Buffer>) {
       stats.bytes += chunk.length;
+      if (head !== undefined) {
+        head = Buffer.concat([head, chunk.subarray(0, 2 - head.length)]);
+        if (head.length === 2) {
+          const mark = UTF16_MARKS[head.toString('hex')];
+          if (mark !== undefined) throw new Error(`UTF-16 encoded, not UTF-8 (byte order mark ${mark}); Claude Code writes transcripts in UTF-8`);
+          head = undefined;
+        }
+      }
       let start = 0;
       while (start < chunk.length) {
         const newline = chunk.indexOf(NEWLINE, start);

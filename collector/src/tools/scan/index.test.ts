@@ -622,6 +622,20 @@ describe('scan: counting delivered and persisted hook outputs', () => {
     expect(tolerated.code).toBe(4);
   });
 
+  it('names a transcript saved as UTF-16 as that, and exits 2', async () => {
+    const text = jsonl([hookRecord({ uuid: 'h-u16', sessionId: 's-u16', hookName: 'Stop', stdout: 'ok' }), messageRecord({ uuid: 'm-u16', sessionId: 's-u16', role: 'user', text: 'hi' })]);
+    const file = join(dir, 'utf16.jsonl');
+    await writeFile(file, Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(text, 'utf16le')]));
+    const { code, out } = await scan([file]);
+    expect(out).toContain(`${file}: unreadable: UTF-16 encoded, not UTF-8 (byte order mark FF FE); Claude Code writes transcripts in UTF-8\n`);
+    expect(out).not.toContain('cut off');
+    expect(out).not.toMatch(/^OK/m);
+    expect(code).toBe(2);
+    const { result } = await scanJson([file]);
+    expect(result.files[0]).toMatchObject({ truncatedLastLine: false, unparsableLines: 0 });
+    expect(result.ok).toBe(false);
+  });
+
   it('reads one transcript from standard input for a path of -, and fails on an empty one', async () => {
     // The real command: a transcript piped in (from ssh, a CI artifact) counts as the same file read from disk.
     const file = join(dir, 'projects', '-home-dev-project', `${SESSION_A}.jsonl`);
