@@ -60,24 +60,39 @@ export interface DeliveryRecordKeys {
  * (delivered) or by the saved file and the size its marker gives (persisted).
  */
 export class PendingOutputs {
-  private readonly entries: PendingOutput[] = [];
+  /** Waiting entries in the order they came (a Set keeps it, and drops one in constant time). */
+  private readonly entries = new Set<PendingOutput>();
+  /**
+   * The same entries by what a delivery record looks them up by, each in the order they came: the text's digest
+   * (a delivered string), over the cap (a persisted one). Without them every record searched every waiting entry,
+   * quadratic in a transcript whose strings go unconfirmed.
+   */
+  private readonly byDigest = new Map<string, Set<PendingOutput>>();
+  private readonly overCap = new Map<string, Set<PendingOutput>>();
   /** Entries given up because too many were waiting. */
   evicted: PendingOutput[] = [];
 
   add(entry: PendingOutput): void {
-    this.entries.push(entry);
-    if (this.entries.length > MAX_PENDING_OUTPUTS) this.evicted.push(this.entries.shift()!);
+    this.entries.add(entry);
+    addTo(this.byDigest, digestKey(entry.sessionId, entry.kind, entry.digest), entry);
+    if (entry.chars > OUTPUT_CAP_CHARS) addTo(this.overCap, groupKey(entry.sessionId, entry.kind), entry);
+    if (this.entries.size > MAX_PENDING_OUTPUTS) {
+      const oldest = this.entries.values().next().value!;
+      this.remove(oldest);
+      this.evicted.push(oldest);
+    }
   }
 
   /** Claims the command output a delivered string came from (same text), or undefined. */
   claimDelivered(keys: DeliveryRecordKeys, text: string): PendingOutput | undefined {
     const digest = digestOf(text);
-    return this.claim(keys, (entry) => entry.chars === text.length && entry.digest === digest);
+    const chosen = this.candidates(keys, this.byDigest.get(digestKey(keys.sessionId, keys.kind, digest))).find((entry) => entry.chars === text.length);
+    if (chosen !== undefined) this.remove(chosen);
+    return chosen;
   }
 
   /** Claims the command output a persisted-output marker stands for, or undefined. */
   claimPersisted(keys: DeliveryRecordKeys, marker: PersistedOutput): PendingOutput | undefined {
-    const overCap = (entry: PendingOutput): boolean => entry.chars > OUTPUT_CAP_CHARS;
     // Claude Code names the saved file after the hook run's id: hook-<toolUseID>-<event>-<hash>-<field>.txt.
     const namesRun = (entry: PendingOutput): boolean => entry.toolUseId !== undefined && marker.savedPath !== undefined && marker.savedPath.includes(`hook-${entry.toolUseId}-`);
     const labelled = labelChars(marker.sizeLabel);
@@ -85,7 +100,7 @@ export class PendingOutputs {
       if (labelled === undefined) return candidates[0];
       return candidates.reduce<PendingOutput | undefined>((best, entry) => (best === undefined || Math.abs(entry.chars - labelled) < Math.abs(best.chars - labelled) ? entry : best), undefined);
     };
-    const candidates = this.candidates(keys).filter(overCap);
+    const candidates = this.candidates(keys, this.overCap.get(groupKey(keys.sessionId, keys.kind)));
     const chosen = nearest(candidates.filter(namesRun)) ?? nearest(candidates);
     if (chosen !== undefined) this.remove(chosen);
     return chosen;
@@ -94,26 +109,40 @@ export class PendingOutputs {
   /** Gives up every entry (the end of a file): their delivery was never recorded. */
   drain(): PendingOutput[] {
     const left = [...this.evicted, ...this.entries];
-    this.entries.length = 0;
+    this.entries.clear();
+    this.byDigest.clear();
+    this.overCap.clear();
     this.evicted = [];
     return left;
   }
 
-  private claim(keys: DeliveryRecordKeys, accept: (entry: PendingOutput) => boolean): PendingOutput | undefined {
-    const chosen = this.candidates(keys).find(accept);
-    if (chosen !== undefined) this.remove(chosen);
-    return chosen;
-  }
-
-  /** Entries of the same session and kind: those of the same tool call first, then those of the same event. */
-  private candidates(keys: DeliveryRecordKeys): PendingOutput[] {
-    const same = this.entries.filter((entry) => entry.sessionId === keys.sessionId && entry.kind === keys.kind);
+  /** Of entries of the same session and kind: those of the same tool call first, then those of the same event. */
+  private candidates(keys: DeliveryRecordKeys, group: Set<PendingOutput> | undefined): PendingOutput[] {
+    if (group === undefined) return [];
+    const same = [...group];
     const byId = keys.toolUseId === undefined ? [] : same.filter((entry) => entry.toolUseId === keys.toolUseId);
     return [...byId, ...same.filter((entry) => entry.hookEvent === keys.hookEvent && !byId.includes(entry))];
   }
 
   private remove(entry: PendingOutput): void {
-    const index = this.entries.indexOf(entry);
-    if (index !== -1) this.entries.splice(index, 1);
+    this.entries.delete(entry);
+    removeFrom(this.byDigest, digestKey(entry.sessionId, entry.kind, entry.digest), entry);
+    if (entry.chars > OUTPUT_CAP_CHARS) removeFrom(this.overCap, groupKey(entry.sessionId, entry.kind), entry);
   }
+}
+
+const groupKey = (sessionId: string, kind: OutputKind): string => `${sessionId}\u0000${kind}`;
+const digestKey = (sessionId: string, kind: OutputKind, digest: string): string => `${sessionId}\u0000${kind}\u0000${digest}`;
+
+function addTo(index: Map<string, Set<PendingOutput>>, key: string, entry: PendingOutput): void {
+  const group = index.get(key);
+  if (group === undefined) index.set(key, new Set([entry]));
+  else group.add(entry);
+}
+
+function removeFrom(index: Map<string, Set<PendingOutput>>, key: string, entry: PendingOutput): void {
+  const group = index.get(key);
+  if (group === undefined) return;
+  group.delete(entry);
+  if (group.size === 0) index.delete(key);
 }
