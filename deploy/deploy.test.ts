@@ -1218,7 +1218,7 @@ describe('Prometheus files', () => {
       host_not_allowed: 'HookwatchRejectingRequests', expectation_failed: 'HookwatchRejectingRequests',
       // Refused by Node's HTTP parser (431, 413, 400), or over gRPC a header node:http2 cannot decode: not retried either.
       header_overflow: 'HookwatchRejectingRequests', chunk_extensions_overflow: 'HookwatchRejectingRequests', malformed: 'HookwatchRejectingRequests',
-      overloaded: 'HookwatchOverloaded', store_unavailable: 'HookwatchStoreUnavailable', internal: 'HookwatchInternalErrors',
+      overloaded: 'HookwatchOverloaded', store_unavailable: 'HookwatchStoreUnavailable', forward_queue_unavailable: 'HookwatchStoreUnavailable', internal: 'HookwatchInternalErrors',
       request_timeout: 'HookwatchRequestTimeouts',
       // A body (gRPC: message) arriving under the minimum rate: the same slow link, found sooner.
       request_too_slow: 'HookwatchRequestTimeouts',

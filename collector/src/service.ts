@@ -275,7 +275,7 @@ function mountRoutes(app: express.Express, ctx: RouteContext, parts: OpenParts):
   app.use(createForwardingRouter({ forwarding }));
   app.use(createGuardTrimsRouter({ store, now, queries }));
   const otlpHttp = { otlpHttpPort: parts.otlpHttpPort, otlpHttpTls: otlpTls !== undefined };
-  app.use(createApiRouter({ store, queries, dimensions: config.dimensions, logger, now, ready: parts.ready, privacy, ...otlpHttp, otlpIngestToken: config.otlp.ingestToken !== '', otlpClientCertificate: otlpTls?.mutual === true, otlpRefusals: refusals }));
+  app.use(createApiRouter({ store, queries, dimensions: config.dimensions, logger, now, ready: parts.ready, ...(forwarding ? { forwardQueueReady: () => forwarding.stage.ping() } : {}), privacy, ...otlpHttp, otlpIngestToken: config.otlp.ingestToken !== '', otlpClientCertificate: otlpTls?.mutual === true, otlpRefusals: refusals }));
   const dashboard = createDashboardRouter({ ...otlpHttp, servedFile: (res) => requestMetrics.answeredBy(res, DASHBOARD_HANDLER) });
   app.use(dashboard);
   // Last: an error a router passes on gets the API's JSON answer (503 while the store is down), not an HTML page.

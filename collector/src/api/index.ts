@@ -32,6 +32,8 @@ export interface ApiOptions {
   now?: () => number;
   /** Extra readiness checks (e.g. the OTLP receiver is listening). */
   ready?: () => boolean;
+  /** Throws, naming the file and the cause, while the forwarding queue cannot take writes (inline mode). */
+  forwardQueueReady?: () => void;
   /** Digests filter values given in cleartext for hashed attributes, as they were digested before storage. */
   privacy?: Pick<Privacy, 'filters'>;
   /** Port the OTLP/HTTP receiver listens on, once it does (shown in the dashboard's setup snippet). */
@@ -132,6 +134,8 @@ export function createApiRouter(opts: ApiOptions): Router {
   router.route('/readyz').get(async (_req, res) => {
     try {
       await store.ping();
+      // Every OTLP request goes through the forwarding queue too: while it cannot take them, none is served.
+      opts.forwardQueueReady?.();
       if (opts.ready && !opts.ready()) throw new Error('receivers are not listening');
       res.json({ status: 'ready' });
     } catch (err) {

@@ -9,8 +9,9 @@
  */
 import type { LogsRequest } from '../otlp/model.ts';
 import type { ConsumeResult, LogsConsumer, PassThroughConsumer, RawRequest } from '../pipeline/consumer.ts';
-import { OverloadedError, TooLargeError, UnsupportedMediaTypeError } from '../pipeline/errors.ts';
-import { StoreUnavailableError } from '../store/store.ts';
+import { ForwardQueueUnavailableError, OverloadedError, TooLargeError, UnsupportedMediaTypeError } from '../pipeline/errors.ts';
+import { describeSqliteError, sqliteFault } from '../store/sqlite/database.ts';
+import type { Logger } from '../telemetry/logger.ts';
 import type { Exporter } from './exporter.ts';
 import type { Forwarder } from './forwarder.ts';
 import { QueueFullError, type DurableQueue } from './queue.ts';
@@ -23,6 +24,13 @@ export interface ForwardingStageOptions {
   forwarder: Forwarder;
   exporter: Exporter;
   transform?: LogsTransform;
+  logger?: Logger;
+}
+
+/** A write to the queue file failed: why, and the size of the body it could not take. */
+interface QueueFault {
+  cause: string;
+  bytes: number;
 }
 
 /** Commits requests to the durable queue, refusing (503 + Retry-After) rather than dropping when it is full. */
@@ -38,6 +46,8 @@ export class ForwardingStage implements PassThroughConsumer {
    * goes straight to the queue on its next try, its events not committed again (counted as duplicates).
    */
   private readonly hookCommitted = new WeakMap<RawRequest, ConsumeResult>();
+  /** Set while the queue file cannot take writes, until one goes through again (or a probe of ping()). */
+  private fault: QueueFault | undefined;
 
   constructor(opts: ForwardingStageOptions) {
     this.opts = opts;
@@ -73,9 +83,48 @@ export class ForwardingStage implements PassThroughConsumer {
     } catch (err) {
       if (err instanceof QueueFullError) this.enqueueRefused();
       // A disk that cannot take writes is back-pressure too: the client keeps the data and retries.
-      throw new StoreUnavailableError(`the forwarding queue cannot write: ${(err as Error).message}`);
+      this.noteFault(sqliteFault(err) ?? describeSqliteError(err), body.length, err);
+      throw this.unavailable(err);
     }
+    if (this.fault) this.cleared('a write succeeded again');
     this.opts.forwarder.notify();
+  }
+
+  /**
+   * Readiness: throws, naming forward.queue.path and the cause, while the queue file cannot take writes. Each call
+   * then tries a write as large as the body refused (its disk full: once there is room for it), and clears the
+   * fault when it goes through: a load balancer sends nothing to a replica not ready, so no request would.
+   */
+  ping(): void {
+    const fault = this.fault;
+    if (!fault) return;
+    try {
+      this.opts.queue.probeWrite(fault.bytes);
+    } catch (err) {
+      this.opts.logger?.debug('forwarding queue still cannot keep requests', { path: this.opts.queue.path, error: describeSqliteError(err) });
+      throw new Error(`the forwarding queue cannot keep requests: ${fault.cause} (forward.queue.path: ${this.opts.queue.path})`, { cause: err });
+    }
+    this.cleared('a write succeeded again');
+  }
+
+  /** Enters the failed state: one log line with the path and the cause, not one per request. */
+  private noteFault(cause: string, bytes: number, err: unknown): void {
+    if (this.fault) {
+      this.fault.bytes = Math.max(this.fault.bytes, bytes);
+      return;
+    }
+    this.fault = { cause, bytes };
+    this.opts.logger?.error('forwarding queue cannot keep requests: refusing OTLP requests (503) until its file is usable again', { path: this.opts.queue.path, setting: 'forward.queue.path', cause, error: describeSqliteError(err) });
+  }
+
+  private cleared(how: string): void {
+    this.opts.logger?.info('forwarding queue is usable again', { path: this.opts.queue.path, previousCause: this.fault?.cause, recovery: how });
+    this.fault = undefined;
+  }
+
+  /** The error for a request the queue file could not take. */
+  private unavailable(err: unknown): ForwardQueueUnavailableError {
+    return new ForwardQueueUnavailableError(`the forwarding queue cannot keep requests: ${this.fault?.cause ?? 'unknown fault'} (${this.opts.queue.path})`, { cause: err });
   }
 
   /** Wraps the hook stage so every logs request is also forwarded. */

@@ -122,7 +122,7 @@ export async function startForwarding(config: ForwardConfig, opts: ForwardingOpt
     backoff: { initialMs: config.retry.initialMs, maxMs: Math.max(config.retry.maxMs, config.retry.initialMs), ...opts.backoff },
     ...(opts.now ? { now: opts.now } : {}),
   });
-  const stage = new ForwardingStage({ queue, forwarder, exporter, ...(config.enrich ? { transform: deliveryEnricher((err) => opts.logger.warn('forwarding a logs request without hookwatch.delivery: it could not be rewritten', { destination: exporter.description, err })) } : {}) });
+  const stage = new ForwardingStage({ queue, forwarder, exporter, logger: opts.logger, ...(config.enrich ? { transform: deliveryEnricher((err) => opts.logger.warn('forwarding a logs request without hookwatch.delivery: it could not be rewritten', { destination: exporter.description, err })) } : {}) });
   forwarder.start();
   // A rotated CA or client certificate is used for the connections made from then on.
   tls?.start();

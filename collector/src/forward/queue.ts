@@ -313,6 +313,18 @@ export class DurableQueue {
     for (const l of this.freedListeners) l();
   }
 
+  /**
+   * Commits a write that leaves nothing behind, `bytes` long (a row written and removed in one transaction): throws
+   * while the file cannot take one of that size (a full disk, a read-only file, an I/O error).
+   */
+  probeWrite(bytes: number): void {
+    inTransaction(this.db, () => {
+      // Removed in the same commit, its pages overwritten (secure_delete): written to the file all the same.
+      this.db.prepare("INSERT INTO counters (name, value) VALUES ('write_probe', zeroblob(?))").run(bytes);
+      this.db.prepare("DELETE FROM counters WHERE name = 'write_probe'").run();
+    });
+  }
+
   /** Counts a request refused because the queue was full (shown to operators as refusedFull). */
   countRefused(): void {
     this.bump('refusedFull', 1);

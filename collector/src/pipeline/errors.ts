@@ -29,8 +29,16 @@ export class UnsupportedMediaTypeError extends Error {
   override name = 'UnsupportedMediaTypeError';
 }
 
+/**
+ * The forwarding queue's file cannot take writes (its disk full or read-only, an I/O error) while the store may be
+ * fine: retryable like the store's faults, answered and counted apart so the operator looks at forward.queue.path.
+ */
+export class ForwardQueueUnavailableError extends Error {
+  override name = 'ForwardQueueUnavailableError';
+}
+
 /** Every reason mapError gives: the label values of hookwatch's rejection counters that both receivers share. */
-export const MAPPED_REJECT_REASONS = ['bad_request', 'too_large', 'unsupported_media_type', 'unauthenticated', 'overloaded', 'store_unavailable', 'internal'] as const;
+export const MAPPED_REJECT_REASONS = ['bad_request', 'too_large', 'unsupported_media_type', 'unauthenticated', 'overloaded', 'store_unavailable', 'forward_queue_unavailable', 'internal'] as const;
 export type MappedRejectReason = (typeof MAPPED_REJECT_REASONS)[number];
 
 export interface ErrorMapping {
@@ -60,6 +68,7 @@ export function mapError(err: unknown): ErrorMapping {
   if (err instanceof UnsupportedMediaTypeError) return { httpStatus: 415, grpcCode: RpcCode.INVALID_ARGUMENT, message: err.message, reason: 'unsupported_media_type' };
   if (err instanceof UnauthenticatedError) return { httpStatus: 401, grpcCode: RpcCode.UNAUTHENTICATED, message: err.message, reason: 'unauthenticated' };
   if (err instanceof OverloadedError) return { httpStatus: 503, grpcCode: RpcCode.UNAVAILABLE, retryAfterSeconds: err.retryAfterSeconds, message: err.message, reason: 'overloaded' };
+  if (err instanceof ForwardQueueUnavailableError) return { httpStatus: 503, grpcCode: RpcCode.UNAVAILABLE, retryAfterSeconds: STORE_RETRY_AFTER_SECONDS, message: 'the forwarding queue cannot take writes right now; retry later', reason: 'forward_queue_unavailable' };
   if (err instanceof StoreUnavailableError) return { httpStatus: 503, grpcCode: RpcCode.UNAVAILABLE, retryAfterSeconds: STORE_RETRY_AFTER_SECONDS, message: 'the store cannot take writes right now; retry later', reason: 'store_unavailable' };
   return { httpStatus: 500, grpcCode: RpcCode.INTERNAL, message: 'internal error', reason: 'internal' };
 }

@@ -27,7 +27,7 @@ export function registerReceiverMetrics(metrics: MetricsRegistry, receivers: rea
     },
   });
   metrics.collectedCounter('otlp', {
-    name: 'hookwatch_otlp_requests_rejected_total', help: 'OTLP requests refused, by reason (bad_request, too_large, unauthenticated, overloaded, store_unavailable, ...).',
+    name: 'hookwatch_otlp_requests_rejected_total', help: 'OTLP requests refused, by reason (bad_request, too_large, unauthenticated, overloaded, store_unavailable, forward_queue_unavailable, ...).',
     labelNames: ['transport', 'reason'],
     collect: (set) => {
       // Every reason the transport can give, at 0 until it happens, so the first refusal is an increase.

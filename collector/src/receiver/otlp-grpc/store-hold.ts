@@ -67,12 +67,13 @@ function overloaded(err: unknown): boolean {
 }
 
 /**
- * Whether a try of an export failed for a while only, to be held and tried again: the store unavailable, or
- * hookwatch overloaded (otlp.maxPendingRequests batches waiting for the store: a slow store, or held exports
- * trying again once it answers; the forwarding queue full), not otlp.maxInflightBytes spent.
+ * Whether a try of an export failed for a while only, to be held and tried again: the store or the forwarding
+ * queue's file unavailable, or hookwatch overloaded (otlp.maxPendingRequests batches waiting for the store: a slow
+ * store, or held exports trying again once it answers; the forwarding queue full), not otlp.maxInflightBytes spent.
  */
 function transient(err: unknown): boolean {
-  return mapError(err).reason === 'store_unavailable' || overloaded(err);
+  const reason = mapError(err).reason;
+  return reason === 'store_unavailable' || reason === 'forward_queue_unavailable' || overloaded(err);
 }
 
 /** Runs `commit`: how it settled (a synchronous throw as a failure). */
