@@ -65,7 +65,7 @@ import { instrumentStore, registerStoreSizeMetrics } from './store/metrics.ts';
 import { Retention, registerRetentionMetrics } from './store/retention.ts';
 import { openStoreWhenReachable, startCoordination, StoreWait, type Coordination } from './store/open.ts';
 import { isPostgresUrl } from './store/settings.ts';
-import { unopenedStoreFile, unopenedStoreFileProblem } from './store/sqlite/file-owner.ts';
+import { fullLockProblem, unopenedStoreFile, unopenedStoreFileProblem } from './store/sqlite/file-owner.ts';
 import { lockSqliteStore } from './store/sqlite/process-lock.ts';
 import type { Store } from './store/store.ts';
 import type { Logger } from './telemetry/logger.ts';
@@ -361,7 +361,7 @@ async function start(config: HookwatchConfig, opts: ServiceOptions, opened: (() 
   // A file of the store this user may not open (left to root by `sudo hookwatch serve`) is named, with what to do.
   const storeLock = opts.store || isPostgresUrl(config.db) ? undefined : openFor('db', config.db, () => lockSqliteStore(config.db), (err) => {
     const unopened = unopenedStoreFile(config.db, err);
-    return unopened && unopenedStoreFileProblem(config.db, unopened.file, unopened.err);
+    return unopened ? unopenedStoreFileProblem(config.db, unopened.file, unopened.err) : fullLockProblem(config.db, err, "the store's lock", 'db');
   });
   opened.push(() => storeLock?.release());
   // One budget for both ports: a flood split across them must not get twice the memory.

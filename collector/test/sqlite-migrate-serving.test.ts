@@ -210,7 +210,7 @@ it('exits 1 naming the file and what to do when another process keeps it locked 
   expect(fileState(path)).toEqual({ version: OLD_SCHEMA, events: EVENTS });
 }, 120_000);
 
-it('exits 1 saying so for a file whose schema is newer than this hookwatch, the file untouched', async () => {
+it('exits 1 saying so, naming the file, for a file whose schema is newer than this hookwatch, the file untouched', async () => {
   const { dir, path } = await oldSchemaInTemp();
   const db = new DatabaseSync(path);
   db.prepare('INSERT INTO schema_migrations (version, applied_at) VALUES (?, 0)').run(MIGRATIONS.length + 1);
@@ -218,6 +218,6 @@ it('exits 1 saying so for a file whose schema is newer than this hookwatch, the 
   const s = await spawnServe(dir, path);
   const [code] = (await once(s.child, 'exit')) as [number | null];
   expect(code).toBe(1);
-  expect(s.lines()).toContain(`hookwatch: the database schema is version ${MIGRATIONS.length + 1}, newer than this hookwatch (${MIGRATIONS.length}); upgrade hookwatch`);
+  expect(s.lines()).toContain(`hookwatch: db ${path}: the database schema is version ${MIGRATIONS.length + 1}, newer than this hookwatch (${MIGRATIONS.length}); upgrade hookwatch`);
   expect(fileState(path)).toEqual({ version: MIGRATIONS.length + 1, events: EVENTS });
 }, 120_000);

@@ -15,6 +15,7 @@ import { HttpExporter } from './exporter-http.ts';
 import { Forwarder, type BackoffOptions, type ForwarderStatus } from './forwarder.ts';
 import { DurableQueue, type DeadLetter, type DeadLetterSummary } from './queue.ts';
 import type { ForwardConfig } from './settings.ts';
+import { fullLockProblem } from '../store/sqlite/file-owner.ts';
 import { StoreInUseError } from '../store/sqlite/process-lock.ts';
 
 export interface ForwardingOptions {
@@ -98,7 +99,7 @@ export async function startForwarding(config: ForwardConfig, opts: ForwardingOpt
   // Before the queue opens: a CA, certificate or key that cannot be used stops the start, naming its setting.
   const tls = config.tls ? ClientTlsCredentials.open(config.tls, opts.logger, opts.now) : undefined;
   const exporter = createExporter(config, opts.now, tls);
-  const queue = openFor('forward.queue.path', config.queue.path, () => new DurableQueue({ path: config.queue.path, maxBytes: config.queue.maxBytes, deadLetterMaxBytes: config.deadLetters.maxBytes, ...(opts.synchronous ? { synchronous: opts.synchronous } : {}) }));
+  const queue = openFor('forward.queue.path', config.queue.path, () => new DurableQueue({ path: config.queue.path, maxBytes: config.queue.maxBytes, deadLetterMaxBytes: config.deadLetters.maxBytes, ...(opts.synchronous ? { synchronous: opts.synchronous } : {}) }), (err) => fullLockProblem(config.queue.path, err, "the forwarding queue's lock", 'forward.queue.path'));
   try {
     // A refusal is scrubbed before it is stored; a dead letter an earlier version stored may still repeat a
     // credential of the destination: its text is scrubbed in the file with the destination's current secrets.

@@ -4,7 +4,10 @@
  * answer 503 + Retry-After (retryable), keep serving, acknowledge nothing it did not store, and take writes
  * again once space is back.
  */
-import { rmSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { HooksResponse } from '../../../shared/src/api.ts';
 import { batchTemplate, stamp } from '../../../bench/lib/batch.ts';
@@ -53,5 +56,26 @@ describe('the store cannot write', () => {
     // A quarter of the records are hook_execution_complete, a quarter hook_execution_start: each batch once.
     expect(executions).toBe((64 + 512 + 512) / 4);
     expect(starts).toBe((64 + 512 + 512) / 4);
+  });
+
+  it.skipIf(!mount)('a start on a full disk names the setting and the file that could not be written, and exits 1 (needs root to mount a tmpfs; skipped only outside CI)', () => {
+    const dir = join(mount as string, 'start');
+    mkdirSync(dir);
+    const db = join(dir, 'hookwatch.db');
+    const filler = fill(mount as string, 'start-filler');
+    try {
+      const main = fileURLToPath(new URL('../../src/main.ts', import.meta.url));
+      const run = spawnSync(process.execPath, [main, 'serve'], {
+        env: { PATH: process.env['PATH'] ?? '', HOOKWATCH_DB: db, HOOKWATCH_FORWARD_QUEUE_PATH: join(dir, 'forward-queue.db'), HOOKWATCH_OTLP_HTTP_ADDR: '127.0.0.1:0', HOOKWATCH_OTLP_GRPC_ADDR: '127.0.0.1:0', HOOKWATCH_HTTP_ADDR: '127.0.0.1:0' },
+        encoding: 'utf8', timeout: 60_000,
+      });
+      expect({ status: run.status, stderr: run.stderr }).toEqual({
+        status: 1,
+        stderr: `hookwatch: db ${db} (HOOKWATCH_DB, --db): cannot take the store's lock ${db}.lock: the disk is full: free space on its file system, or set db to a file on another one\n`,
+      });
+    } finally {
+      rmSync(filler);
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -84,3 +84,13 @@ export function unopenedStoreFileProblem(given: string, file: string, err: unkno
   }
   return `${what}: give this user write access to it${command === undefined ? '' : `, or run ${command} as the service's user`}`;
 }
+
+/**
+ * The lock of the SQLite file at `given` (`<given>.lock`, lockSqliteFile) could not be written for a full disk:
+ * which file and what to do, as SQLite's "database or disk is full" names neither. `lock`: what the lock is, for
+ * the message; `setting`: the setting that names the file. Undefined for any other failure.
+ */
+export function fullLockProblem(given: string, err: unknown, lock: string, setting: string): string | undefined {
+  if (sqliteFault(err) !== 'the disk is full') return undefined;
+  return `cannot take ${lock} ${resolve(given)}.lock: the disk is full: free space on its file system, or set ${setting} to a file on another one`;
+}

@@ -79,13 +79,18 @@ function registerMigrationFunctions(db: DatabaseSync): void {
 }
 
 
+/** A file a later release wrote: this one cannot read it, nor undo that release's migrations. */
+class NewerSchemaError extends Error {
+  override name = 'NewerSchemaError';
+}
+
 /** Applies the migrations the file lacks; the version it was at. */
 function migrate(db: DatabaseSync, migrating: () => void): number {
   db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)');
   const row = db.prepare('SELECT MAX(version) AS v FROM schema_migrations').get() as { v: number | null };
   const current = row.v ?? 0;
   if (current > MIGRATIONS.length) {
-    throw new Error(`the database schema is version ${current}, newer than this hookwatch (${MIGRATIONS.length}); upgrade hookwatch`);
+    throw new NewerSchemaError(`the database schema is version ${current}, newer than this hookwatch (${MIGRATIONS.length}); upgrade hookwatch`);
   }
   if (current < MIGRATIONS.length) migrating();
   for (let v = current; v < MIGRATIONS.length; v++) {
@@ -196,6 +201,8 @@ function openFailure(path: string, err: unknown): StoreUnavailableError {
 export function schemaFailure(path: string, err: unknown): Error {
   const locked = lockedFailure(path, err);
   if (locked) return new Error(locked, { cause: err });
+  // SQLite's file names no setting: which file it is, for a db the user did not expect (an old path, a restore).
+  if (err instanceof NewerSchemaError) return new Error(`db ${path}: ${err.message}`, { cause: err });
   const fault = sqliteFault(err);
   if (fault) return new StoreUnavailableError(unopenedFailure(path, err) ?? `cannot open the SQLite database ${path}: ${fault}: ${describeSqliteError(err)}`);
   return err instanceof Error ? err : new Error(String(err));
