@@ -353,11 +353,11 @@ describe('hookwatch backup on SQLite', () => {
     expect(existsSync(to)).toBe(true);
   }, 60_000);
 
-  it('stops on SIGINT or SIGTERM, removes its temporary file and ends killed by the same signal', async () => {
+  it('stops on SIGINT, SIGTERM or SIGHUP (its terminal closed), removes its temporary file and ends killed by the same signal', async () => {
     // Large enough (64 MiB, hundreds of steps) that the copy is still under way when the signal arrives.
     const { path, copies } = await scratchStore('stopped', 16_000);
     const to = join(copies, 'copy.db');
-    for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
       const watcher = watch(copies);
       const created = once(watcher, 'change');
       const { child, done } = startBackup(['--to', to], { HOOKWATCH_DB: path });
@@ -400,15 +400,16 @@ describe('hookwatch backup on SQLite', () => {
     }
   }, 60_000);
 
-  it('removes the temporary files killed backups to the same target left, and nothing else', async () => {
+  it('removes the temporary files killed backups into the same folder left, to any target, and nothing else', async () => {
     const { path, copies } = await scratchStore('stale');
     // A process that ran and is gone: its pid no longer runs.
     const gone = spawnSync('true').pid;
     const running = process.pid;
-    const left = [`.copy.db.${gone}.partial`, `.copy.db.${gone}.partial-journal`];
+    // A killed backup to yesterday's file is found by today's, to a file of another name.
+    const left = [`.copy.db.${gone}.partial`, `.copy.db.${gone}.partial-journal`, `.other.db.${gone}.partial`];
     const kept = [
-      `.copy.db.${running}.partial`, `.other.db.${gone}.partial`, `.copy.db.${gone}.partial.bak`, `copy.db.${gone}.partial`,
-      `.copy.db.x${gone}.partial`, `.copy.db.0${gone}.partial`,
+      `.copy.db.${running}.partial`, `.other.db.${running}.partial`, `.copy.db.${gone}.partial.bak`, `copy.db.${gone}.partial`,
+      `.copy.db.x${gone}.partial`, `.copy.db.0${gone}.partial`, `.${gone}.partial`,
     ];
     for (const name of [...left, ...kept]) writeFileSync(join(copies, name), 'half a copy');
     mkdirSync(join(copies, `.copy.db.${gone}.partial-journal.d`));

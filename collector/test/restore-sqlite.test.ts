@@ -226,12 +226,12 @@ describe('hookwatch restore on SQLite', () => {
     }
   }, 60_000);
 
-  it('stops on SIGINT or SIGTERM during the copy: the store as it was, the partial copy removed, killed by the signal', async (ctx) => {
+  it('stops on SIGINT, SIGTERM or SIGHUP during the copy: the store as it was, the partial copy removed, killed by the signal', async (ctx) => {
     if (!canStrace()) return ctx.skip('no strace here');
     const { path: backup } = await scratchStore('big-backup', 200);
     const { dir, path } = await scratchStore('stopped', 10);
     const before = snapshot(path, dir);
-    for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
       const watcher = watch(dir);
       let partial = '';
       const copying = new Promise<void>((resolve) => watcher.on('change', (_event, name) => {

@@ -17,12 +17,13 @@ import type { ParsedArgs } from './args.ts';
 export const BACKUP_FLAGS = { values: ['to'], booleans: ['force'] } as const;
 
 /** The exit status of a command stopped by a signal, as a shell reports it: 128 + the signal's number (in-process runs). */
-const SIGNAL_EXIT = { SIGINT: 130, SIGTERM: 143 } as const;
+const SIGNAL_EXIT = { SIGHUP: 129, SIGINT: 130, SIGTERM: 143 } as const;
 
 /**
- * Runs `work` with Ctrl-C and SIGTERM (a stopped pod) aborting its signal: it stops and removes its temporary file
- * instead of leaving it behind, and the command ends killed by the same signal (in-process: 130 or 143), so that a
- * shell loop calling it stops too; a second signal exits at once. Undefined when it ran to its end, the exit status
+ * Runs `work` with Ctrl-C, SIGTERM (a stopped pod) and SIGHUP (its terminal or ssh session closed) aborting its
+ * signal: it stops and removes its temporary file, as large as the store, instead of leaving it behind, and the
+ * command ends killed by the same signal (in-process: 130, 143 or 129), so that a shell loop calling it stops too;
+ * a second signal exits at once. Undefined when it ran to its end, the exit status
  * when a signal stopped it (the message said).
  */
 export async function stoppable<T>(io: ToolIO, work: (signal: AbortSignal) => Promise<T>): Promise<{ result: T } | { exit: number }> {
@@ -31,8 +32,7 @@ export async function stoppable<T>(io: ToolIO, work: (signal: AbortSignal) => Pr
     if (controller.signal.aborted) exitBySignal(signal);
     controller.abort(signal);
   };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
+  for (const signal of Object.keys(SIGNAL_EXIT) as (keyof typeof SIGNAL_EXIT)[]) process.on(signal, onSignal);
   try {
     return { result: await work(controller.signal) };
   } catch (err) {
@@ -43,8 +43,7 @@ export async function stoppable<T>(io: ToolIO, work: (signal: AbortSignal) => Pr
     await io.stoppedBy?.(signal);
     return { exit: SIGNAL_EXIT[signal] };
   } finally {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
+    for (const signal of Object.keys(SIGNAL_EXIT) as (keyof typeof SIGNAL_EXIT)[]) process.off(signal, onSignal);
   }
 }
 

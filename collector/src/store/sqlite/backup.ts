@@ -10,7 +10,7 @@
  * The service's process lock (`<db>.lock`, process-lock.ts) is a file of its own, so a backup is not refused by it
  * and takes nothing from it. The copy is written to a temporary file beside the target, synced, and renamed over
  * the target only once whole: a failed or interrupted backup leaves no file that looks like a backup. An abort
- * (`signal`: the command's SIGINT or SIGTERM) stops the copy between two steps, or the sync and the check that
+ * (`signal`: the command's SIGINT, SIGTERM or SIGHUP) stops the copy between two steps, or the sync and the check that
  * follow it at once (they run off the main thread, left to end unwatched), and removes the temporary file.
  * Before the rename the copy is read back with `PRAGMA quick_check`: the pages are copied as they are, so a damaged
  * store (or a write that did not reach the disk intact) gives a damaged copy, which is refused rather than kept
@@ -130,10 +130,12 @@ function pidRuns(pid: number): boolean {
 }
 
 /**
- * Removes what backups to `target` left when they were killed before they could clean up: files named exactly
- * `.<name>.<pid>.partial` (or its `-journal`) beside it, of a pid that no longer runs. Returns the names removed.
- * `everyPid`: whatever their pid, for a caller that holds a lock no other writer of such files runs without (a
- * restore holds the store's lock). A pid alone does not tell: in a container the command is pid 1 at every run.
+ * Removes what backups left when they were killed before they could clean up: files named exactly
+ * `.<name>.<pid>.partial` (or its `-journal`) of a pid that no longer runs, beside `target`. Any `<name>` by default:
+ * a backup to a dated file finds those of the backups to other names in its folder (their pid gone, they are no
+ * copy under way). Returns the names removed. `everyPid`: those of `target` only, whatever their pid, for a caller
+ * that holds a lock no other writer of such files runs without (a restore holds the store's lock). A pid alone does
+ * not tell: in a container the command is pid 1 at every run.
  */
 export function removeStalePartials(target: string, everyPid = false): string[] {
   const folder = dirname(target);
@@ -146,8 +148,9 @@ export function removeStalePartials(target: string, everyPid = false): string[] 
   }
   const removed: string[] = [];
   for (const entry of entries) {
-    if (!entry.startsWith(prefix)) continue;
-    const pid = /^([1-9][0-9]*)\.partial(-journal)?$/.exec(entry.slice(prefix.length))?.[1];
+    const pid = everyPid
+      ? (entry.startsWith(prefix) ? /^([1-9][0-9]*)\.partial(-journal)?$/.exec(entry.slice(prefix.length))?.[1] : undefined)
+      : /^\..+\.([1-9][0-9]*)\.partial(-journal)?$/.exec(entry)?.[1];
     if (pid === undefined || (!everyPid && (Number(pid) === process.pid || pidRuns(Number(pid))))) continue;
     const path = join(folder, entry);
     try {
