@@ -617,3 +617,39 @@ describe('small parsers', () => {
     expect(parseForwardHeaders({ x: 'a\r\nb' })).toMatch(/line break/);
   });
 });
+
+describe('the queue file format', () => {
+  it('marks the file with its format, opens one without a mark (an earlier release\'s) as it is, and refuses a newer one naming forward.queue.path, untouched', async () => {
+    const q = open();
+    const path = q.path;
+    await q.enqueue('logs', 'json', Buffer.from('{"kept":true}'), 1);
+    q.close();
+    const version = (): unknown => {
+      const db = new DatabaseSync(path);
+      try {
+        return (db.prepare('PRAGMA user_version').get() as { user_version: number }).user_version;
+      } finally {
+        db.close();
+      }
+    };
+    expect(version()).toBe(1);
+    const set = (v: number): void => {
+      const db = new DatabaseSync(path);
+      db.exec(`PRAGMA user_version = ${v}`);
+      db.close();
+    };
+    // A queue an earlier release wrote has no mark: its requests are there, and the file gets the mark.
+    set(0);
+    const earlier = open(path);
+    expect((await earlier.head())?.body.toString()).toBe('{"kept":true}');
+    earlier.close();
+    expect(version()).toBe(1);
+    // A later release's queue (bodies this one might not read whole) is refused, not read nor changed.
+    set(2);
+    expect(() => open(path)).toThrow(`forward.queue.path ${path}: the forwarding queue file is format 2, newer than this hookwatch's (1): a later release wrote it; run that release until GET /api/v1/forwarding shows the queue and dead letters empty, or move the file away (what it holds is then not forwarded)`);
+    expect(version()).toBe(2);
+    // The refusal let go of the file's lock: the file opens once the release that reads it runs.
+    set(1);
+    expect((await open(path).head())?.body.toString()).toBe('{"kept":true}');
+  });
+});

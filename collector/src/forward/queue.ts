@@ -90,6 +90,13 @@ const QUEUE_FILE: LockedFile = {
   advice: 'a forwarding queue file is used by one process at a time, or both would forward the same requests; stop the other one, or give each process a forward.queue.path of its own',
 };
 
+/**
+ * The queue file's format (`PRAGMA user_version`): 1 since bodies may be held in chunks (body_chunks, an empty body
+ * column), which a release that knows no chunks would send as empty bodies. A file without it (0) was written
+ * before the mark, in a format this release reads; one of a later format is refused at open, not misread.
+ */
+export const QUEUE_FORMAT = 1;
+
 /** The queue refused a request because it is full. */
 export class QueueFullError extends Error {
   override name = 'QueueFullError';
@@ -134,6 +141,17 @@ CREATE INDEX IF NOT EXISTS queue_body_key ON queue (body_key) WHERE body_key IS 
 CREATE INDEX IF NOT EXISTS dead_letters_body_key ON dead_letters (body_key) WHERE body_key IS NOT NULL;
 `;
 
+function format(db: DatabaseSync): number {
+  return (db.prepare('PRAGMA user_version').get() as { user_version: number }).user_version;
+}
+
+/** Refuses a queue file a later release wrote (QUEUE_FORMAT), before anything reads or changes it. */
+function checkFormat(db: DatabaseSync, path: string): void {
+  const found = format(db);
+  if (found <= QUEUE_FORMAT) return;
+  throw new Error(`forward.queue.path ${path}: the forwarding queue file is format ${found}, newer than this hookwatch's (${QUEUE_FORMAT}): a later release wrote it; run that release until GET /api/v1/forwarding shows the queue and dead letters empty, or move the file away (what it holds is then not forwarded)`);
+}
+
 /**
  * Queue files written before refused_since, or before bodies were chunked (body_key: null for a body held whole
  * in the body column, as every body of those files is), get the columns, and then the rest of SCHEMA.
@@ -148,6 +166,7 @@ function migrate(db: DatabaseSync): void {
   if (!has('queue', 'body_key')) db.exec('ALTER TABLE queue ADD COLUMN body_key INTEGER');
   if (!has('dead_letters', 'body_key')) db.exec('ALTER TABLE dead_letters ADD COLUMN body_key INTEGER');
   db.exec(SCHEMA);
+  if (format(db) !== QUEUE_FORMAT) db.exec(`PRAGMA user_version = ${QUEUE_FORMAT}`);
   // Chunks of a body whose write or deletion a crash or a closed queue cut short: nothing refers to them.
   db.exec('DELETE FROM body_chunks WHERE body NOT IN (SELECT body_key FROM queue WHERE body_key IS NOT NULL) AND body NOT IN (SELECT body_key FROM dead_letters WHERE body_key IS NOT NULL)');
 }
@@ -234,6 +253,7 @@ export class DurableQueue {
       throw err;
     }
     try {
+      checkFormat(this.db, opts.path);
       migrate(this.db);
       const totals = this.db.prepare('SELECT count(*) AS n, coalesce(sum(bytes), 0) AS b FROM queue').get() as { n: number; b: number };
       this.depthHeld = totals.n;
