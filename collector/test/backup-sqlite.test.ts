@@ -421,6 +421,26 @@ describe('hookwatch backup on SQLite', () => {
     expect(readdirSync(copies).sort()).toEqual(['copy.db', ...kept, `.copy.db.${gone}.partial-journal.d`].sort());
   }, 60_000);
 
+  it('backs up and restores over a configuration error in settings they do not read, saying they ignored it', async () => {
+    const { dir, path, copies } = await scratchStore('unrelated-config', 1);
+    // An alert rule serve would refuse, and a basic auth mode without its user: nothing a copy of the store uses.
+    const config = join(dir, 'hookwatch.yaml');
+    writeFileSync(config, `db: ${path}\nalerting:\n  rules:\n    - kind: persisted\n      name: p\n      threshold: 3\n`);
+    const to = join(copies, 'copy.db');
+    const backup = await hookwatchBackup(['--config', config, '--to', to], { HOOKWATCH_HTTP_AUTH_MODE: 'basic' });
+    expect(backup.status, backup.stderr).toBe(0);
+    expect(existsSync(to)).toBe(true);
+    expect(backup.stderr).toContain('alerting.rules[0].threshold');
+    expect(backup.stderr).toContain('http.auth.username');
+    expect(backup.stderr.split('\n').filter((l) => l !== '').every((l) => l.startsWith('hookwatch: warning: ') && l.includes('backup reads only db and forward.queue.path'))).toBe(true);
+    const restore = await hookwatchRestore(['--config', config, '--from', to], { HOOKWATCH_HTTP_AUTH_MODE: 'basic' });
+    expect(restore.status, restore.stderr).toBe(0);
+    expect(restore.stderr).toContain('alerting.rules[0].threshold');
+    // A db setting that cannot be read still stops it.
+    const bad = await hookwatchBackup(['--config', config, '--to', to, '--force'], { HOOKWATCH_DB: '' });
+    expect(bad.status).toBe(2);
+  }, 60_000);
+
   it('refuses a copy that fails PRAGMA quick_check: a damaged store gives no backup', async () => {
     const { path, copies, root, pageSize: size } = await scratchStore('damaged', 300);
     // The table's root page overwritten: the migrations table still reads, the padding table no longer does.

@@ -4,8 +4,9 @@
  * in a container `hookwatch backup --to /data/backup.db` copies the store of the process beside it.
  */
 import { resolve } from 'node:path';
-import { loadConfig, toConfig } from '../config/index.ts';
-import { isInMemory, isPostgresUrl } from '../store/settings.ts';
+import { ConfigError, loadConfig, toConfig } from '../config/index.ts';
+import { SettingReader } from '../config/setting-reader.ts';
+import { isInMemory, isPostgresUrl, storeConfig } from '../store/settings.ts';
 import { BackupAbortedError, backupSqlite } from '../store/sqlite/backup.ts';
 import { UsageError } from '../tools/common/args.ts';
 import { formatBytes, printable } from '../tools/common/format.ts';
@@ -47,12 +48,31 @@ export async function stoppable<T>(io: ToolIO, work: (signal: AbortSignal) => Pr
   }
 }
 
-/** The store's path as serve finds it (defaults < config file < environment < flags), and the forwarding queue's. */
+/** The settings backup and restore read: the files they copy, or whose files a copy must not replace. */
+const COPY_SETTINGS: ReadonlySet<string> = new Set(['db', 'forward.queue.path']);
+
+/**
+ * The store's path as serve finds it (defaults < config file < environment < flags), and the forwarding queue's.
+ * Only those settings are checked: a configuration serve would refuse for another reason (an alert rule, the HTTP
+ * port's authentication) does not stop a backup or restore, which says it ignored it.
+ */
 export function storePaths(settingFlags: Record<string, string | undefined>, io: ToolIO, command: string, postgres: string): { db: string; forwardQueue: string } {
-  const config = toConfig(loadConfig({ flags: settingFlags, env: io.env }));
-  if (isPostgresUrl(config.db)) throw new Error(`db is a PostgreSQL URL: hookwatch ${command}; ${postgres}, as docs/postgres.md says under "Backup and restore"`);
+  const loaded = loadConfig({ flags: settingFlags, env: io.env, only: COPY_SETTINGS });
+  // The files' own checks still stop it (an empty db), before the rest's are said.
+  const r = new SettingReader(loaded.values, loaded.sources);
+  const [db, queue] = [storeConfig(r).db, r.string('forward.queue.path')];
+  const ignored = [...(loaded.ignored ?? [])];
+  try {
+    toConfig(loaded);
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    ignored.push(err.message);
+  }
+  const name = command.split(' ')[0] as string;
+  for (const problem of ignored) io.stderr(`hookwatch: warning: ${printable(problem)} (ignored: ${name} reads only db and forward.queue.path)\n`);
+  if (isPostgresUrl(db)) throw new Error(`db is a PostgreSQL URL: hookwatch ${command}; ${postgres}, as docs/postgres.md says under "Backup and restore"`);
   const onDisk = (path: string): string => (isInMemory(path) ? path : resolve(io.cwd, path));
-  return { db: onDisk(config.db), forwardQueue: onDisk(config.forward.queue.path) };
+  return { db: onDisk(db), forwardQueue: onDisk(queue) };
 }
 
 export async function runBackup(parsed: ParsedArgs, io: ToolIO): Promise<number> {

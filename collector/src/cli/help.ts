@@ -160,7 +160,7 @@ export function backupHelp(): string {
     ...flagBlock('--force', 'replace <file> if it exists (never a file serve uses: the store, the forwarding queue, their -wal, -shm, -journal or .lock)', []),
     ...flagBlock('--db <path>', 'the SQLite database to copy', [`[default: ${defaultText(SETTINGS.find((s) => s.key === 'db') as Setting)}]`, '[env: HOOKWATCH_DB]']),
     ...CONFIG_FLAG, ...HELP_FLAG,
-  ], 'It takes every flag "hookwatch serve" takes (hookwatch serve --help lists them); only the database\'s and forward.queue.path (whose files the copy never replaces) matter.');
+  ], 'It takes every flag "hookwatch serve" takes (hookwatch serve --help lists them); only the database\'s and forward.queue.path (whose files the copy never replaces) matter: an invalid value of another setting is said as a warning and ignored.');
 }
 
 /** `hookwatch restore --help`. */
@@ -172,7 +172,7 @@ export function restoreHelp(): string {
     ...flagBlock('--from <file>', 'the backup to put in place of the store (required)', []),
     ...flagBlock('--db <path>', 'the SQLite database to replace', [`[default: ${defaultText(SETTINGS.find((s) => s.key === 'db') as Setting)}]`, '[env: HOOKWATCH_DB]']),
     ...CONFIG_FLAG, ...HELP_FLAG,
-  ], 'It takes every flag "hookwatch serve" takes (hookwatch serve --help lists them); only the database\'s matters. Start hookwatch once it is done.');
+  ], 'It takes every flag "hookwatch serve" takes (hookwatch serve --help lists them); only the database\'s matters (an invalid value of another setting is said as a warning and ignored). Start hookwatch once it is done.');
 }
 
 /** `hookwatch version --help`. */

@@ -34,6 +34,8 @@ export interface LoadedConfig {
   file?: string;
   /** Problems that do not stop the process (an unknown HOOKWATCH_* variable); logged once the logger exists. */
   warnings: string[];
+  /** With LoadInput.only: the invalid values of the other settings, each left at its default. */
+  ignored?: string[];
 }
 
 export interface LoadInput {
@@ -44,6 +46,11 @@ export interface LoadInput {
   readFile?: (path: string) => string;
   /** Read again for a reload of the running configuration: an empty file is refused (emptyAtReload). */
   reload?: boolean;
+  /**
+   * The settings a command reads (backup and restore: the files they copy): an invalid value of any other is left
+   * at its default and said in `ignored`, not thrown.
+   */
+  only?: ReadonlySet<string>;
 }
 
 /**
@@ -291,6 +298,19 @@ export function loadConfig(input: LoadInput = {}): LoadedConfig {
     sources.set(s.key, 'default');
   }
 
+  const ignored: string[] = [];
+  /** Runs `set`; false when it refused a value of a setting `only` leaves out (said in `ignored`). */
+  const tolerant = (key: string, set: () => void): boolean => {
+    try {
+      set();
+      return true;
+    } catch (err) {
+      if (!input.only || input.only.has(key) || !(err instanceof ConfigError)) throw err;
+      ignored.push(err.message);
+      return false;
+    }
+  };
+
   const file = flags['config'] ?? env['HOOKWATCH_CONFIG'];
   // Empty is no file named (`--config "$CONFIG"` with CONFIG unset), not "run on the defaults".
   if (file?.trim() === '') throw new ConfigError(`${flags['config'] === undefined ? 'environment HOOKWATCH_CONFIG' : 'flag --config'}: no config file named: give its path, or leave it unset to start without one`);
@@ -316,7 +336,7 @@ export function loadConfig(input: LoadInput = {}): LoadedConfig {
     for (const [key, v] of raw) {
       const setting = findSetting(key) as Setting;
       const value = setting.textValues === undefined ? v : asWritten(v, written.get(key), setting.textValues.split('.'));
-      values.set(key, coerce(setting, value, `config file ${file}`));
+      if (!tolerant(key, () => values.set(key, coerce(setting, value, `config file ${file}`)))) continue;
       sources.set(key, 'file');
     }
   }
@@ -340,7 +360,7 @@ export function loadConfig(input: LoadInput = {}): LoadedConfig {
       warnings.push(`environment: unknown variable ${name} is ignored${near ? `; did you mean ${near}?` : ''}`);
       continue;
     }
-    values.set(setting.key, coerceText(setting, v, `environment ${name}`));
+    if (!tolerant(setting.key, () => values.set(setting.key, coerceText(setting, v, `environment ${name}`)))) continue;
     sources.set(setting.key, 'env');
   }
 
@@ -351,10 +371,10 @@ export function loadConfig(input: LoadInput = {}): LoadedConfig {
       const near = nearestName(`--${name}`, SETTINGS.filter((s) => s.type !== 'object').map((s) => flagName(s.key)));
       throw new ConfigError(`unknown flag --${name}${near ? `; did you mean ${near}?` : ''}`);
     }
-    values.set(setting.key, coerceText(setting, v, `flag --${name}`));
+    if (!tolerant(setting.key, () => values.set(setting.key, coerceText(setting, v, `flag --${name}`)))) continue;
     sources.set(setting.key, 'flag');
   }
-  return { values, sources, warnings, ...(file ? { file } : {}) };
+  return { values, sources, warnings, ...(file ? { file } : {}), ...(input.only ? { ignored } : {}) };
 }
 
 /**
