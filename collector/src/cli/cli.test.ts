@@ -116,6 +116,15 @@ describe('hookwatch --help', () => {
     for (const [args, extra, status] of cases) expect(hookwatchProcess(args, extra).status, args.join(' ')).toBe(status);
   });
 
+  it('--help and serve --help say how a running serve reloads its configuration, not only how it stops', async () => {
+    for (const args of [['--help'], ['serve', '--help']]) {
+      const out = (await hookwatch(args)).stdout.replace(/\n/g, ' ');
+      expect(out, args.join(' ')).toContain('SIGHUP (kill -HUP <pid>) or POST /-/reload reads the configuration again');
+      expect(out, args.join(' ')).toContain('applies the settings docs/configuration.md marks reloadable');
+    }
+    expect((await hookwatch(['serve', '--help'])).stdout.replace(/\n/g, ' ')).toContain('Runs until SIGTERM or SIGINT, then drains and exits 0');
+  });
+
   it('serve --help lists every setting flag with its description, human default, variable and file key', async () => {
     const r = await hookwatch(['serve', '--help']);
     expect(r.status).toBe(0);

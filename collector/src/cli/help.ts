@@ -105,6 +105,9 @@ const HELP_FLAG = flagBlock('-h, --help', 'help for this command', []);
 /** What the exit statuses of serve, config, backup, restore, help and version mean; check, scan and guard say their own. */
 const EXIT_STATUS_TEXT = '0 done (serve: stopped cleanly by SIGTERM or SIGINT); 1 a failure: serve could not start (a port in use, a database it cannot open) or did not stop cleanly, backup could not copy, restore refused the backup or the store (left as it was); 2 bad usage: an unknown command or flag, a bad value, a configuration serve would refuse; backup or restore stopped by Ctrl-C, SIGTERM or SIGHUP ends killed by that signal (a shell shows 130, 143 or 129). check, scan and guard have statuses of their own (their --help).';
 
+/** How a running serve takes a changed configuration, said by `hookwatch --help` and `serve --help`. */
+const RELOAD_TEXT = 'While serve runs, SIGHUP (kill -HUP <pid>) or POST /-/reload reads the configuration again (file, environment, flags): an invalid one changes nothing, a valid one applies the settings docs/configuration.md marks reloadable (alert rules and receivers among them) and names the others that changed as needing a restart.';
+
 /** `hookwatch --help`. */
 export function globalHelp(): string {
   const width = Math.max(...COMMANDS.map((c) => c.name.length)) + 3;
@@ -125,6 +128,8 @@ export function globalHelp(): string {
     '"hookwatch --config hookwatch.yaml config".',
     ...wrap('Settings come from defaults < a config file < environment variables < flags; docs/configuration.md lists them all.', ''),
     '',
+    ...wrap(RELOAD_TEXT, ''),
+    '',
     ...wrap(`Exit status: ${EXIT_STATUS_TEXT}`, ''),
     '',
   ].join('\n');
@@ -139,6 +144,7 @@ function helpPage(usage: string, paragraphs: readonly string[], flags: readonly 
 export function serveHelp(): string {
   return helpPage('hookwatch serve [flags]', [
     'Receives Claude Code telemetry over OTLP/HTTP and OTLP/gRPC, stores every hook execution, evaluates the alert rules, forwards telemetry when configured, and serves the API, the dashboard and /metrics. Runs until SIGTERM or SIGINT, then drains and exits 0. The default command.',
+    RELOAD_TEXT,
     'Every flag can also be set by its environment variable or config file key; flags win over the environment, which wins over the file. Durations take ms, s, m, h, d, w (90s, 1h30m, 30d); sizes take KiB, MiB, GiB, kB, MB, GB or bytes.',
   ], [...CONFIG_FLAG, ...HELP_FLAG, ...settingsFlags()], 'Alert rules and receivers are set in the config file, forwarding headers and alert external labels there or in HOOKWATCH_FORWARD_HEADERS and HOOKWATCH_ALERT_EXTERNAL_LABELS (name=value,name2=value2): see docs/alerting.md and docs/forwarding.md.');
 }
