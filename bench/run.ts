@@ -15,7 +15,7 @@ import { markdownTable, type BenchModule, type BenchResult } from './lib/result.
 import { startedAsScript } from '../collector/src/tools/common/entry.ts';
 
 /** Benchmark modules, in run order (relative to this file). */
-export const MODULES = ['ingest.ts', 'load.ts', 'alerts.ts', 'alert-eval.ts', 'dashboard.ts', 'store.ts', 'forward.ts', 'guard.ts', 'cardinality.ts'] as const;
+export const MODULES = ['ingest.ts', 'load.ts', 'alerts.ts', 'replicas.ts', 'alert-eval.ts', 'dashboard.ts', 'store.ts', 'forward.ts', 'guard.ts', 'cardinality.ts'] as const;
 
 /** One module's outcome in the report. */
 export interface ModuleOutcome {
