@@ -8,6 +8,8 @@
  *
  * Each trial uses a new hook name, so each is a new alert (pending -> firing -> notified), not a repeat. Which
  * replica leads is read from the lease row before each trial, so a lease that moved meanwhile does not mislabel it.
+ * The notes count the listening connections lost and the leases lost during the run, as the replicas logged them:
+ * a slow trial with neither was the machine's load.
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -32,6 +34,7 @@ export async function run(opts: BenchOptions & { trials?: number; log?: (m: stri
   const viaFollower: number[] = [];
   const viaLeader: number[] = [];
   let replicas: Replica[] = [];
+  let events: string;
   try {
     const cluster = await startCluster(server, dir, { HOOKWATCH_CONFIG: writeAlertingConfig(dir, hook.url) });
     replicas = cluster.replicas;
@@ -55,6 +58,9 @@ export async function run(opts: BenchOptions & { trials?: number; log?: (m: stri
       await db.end();
     }
   } finally {
+    // What would explain a slow trial besides the machine's load: a listening connection lost, a change of leader.
+    const said = (msg: string): number => replicas.reduce((n, r) => n + r.lines.filter((l) => l.includes(`"msg":"${msg}"`)).length, 0);
+    events = `listening connections lost: ${said('replica signal connection lost; reconnecting')}, leader leases lost: ${said('leader lease lost')}`;
     await Promise.all(replicas.map((r) => r.stop(3000)));
     await hook.close();
     await server.stop();
@@ -70,7 +76,7 @@ export async function run(opts: BenchOptions & { trials?: number; log?: (m: stri
     return d.at - okAt;
   }
 
-  const notes = `3 replicas, one PostgreSQL, default evaluation interval (10 s); ${trials} trials each way, alternating, new hook per trial; from the OTLP 200 to the webhook request on loopback`;
+  const notes = `3 replicas, one PostgreSQL, default evaluation interval (10 s); ${trials} trials each way, alternating, new hook per trial; from the OTLP 200 to the webhook request on loopback; ${events}`;
   const figures = (label: string, pick: (s: number[]) => number): BenchResult =>
     result(`alert via a follower (200 -> webhook): ${label}`, pick(viaFollower), 'ms', `posted to the leader, ${label}`, pick(viaLeader), `${notes}; goal under ${GOAL_MS} ms`);
   return [
