@@ -70,12 +70,14 @@ export interface HookSummary extends HookCounters {
  * retention.events only whole hours remain (the range widens to the hours its ends fall in), and a filter or
  * dimension only raw events answer counts nothing there (the range starts where the events kept do). Such a read
  * wholly before the events kept covers an empty range (from equal to to); asked for that range again, it names it
- * as well, though it covers the range asked, saying why nothing is counted.
+ * as well, though it covers the range asked, saying why nothing is counted. Past retention.rollups no hour or day
+ * rollup remains either, so any answer counts nothing there (`retention.rollups`): the range starts where the
+ * rollups kept do, and a range wholly before them is empty, named again when asked again.
  */
 export interface RangeCoverage {
   askedFrom: string;
   askedTo: string;
-  limitedBy: 'retention.events';
+  limitedBy: 'retention.events' | 'retention.rollups';
 }
 
 export interface HooksResponse {

@@ -3,6 +3,7 @@
  * nothing there, so its `from` is where the events kept start; any other read has whole hours there, so its ends
  * widen to the hours they fall in. `coverage` names the range asked and what limited it. Both stores, the data
  * written while retention kept it, then served under a short retention, as after a restart with a new setting.
+ * Past retention.rollups (or what a prune under it deleted) no rollup is left: any answer starts where they do.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -193,5 +194,110 @@ describe.each(backends)('answers past retention.events name the range covered ($
     expect(overview.body.totals.executions).toBe(1);
     const series = await get<SeriesResponse>(`/api/v1/hooks/${BASH}/series?${q}&step=1h`);
     expect(series.body.coverage).toBeUndefined();
+  });
+});
+
+/** Where the hour and day rollups kept start under 1d (minute-sources.ts): the hour after now - 1d (a minute's lead). */
+const rollupsFrom = (at: number): number => Math.ceil((at + MINUTE - DAY) / HOUR) * HOUR;
+
+describe.each(backends)('answers past retention.rollups name the range covered ($name)', (backend) => {
+  let dir = '';
+  let service: TestService;
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'hookwatch-coverage-'));
+    const { store, db } = await backend.write(dir);
+    expect((await store.ingest(EVENTS)).inserted).toHaveLength(EVENTS.length);
+    await store.close();
+    service = await startTestService({ HOOKWATCH_DB: db, HOOKWATCH_RETENTION_EVENTS: '1h', HOOKWATCH_RETENTION_MINUTE_ROLLUPS: '1h', HOOKWATCH_RETENTION_ROLLUPS: '1d' });
+  }, 120_000);
+  afterAll(async () => {
+    await service?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** GET `path`, with the rollups' horizon as the server reckoned it (read on both sides of the request). */
+  async function get<T>(path: string): Promise<{ body: T; horizons: string[] }> {
+    const before = rollupsFrom(Date.now());
+    const { status, body } = await getJson<T>(service.httpUrl, path);
+    expect(status).toBe(200);
+    return { body, horizons: [iso(before), iso(rollupsFrom(Date.now()))] };
+  }
+
+  it('starts a range reaching past the rollups kept where they start, and says so', async () => {
+    const from = iso(OLD - DAY);
+    const to = iso(NOW + HOUR);
+    const coverage = { askedFrom: from, askedTo: iso(Math.ceil((NOW + HOUR) / MINUTE) * MINUTE), limitedBy: 'retention.rollups' };
+    const overview = await get<OverviewResponse>(`/api/v1/overview?from=${from}&to=${to}`);
+    expect(overview.horizons).toContain(overview.body.from);
+    expect(overview.body.coverage).toEqual(coverage);
+    // The execution three hours ago, from the hour rollups; the six five days ago are outside the range it names.
+    expect(overview.body.totals.executions).toBe(1);
+    const series = await get<SeriesResponse>(`/api/v1/hooks/${BASH}/series?from=${from}&to=${to}&step=1h`);
+    expect(series.horizons).toContain(series.body.from);
+    expect(series.body.coverage).toEqual(coverage);
+    expect(series.body.buckets.reduce((s, b) => s + b.executions, 0)).toBe(1);
+    const hooks = await get<{ from: string; coverage?: RangeCoverage }>(`/api/v1/hooks?from=${from}&to=${to}`);
+    expect(hooks.horizons).toContain(hooks.body.from);
+    expect(hooks.body.coverage).toEqual(coverage);
+  });
+
+  it('names an empty range when the range lies wholly before the rollups kept, rather than counting nothing as healthy', async () => {
+    const q = `from=${iso(OLD - DAY)}&to=${iso(OLD + 3 * HOUR)}`;
+    const coverage = { askedFrom: iso(OLD - DAY), askedTo: iso(OLD + 3 * HOUR), limitedBy: 'retention.rollups' };
+    const overview = await get<OverviewResponse>(`/api/v1/overview?${q}`);
+    expect([overview.body.from, overview.body.to]).toEqual([iso(OLD + 3 * HOUR), iso(OLD + 3 * HOUR)]);
+    expect(overview.body.coverage).toEqual(coverage);
+    expect(overview.body.statusCounts).toEqual({ over: 0, near: 0, ok: 0, unknown: 0 });
+    const series = await get<SeriesResponse>(`/api/v1/hooks/${BASH}/series?${q}&step=1h`);
+    expect([series.body.from, series.body.to, series.body.buckets]).toEqual([iso(OLD + 3 * HOUR), iso(OLD + 3 * HOUR), []]);
+    expect(series.body.coverage).toEqual(coverage);
+    const fleet = await get<FleetSeriesResponse>(`/api/v1/fleet/series?${q}`);
+    expect(fleet.body).toMatchObject({ from: iso(OLD + 3 * HOUR), to: iso(OLD + 3 * HOUR), coverage, buckets: [], total: 0 });
+  });
+
+  it('answers the empty range it names, sent back as from and to, as empty again, with the same coverage', async () => {
+    const first = await get<OverviewResponse>(`/api/v1/overview?from=${iso(OLD - DAY)}&to=${iso(OLD + 3 * HOUR)}`);
+    expect(first.body.from).toBe(first.body.to);
+    const q = `from=${first.body.from}&to=${first.body.to}`;
+    const coverage = { askedFrom: first.body.from, askedTo: first.body.to, limitedBy: 'retention.rollups' };
+    const overview = await get<OverviewResponse>(`/api/v1/overview?${q}`);
+    expect(overview.body).toMatchObject({ from: first.body.from, to: first.body.to, coverage, hooks: 0, totals: expect.objectContaining({ executions: 0 }) });
+    expect((await get<BreakdownResponse>(`/api/v1/hooks/${BASH}/breakdown?${q}`)).body).toMatchObject({ from: first.body.from, to: first.body.to, coverage, rows: [], total: 0 });
+  });
+});
+
+describe.each(backends)('answers past what retention.rollups deleted name it after the retention is raised ($name)', (backend) => {
+  let dir = '';
+  let service: TestService;
+  /** Where the rollups kept start after the prune: the hour after its bound, which it took between these. */
+  let horizons: string[] = [];
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'hookwatch-coverage-'));
+    const { store, db } = await backend.write(dir);
+    expect((await store.ingest(EVENTS)).inserted).toHaveLength(EVENTS.length);
+    // As another replica, or this one before a restart under 1d, pruned: the old hours and days go.
+    const before = Date.now();
+    expect((await store.prune(before - HOUR, before - DAY)).rollups).toBeGreaterThan(0);
+    const after = Date.now();
+    horizons = [iso(Math.ceil((before - DAY) / HOUR) * HOUR), iso(Math.ceil((after - DAY) / HOUR) * HOUR)];
+    await store.close();
+    // retention.rollups raised back to its default: the rows deleted stay deleted.
+    service = await startTestService({ HOOKWATCH_DB: db, HOOKWATCH_RETENTION_EVENTS: '1h', HOOKWATCH_RETENTION_MINUTE_ROLLUPS: '1h' });
+  }, 120_000);
+  afterAll(async () => {
+    await service?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('starts the range where the prune left the rollups, and says so', async () => {
+    const from = iso(OLD - DAY);
+    const { status, body } = await getJson<OverviewResponse>(service.httpUrl, `/api/v1/overview?from=${from}&to=${iso(OLD + 3 * HOUR)}`);
+    expect(status).toBe(200);
+    expect(body.from).toBe(body.to);
+    expect(body.coverage).toEqual({ askedFrom: from, askedTo: iso(OLD + 3 * HOUR), limitedBy: 'retention.rollups' });
+    const wide = await getJson<OverviewResponse>(service.httpUrl, `/api/v1/overview?from=${from}&to=${iso(NOW + HOUR)}`);
+    expect(horizons).toContain(wide.body.from);
+    expect(wide.body.coverage?.limitedBy).toBe('retention.rollups');
+    expect(wide.body.totals.executions).toBe(1);
   });
 });

@@ -19,6 +19,8 @@ import type { FleetBucket } from './store.ts';
 export interface MinuteRetention {
   eventsMs: number;
   minuteRollupsMs: number;
+  /** How long hour and day rollups are kept (retention.rollups); absent: kept for good. */
+  rollupsMs?: number;
 }
 
 export interface MinuteSources {
@@ -26,10 +28,15 @@ export interface MinuteSources {
   minuteFrom: number;
   /** Raw events serve [eventsFrom, minuteFrom) (a whole hour); before it, whole hours come from the hour rollups. */
   eventsFrom: number;
+  /**
+   * Hour and day rollups answer from here on (a whole hour); before it retention.rollups deleted them, so nothing
+   * but the raw events (when kept longer) counts there. Absent: nothing deleted.
+   */
+  rollupsFrom?: number;
 }
 
 /** No retention configured: minute rollups serve every minute (they are kept with the events). */
-export const ALL_MINUTES: MinuteSources = { minuteFrom: -Infinity, eventsFrom: -Infinity };
+export const ALL_MINUTES: MinuteSources = { minuteFrom: -Infinity, eventsFrom: -Infinity, rollupsFrom: -Infinity };
 
 /**
  * Within this much of the hour's end a read already treats the hour the events retention is about to drop as
@@ -39,22 +46,28 @@ const EVENTS_READ_LEAD_MS = 60_000;
 
 /**
  * How far retention has deleted so far (kept in store_meta, PRUNED_BEFORE_META): raw events before
- * `eventsBeforeMs`, minute rollups before `minutesBeforeMs`. A retention raised since (a longer
- * retention.minuteRollups or retention.events) does not bring those rows back, so reads never count on them.
+ * `eventsBeforeMs`, minute rollups before `minutesBeforeMs`, hour and day rollups before `rollupsBeforeMs`. A
+ * retention raised since (a longer retention.minuteRollups, retention.events or retention.rollups) does not bring
+ * those rows back, so reads never count on them.
  */
 export interface PrunedBounds {
   eventsBeforeMs: number;
   minutesBeforeMs: number;
+  rollupsBeforeMs: number;
 }
 
-export const NOTHING_PRUNED: PrunedBounds = { eventsBeforeMs: -Infinity, minutesBeforeMs: -Infinity };
+export const NOTHING_PRUNED: PrunedBounds = { eventsBeforeMs: -Infinity, minutesBeforeMs: -Infinity, rollupsBeforeMs: -Infinity };
 
 /** store_meta key of the store's PrunedBounds (JSON). */
 export const PRUNED_BEFORE_META = 'pruned_before';
 
 /** The later of each bound: what a store knows after a prune, or after reading what another process noted. */
 export function laterBounds(a: PrunedBounds, b: PrunedBounds): PrunedBounds {
-  return { eventsBeforeMs: Math.max(a.eventsBeforeMs, b.eventsBeforeMs), minutesBeforeMs: Math.max(a.minutesBeforeMs, b.minutesBeforeMs) };
+  return {
+    eventsBeforeMs: Math.max(a.eventsBeforeMs, b.eventsBeforeMs),
+    minutesBeforeMs: Math.max(a.minutesBeforeMs, b.minutesBeforeMs),
+    rollupsBeforeMs: Math.max(a.rollupsBeforeMs, b.rollupsBeforeMs),
+  };
 }
 
 /** PrunedBounds from their store_meta value (absent or unreadable: nothing pruned). */
@@ -63,7 +76,7 @@ export function parseBounds(value: string | undefined): PrunedBounds {
   try {
     const v = JSON.parse(value) as Partial<Record<keyof PrunedBounds, unknown>>;
     const num = (x: unknown): number => (typeof x === 'number' && Number.isFinite(x) ? x : -Infinity);
-    return { eventsBeforeMs: num(v.eventsBeforeMs), minutesBeforeMs: num(v.minutesBeforeMs) };
+    return { eventsBeforeMs: num(v.eventsBeforeMs), minutesBeforeMs: num(v.minutesBeforeMs), rollupsBeforeMs: num(v.rollupsBeforeMs) };
   } catch {
     return NOTHING_PRUNED;
   }
@@ -81,7 +94,19 @@ export function minuteSources(nowMs: number, r: MinuteRetention | undefined, pru
   return {
     minuteFrom: Math.max(configured.minuteFrom, pruned.minutesBeforeMs),
     eventsFrom: Math.max(configured.eventsFrom, pruned.eventsBeforeMs),
+    rollupsFrom: rollupsFrom(nowMs, r, pruned),
   };
+}
+
+/**
+ * Where hour and day rollups start at `nowMs`: retention.rollups deletes hours and days before its bound (the
+ * hour and the day holding it with them), so reads count from the whole hour after it (range reads take hours up
+ * to the first whole day, which starts after the bound too), with a minute's lead for a prune starting while the
+ * read runs; never before what a prune already deleted.
+ */
+function rollupsFrom(nowMs: number, r: MinuteRetention | undefined, pruned: PrunedBounds): number {
+  const configured = r?.rollupsMs === undefined ? -Infinity : Math.ceil((nowMs + EVENTS_READ_LEAD_MS - r.rollupsMs) / HOUR) * HOUR;
+  return Math.max(configured, Math.ceil(pruned.rollupsBeforeMs / HOUR) * HOUR);
 }
 
 /** Where retention deletes raw events: before the hour holding the bound, so reads can count on whole hours. */
@@ -130,8 +155,8 @@ export function resolveSegment(seg: Segment, rawOnly: boolean, s: MinuteSources)
   return minuteParts(seg.fromMs, seg.toMs, s).map((p) => ({ granularity: p.source === 'hour' ? 'hour' : 'minute', fromMs: p.fromMs, toMs: p.toMs, events: p.source === 'events' }));
 }
 
-/** Why a read covers another range than the one asked: what retention.events deleted. */
-export type CoverageLimit = 'retention.events';
+/** Why a read covers another range than the one asked: what retention.events or retention.rollups deleted. */
+export type CoverageLimit = 'retention.events' | 'retention.rollups';
 
 /** The range a read covers (both ends whole minutes), and what made it differ from the range asked, if anything. */
 export interface Coverage {
@@ -145,9 +170,15 @@ export interface Coverage {
  * horizon only whole hours remain, so an edge there widens to the hour holding it; a read only raw events answer
  * (`rawOnly`) counts nothing before the horizon, so its start moves up to it (a range wholly before it covers
  * nothing: from and to both at its end). An empty range (from equal to to) stays empty: whole hours around it
- * would count what it does not hold.
+ * would count what it does not hold. Any other read counts nothing before the rollups horizon (retention.rollups
+ * deleted the hours and days there), so its start moves up to it likewise, and an empty range before it says so.
  */
 export function coveredRange(fromMs: number, toMs: number, rawOnly: boolean, s: MinuteSources): Coverage {
+  const rollupsFrom = s.rollupsFrom ?? -Infinity;
+  if (!rawOnly && fromMs < rollupsFrom) {
+    if (toMs <= rollupsFrom) return { fromMs: toMs, toMs, limitedBy: 'retention.rollups' };
+    return { ...coveredRange(rollupsFrom, toMs, false, s), limitedBy: 'retention.rollups' };
+  }
   if (rawOnly) {
     if (fromMs >= s.eventsFrom) return { fromMs, toMs };
     return { fromMs: Math.min(s.eventsFrom, toMs), toMs, limitedBy: 'retention.events' };

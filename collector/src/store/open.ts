@@ -29,7 +29,7 @@ import { StoreUnavailableError, type Store } from './store.ts';
  */
 export async function openStore(config: HookwatchConfig, opts: { logger?: Logger; now?: () => number; onMigrationLock?: () => void; onMigrationLockWait?: () => void; migrationLockWaitMs?: number } = {}): Promise<Store> {
   // Which minutes the minute rollups answer and which the raw events (minute-sources.ts).
-  const retention = { eventsMs: config.retention.eventsMs, minuteRollupsMs: config.retention.minuteRollupsMs };
+  const retention = { eventsMs: config.retention.eventsMs, minuteRollupsMs: config.retention.minuteRollupsMs, rollupsMs: config.retention.rollupsMs };
   const now = opts.now ? { now: opts.now } : {};
   if (isPostgresUrl(config.db)) {
     return PostgresStore.open({ url: config.db, dimensions: config.dimensions, poolSize: config.postgres.poolSize, readers: config.store.readers, maxHooks: config.store.maxHooks, retention, ...now, ...(opts.logger ? { logger: opts.logger } : {}), ...(opts.onMigrationLock ? { onMigrationLock: opts.onMigrationLock } : {}), ...(opts.onMigrationLockWait ? { onMigrationLockWait: opts.onMigrationLockWait } : {}), ...(opts.migrationLockWaitMs === undefined ? {} : { migrationLockWaitMs: opts.migrationLockWaitMs }) });

@@ -1777,7 +1777,7 @@ export class PostgresStore implements Store {
     const minutesBeforeMs = minuteRollupsPruneBound(nowMs, eventsBeforeMs, this.retention);
     // Noted before anything is deleted: from now on no read of this replica counts on what goes, nor any of
     // another replica begun more than its boundsRefreshMs later (currentBounds).
-    this.pruned = laterBounds(laterBounds(this.pruned, await this.storedBounds((sql, p) => this.write(sql, p))), { eventsBeforeMs, minutesBeforeMs });
+    this.pruned = laterBounds(laterBounds(this.pruned, await this.storedBounds((sql, p) => this.write(sql, p))), { eventsBeforeMs, minutesBeforeMs, rollupsBeforeMs });
     await this.fenced(epoch, (c) => c.query(
       `INSERT INTO store_meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO UPDATE SET value = excluded.value`,
       [PRUNED_BEFORE_META, JSON.stringify(this.pruned)],

@@ -1141,7 +1141,7 @@ export class SqliteStore implements Store {
     const eventsBeforeMs = eventsPruneBound(eventsBefore);
     const minutesBeforeMs = minuteRollupsPruneBound(Date.now(), eventsBeforeMs, this.retention);
     // Noted before anything is deleted: from now on no read counts on what goes.
-    this.pruned = laterBounds(this.pruned, { eventsBeforeMs, minutesBeforeMs });
+    this.pruned = laterBounds(this.pruned, { eventsBeforeMs, minutesBeforeMs, rollupsBeforeMs });
     this.read(() => this.c.sql.get('INSERT INTO store_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run(PRUNED_BEFORE_META, JSON.stringify(this.pruned)));
     yield* this.pruneBatches(`DELETE FROM events WHERE id IN (SELECT id FROM events WHERE time_ms < ? LIMIT ${PRUNE_BATCH})`, [eventsBeforeMs], 'segments', add('events'));
     yield* this.pruneBatches(`DELETE FROM guard_trims WHERE dedup_key IN (SELECT dedup_key FROM guard_trims WHERE time_ms < ? LIMIT ${PRUNE_BATCH})`, [eventsBefore], undefined, add('guardTrims'));
