@@ -243,8 +243,8 @@ export interface CoveredAnswer {
 
 /**
  * The range the next calls of a page ask for, to agree with the answer they follow: the range it covered, or the
- * one asked where it covered none (a filter only raw events answer, wholly past retention.events), which no
- * range can be asked as.
+ * one asked where it covered none (a filter only raw events answer, wholly past retention.events, or any read
+ * wholly past retention.rollups), which no range can be asked as.
  */
 export function followRange(answer: CoveredAnswer): { from: string; to: string } {
   if (Date.parse(answer.from) < Date.parse(answer.to) || !answer.coverage) return { from: answer.from, to: answer.to };
@@ -254,12 +254,17 @@ export function followRange(answer: CoveredAnswer): { from: string; to: string }
 /**
  * What a page says when an answer covers another range than the one asked (its `coverage`), so a short count is
  * not read as a quiet fleet: past retention.events only whole hours are kept, and nothing a filter or breakdown
- * only raw events answer reads. Null when the answer covers the range asked.
+ * only raw events answer reads; past retention.rollups nothing is kept at all. Null when the answer covers the
+ * range asked.
  */
 export function coverageNote(answer: CoveredAnswer): string | null {
   const c = answer.coverage;
   if (!c) return null;
   const from = Date.parse(answer.from);
+  if (c.limitedBy === 'retention.rollups') {
+    if (from >= Date.parse(answer.to)) return 'Nothing counted: this range is older than the hourly and daily figures kept (retention.rollups).';
+    return `Counted from ${dateTime(answer.from)} only, where the hourly and daily figures kept (retention.rollups) start.`;
+  }
   if (from >= Date.parse(answer.to)) {
     return 'Nothing counted: this range is older than the raw events kept (retention.events), and what this view filters or breaks down by is read from them alone.';
   }

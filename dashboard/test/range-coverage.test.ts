@@ -2,7 +2,8 @@
  * Past retention.events the dashboard says what the range it shows lacks of the one chosen, in headless Chromium
  * against a real hookwatch: a user's executions older than the raw events kept are not counted, and the page says
  * so rather than let "no executions" read as a user who ran nothing; a range there counts whole hours, and the
- * page says that too. The data is written while retention kept it, then served under a 2-day retention.
+ * page says that too. The data is written while retention kept it, then served under a 2-day retention. Past
+ * retention.rollups nothing is kept at all, and the page says so rather than show a healthy, empty fleet.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -41,22 +42,29 @@ function ev(timeMs: number, userId: string, sizes: boolean): HookEvent {
 
 let browser: Browser;
 let svc: TestService;
+/** The same data served under retention.rollups 1d (and 1h of events): nothing five days old is kept. */
+let pruned: TestService;
 let dir = '';
 const open: WatchedPage[] = [];
 
-beforeAll(async () => {
-  browser = await launch();
-  dir = mkdtempSync(join(tmpdir(), 'hookwatch-range-coverage-'));
-  const db = join(dir, 'c.db');
+/** u1 ran five times five days ago (three without sizes) and once three hours ago, written to `db` while kept. */
+async function write(db: string): Promise<void> {
   const writer = new SqliteStore({ path: db, synchronous: 'normal', dimensions: [], retention: { eventsMs: 36500 * DAY, minuteRollupsMs: 36500 * DAY } });
-  // u1 ran five times five days ago (three without sizes) and once three hours ago.
   const events = [
     ev(OLD + 10 * MINUTE, 'u1', true), ev(OLD + 20 * MINUTE, 'u1', false), ev(OLD + 70 * MINUTE, 'u1', false),
     ev(OLD + 130 * MINUTE, 'u1', false), ev(OLD + 150 * MINUTE, 'u1', true), ev(RECENT, 'u1', true),
   ];
   expect((await writer.ingest(events)).inserted).toHaveLength(events.length);
   await writer.close();
-  svc = await startTestService({ HOOKWATCH_DB: db, HOOKWATCH_RETENTION_EVENTS: '2d', HOOKWATCH_RETENTION_MINUTE_ROLLUPS: '2d' });
+}
+
+beforeAll(async () => {
+  browser = await launch();
+  dir = mkdtempSync(join(tmpdir(), 'hookwatch-range-coverage-'));
+  await write(join(dir, 'c.db'));
+  await write(join(dir, 'pruned.db'));
+  svc = await startTestService({ HOOKWATCH_DB: join(dir, 'c.db'), HOOKWATCH_RETENTION_EVENTS: '2d', HOOKWATCH_RETENTION_MINUTE_ROLLUPS: '2d' });
+  pruned = await startTestService({ HOOKWATCH_DB: join(dir, 'pruned.db'), HOOKWATCH_RETENTION_EVENTS: '1h', HOOKWATCH_RETENTION_MINUTE_ROLLUPS: '1h', HOOKWATCH_RETENTION_ROLLUPS: '1d' });
 }, 60_000);
 afterEach(async () => {
   expect(await closePages(open)).toEqual([]);
@@ -64,13 +72,14 @@ afterEach(async () => {
 afterAll(async () => {
   await browser?.close();
   await svc?.close();
+  await pruned?.close();
   rmSync(dir, { recursive: true, force: true });
 });
 
-async function page(path: string): Promise<WatchedPage['page']> {
+async function page(path: string, service: TestService = svc): Promise<WatchedPage['page']> {
   const w = await watchedPage(browser, { timezoneId: 'UTC' });
   open.push(w);
-  await w.page.goto(svc.httpUrl + path);
+  await w.page.goto(service.httpUrl + path);
   await waitLoaded(w.page);
   return w.page;
 }
@@ -105,6 +114,20 @@ describe('a range past retention.events', () => {
   it('says nothing of a range the events kept cover', async () => {
     const p = await page(`/?range=custom&from=${iso(RECENT - 17 * MINUTE)}&to=${iso(RECENT + 5 * MINUTE)}&f.user.id=u1`);
     expect(await p.locator('#range-coverage').isVisible()).toBe(false);
+    expect(await p.locator('#hook-rows tr').count()).toBe(1);
+  });
+});
+
+describe('a range past retention.rollups', () => {
+  it('says on the overview that nothing is counted in a range wholly older than the rollups kept', async () => {
+    const p = await page(`/?range=custom&from=${iso(OLD - DAY)}&to=${iso(OLD + 3 * HOUR)}`, pruned);
+    expect(await p.locator('#range-coverage').isVisible()).toBe(true);
+    expect(await p.locator('#range-coverage').textContent()).toBe('Nothing counted: this range is older than the hourly and daily figures kept (retention.rollups).');
+  });
+
+  it('says on the overview where a range reaching past them is counted from', async () => {
+    const p = await page(`/?range=custom&from=${iso(OLD - DAY)}&to=${iso(NOW)}`, pruned);
+    expect(await p.locator('#range-coverage').textContent()).toMatch(/^Counted from .* only, where the hourly and daily figures kept \(retention\.rollups\) start\.$/);
     expect(await p.locator('#hook-rows tr').count()).toBe(1);
   });
 });
