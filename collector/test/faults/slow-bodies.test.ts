@@ -33,7 +33,7 @@ function logsFixture(): { body: Buffer; contentType: string } {
 }
 
 beforeAll(async () => {
-  // Two OTLP/HTTP uploads of 1 MiB, or one gRPC call (which reserves twice otlp.maxRequestBytes), hold it all.
+  // Two OTLP/HTTP uploads of 1 MiB, or one gRPC call of a 1 MiB message (which reserves twice its length), hold it all.
   service = await startTestService({
     HOOKWATCH_OTLP_REQUEST_TIMEOUT: `${TIMEOUT_MS}ms`,
     HOOKWATCH_OTLP_MAX_REQUEST_BYTES: String(MiB),
@@ -225,9 +225,9 @@ describe('uploads under the minimum body rate while others are refused the budge
     };
     const refusedBefore = await refusals('grpc');
     const upload = rawUpload('application/x-protobuf', body.length, Buffer.alloc(0), next, 100);
-    // While it arrives, a gRPC call (reserving twice otlp.maxRequestBytes, the whole budget) is refused every 2 s:
+    // While it arrives, a gRPC call of a 1 MiB message (reserving twice that, the whole budget) is refused every 2 s:
     // the budget stays under pressure, so the upload's rate is checked all along.
-    const pressure = keepPressure(async () => (await rawGrpcCall(service.otlpGrpcUrl, LOGS, grpcFrame(one, false), { giveUpMs: 5000 })).code, 2000, () => upload.endedAfterMs === undefined);
+    const pressure = keepPressure(async () => (await rawGrpcCall(service.otlpGrpcUrl, LOGS, grpcFrame(Buffer.alloc(MiB), false), { giveUpMs: 5000 })).code, 2000, () => upload.endedAfterMs === undefined);
     for (let i = 0; i < 200 && upload.endedAfterMs === undefined; i++) await sleep(100);
     const pressed = await pressure.done();
     expect(upload.answer).toMatch(/^HTTP\/1\.1 200 /);
@@ -301,12 +301,12 @@ describe('uploads under the minimum body rate while others are refused the budge
     const session = connectHttp2(service.otlpGrpcUrl);
     session.on('error', () => {});
     const started = performance.now();
-    const refusedBefore = await refusals('http');
+    const refusedBefore = await refusals('grpc');
     let ended = false;
     try {
-      // While it arrives (its call reserves the whole budget), an OTLP/HTTP export is refused every 2 s: the budget
-      // stays under pressure, so the call's rate is checked all along.
-      const pressure = keepPressure(async () => (await postOtlp(service.otlpHttpUrl, '/v1/logs', one, { 'content-type': logsFixture().contentType })).status, 2000, () => !ended);
+      // While it arrives (its call reserves twice its 192 KiB), a call of a 1 MiB message (twice that, the whole
+      // budget) is refused every 2 s: the budget stays under pressure, so the call's rate is checked all along.
+      const pressure = keepPressure(async () => (await rawGrpcCall(service.otlpGrpcUrl, LOGS, grpcFrame(Buffer.alloc(MiB), false), { giveUpMs: 5000 })).code, 2000, () => !ended);
       const result = await new Promise<{ code: number | undefined; message: string; afterMs: number }>((resolve) => {
         const req = session.request({ ':method': 'POST', ':path': LOGS, 'content-type': 'application/grpc', te: 'trailers' }, { endStream: false });
         let code: number | undefined;
@@ -343,8 +343,8 @@ describe('uploads under the minimum body rate while others are refused the budge
       // It took past the grace period while others were refused the budget: the rate was checked, and it was enough.
       expect(result.afterMs).toBeGreaterThan(6000);
       expect(pressed.length).toBeGreaterThanOrEqual(3);
-      expect(pressed.every((status) => status === 503), String(pressed)).toBe(true);
-      expect((await refusals('http')) - refusedBefore).toBeGreaterThanOrEqual(pressed.length);
+      expect(pressed.every((code) => code === UNAVAILABLE), String(pressed)).toBe(true);
+      expect((await refusals('grpc')) - refusedBefore).toBeGreaterThanOrEqual(pressed.length);
     } finally {
       session.destroy();
     }

@@ -418,8 +418,9 @@ describe('OTLP/gRPC receiver status codes', () => {
       socket.on('data', () => {});
       socket.write(Buffer.concat([HTTP2_PREFACE, grpcHeadersFrame(1, LOGS_PATH)]));
       if (sent > 0) socket.write(http2Frame(0x0, 0, 1, grpcFrame(Buffer.alloc(100), false).subarray(0, sent)));
-      // The call has reserved its bytes: its headers were read.
-      await vi.waitFor(() => expect(inflight.inUseBytes).toBeGreaterThan(0));
+      // The call has reserved its bytes: its message's prefix was read. One that sent none holds nothing yet.
+      if (sent >= 5) await vi.waitFor(() => expect(inflight.inUseBytes).toBe(200));
+      else await sleep(200);
       return socket;
     };
     // A grpc-go client cancelling (its deadline passed while it sent): RST_STREAM(CANCEL), after the headers and mid-message.
@@ -718,12 +719,12 @@ describe('OTLP/gRPC receiver holding exports the store cannot take now', () => {
   });
 
   it('counts a held export in otlp.maxInflightBytes: one the budget cannot take beside it is refused at once', async () => {
-    // A call reserves 128 KiB before its message; once held, the export keeps its message and decoded request.
+    // A call of a 64 KiB message reserves 128 KiB as its prefix arrives; once held, the export keeps its message and decoded request.
     const { url, next } = await start({ maxRequestBytes: 64 * 1024, inflightBytes: 128 * 1024 + 4096 });
     next.fail = unavailable;
     const held = exportOwn(url, body, 10_000);
     await vi.waitFor(() => expect(next.arrived).toBeGreaterThanOrEqual(1), { timeout: 20_000 });
-    const refused = await exportOwn(url, Buffer.alloc(0), 10_000).answered;
+    const refused = await exportOwn(url, Buffer.alloc(64 * 1024), 10_000).answered;
     expect(refused?.code).toBe(GrpcStatus.UNAVAILABLE);
     expect(refused?.details).toMatch(/^hookwatch is holding otlp.maxInflightBytes/);
     expect(await settledYet(held.answered)).toBe(false);
@@ -805,16 +806,17 @@ describe('OTLP/gRPC receiver closing connections', () => {
   });
 
   it('refuses the calls of one connection past half the in-flight budget, while another connection still gets its call in', async () => {
-    // Each call reserves 2 MiB before its message: the flooding connection may take two of the budget's five (a
-    // third would take it past half, 5 MiB, though it holds less than half before it).
+    // Each call reserves 2 MiB as its message's prefix declares 1 MiB: the flooding connection may take two of the
+    // budget's five (a third would take it past half, 5 MiB, though it holds less than half before it).
     const { url, next, inflight } = await start({ maxRequestBytes: 1024 * 1024, inflightBytes: 10 * 1024 * 1024 });
     const flood = await idleHttp2(url);
     sessions.push(flood.session);
-    // Six calls whose headers arrive and whose message never does.
+    // Six calls whose headers and message prefix arrive and whose message never does.
     const refused: { code: number; retryMs: number | undefined }[] = [];
     for (let i = 0; i < 6; i++) {
       const stream = flood.session.request({ ':method': 'POST', ':path': LOGS_PATH, 'content-type': 'application/grpc', te: 'trailers' }, { endStream: false });
       stream.on('error', () => {});
+      stream.write(grpcFrame(Buffer.alloc(1024 * 1024), false).subarray(0, 5));
       stream.on('response', (headers) => {
         const details = headers['grpc-status-details-bin'];
         refused.push({ code: Number(headers['grpc-status']), retryMs: typeof details === 'string' ? retryDelayFromStatus(Buffer.from(details, 'base64')) : undefined });
@@ -852,6 +854,68 @@ describe('OTLP/gRPC receiver closing connections', () => {
     expect((await answered).err).toBeNull();
     await stopping;
     expect(next.logs).toHaveLength(1);
+  });
+});
+
+describe('OTLP/gRPC receiver reserving a call by the length its message declares', () => {
+  const body = readFileSync(new URL('0001-http-logs.body.bin', FIXTURE));
+  const sessions: ClientHttp2Session[] = [];
+  afterEach(() => {
+    for (const s of sessions.splice(0)) s.destroy();
+  });
+  const id = (b: Buffer): Buffer => b;
+  const exportOn = (c: Client): Promise<ServiceError | null> => new Promise((resolve) => {
+    c.makeUnaryRequest(LOGS_PATH, id, id, body, new Metadata(), { deadline: Date.now() + 5000 }, (e: ServiceError | null) => resolve(e));
+  });
+
+  it('lets a grpc-js export in beside slow uploads of small messages, each of which holds what its prefix declares, not twice otlp.maxRequestBytes', async () => {
+    // Room for five calls of the largest message at once; seven slow uploads of 9,000-byte messages on connections of their own.
+    const { url, next, inflight } = await start({ maxRequestBytes: 1024 * 1024, inflightBytes: 10 * 1024 * 1024 });
+    for (let i = 0; i < 7; i++) {
+      const { session } = await idleHttp2(url);
+      sessions.push(session);
+      const stream = session.request({ ':method': 'POST', ':path': LOGS_PATH, 'content-type': 'application/grpc', te: 'trailers' }, { endStream: false });
+      stream.on('error', () => {});
+      stream.write(grpcFrame(Buffer.alloc(9000), false).subarray(0, 1000));
+    }
+    await vi.waitFor(() => expect(inflight.inUseBytes).toBe(7 * 2 * 9000), { timeout: 10_000 });
+    const c = new Client(url.replace('http://', ''), credentials.createInsecure(), { 'grpc.use_local_subchannel_pool': 1 });
+    ownClients.push(c);
+    expect(await exportOn(c)).toBeNull();
+    expect(next.logs).toHaveLength(1);
+    expect(receiver?.stats.rejected).toEqual({});
+    // The slow uploads still hold what they declared; the export gave back what it held.
+    await vi.waitFor(() => expect(inflight.inUseBytes).toBe(7 * 2 * 9000));
+  });
+
+  it('answers ten small exports a grpc-js client makes at once on one connection, all OK', async () => {
+    const { url, next } = await start({ maxRequestBytes: 20 * 1024 * 1024, inflightBytes: 256 * 1024 * 1024 });
+    const c = new Client(url.replace('http://', ''), credentials.createInsecure(), { 'grpc.use_local_subchannel_pool': 1 });
+    ownClients.push(c);
+    let release = (): void => {};
+    next.hold = new Promise<void>((resolve) => (release = resolve));
+    const answered = Promise.all(Array.from({ length: 10 }, () => exportOn(c)));
+    // All ten are in the store at once, none refused for the connection's share of the budget.
+    await vi.waitFor(() => expect(next.arrived).toBe(10), { timeout: 10_000 });
+    release();
+    expect((await answered).map((e) => e?.code ?? 'ok')).toEqual(Array.from({ length: 10 }, () => 'ok'));
+    expect(next.logs).toHaveLength(10);
+  });
+
+  it('holds twice the declared length of a compressed message while it arrives, and gives it all back once answered', async () => {
+    const { url, inflight } = await start({ maxRequestBytes: 1024 * 1024, inflightBytes: 10 * 1024 * 1024 });
+    const { session } = await idleHttp2(url);
+    sessions.push(session);
+    const stream = session.request({ ':method': 'POST', ':path': LOGS_PATH, 'content-type': 'application/grpc', 'grpc-encoding': 'gzip', te: 'trailers' }, { endStream: false });
+    stream.on('error', () => {});
+    const frame = grpcFrame(gzipSync(body), true);
+    stream.write(frame.subarray(0, 10));
+    await vi.waitFor(() => expect(inflight.inUseBytes).toBe(2 * (frame.length - 5)));
+    const trailers = new Promise<string | undefined>((resolve) => stream.on('trailers', (t) => resolve(t['grpc-status'] as string | undefined)));
+    stream.resume();
+    stream.end(frame.subarray(10));
+    expect(await trailers).toBe(String(GrpcStatus.OK));
+    await vi.waitFor(() => expect(inflight.inUseBytes).toBe(0));
   });
 });
 
@@ -930,7 +994,7 @@ describe('OTLP/gRPC receiver bounding each HTTP/2 connection', () => {
 
   for (const acknowledged of [false, true]) {
     it(`holds at most 100 calls of one connection at once, refusing the streams past them (a client that ${acknowledged ? 'acknowledged the limit loses its connection' : 'has not acknowledged the limit gets REFUSED_STREAM'})`, async () => {
-      // Each call reserves 2 KiB of the budget as its headers arrive, and then waits for its message.
+      // Each call reserves 2 KiB of the budget as its message's prefix arrives, and then waits for the rest of it.
       const { url, inflight } = await start({ maxRequestBytes: 1024, inflightBytes: 64 * 1024 * 1024 });
       const socket = netConnect({ port: Number(new URL(url).port), host: '127.0.0.1' });
       sockets.push(socket);
@@ -951,8 +1015,9 @@ describe('OTLP/gRPC receiver bounding each HTTP/2 connection', () => {
       const SETTINGS_ACK = http2Frame(0x4, 0x1, 0, Buffer.alloc(0));
       socket.write(acknowledged ? Buffer.concat([HTTP2_PREFACE, SETTINGS_ACK]) : HTTP2_PREFACE);
       await sleep(100);
-      // 300 calls whose headers arrive and whose message never does.
+      // 300 calls whose headers arrive, the first 100 with the prefix of a 1 KiB message whose rest never does.
       socket.write(Buffer.concat(Array.from({ length: 300 }, (_, i) => grpcHeadersFrame(1 + 2 * i, LOGS_PATH))));
+      socket.write(Buffer.concat(Array.from({ length: 100 }, (_, i) => http2Frame(0x0, 0, 1 + 2 * i, grpcFrame(Buffer.alloc(1024), false).subarray(0, 5)))));
       const reservation = 2 * 1024;
       if (acknowledged) {
         // Past an acknowledged limit is a connection error (RFC 9113 section 5.1.2): the connection ends, its calls with it.
@@ -1028,8 +1093,8 @@ describe('OTLP/gRPC receiver bounding each HTTP/2 connection', () => {
   it('closes a connection whose client has not acknowledged the server\'s SETTINGS within 5 s (SETTINGS_TIMEOUT), its call with it, counted as malformed', async () => {
     const { url, inflight, next } = await start({ maxRequestBytes: 1024 });
     const { socket, goaway, closed } = await unacknowledging(url);
-    // A call whose message never comes: it would hold its reservation for otlp.requestTimeout (30 s).
-    socket.write(grpcHeadersFrame(1, LOGS_PATH));
+    // A call whose message never comes past its prefix: it would hold its reservation for otlp.requestTimeout (30 s).
+    socket.write(Buffer.concat([grpcHeadersFrame(1, LOGS_PATH), http2Frame(0x0, 0, 1, grpcFrame(Buffer.alloc(1024), false).subarray(0, 5))]));
     await vi.waitFor(() => expect(inflight.inUseBytes).toBe(2 * 1024));
     const started = performance.now();
     await vi.waitFor(() => expect(closed()).toBe(true), { timeout: 8000 });

@@ -185,17 +185,23 @@ const COMPRESSED_IDENTITY_DETAILS = 'the message is flagged compressed (Compress
  * the decoder and were answered INVALID_ARGUMENT, and ones that happened to decode would have been stored as sent.
  * grpc-js inflates a message in its call's decompressMessage (the message with its 5-byte prefix, and the encoding
  * it applies: identity for a message not flagged compressed or a call without grpc-encoding). That method is not
- * part of its typed interface: without it the message is read as before.
+ * part of its typed interface: without it the message is read as before, and false is returned.
+ *
+ * Before a compressed message is inflated, `beforeInflate` is asked for the room it may inflate to: when it says
+ * no (it has refused the call), the message is never inflated.
  */
-function refuseCompressedIdentity(call: ServerInterceptingCallInterface): void {
+function refuseCompressedIdentity(call: ServerInterceptingCallInterface, beforeInflate: () => boolean): boolean {
   const target = call as unknown as { decompressMessage?: (message: Buffer, encoding: string) => Buffer | Promise<Buffer> };
   const inflate = target.decompressMessage;
-  if (typeof inflate !== 'function') return;
+  if (typeof inflate !== 'function') return false;
   target.decompressMessage = (message, encoding) => {
     // grpc-js answers a rejection of { code, details } as the call's status, as it does its own inflate errors.
     if (encoding === 'identity' && message[0] === 1) return Promise.reject({ code: GrpcStatus.INTERNAL, details: COMPRESSED_IDENTITY_DETAILS });
+    // The call was answered already: grpc-js waits on nothing more of it.
+    if (message[0] === 1 && !beforeInflate()) return new Promise<Buffer>(() => {});
     return inflate.call(call, message, encoding);
   };
+  return true;
 }
 
 /**
@@ -614,8 +620,8 @@ export class OtlpGrpcReceiver {
   }
 
   /**
-   * Runs on the headers, before the message is read: authentication, the in-flight reservation and the request
-   * timeout. Until it lets the metadata through, grpc-js keeps the stream paused, so nothing is buffered or inflated.
+   * Runs on the headers, before the message is read: authentication and the request timeout; the in-flight
+   * reservation follows once the message's length prefix is read (reserveDeclared). Until it lets the metadata through, grpc-js keeps the stream paused, so nothing is buffered or inflated.
    */
   private readonly guard: ServerInterceptor = (method, next: ServerInterceptingCallInterface) => {
     const signal = (Object.keys(SERVICES) as Signal[]).find((s) => SERVICES[s] === method.path);
@@ -652,25 +658,54 @@ export class OtlpGrpcReceiver {
       if (inUse) void inUse.then(give);
       else give();
     };
-    refuseCompressedIdentity(next);
+    /** A call refused before its message is handed on: counted, answered and its stream reset. */
+    const refuse = (err: unknown): void => {
+      const status = this.refusal(err, callAt(method.path, next));
+      if (signal) this.count(this.stats.requests, `${signal}:${status.code}`);
+      call.sendStatus(status);
+      resetStream(next);
+    };
+    /** Charges the call with `bytes` in all (what it holds already counts); refused past its connection's share or the budget. */
+    const reserve = (bytes: number): void => {
+      const more = bytes - (account?.heldBytes ?? 0);
+      if (!account || answered || more <= 0) return;
+      this.refuseBusySession(session, more);
+      account.take(more);
+      charge();
+    };
+    /** Reserves `bytes` in all for the call; false when it was refused for them (and answered). */
+    const tryReserve = (bytes: number): boolean => {
+      try {
+        reserve(bytes);
+        return true;
+      } catch (err) {
+        refuse(err);
+        return false;
+      }
+    };
+    /**
+     * The message's 5-byte prefix was read: the call reserves what grpc-js will hold of it, not the worst case as its
+     * metadata arrives, so a slow upload holds no more than it declared. grpc-js holds the message's parts and their
+     * concatenation at once, twice its declared length. Past otlp.maxRequestBytes grpc-js refuses the message
+     * itself, so no more than twice that is reserved for it.
+     */
+    const reserveDeclared = (length: number): boolean => tryReserve(Math.min(2 * this.opts.maxRequestBytes, 2 * length));
+    // A compressed message's inflated size is unknown until grpc-js has inflated it: twice otlp.maxRequestBytes is
+    // reserved before it starts (the inflated parts and their concatenation), and a call refused for it never inflates.
+    const inflateSeen = refuseCompressedIdentity(next, () => tryReserve(2 * this.opts.maxRequestBytes));
+    // A grpc-js that hides the stream, or where its message is inflated, leaves the reservation to the metadata.
+    const observable = inflateSeen && typeof callStream(next)?.on === 'function';
     const call: ServerInterceptingCall = new ServerInterceptingCall(next, {
       start: (startNext) => {
         startNext({
           onReceiveMetadata: (metadata, metadataNext) => {
             try {
               if (!this.authorized(metadata)) throw new UnauthenticatedError('missing or wrong bearer token (metadata authorization: Bearer <token>)');
-              // The inflated size is unknown until grpc-js has inflated it, so the worst case is reserved first:
-              // grpc-js holds the inflated parts and their concatenation at once, twice the largest request.
-              const reserved = 2 * this.opts.maxRequestBytes;
-              this.refuseBusySession(session, reserved);
               account = this.opts.inflight.open();
-              account.take(reserved);
-              charge();
+              // A grpc-js that hides the stream leaves the message's length unknown: the worst case is reserved.
+              if (!observable) reserve(2 * this.opts.maxRequestBytes);
             } catch (err) {
-              const status = this.refusal(err, callAt(method.path, next));
-              if (signal) this.count(this.stats.requests, `${signal}:${status.code}`);
-              call.sendStatus(status);
-              resetStream(next);
+              refuse(err);
               return;
             }
             timer = setTimeout(() => {
@@ -679,7 +714,7 @@ export class OtlpGrpcReceiver {
               call.sendStatus({ code: GrpcStatus.DEADLINE_EXCEEDED, details: `request not received whole within otlp.requestTimeout (${this.opts.requestTimeoutMs} ms)`, metadata: new Metadata() });
               resetStream(next);
             }, this.opts.requestTimeoutMs);
-            stopRate = this.watchMessageRate(next, () => {
+            stopRate = this.watchMessageRate(next, reserveDeclared, () => {
               this.refuse('request_too_slow', callAt(method.path, next));
               if (signal) this.count(this.stats.requests, `${signal}:${GrpcStatus.UNAVAILABLE}`);
             }, (details, retryAfterSeconds) => {
@@ -734,11 +769,17 @@ export class OtlpGrpcReceiver {
    * budget is under pressure is counted as
    * request_too_slow (`counted` counts it and its outcome) and ended with `answer`'s status (its details, and the seconds its
    * client is to wait: tooSlowRetryAfterSeconds), which gives back its
-   * reservation at once. The stream's bytes are read beside grpc-js's own reader, which keeps the stream paused
+   * reservation at once. `declaredLength` is told the length the prefix declares; false (the call was refused)
+   * stops reading. The stream's bytes are read beside grpc-js's own reader, which keeps the stream paused
    * while it has a message to hand on: counting them never makes it read more. Returns the function that stops the
    * checks; a grpc-js that hides the stream leaves the call to otlp.requestTimeout.
    */
-  private watchMessageRate(call: ServerInterceptingCallInterface, counted: () => void, answer: (details: string, retryAfterSeconds: number) => void): () => void {
+  private watchMessageRate(
+    call: ServerInterceptingCallInterface,
+    declaredLength: (length: number) => boolean,
+    counted: () => void,
+    answer: (details: string, retryAfterSeconds: number) => void,
+  ): () => void {
     const stream = callStream(call);
     if (!stream || typeof stream.on !== 'function') return () => {};
     let received = 0;
@@ -748,7 +789,10 @@ export class OtlpGrpcReceiver {
       received += chunk.length;
       if (prefix.length < 5) {
         prefix = Buffer.concat([prefix, chunk.subarray(0, 5 - prefix.length)]);
-        if (prefix.length === 5) declared = 5 + prefix.readUInt32BE(1);
+        if (prefix.length === 5) {
+          declared = 5 + prefix.readUInt32BE(1);
+          if (!declaredLength(declared - 5)) stream.off('data', onData);
+        }
       }
     };
     stream.on('data', onData);
@@ -765,8 +809,8 @@ export class OtlpGrpcReceiver {
 
   /**
    * Refuses a call (OverloadedError) whose `reserved` bytes would take the calls of its HTTP/2 session past half of
-   * otlp.maxInflightBytes: one connection that opens streams and sends no message would otherwise hold the whole
-   * budget for otlp.requestTimeout, and every other client get UNAVAILABLE. A session with no call holding bytes is
+   * otlp.maxInflightBytes: one connection that opens streams declaring large messages and sends none of them would
+   * otherwise hold the whole budget for otlp.requestTimeout, and every other client get UNAVAILABLE. A session with no call holding bytes is
    * never refused here (the smallest budget holds one call and no more).
    */
   private refuseBusySession(session: Http2Session | undefined, reserved: number): void {
