@@ -56,10 +56,11 @@ const DEFLATE_MAX_RATIO = 1032;
 /**
  * The whole body, decompressed per Content-Encoding (identity or one of `codings`; any other throws
  * UnsupportedMediaTypeError). Refuses past `limit` bytes (raw or inflated) with TooLargeError, as soon as that
- * many arrived or were inflated, never waiting for the body's end. Before a byte is read, the most the body can
- * grow to (its declared length, times 1032 when deflated, at most `limit`) is reserved from `account`, which
- * throws OverloadedError when the process holds too much already: a request is refused whole or admitted whole,
- * never half inflated. With `timeoutMs`, a body arriving under the minimum rate while the budget is under pressure
+ * many arrived or were inflated, never waiting for the body's end. Before a byte is read, the most a body with a
+ * Content-Length can grow to (its declared length, times 1032 when deflated, at most `limit`) is reserved from
+ * `account`, which throws OverloadedError when the process holds too much already: such a request is refused whole
+ * or admitted whole, never half inflated. A chunked body is charged as its bytes arrive (inflated, when
+ * compressed), and refused with OverloadedError at the chunk the budget cannot take. With `timeoutMs`, a body arriving under the minimum rate while the budget is under pressure
  * (body-rate.ts, for a request timeout of `timeoutMs`) is refused with RequestTooSlowError, and reading stops; without it (a small body bounded
  * by the HTTP port's own request timeout) the rate is not watched.
  */
@@ -76,7 +77,9 @@ export function readBody(req: IncomingMessage, limit: number, account: InflightA
     zlib = decoder?.zlib;
     // Brotli and zstd have no such bound on their ratio: the limit is reserved.
     const most = decoder === undefined ? declared : decoder.bounded ? declared * DEFLATE_MAX_RATIO : limit;
-    account.take(known ? Math.min(limit, most) : limit);
+    // A body of unknown length (chunked) is charged as its bytes arrive (keep): reserving the limit up front let a
+    // few slow chunked uploads hold the whole budget while they had sent almost nothing.
+    if (known) account.take(Math.min(limit, most));
   } catch (err) {
     zlib?.destroy();
     return Promise.reject(err as Error);
@@ -111,6 +114,16 @@ export function readBody(req: IncomingMessage, limit: number, account: InflightA
       if (size > limit) {
         fail(new TooLargeError(`request body exceeds the limit of ${limit} bytes${zlib ? ' after decompression' : ''}`));
         return;
+      }
+      if (!known) {
+        try {
+          account.take(chunk.length);
+        } catch (err) {
+          // Nothing more of it is read: the answer closes the connection (net/unread-body.ts).
+          req.pause();
+          fail(err as Error);
+          return;
+        }
       }
       chunks.push(chunk);
     };

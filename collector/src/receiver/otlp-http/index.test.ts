@@ -560,3 +560,53 @@ describe('slow clients', () => {
     slow.destroy();
   });
 });
+
+describe('a chunked body reserves otlp.maxInflightBytes as its bytes arrive', () => {
+  const sockets: Socket[] = [];
+  afterAll(() => {
+    for (const s of sockets) s.destroy();
+  });
+  /** POST /v1/logs, chunked, over a raw socket; the answer's status line once it comes. */
+  const chunkedPost = (url: string, first: Buffer, end: boolean): { socket: Socket; status: Promise<string> } => {
+    const socket = connect(Number(new URL(url).port), '127.0.0.1');
+    sockets.push(socket);
+    socket.on('error', () => {});
+    let answer = '';
+    const status = new Promise<string>((resolve) => {
+      socket.on('data', (d: Buffer) => {
+        answer += d.toString('latin1');
+        if (answer.includes('\r\n')) resolve(answer.slice(0, answer.indexOf('\r\n')));
+      });
+      socket.on('close', () => resolve(answer));
+    });
+    socket.write(`POST /v1/logs HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-protobuf\r\nTransfer-Encoding: chunked\r\n\r\n`);
+    socket.write(Buffer.concat([Buffer.from(`${first.length.toString(16)}\r\n`), first, Buffer.from(end ? '\r\n0\r\n\r\n' : '\r\n')]));
+    return { socket, status };
+  };
+
+  it('lets a chunked POST in beside slow chunked uploads, each holding what it sent so far, and refuses one that cannot grow with 503', async () => {
+    const next: LogsConsumer & PassThroughConsumer = { consumeLogs: async () => ({ rejected: 0, message: '' }), consume: async () => {} };
+    // Room for two bodies of otlp.maxRequestBytes at once; three slow chunked uploads that sent 10,000 bytes each.
+    const inflight = new InflightBudget(2 * 1024 * 1024);
+    const receiver = new OtlpHttpReceiver({ addr: '127.0.0.1:0', maxRequestBytes: 1024 * 1024, requestTimeoutMs: 30_000, ingestToken: '', inflight, logs: next, passThrough: next, logger: silentLogger });
+    const { port } = await receiver.start();
+    const url = `http://127.0.0.1:${port}`;
+    try {
+      const slow = [0, 1, 2].map(() => chunkedPost(url, Buffer.alloc(10_000, 0x0a), false));
+      await vi.waitFor(() => expect(inflight.inUseBytes).toBe(3 * 10_000));
+      const body = fixtureRequests('run2-httpprotobuf').find((f) => f.path === '/v1/logs')!.body;
+      expect(await chunkedPost(url, body, true).status).toBe('HTTP/1.1 200 OK');
+      await vi.waitFor(() => expect(inflight.inUseBytes).toBe(3 * 10_000));
+      // The budget all but spent by others: the next chunk of a slow upload cannot be held, and it is answered 503.
+      const others = inflight.open();
+      others.take(inflight.freeBytes - 100);
+      slow[0]!.socket.write(Buffer.concat([Buffer.from('3e8\r\n'), Buffer.alloc(1000, 0x0a), Buffer.from('\r\n')]));
+      expect(await slow[0]!.status).toBe('HTTP/1.1 503 Service Unavailable');
+      others.release();
+      await vi.waitFor(() => expect(inflight.inUseBytes).toBe(2 * 10_000));
+    } finally {
+      for (const s of sockets) s.destroy();
+      await receiver.shutdown();
+    }
+  });
+});
