@@ -140,10 +140,27 @@ export function answerParserRefusals(server: Server, answer: (refusal: ParserRef
     }
     refused.add(socket);
     const status = REFUSAL_STATUS[refusal ?? 'malformed'];
-    const { contentType, body, headers } = answer(refusal ?? 'malformed', inFlight?.req, err);
-    socket.write(rawHead(status, contentType, body, headers));
-    // Sent before the connection is torn down (Node's own answer, written and destroyed at once, is lost on TLS),
-    // and torn down with the error, as Node does it.
-    closeAfter(socket, body, err);
+    const send = (request: IncomingMessage | undefined): void => {
+      const { contentType, body, headers } = answer(refusal ?? 'malformed', request, err);
+      socket.write(rawHead(status, contentType, body, headers));
+      // Sent before the connection is torn down (Node's own answer, written and destroyed at once, is lost on TLS),
+      // and torn down with the error, as Node does it.
+      closeAfter(socket, body, err);
+    };
+    // Bytes pipelined behind a whole request still being answered: that answer goes first, the refusal after it.
+    // Written at once, the refusal took the place of the earlier request's answer, whose client (its request taken)
+    // was told only that the bytes after it were refused.
+    if (inFlight && current?.complete && !inFlight.writableFinished) {
+      const after = (): void => {
+        inFlight.off('finish', after);
+        inFlight.off('close', after);
+        if (socket.writable && !socket.destroyed) send(undefined);
+        else socket.destroy(err);
+      };
+      inFlight.on('finish', after);
+      inFlight.on('close', after);
+      return;
+    }
+    send(inFlight?.req);
   });
 }

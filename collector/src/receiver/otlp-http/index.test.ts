@@ -437,6 +437,16 @@ describe('a request Node\'s HTTP server would refuse with an empty answer, or no
     }
   });
 
+  it('a request followed by bytes that are not HTTP gets its own answer first, then the refusal of those bytes', async () => {
+    const served = async (): Promise<number> => sampleValue((await scrapeMetrics(service.httpUrl)).families, 'hookwatch_otlp_requests_total', { transport: 'http', signal: 'logs', outcome: 'ok' }) ?? 0;
+    const before = await served();
+    const answer = await rawExchange(service.otlpHttpUrl, head(['POST /v1/logs HTTP/1.1', 'Host: 127.0.0.1', ...logsPost]) + '{}' + head(['HELLO']));
+    // The batch was taken: its client is told so, not refused for what followed it.
+    expect(answer.head).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
+    expect(answer.body.toString('latin1')).toMatch(/^\{\}HTTP\/1\.1 400 Bad Request\r\n[^]*\r\nConnection: close\r\n/);
+    expect(await served()).toBe(before + 1);
+  });
+
   it('Expect: 100-continue is met: the body is asked for and taken', async () => {
     const answer = await rawExchange(service.otlpHttpUrl, head(['POST /v1/logs HTTP/1.1', 'Host: 127.0.0.1', 'Expect: 100-continue', ...logsPost, 'Connection: close']) + '{}');
     expect(answer.head).toMatch(/^HTTP\/1\.1 100 Continue$/);
