@@ -387,12 +387,15 @@ describe('OTLP/gRPC receiver status codes', () => {
     const empty = grpcFrame(Buffer.alloc(0), false);
     const two = await rawGrpcCall(url, LOGS_PATH, Buffer.concat([empty, empty]));
     const none = await rawGrpcCall(url, LOGS_PATH, Buffer.alloc(0));
-    expect([two.code, none.code]).toEqual([GrpcStatus.INVALID_ARGUMENT, GrpcStatus.INVALID_ARGUMENT]);
+    // A message whose prefix declares 100 bytes, the stream ended after 10 of them.
+    const cut = await rawGrpcCall(url, LOGS_PATH, grpcFrame(Buffer.alloc(100), false).subarray(0, 15));
+    expect([two.code, none.code, cut.code]).toEqual([GrpcStatus.INVALID_ARGUMENT, GrpcStatus.INVALID_ARGUMENT, GrpcStatus.INVALID_ARGUMENT]);
     expect(two.message).toBe('an Export call carries exactly one request message; this one carried more than one');
     expect(none.message).toBe('an Export call carries exactly one request message; this one carried none');
+    expect(cut.message).toBe('the request message was cut short: its prefix declares 100 bytes, and the stream ended after 10 of them');
     expect(next.logs).toHaveLength(0);
-    await vi.waitFor(() => expect(receiver?.stats.requests).toEqual({ 'logs:3': 2 }));
-    expect(receiver?.stats.rejected).toEqual({ bad_request: 2 });
+    await vi.waitFor(() => expect(receiver?.stats.requests).toEqual({ 'logs:3': 3 }));
+    expect(receiver?.stats.rejected).toEqual({ bad_request: 3 });
   });
 
   it('ends a call whose message arrived whole but whose stream never ends after otlp.requestTimeout, giving its bytes back', async () => {

@@ -204,6 +204,20 @@ function refuseCompressedIdentity(call: ServerInterceptingCallInterface, beforeI
   return true;
 }
 
+/** What arrived of a call's message (on a grpc-js that shows its stream). */
+interface MessageArrival {
+  /** Bytes of the stream, its 5-byte prefix included. */
+  bytes: number;
+  /** The message length its prefix declares, once the prefix is read. */
+  declared: number | undefined;
+}
+
+/** Said of a call whose stream ended before its message was whole: how much of it came, not that none did. */
+function cutShort({ bytes, declared }: MessageArrival): string {
+  if (declared === undefined) return `the request message was cut short: the stream ended within its 5-byte length prefix, after ${bytes} bytes`;
+  return `the request message was cut short: its prefix declares ${declared} bytes, and the stream ended after ${bytes - 5} of them`;
+}
+
 /**
  * The refusals grpc-js answers itself while it reads a message, before hookwatch sees it (its status then bypasses
  * the interceptor), by the rejection reason hookwatch counts for them: a message over otlp.maxRequestBytes (as
@@ -621,7 +635,8 @@ export class OtlpGrpcReceiver {
 
   /**
    * Runs on the headers, before the message is read: authentication and the request timeout; the in-flight
-   * reservation follows once the message's length prefix is read (reserveDeclared). Until it lets the metadata through, grpc-js keeps the stream paused, so nothing is buffered or inflated.
+   * reservation follows once the message's length prefix is read (reserveDeclared). Until it lets the metadata
+   * through, grpc-js keeps the stream paused, so nothing is buffered or inflated.
    */
   private readonly guard: ServerInterceptor = (method, next: ServerInterceptingCallInterface) => {
     const signal = (Object.keys(SERVICES) as Signal[]).find((s) => SERVICES[s] === method.path);
@@ -644,6 +659,8 @@ export class OtlpGrpcReceiver {
     let answered = false;
     /** Messages the call carried: an Export call carries exactly one. */
     let messages = 0;
+    /** What arrived of the message: the bytes of the stream, and the length its prefix declares once read. */
+    const arrived: MessageArrival = { bytes: 0, declared: undefined };
     /** The call's message, once read. */
     let message: Buffer | undefined;
     /** The call ends: what it holds is given back, the message's bytes once its handler no longer uses it. */
@@ -714,7 +731,7 @@ export class OtlpGrpcReceiver {
               call.sendStatus({ code: GrpcStatus.DEADLINE_EXCEEDED, details: `request not received whole within otlp.requestTimeout (${this.opts.requestTimeoutMs} ms)`, metadata: new Metadata() });
               resetStream(next);
             }, this.opts.requestTimeoutMs);
-            stopRate = this.watchMessageRate(next, reserveDeclared, () => {
+            stopRate = this.watchMessageRate(next, arrived, reserveDeclared, () => {
               this.refuse('request_too_slow', callAt(method.path, next));
               if (signal) this.count(this.stats.requests, `${signal}:${GrpcStatus.UNAVAILABLE}`);
             }, (details, retryAfterSeconds) => {
@@ -757,7 +774,7 @@ export class OtlpGrpcReceiver {
       sendStatus: (status, statusNext) => {
         answered = true;
         finish();
-        statusNext(signal ? this.oneMessageRefusal(signal, status, messages, clientAborted(next), method.path, next) : status);
+        statusNext(signal ? this.oneMessageRefusal(signal, status, messages, arrived, clientAborted(next), method.path, next) : status);
       },
     });
     return call;
@@ -776,6 +793,7 @@ export class OtlpGrpcReceiver {
    */
   private watchMessageRate(
     call: ServerInterceptingCallInterface,
+    arrived: MessageArrival,
     declaredLength: (length: number) => boolean,
     counted: () => void,
     answer: (details: string, retryAfterSeconds: number) => void,
@@ -787,10 +805,12 @@ export class OtlpGrpcReceiver {
     let declared: number | undefined;
     const onData = (chunk: Buffer): void => {
       received += chunk.length;
+      arrived.bytes = received;
       if (prefix.length < 5) {
         prefix = Buffer.concat([prefix, chunk.subarray(0, 5 - prefix.length)]);
         if (prefix.length === 5) {
           declared = 5 + prefix.readUInt32BE(1);
+          arrived.declared = declared - 5;
           if (!declaredLength(declared - 5)) stream.off('data', onData);
         }
       }
@@ -825,12 +845,13 @@ export class OtlpGrpcReceiver {
    * grpc-js refuses a unary call that carries a second message, or none, with UNIMPLEMENTED and words about a
    * "server streaming method", and no hookwatch code runs: that refusal is answered as the malformed request it is
    * (INVALID_ARGUMENT, not to be retried), and counted and logged saying so. grpc-js reads no further than the second
-   * message, so a call of several is said to carry more than one, not how many. A call whose client gave up before its message was whole
+   * message, so a call of several is said to carry more than one, not how many; one whose stream ended partway
+   * through its message (`arrived`) is said to be cut short, with the length declared and the bytes received. A call whose client gave up before its message was whole
    * (`aborted`) gets that refusal too: it is counted as the OTLP/HTTP receiver counts a body its client stopped
    * sending, client_aborted (CANCELLED), not as a bad request, and nothing reaches the client. Any other status
    * passes unchanged.
    */
-  private oneMessageRefusal(signal: Signal, status: SentStatus, messages: number, aborted: boolean, path: string, call: ServerInterceptingCallInterface): SentStatus {
+  private oneMessageRefusal(signal: Signal, status: SentStatus, messages: number, arrived: MessageArrival, aborted: boolean, path: string, call: ServerInterceptingCallInterface): SentStatus {
     if (status.code !== GrpcStatus.UNIMPLEMENTED || messages === 1) return status;
     if (aborted) {
       this.count(this.stats.requests, `${signal}:${GrpcStatus.CANCELLED}`);
@@ -838,7 +859,7 @@ export class OtlpGrpcReceiver {
       return { ...status, code: GrpcStatus.CANCELLED, details: 'the client gave up on its request before its message was whole' };
     }
     this.count(this.stats.requests, `${signal}:${GrpcStatus.INVALID_ARGUMENT}`);
-    const details = `an Export call carries exactly one request message; this one carried ${messages === 0 ? 'none' : 'more than one'}`;
+    const details = messages === 0 && arrived.bytes > 0 ? cutShort(arrived) : `an Export call carries exactly one request message; this one carried ${messages === 0 ? 'none' : 'more than one'}`;
     this.refuse('bad_request', { ...callAt(path, call), problem: details });
     return { ...status, code: GrpcStatus.INVALID_ARGUMENT, details };
   }
