@@ -50,13 +50,19 @@ const MALFORMED: Record<string, string> = {
 /** Said for a request with both Transfer-Encoding and Content-Length (request smuggling), whichever came first. */
 const BOTH_LENGTHS = 'Transfer-Encoding and Content-Length are both sent; send one of them';
 
+/** Said for a Content-Length of digits past what the parser holds (a 64-bit count): a number, only too large. */
+const LENGTH_OVERFLOW = 'the Content-Length header is too large, past 2^64 - 1 bytes';
+
 /**
  * What a request a port answers as malformed got wrong, as its message says it: the parser's code names the fault;
  * its reason, a fixed text of the parser's, tells which of a code's two faults it was.
  */
 export function malformedMessage(err: unknown): string {
   const { code, reason } = (err ?? {}) as { code?: unknown; reason?: unknown };
-  const what = typeof reason === 'string' && reason.includes("can't be present with") ? BOTH_LENGTHS : MALFORMED[String(code)];
+  const what =
+    typeof reason === 'string' && reason.includes("can't be present with") ? BOTH_LENGTHS
+    : reason === 'Content-Length overflow' ? LENGTH_OVERFLOW
+    : MALFORMED[String(code)];
   return what === undefined ? 'malformed HTTP request' : `malformed HTTP request: ${what}`;
 }
 

@@ -383,6 +383,12 @@ describe('a request Node\'s HTTP server would refuse with an empty answer, or no
       rpcStatus: { code: 3, message: 'malformed HTTP request: it does not start with an HTTP method, as when a TLS client speaks to a plain-text port' },
     },
     {
+      name: 'a Content-Length past what the parser can hold: 400 saying it is too large, not that it is no number',
+      raw: head(['POST /v1/logs HTTP/1.1', 'Host: 127.0.0.1', 'Content-Type: application/json', `Authorization: Bearer ${TOKEN}`, 'Content-Length: 99999999999999999999999']),
+      status: '400 Bad Request', encoding: 'protobuf', reason: 'malformed',
+      rpcStatus: { code: 3, message: 'malformed HTTP request: the Content-Length header is too large, past 2^64 - 1 bytes' },
+    },
+    {
       name: 'Transfer-Encoding and Content-Length together (request smuggling): 400 saying so',
       raw: head(['POST /v1/logs HTTP/1.1', 'Host: 127.0.0.1', ...logsPost, 'Transfer-Encoding: chunked']) + '2\r\n{}\r\n0\r\n\r\n',
       status: '400 Bad Request', encoding: 'protobuf', reason: 'malformed',
