@@ -39,7 +39,7 @@ function inflater(contentEncoding: string | undefined, codings: readonly BodyCod
     if (coding === 'br') return { zlib: createBrotliDecompress({ chunkSize: INFLATE_CHUNK_BYTES }), bounded: false };
     if (coding === 'zstd') return { zlib: createZstdDecompress({ chunkSize: INFLATE_CHUNK_BYTES }), bounded: false };
   }
-  throw new UnsupportedMediaTypeError(`Content-Encoding ${echoed(enc)} is not supported (use gzip or none)`);
+  throw new UnsupportedMediaTypeError(`Content-Encoding ${echoed(enc)} is not supported (use ${codings.join(', ')} or none)`);
 }
 
 /**

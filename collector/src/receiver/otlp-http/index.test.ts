@@ -465,7 +465,7 @@ describe('a request Node\'s HTTP server would refuse with an empty answer, or no
       [post('/v1/logs', ['Content-Type: application/json', `Authorization: Bearer ${TOKEN}`, `Content-Length: ${50 * 1024 * 1024}`]), '413 Payload Too Large', `request body of ${50 * 1024 * 1024} bytes exceeds the limit of 1048576 bytes`],
       [post('/v1/logs', ['Content-Type: application/json', `Content-Length: ${50 * 1024 * 1024}`]), '401 Unauthorized', 'missing or wrong bearer token (Authorization: Bearer <token>)'],
       [post('/v1/logs', ['Content-Type: text/plain', `Authorization: Bearer ${TOKEN}`, 'Content-Length: 5']), '415 Unsupported Media Type', 'Content-Type "text/plain" is not supported; use application/x-protobuf or application/json (UTF-8)'],
-      [post('/v1/logs', ['Content-Type: application/json', `Authorization: Bearer ${TOKEN}`, 'Content-Encoding: zstd', 'Content-Length: 5']), '415 Unsupported Media Type', 'Content-Encoding "zstd" is not supported (use gzip or none)'],
+      [post('/v1/logs', ['Content-Type: application/json', `Authorization: Bearer ${TOKEN}`, 'Content-Encoding: zstd', 'Content-Length: 5']), '415 Unsupported Media Type', 'Content-Encoding "zstd" is not supported (use gzip, deflate or none)'],
       [post('/v1/nope', ['Content-Type: application/json', `Authorization: Bearer ${TOKEN}`, 'Content-Length: 5']), '404 Not Found', 'no OTLP endpoint at "/v1/nope"; use /v1/logs, /v1/metrics or /v1/traces'],
     ] as const) {
       // The body is never sent: the refusal must come, and the connection close, on the headers alone.
