@@ -150,7 +150,11 @@ export class Reader {
   lengthEnd(): number {
     const len = this.varint();
     const end = this.pos + len;
-    if (end > this.end) throw new DecodeError(`truncated protobuf: a field declares ${len} bytes but only ${this.end - this.pos} remain`);
+    if (end > this.end) {
+      // A varint read as a number is exact below 2^53 only: one past it would be printed rounded.
+      const declared = Number.isSafeInteger(len) ? String(len) : 'more than 2^53';
+      throw new DecodeError(`truncated protobuf: a field declares ${declared} bytes but only ${this.end - this.pos} remain`);
+    }
     return end;
   }
 

@@ -89,6 +89,11 @@ const fixture = fixtureRequests('run2-httpprotobuf').find((r) => r.path === '/v1
 const CASES: Case[] = [
   { name: 'garbage bytes as protobuf', headers: protobuf, body: Buffer.from('\xff\xff\xff\xff garbage', 'latin1'), status: 400, message: /protobuf/ },
   { name: 'truncated protobuf', headers: protobuf, body: fixture.subarray(0, fixture.length - 7), status: 400, message: /truncated protobuf/ },
+  // ResourceLogs (field 1, length-delimited) declaring 2^64 - 1 bytes: the length said as it is, not as a rounded float.
+  {
+    name: 'protobuf declaring a field of 2^64 - 1 bytes', headers: protobuf, body: Buffer.from([0x0a, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 0x00]), status: 400,
+    message: /^truncated protobuf: a field declares more than 2\^53 bytes but only 1 remain$/,
+  },
   { name: 'invalid JSON', headers: json, body: '{"resourceLogs": [', status: 400, message: /invalid JSON/ },
   { name: 'JSON with wrong types', headers: json, body: '{"resourceLogs": {"scopeLogs": 3}}', status: 400, message: /resourceLogs must be an array/ },
   { name: 'JSON intValue that is not a number', headers: json, body: jsonBatch([hookRecord({ num_success: { intValue: 'abc' } })]), status: 400, message: /intValue must be an integer/ },
