@@ -54,23 +54,27 @@ const BOTH_LENGTHS = 'Transfer-Encoding and Content-Length are both sent; send o
 const LENGTH_OVERFLOW = 'the Content-Length header is too large, past 2^64 - 1 bytes';
 
 /**
+ * The parser's error for a connection the client ended (sent its FIN) in the middle of a request: nothing it sent
+ * was wrong, it gave up on the request, as a client resetting the connection does (an exporter exiting mid-upload).
+ */
+const ENDED_MID_REQUEST = 'HPE_INVALID_EOF_STATE';
+
+/** Said to a client that closed its side of the connection mid-request: it ended early, nothing in it was malformed. */
+const ENDED_EARLY = 'the request ended early: the client closed its side of the connection before the whole body had arrived';
+
+/**
  * What a request a port answers as malformed got wrong, as its message says it: the parser's code names the fault;
  * its reason, a fixed text of the parser's, tells which of a code's two faults it was.
  */
 export function malformedMessage(err: unknown): string {
   const { code, reason } = (err ?? {}) as { code?: unknown; reason?: unknown };
+  if (code === ENDED_MID_REQUEST) return ENDED_EARLY;
   const what =
     typeof reason === 'string' && reason.includes("can't be present with") ? BOTH_LENGTHS
     : reason === 'Content-Length overflow' ? LENGTH_OVERFLOW
     : MALFORMED[String(code)];
   return what === undefined ? 'malformed HTTP request' : `malformed HTTP request: ${what}`;
 }
-
-/**
- * The parser's error for a connection the client ended (sent its FIN) in the middle of a request: nothing it sent
- * was wrong, it gave up on the request, as a client resetting the connection does (an exporter exiting mid-upload).
- */
-const ENDED_MID_REQUEST = 'HPE_INVALID_EOF_STATE';
 
 /**
  * The refusal an error of a request's connection is: one of the parser's (HPE_*: HTTP it cannot read) or its

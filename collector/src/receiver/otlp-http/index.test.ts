@@ -458,6 +458,24 @@ describe('a request Node\'s HTTP server would refuse with an empty answer, or no
     expect(await served()).toBe(before + 1);
   });
 
+  it('a body its client stops sending (its side of the connection closed) before its Content-Length is answered as ended early, counted as client_aborted', async () => {
+    const before = await rejected('client_aborted');
+    const malformedBefore = await rejected('malformed');
+    const socket = connect(Number(new URL(service.otlpHttpUrl).port), '127.0.0.1');
+    socket.on('error', () => {});
+    let answer = '';
+    socket.on('data', (d: Buffer) => (answer += d.toString('latin1')));
+    const closed = new Promise<void>((resolve) => socket.on('close', () => resolve()));
+    socket.write(head(['POST /v1/logs HTTP/1.1', 'Host: 127.0.0.1', 'Content-Type: application/json', `Authorization: Bearer ${TOKEN}`, 'Content-Length: 100']) + '{"resourceLogs":');
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    socket.end();
+    await closed;
+    expect(answer).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n/);
+    expect(JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4))).toEqual({ code: 3, message: 'the request ended early: the client closed its side of the connection before the whole body had arrived' });
+    await vi.waitFor(async () => expect(await rejected('client_aborted')).toBe(before + 1));
+    expect(await rejected('malformed')).toBe(malformedBefore);
+  });
+
   it('Expect: 100-continue is met: the body is asked for and taken', async () => {
     const answer = await rawExchange(service.otlpHttpUrl, head(['POST /v1/logs HTTP/1.1', 'Host: 127.0.0.1', 'Expect: 100-continue', ...logsPost, 'Connection: close']) + '{}');
     expect(answer.head).toMatch(/^HTTP\/1\.1 100 Continue$/);
