@@ -16,7 +16,12 @@ const { enableCompileCache } = await import('node:module');
 enableCompileCache?.();
 // `npm run hookwatch -- <command>` runs in the package's folder; paths the user typed (`scan .`, `guard --install
 // .claude/settings.json`, `--db ./x.db`) mean the folder npm was run from, which npm passes as INIT_CWD.
-if (process.env.npm_lifecycle_event === 'hookwatch' && process.env.INIT_CWD) process.chdir(process.env.INIT_CWD);
+// The defaults (`./data/hookwatch.db`) stay the package's, where `npm start` made them.
+if (process.env.npm_lifecycle_event === 'hookwatch' && process.env.INIT_CWD) {
+  const { readDefaultPathsFrom } = await import('../src/config/default-paths.ts');
+  readDefaultPathsFrom(process.cwd());
+  process.chdir(process.env.INIT_CWD);
+}
 // Started by npm (`npm run hookwatch`, `npx hookwatch`), hookwatch has the package's node_modules/.bin first on
 // PATH and npm's variables. What it runs (the hooks `check` runs, the command `guard` wraps) gets the environment
 // of the shell npm was started from instead, as Claude Code would give it. INIT_CWD goes too: a hook that `check`

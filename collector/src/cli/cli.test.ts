@@ -803,6 +803,24 @@ describe('an older Node.js', () => {
     expect(readFileSync(join(project, 'settings.json'), 'utf8')).toContain(`"exec hookwatch guard -- 'echo hi'"`);
   });
 
+  it('npm run hookwatch -- <command> from another folder reads the default database from the package, as npm start does', () => {
+    // npm runs the script in the package folder and says where it was run from in INIT_CWD.
+    const pkg = mkdtempSync(join(dir, 'package-'));
+    const project = mkdtempSync(join(dir, 'project-'));
+    const npm = { npm_lifecycle_event: 'hookwatch', npm_command: 'run-script', INIT_CWD: project };
+    const run = (args: string[]): SpawnSyncReturns<string> => spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', env: env(npm), cwd: pkg, timeout: 20_000 });
+    const config = parseYaml(run(['config']).stdout) as { db: string; forward: { queue: { path: string } } };
+    expect(config.db).toBe(join(pkg, 'data', 'hookwatch.db'));
+    expect(config.forward.queue.path).toBe(join(pkg, 'data', 'forward-queue.db'));
+    const backup = run(['backup', '--to', 'copy.db']);
+    expect(backup.stderr).toContain(`no database at ${join(pkg, 'data', 'hookwatch.db')}`);
+    expect(backup.status).toBe(1);
+    // A path the user gives is their folder's.
+    const given = run(['backup', '--db', './mine.db', '--to', 'copy.db']);
+    expect(given.stderr).toContain(`no database at ${join(project, 'mine.db')}`);
+    expect(spawnSync(process.execPath, [BIN, 'config'], { encoding: 'utf8', env: env({ ...npm, HOOKWATCH_DB: 'own.db' }), cwd: pkg, timeout: 20_000 }).stdout).toMatch(/^db: own\.db # from HOOKWATCH_DB$/m);
+  });
+
   // The machine's own Node, when it is older than 24 (Debian's is 20): the real refusal, before any .ts loads.
   const old = spawnSync('which', ['-a', 'node'], { encoding: 'utf8' }).stdout.split('\n').filter((p) => p && !p.includes('node_modules'))
     .find((p) => Number(spawnSync(p, ['-p', 'process.versions.node'], { encoding: 'utf8' }).stdout.split('.')[0]) < 24);

@@ -10,6 +10,7 @@ import { FILE_CONTENTS, FILE_CONTENTS_PROBLEM, durationProblem, parseBytes, pars
 import { SETTINGS, findSetting, flagName, settingForFlag } from './schema.ts';
 import { addrForPort, isServiceLinkName, meantNames, nearestName } from './env-names.ts';
 import { ConfigError, type Setting } from './setting.ts';
+import { defaultPath } from './default-paths.ts';
 
 export { ConfigError };
 
@@ -294,7 +295,7 @@ export function loadConfig(input: LoadInput = {}): LoadedConfig {
   const values = new Map<string, unknown>();
   const sources = new Map<string, Source>();
   for (const s of SETTINGS) {
-    values.set(s.key, s.default);
+    values.set(s.key, s.pathDefault ? defaultPath(String(s.default)) : s.default);
     sources.set(s.key, 'default');
   }
 

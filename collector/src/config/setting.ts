@@ -27,6 +27,8 @@ export interface Setting {
   max?: number;
   /** Validator for `object` settings; returns a message naming what is wrong, or undefined. */
   validate?: (value: unknown) => string | undefined;
+  /** A relative file path by default: read from the hookwatch folder, as `npm start` reads it (config/default-paths.ts). */
+  pathDefault?: boolean;
   /** Applied by a reload of the configuration (SIGHUP, POST /-/reload); every other setting takes a restart. */
   reloadable?: boolean;
   /**

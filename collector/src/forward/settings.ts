@@ -114,7 +114,7 @@ export const FORWARD_SETTINGS: readonly Setting[] = [
     description: 'Time one forwarding attempt may take before it counts as failed and is retried.',
   },
   {
-    key: 'forward.queue.path', env: 'HOOKWATCH_FORWARD_QUEUE_PATH', type: 'string', default: './data/forward-queue.db',
+    key: 'forward.queue.path', env: 'HOOKWATCH_FORWARD_QUEUE_PATH', type: 'string', default: './data/forward-queue.db', pathDefault: true,
     description: 'SQLite file of the durable forwarding queue. Requests are committed here before the client gets its 200 and survive restarts and crashes. Used by one process at a time, which holds `<path>.lock` until it stops: a second one on the same file (replicas on a shared volume) exits 1 saying so. A file of its own: the `db` file, or one SQLite or the store\'s lock keeps beside it (-wal, -shm, -journal, .lock), is refused at start, also when named through a link.',
   },
   {

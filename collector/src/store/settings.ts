@@ -94,7 +94,7 @@ export const DEFAULT_READER_MAX_OLD_SPACE = 128 * MiB;
 
 export const STORE_SETTINGS: readonly Setting[] = [
   {
-    key: 'db', env: 'HOOKWATCH_DB', type: 'string', default: './data/hookwatch.db',
+    key: 'db', env: 'HOOKWATCH_DB', type: 'string', default: './data/hookwatch.db', pathDefault: true,
     description: 'The store: a SQLite file path (created if missing), or a postgres:// URL (its password is redacted everywhere, and refused at start when shorter than 4 characters, too short to be scrubbed from logs; a user name or password holding / ? # or % is percent-encoded, / as %2F).',
     // A URL written wrong holds its password where the URL parser cannot find it: all of it is withheld.
     redactValue: (v) => (typeof v === 'string' && MISWRITTEN_POSTGRES_URL.test(v) ? '<redacted>' : redactUrlPassword(v)),
