@@ -369,6 +369,16 @@ describe('a mistyped environment variable', () => {
     expect(r.stderr).toBe(`hookwatch: warning: environment: unknown variable ${name} is ignored; did you mean ${meant}?\n`);
     expect(r.status).toBe(0);
   });
+
+  it('hookwatch guard\'s variables, exported in the same shell, are no warning', async () => {
+    const guard = { HOOKWATCH_GUARD_REPORT: 'http://127.0.0.1:4318', HOOKWATCH_GUARD_BUDGET: '8000', HOOKWATCH_GUARD_DIR: dir, HOOKWATCH_GUARD_KEEP_FOR: '7d', HOOKWATCH_GUARD_KEEP_SIZE: '1GiB', HOOKWATCH_GUARD_KILL_GRACE: '1s', HOOKWATCH_GUARD_NO_REPORT: '1', HOOKWATCH_GUARD_SPILL_BYTES: '1024' };
+    const r = await hookwatch(['config'], guard);
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    // A name a letter away from one of them is still a typo.
+    const typo = await hookwatch(['config'], { HOOKWATCH_GUARD_BUDGT: '8000' });
+    expect(typo.stderr).toBe('hookwatch: warning: environment: unknown variable HOOKWATCH_GUARD_BUDGT is ignored; did you mean HOOKWATCH_GUARD_BUDGET?\n');
+  });
 });
 
 describe('a rule threshold written as a percentage', () => {

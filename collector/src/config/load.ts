@@ -11,6 +11,7 @@ import { SETTINGS, findSetting, flagName, settingForFlag } from './schema.ts';
 import { addrForPort, isServiceLinkName, meantNames, nearestName } from './env-names.ts';
 import { ConfigError, type Setting } from './setting.ts';
 import { defaultPath } from './default-paths.ts';
+import { GUARD_ENV_NAMES } from '../tools/guard/env.ts';
 
 export { ConfigError };
 
@@ -344,7 +345,8 @@ export function loadConfig(input: LoadInput = {}): LoadedConfig {
 
   const warnings: string[] = [];
   for (const [name, v] of Object.entries(env)) {
-    if (!name.startsWith('HOOKWATCH_') || name === 'HOOKWATCH_CONFIG' || v === undefined) continue;
+    // hookwatch guard's variables are read by the guard; a shell that runs both exports them.
+    if (!name.startsWith('HOOKWATCH_') || name === 'HOOKWATCH_CONFIG' || GUARD_ENV_NAMES.includes(name) || v === undefined) continue;
     const setting = SETTINGS.find((s) => s.env === name);
     if (!setting) {
       // The environment is shared with the platform (Kubernetes service links, CI, shells): an unknown name is
@@ -357,7 +359,7 @@ export function loadConfig(input: LoadInput = {}): LoadedConfig {
         continue;
       }
       if (isServiceLinkName(name)) continue;
-      const near = meantNames(name, envNames());
+      const near = meantNames(name, [...envNames(), ...GUARD_ENV_NAMES]);
       warnings.push(`environment: unknown variable ${name} is ignored${near ? `; did you mean ${near}?` : ''}`);
       continue;
     }

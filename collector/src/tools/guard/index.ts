@@ -11,6 +11,7 @@ import { MAX_TIMEOUT_SECONDS, parseKillGrace, parseTimeoutSeconds, parseToolArgs
 import { KILL_GRACE_MS } from '../common/io.ts';
 import { makeDir } from '../../make-dir.ts';
 import { DEFAULT_SPILL_BYTES } from './capture.ts';
+import { GUARD_ENV } from './env.ts';
 import { DEFAULT_KEEP_FOR_MS, DEFAULT_KEEP_SIZE_BYTES, parseKeepFor, parseKeepSize, pruneSaved, savedName } from './keep.ts';
 import type { Keep, SavedKind } from './keep.ts';
 import { runGuarded } from './run.ts';
@@ -100,7 +101,7 @@ Options:
  * HOOKWATCH_GUARD_REPORT say: `hookwatch check` sets it, so a CI run of a guarded hook on made-up input never
  * shows on the real hook's pages.
  */
-export const GUARD_NO_REPORT_ENV = 'HOOKWATCH_GUARD_NO_REPORT';
+export const GUARD_NO_REPORT_ENV = GUARD_ENV.noReport;
 
 /** How the guard process should end: with the command's exit code, or killed by the command's signal. */
 export type GuardExit = { code: number } | { signal: NodeJS.Signals };
@@ -412,27 +413,27 @@ async function runOptions(text: (name: keyof typeof GUARD_FLAGS) => string | und
     const envValue = io.env[variable] || undefined;
     return envValue === undefined ? undefined : [envValue, variable];
   };
-  const budgetText = given('budget', 'HOOKWATCH_GUARD_BUDGET');
+  const budgetText = given('budget', GUARD_ENV.budget);
   const givenBudget = lenient(
     () => (budgetText === undefined ? undefined : parseBudget(...budgetText)),
     undefined, `the default is used (strings of up to ${OUTPUT_CAP_CHARS.toLocaleString('en-US')} characters left whole, longer ones cut to ${DEFAULT_GUARD_BUDGET.toLocaleString('en-US')})`);
   const timeout = text('timeout');
   const timeoutMs = lenient(() => (timeout === undefined ? undefined : parseTimeoutSeconds(timeout) * 1000), undefined, 'the command runs without the guard\'s own timeout');
-  const killGrace = given('kill-grace', 'HOOKWATCH_GUARD_KILL_GRACE');
+  const killGrace = given('kill-grace', GUARD_ENV.killGrace);
   // The duration parser is loaded only when a grace is given: most runs take the default.
   const killGraceMs = killGrace === undefined ? KILL_GRACE_MS : await (async () => {
     const { parseDuration } = await import('../../config/values.ts');
     return lenient(() => parseKillGrace(parseDuration, ...killGrace), KILL_GRACE_MS, 'a stopped command is killed after the default 1s');
   })();
-  const report = io.env[GUARD_NO_REPORT_ENV] ? undefined : given('report', 'HOOKWATCH_GUARD_REPORT');
+  const report = io.env[GUARD_NO_REPORT_ENV] ? undefined : given('report', GUARD_ENV.report);
   const checkedReport = report === undefined ? undefined : await (async () => {
     const { logsUrl } = await import('./report.ts');
     return lenient(() => (logsUrl(...report), report[0]), undefined, 'trims are not reported');
   })();
   // Smaller spills let tests reach the spilled paths without writing 8 MiB; never more, which memory must hold.
-  const spill = io.env.HOOKWATCH_GUARD_SPILL_BYTES || undefined;
+  const spill = io.env[GUARD_ENV.spillBytes] || undefined;
   const spillBytes = spill === undefined ? DEFAULT_SPILL_BYTES : lenient(
-    () => parseWholeNumber('spill', spill, 1, DEFAULT_SPILL_BYTES, 'HOOKWATCH_GUARD_SPILL_BYTES'),
+    () => parseWholeNumber('spill', spill, 1, DEFAULT_SPILL_BYTES, GUARD_ENV.spillBytes),
     DEFAULT_SPILL_BYTES, `the default is used (an output past ${DEFAULT_SPILL_BYTES / 1024 / 1024} MiB goes to a file)`);
   return {
     budget: givenBudget ?? DEFAULT_GUARD_BUDGET,
@@ -441,7 +442,7 @@ async function runOptions(text: (name: keyof typeof GUARD_FLAGS) => string | und
     killGraceMs,
     keep: await keepOptions(given, lenient),
     // Absolute: the pointer line names the file for the model, which does not run in the hook's directory.
-    dir: resolve(io.cwd, text('dir') ?? (io.env.HOOKWATCH_GUARD_DIR || defaultDir())),
+    dir: resolve(io.cwd, text('dir') ?? (io.env[GUARD_ENV.dir] || defaultDir())),
     report: checkedReport,
     shell: text('shell') ?? '/bin/sh',
     spillBytes,
@@ -457,8 +458,8 @@ type GivenOption = (flag: keyof typeof GUARD_FLAGS, variable: string) => [text: 
  * is given: most runs take the defaults.
  */
 async function keepOptions(given: GivenOption, lenient: <T>(parse: () => T, fallback: T, instead: string) => T): Promise<Keep> {
-  const keepFor = given('keep-for', 'HOOKWATCH_GUARD_KEEP_FOR');
-  const keepSize = given('keep-size', 'HOOKWATCH_GUARD_KEEP_SIZE');
+  const keepFor = given('keep-for', GUARD_ENV.keepFor);
+  const keepSize = given('keep-size', GUARD_ENV.keepSize);
   if (keepFor === undefined && keepSize === undefined) return { forMs: DEFAULT_KEEP_FOR_MS, sizeBytes: DEFAULT_KEEP_SIZE_BYTES };
   const parsers = await import('../../config/values.ts');
   return {
