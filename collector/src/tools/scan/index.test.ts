@@ -600,6 +600,9 @@ describe('scan: counting delivered and persisted hook outputs', () => {
     expect(text.out).toContain(`${readme}: unreadable: not a Claude Code transcript: none of its 3 non-blank lines could be read as a transcript record, 3 unparsable lines`);
     expect(text.out).toContain('Scanned 1 file (35 B, 5 lines)');
     expect(text.out).not.toContain('OK');
+    // The verdict word is the exit status's (2, unreadable input), not INCOMPLETE's (4).
+    expect(text.out).toContain('UNREADABLE: 1 file could not be read; a hook output there may have been saved to a file without this scan seeing it.\n');
+    expect(text.out).not.toContain('INCOMPLETE');
     expect(text.code).toBe(2);
     // JSON that is not JSON Lines of transcript entries: a document over several lines, or objects without a type.
     const pretty = join(dir, 'settings.json');

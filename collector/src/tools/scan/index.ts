@@ -31,7 +31,7 @@ not counted; records of unknown types are skipped and counted. Files are streame
 lines are skipped and counted and leave the scan incomplete (a record in one may have held a lost output; a last
 line cut off mid-write is one still being written), and a file none of
 whose lines is a transcript record (a README, a JSON document) is unreadable input: named with how many lines
-could not be read, exit status 2.
+could not be read, exit status 2 (UNREADABLE, not OK).
 
 Paths default to ~/.claude/projects, or $CLAUDE_CONFIG_DIR/projects when that is set, as Claude Code writes them.
 A path of - reads one transcript from standard input (reported as ${STDIN_NAME}). A transcript with no record to

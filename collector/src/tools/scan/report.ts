@@ -167,7 +167,7 @@ export function scanText(result: ScanResult, options: ReportOptions): string {
         `and saved to a file instead of reaching the model, although the hooks reported success${bySize}.\n`,
     );
   } else if (incomplete(result)) {
-    // No OK: the INCOMPLETE line below says what was not read.
+    // No OK: the UNREADABLE or INCOMPLETE line below says what was not read.
   } else if (totals.records === 0) {
     out.push('OK: no hook records found.\n');
   } else if (totals.unconfirmed > 0) {
@@ -187,7 +187,8 @@ export function scanText(result: ScanResult, options: ReportOptions): string {
       cutOff > 0 ? `${plural(cutOff, 'file')} ended in a line cut off mid-write (a transcript still being written: scan it again once written)` : '',
       unparsable > 0 ? `${plural(unparsable, 'line')} could not be parsed` : '',
     ].filter(Boolean);
-    out.push(`INCOMPLETE: ${parts.join(' and ')}; a hook output there may have been saved to a file without this scan seeing it.\n`);
+    // A file that could not be read is bad input (exit 2), said in the word of that status; the rest, INCOMPLETE (4).
+    out.push(`${unreadable > 0 ? 'UNREADABLE' : 'INCOMPLETE'}: ${parts.join(' and ')}; a hook output there may have been saved to a file without this scan seeing it.\n`);
   }
   if (totals.unconfirmed > 0) {
     out.push(

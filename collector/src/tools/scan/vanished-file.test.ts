@@ -80,6 +80,6 @@ describe('scan: a folder deleted while its parent is read', () => {
     await mkdir(join(projects, 'p', 'vanishing-folder'));
     expect(await runScan([projects], text.io)).toBe(2);
     expect(text.stdout()).toContain(`${join(projects, 'p', 'vanishing-folder')}: unreadable: ENOENT`);
-    expect(text.stdout()).toContain('INCOMPLETE: 1 file could not be read');
+    expect(text.stdout()).toContain('UNREADABLE: 1 file could not be read');
   });
 });
