@@ -23,7 +23,6 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { parseArgs } from 'node:util';
 import { startAlerting } from '../collector/src/alerting/index.ts';
 import { DEFAULT_RULE_KINDS, parseRules, takesGroupBy } from '../collector/src/alerting/settings.ts';
 import { dimensionNames } from '../collector/src/pipeline/settings.ts';
@@ -34,7 +33,7 @@ import { silentLogger } from '../collector/src/telemetry/logger.ts';
 import { startedAsScript } from '../collector/src/tools/common/entry.ts';
 import { hookEvent, WebhookSink } from '../collector/test/support/alerting.ts';
 import { historyHooks } from '../collector/test/support/history.ts';
-import { markdownTable, percentile, result, type BenchOptions, type BenchResult } from './lib/result.ts';
+import { markdownTable, percentile, result, type BenchOptions, type BenchResult, moduleArgs } from './lib/result.ts';
 
 const DAY = 86_400_000;
 /** The goal for the longest block of the event loop by one evaluation. */
@@ -160,8 +159,18 @@ export async function run(opts: BenchOptions & { hooks?: number; evaluations?: n
   ];
 }
 
+const USAGE = `Usage: node bench/alert-eval.ts [--quick] [--hooks N] [--evaluations N] [--group-by DIMENSION]
+
+What one timer evaluation of the alert rules costs with many hooks, and how long it holds the event loop.
+  --quick               smoke-test sizes (seconds, not minutes)
+  --hooks N             hooks (default 5,000; 500 with --quick)
+  --evaluations N       evaluations measured
+  --group-by DIMENSION  rules grouped by this dimension
+  --help                this help
+`;
+
 if (startedAsScript(import.meta.url)) {
-  const { values } = parseArgs({ options: { quick: { type: 'boolean' }, hooks: { type: 'string' }, evaluations: { type: 'string' }, 'group-by': { type: 'string' } } });
+  const values = moduleArgs(USAGE, { quick: { type: 'boolean' }, hooks: { type: 'string' }, evaluations: { type: 'string' }, 'group-by': { type: 'string' } });
   const results = await run({
     quick: values.quick === true,
     ...(values.hooks ? { hooks: Number(values.hooks) } : {}),

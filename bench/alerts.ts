@@ -13,11 +13,10 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { otlpHookBody, WebhookSink } from '../collector/test/support/alerting.ts';
 import { agentFor, post, startServer } from './lib/harness.ts';
-import { markdownTable, percentile, result, type BenchOptions, type BenchResult } from './lib/result.ts';
+import { markdownTable, percentile, result, type BenchOptions, type BenchResult, moduleArgs } from './lib/result.ts';
 import { startedAsScript } from '../collector/src/tools/common/entry.ts';
 
 /** The goal for p99. */
@@ -63,8 +62,17 @@ export async function run(opts: BenchOptions & { trials?: number; log?: (m: stri
   ];
 }
 
+const USAGE = `Usage: node bench/alerts.ts [--quick] [--trials N]
+
+Latency from the OTLP 200 of a batch holding a persisted output to the webhook request; writes
+bench/results/alerts.json.
+  --quick               smoke-test sizes (seconds, not minutes)
+  --trials N            trials (default 200; 20 with --quick)
+  --help                this help
+`;
+
 if (startedAsScript(import.meta.url)) {
-  const { values } = parseArgs({ options: { quick: { type: 'boolean' }, trials: { type: 'string' } } });
+  const values = moduleArgs(USAGE, { quick: { type: 'boolean' }, trials: { type: 'string' } });
   const results = await run({
     quick: values.quick === true,
     ...(values.trials ? { trials: Number(values.trials) } : {}),

@@ -12,7 +12,7 @@
 import { get as httpGet, type Agent } from 'node:http';
 import { agentFor, post, serverCpuMicros, startServer } from './lib/harness.ts';
 import { hookNamesBody, peakRssBytes } from './lib/hook-names.ts';
-import { percentile, result, runStandalone, type BenchOptions, type BenchResult } from './lib/result.ts';
+import { moduleArgs, percentile, result, runStandalone, type BenchOptions, type BenchResult } from './lib/result.ts';
 import { startedAsScript } from '../collector/src/tools/common/entry.ts';
 
 const BATCH = 1000;
@@ -133,4 +133,16 @@ export async function run(opts: BenchOptions): Promise<BenchResult[]> {
   return out;
 }
 
-if (startedAsScript(import.meta.url)) runStandalone(process.argv.includes('--scrape-only') ? runScrape : run);
+const USAGE = `Usage: node bench/cardinality.ts [--quick] [--scrape-only]
+
+Hook-name cardinality: the child's peak RSS and the single-record ingest p99 under many distinct hook names,
+beside the same load under 10 names.
+  --quick               2,000 and 5,000 names
+  --scrape-only         the /metrics scrape only
+  --help                this help
+`;
+
+if (startedAsScript(import.meta.url)) {
+  const { 'scrape-only': scrapeOnly } = moduleArgs(USAGE, { quick: { type: 'boolean' }, 'scrape-only': { type: 'boolean' } });
+  runStandalone(scrapeOnly ? runScrape : run, USAGE);
+}

@@ -17,7 +17,6 @@ import { mkdtempSync, rmSync, statSync, writeFileSync, mkdirSync } from 'node:fs
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { loadConfig, toConfig } from '../collector/src/config/index.ts';
 import { startService } from '../collector/src/service.ts';
@@ -29,7 +28,7 @@ import type { HookEvent } from '../collector/src/hooks/model.ts';
 import { historyHooks, loadHistory } from '../collector/test/support/history.ts';
 import { silentLogger } from '../collector/src/telemetry/logger.ts';
 import type { HooksResponse } from '../shared/src/api.ts';
-import { percentile, result, markdownTable, type BenchOptions, type BenchResult } from './lib/result.ts';
+import { percentile, result, markdownTable, type BenchOptions, type BenchResult, moduleArgs } from './lib/result.ts';
 import { startedAsScript } from '../collector/src/tools/common/entry.ts';
 
 const DAY = 86_400_000;
@@ -319,8 +318,22 @@ async function runViews(opts: BenchOptions & { events?: number; hooks?: number; 
   }
 }
 
+const USAGE = `Usage: node bench/dashboard.ts [--quick] [--events N] [--hooks N] [--fleet-only [--postgres] [--live] [--step S]]
+
+The dashboard's API latency over 30 days of data, the overview's first render in headless Chromium, and the
+fleet chart's first call over many hooks; writes bench/results/dashboard.json.
+  --quick               smoke-test sizes (seconds, not minutes)
+  --events N            events of the 30 days
+  --hooks N             hooks of the larger fleet
+  --fleet-only          the fleet chart only
+  --postgres            the fleets on a throwaway PostgreSQL instead of SQLite (with --fleet-only)
+  --live                also send an OTLP batch while the chart is read (with --fleet-only)
+  --step S              the chart's step in seconds (with --fleet-only)
+  --help                this help
+`;
+
 if (startedAsScript(import.meta.url)) {
-  const { values } = parseArgs({ options: { quick: { type: 'boolean' }, events: { type: 'string' }, hooks: { type: 'string' }, 'fleet-only': { type: 'boolean' }, postgres: { type: 'boolean' }, live: { type: 'boolean' }, step: { type: 'string' } } });
+  const values = moduleArgs(USAGE, { quick: { type: 'boolean' }, events: { type: 'string' }, hooks: { type: 'string' }, 'fleet-only': { type: 'boolean' }, postgres: { type: 'boolean' }, live: { type: 'boolean' }, step: { type: 'string' } });
   const results = await (values['fleet-only'] ? runFleet : run)({
     quick: values.quick === true,
     ...(values.events ? { events: Number(values.events) } : {}),

@@ -131,4 +131,11 @@ export async function run(opts: BenchOptions): Promise<BenchResult[]> {
   ];
 }
 
-if (startedAsScript(import.meta.url)) runStandalone(run);
+const USAGE = `Usage: node bench/forward.ts [--quick]
+
+Forwarding: records/s and server CPU with inline forwarding, beside receive-only in the same run.
+  --quick               smoke-test sizes (seconds, not minutes)
+  --help                this help
+`;
+
+if (startedAsScript(import.meta.url)) runStandalone(run, USAGE);

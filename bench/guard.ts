@@ -95,4 +95,11 @@ export async function run(opts: BenchOptions): Promise<BenchResult[]> {
   return figures;
 }
 
-if (startedAsScript(import.meta.url)) runStandalone(run);
+const USAGE = `Usage: node bench/guard.ts [--quick]
+
+The latency hookwatch guard adds to a hook command, beside the bare command in the same run.
+  --quick               smoke-test sizes (seconds, not minutes)
+  --help                this help
+`;
+
+if (startedAsScript(import.meta.url)) runStandalone(run, USAGE);

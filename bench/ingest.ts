@@ -771,4 +771,11 @@ export async function run(opts: BenchOptions): Promise<BenchResult[]> {
   return out;
 }
 
-if (startedAsScript(import.meta.url)) runStandalone(run);
+const USAGE = `Usage: node bench/ingest.ts [--quick]
+
+Ingest: records/s and server CPU per record through the OTLP/HTTP receiver into SQLite, beside decoding only.
+  --quick               smoke-test sizes (seconds, not minutes)
+  --help                this help
+`;
+
+if (startedAsScript(import.meta.url)) runStandalone(run, USAGE);

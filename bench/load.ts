@@ -107,4 +107,11 @@ export async function run(opts: BenchOptions): Promise<BenchResult[]> {
   ];
 }
 
-if (startedAsScript(import.meta.url)) runStandalone(run);
+const USAGE = `Usage: node bench/load.ts [--quick]
+
+Load: concurrent clients as fast as the server answers, beside a bare node:http server.
+  --quick               smoke-test sizes (seconds, not minutes)
+  --help                this help
+`;
+
+if (startedAsScript(import.meta.url)) runStandalone(run, USAGE);

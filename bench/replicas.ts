@@ -14,12 +14,11 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { leaseHolderPid, persistedOutputBody, postLogs, startCluster, startWebhookReceiver, writeAlertingConfig } from '../collector/test/support/postgres/replicas.ts';
 import { startTestServer } from '../collector/test/support/postgres/server.ts';
 import { waitFor, type Replica } from '../collector/test/support/serve-process.ts';
-import { markdownTable, percentile, result, type BenchOptions, type BenchResult } from './lib/result.ts';
+import { markdownTable, percentile, result, type BenchOptions, type BenchResult, moduleArgs } from './lib/result.ts';
 import { startedAsScript } from '../collector/src/tools/common/entry.ts';
 
 /** The goal: notified within a second, whichever replica the output reached. */
@@ -86,8 +85,17 @@ export async function run(opts: BenchOptions & { trials?: number; log?: (m: stri
   ];
 }
 
+const USAGE = `Usage: node bench/replicas.ts [--quick] [--trials N]
+
+Alerts within a second from any replica: three replicas on one throwaway PostgreSQL; writes
+bench/results/replicas.json.
+  --quick               smoke-test sizes (seconds, not minutes)
+  --trials N            trials (default 20; 6 with --quick)
+  --help                this help
+`;
+
 if (startedAsScript(import.meta.url)) {
-  const { values } = parseArgs({ options: { quick: { type: 'boolean' }, trials: { type: 'string' } } });
+  const values = moduleArgs(USAGE, { quick: { type: 'boolean' }, trials: { type: 'string' } });
   const results = await run({
     quick: values.quick === true,
     ...(values.trials ? { trials: Number(values.trials) } : {}),

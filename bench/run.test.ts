@@ -3,7 +3,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { commandOf } from './run.ts';
+import { commandOf, MODULES } from './run.ts';
 
 const RUN = fileURLToPath(new URL('./run.ts', import.meta.url));
 const RESULTS = fileURLToPath(new URL('./results/', import.meta.url));
@@ -29,6 +29,22 @@ describe('npm run bench', () => {
     expect(r.status).toBe(0);
     expect(r.stdout).toContain('--out NAME');
     expect(r.stderr).toBe('');
+  });
+
+  it.each(MODULES)('bench/%s run on its own prints its usage for --help, and refuses an option it does not take, without measuring', (module) => {
+    const file = fileURLToPath(new URL(`./${module}`, import.meta.url));
+    const before = existsSync(RESULTS) ? readdirSync(RESULTS).sort() : [];
+    const help = spawnSync(process.execPath, [file, '--help'], { encoding: 'utf8', timeout: 20_000 });
+    expect(help.stdout).toMatch(new RegExp(`^Usage: node bench/${module.replace('.', '\\.')}`));
+    expect(help.stdout).toContain('--quick');
+    expect(help.stderr).toBe('');
+    expect(help.status).toBe(0);
+    const typo = spawnSync(process.execPath, [file, '--quik'], { encoding: 'utf8', timeout: 20_000 });
+    expect(typo.stderr).toContain("bench: Unknown option '--quik'");
+    expect(typo.stderr).toContain(`Usage: node bench/${module}`);
+    expect(typo.stderr).not.toContain('    at ');
+    expect(typo.status).toBe(2);
+    expect(existsSync(RESULTS) ? readdirSync(RESULTS).sort() : []).toEqual(before);
   });
 
   it('names in the report the command that writes it again, --out included', () => {

@@ -26,7 +26,7 @@ import pg from 'pg';
 import { HOOK_EVENT_SHARE, batchTemplate, stamp } from './lib/batch.ts';
 import { agentFor, post } from './lib/harness.ts';
 import { ingestUnderQueries } from './lib/query-load.ts';
-import { markdownTable, percentile, result, type BenchOptions, type BenchResult } from './lib/result.ts';
+import { markdownTable, moduleArgs, percentile, result, type BenchOptions, type BenchResult } from './lib/result.ts';
 import { PostgresStore } from '../collector/src/store/postgres/index.ts';
 import { startTestServer, type TestServer } from '../collector/test/support/postgres/server.ts';
 import { startReplica, type Replica } from '../collector/test/support/serve-process.ts';
@@ -404,8 +404,16 @@ export async function run(opts: BenchOptions): Promise<BenchResult[]> {
   return out;
 }
 
+const USAGE = `Usage: node bench/store.ts [--quick]
+
+The store, SQLite and PostgreSQL in the same run: ingest throughput end to end, and an organisation's month
+(HOOKWATCH_BENCH_EVENTS events, 1 million by default) read through the API.
+  --quick               smoke-test sizes (seconds, not minutes)
+  --help                this help
+`;
+
 if (startedAsScript(import.meta.url)) {
-  const quick = process.argv.includes('--quick');
+  const quick = moduleArgs(USAGE, { quick: { type: 'boolean' } }).quick === true;
   const results = await run({ quick });
   const md = markdownTable(results);
   const outDir = fileURLToPath(new URL('./results/', import.meta.url));

@@ -2,6 +2,7 @@
  * The one result shape every benchmark returns, so `npm run bench` can put each figure next to its same-run
  * baseline. A benchmark module exports `run({ quick }): Promise<BenchResult[]>`.
  */
+import { parseArgs } from 'node:util';
 
 export interface BenchResult {
   /** What was measured, e.g. `ingest protobuf gzip: events/s`. */
@@ -58,9 +59,31 @@ export function percentile(samples: readonly number[], p: number): number {
   return sorted[idx] as number;
 }
 
+/** The options a module run on its own takes: strings and booleans, as node:util parseArgs reads them. */
+type ModuleOptions = Record<string, { type: 'string' | 'boolean' }>;
+
+/**
+ * A benchmark module's command line when run on its own (`node bench/<module>.ts`), or exit: 0 after --help with
+ * `usage` on stdout, 2 with it on stderr for an option the module does not take, so a typo never starts a long run.
+ */
+export function moduleArgs<O extends ModuleOptions>(usage: string, options: O): { [K in keyof O]?: O[K]['type'] extends 'string' ? string : boolean } {
+  const argv = process.argv.slice(2);
+  if (argv.includes('--help') || argv.includes('-h')) {
+    process.stdout.write(usage);
+    process.exit(0);
+  }
+  try {
+    return parseArgs({ args: argv, options, strict: true, allowPositionals: false }).values as { [K in keyof O]?: O[K]['type'] extends 'string' ? string : boolean };
+  } catch (err) {
+    process.stderr.write(`bench: ${(err as Error).message}\n\n${usage}`);
+    process.exit(2);
+  }
+}
+
 /** `node bench/<module>.ts [--quick]`: runs one module and prints its table (exit 1 on failure). */
-export function runStandalone(run: (opts: BenchOptions) => Promise<BenchResult[]>): void {
-  run({ quick: process.argv.includes('--quick') }).then(
+export function runStandalone(run: (opts: BenchOptions) => Promise<BenchResult[]>, usage: string): void {
+  const { quick } = moduleArgs(usage, { quick: { type: 'boolean' } });
+  run({ quick: quick === true }).then(
     (results) => console.log(markdownTable(results)),
     (err: unknown) => {
       console.error(err);
