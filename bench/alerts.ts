@@ -10,13 +10,12 @@
  * Baseline, on paper: Prometheus + Alertmanager defaults (15 s scrape interval, 1 m evaluation interval,
  * 30 s group_wait) need 45 s or more from the sample to the webhook.
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { otlpHookBody, WebhookSink } from '../collector/test/support/alerting.ts';
 import { agentFor, post, startServer } from './lib/harness.ts';
-import { markdownTable, percentile, result, type BenchOptions, type BenchResult, moduleArgs } from './lib/result.ts';
+import { percentile, result, runTrialsStandalone, type BenchResult, type TrialOptions } from './lib/result.ts';
 import { startedAsScript } from '../collector/src/tools/common/entry.ts';
 
 /** The goal for p99. */
@@ -24,7 +23,7 @@ const GOAL_P99_MS = 250;
 /** Prometheus + Alertmanager defaults: 15 s scrape + 1 m evaluation... at best 45 s (see header). */
 const PROMETHEUS_DEFAULTS_MS = 45_000;
 
-export async function run(opts: BenchOptions & { trials?: number; log?: (m: string) => void }): Promise<BenchResult[]> {
+export async function run(opts: TrialOptions): Promise<BenchResult[]> {
   const trials = opts.trials ?? (opts.quick ? 20 : 200);
   const log = opts.log ?? (() => {});
   const sink = new WebhookSink();
@@ -71,15 +70,4 @@ bench/results/alerts.json.
   --help                this help
 `;
 
-if (startedAsScript(import.meta.url)) {
-  const values = moduleArgs(USAGE, { quick: { type: 'boolean' }, trials: { type: 'string' } });
-  const results = await run({
-    quick: values.quick === true,
-    ...(values.trials ? { trials: Number(values.trials) } : {}),
-    log: (m) => console.error(`[${new Date().toISOString().slice(11, 19)}] ${m}`),
-  });
-  console.log(markdownTable(results));
-  const dir = fileURLToPath(new URL('./results/', import.meta.url));
-  mkdirSync(dir, { recursive: true });
-  writeFileSync(join(dir, 'alerts.json'), JSON.stringify(results, null, 2));
-}
+if (startedAsScript(import.meta.url)) await runTrialsStandalone(run, USAGE, 'alerts');

@@ -11,20 +11,19 @@
  * The notes count the listening connections lost and the leases lost during the run, as the replicas logged them:
  * a slow trial with neither was the machine's load.
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { leaseHolderPid, persistedOutputBody, postLogs, startCluster, startWebhookReceiver, writeAlertingConfig } from '../collector/test/support/postgres/replicas.ts';
 import { startTestServer } from '../collector/test/support/postgres/server.ts';
 import { waitFor, type Replica } from '../collector/test/support/serve-process.ts';
-import { markdownTable, percentile, result, type BenchOptions, type BenchResult, moduleArgs } from './lib/result.ts';
+import { percentile, result, runTrialsStandalone, type BenchResult, type TrialOptions } from './lib/result.ts';
 import { startedAsScript } from '../collector/src/tools/common/entry.ts';
 
 /** The goal: notified within a second, whichever replica the output reached. */
 const GOAL_MS = 1000;
 
-export async function run(opts: BenchOptions & { trials?: number; log?: (m: string) => void }): Promise<BenchResult[]> {
+export async function run(opts: TrialOptions): Promise<BenchResult[]> {
   const trials = opts.trials ?? (opts.quick ? 6 : 20);
   const log = opts.log ?? (() => {});
   const server = await startTestServer();
@@ -94,15 +93,4 @@ bench/results/replicas.json.
   --help                this help
 `;
 
-if (startedAsScript(import.meta.url)) {
-  const values = moduleArgs(USAGE, { quick: { type: 'boolean' }, trials: { type: 'string' } });
-  const results = await run({
-    quick: values.quick === true,
-    ...(values.trials ? { trials: Number(values.trials) } : {}),
-    log: (m) => console.error(`[${new Date().toISOString().slice(11, 23)}] ${m}`),
-  });
-  console.log(markdownTable(results));
-  const dir = fileURLToPath(new URL('./results/', import.meta.url));
-  mkdirSync(dir, { recursive: true });
-  writeFileSync(join(dir, 'replicas.json'), JSON.stringify(results, null, 2));
-}
+if (startedAsScript(import.meta.url)) await runTrialsStandalone(run, USAGE, 'replicas');

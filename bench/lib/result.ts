@@ -2,6 +2,9 @@
  * The one result shape every benchmark returns, so `npm run bench` can put each figure next to its same-run
  * baseline. A benchmark module exports `run({ quick }): Promise<BenchResult[]>`.
  */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 
 export interface BenchResult {
@@ -90,4 +93,24 @@ export function runStandalone(run: (opts: BenchOptions) => Promise<BenchResult[]
       process.exit(1);
     },
   );
+}
+
+/** The options of a module that times trials (alerts.ts, replicas.ts). */
+export type TrialOptions = BenchOptions & { trials?: number; log?: (m: string) => void };
+
+/**
+ * `node bench/<module>.ts [--quick] [--trials N]` for a module that times trials: runs it with progress on stderr,
+ * prints its table and writes bench/results/<name>.json.
+ */
+export async function runTrialsStandalone(run: (opts: TrialOptions) => Promise<BenchResult[]>, usage: string, name: string): Promise<void> {
+  const values = moduleArgs(usage, { quick: { type: 'boolean' }, trials: { type: 'string' } });
+  const results = await run({
+    quick: values.quick === true,
+    ...(values.trials ? { trials: Number(values.trials) } : {}),
+    log: (m) => console.error(`[${new Date().toISOString().slice(11, 23)}] ${m}`),
+  });
+  console.log(markdownTable(results));
+  const dir = fileURLToPath(new URL('../results/', import.meta.url));
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, `${name}.json`), JSON.stringify(results, null, 2));
 }
