@@ -67,28 +67,38 @@ const backends: { name: string; write: (dir: string) => Promise<{ store: Store; 
   },
 ];
 
-describe.each(backends)('answers past retention.events name the range covered ($name)', (backend) => {
+/**
+ * A service on `backend`'s store holding EVENTS (after `prepare`, if given), started with `env`, for the describe
+ * block it is called in; `get` reads an answer with the horizon as the server reckoned it, read on both sides.
+ */
+function servedStore(backend: (typeof backends)[number], env: Record<string, string>, horizon: (at: number) => number, prepare?: (store: Store) => Promise<void>) {
   let dir = '';
   let service: TestService;
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'hookwatch-coverage-'));
     const { store, db } = await backend.write(dir);
     expect((await store.ingest(EVENTS)).inserted).toHaveLength(EVENTS.length);
+    await prepare?.(store);
     await store.close();
-    service = await startTestService({ HOOKWATCH_DB: db, HOOKWATCH_RETENTION_EVENTS: '2d', HOOKWATCH_RETENTION_MINUTE_ROLLUPS: '2d' });
+    service = await startTestService({ HOOKWATCH_DB: db, ...env });
   }, 120_000);
   afterAll(async () => {
     await service?.close();
     rmSync(dir, { recursive: true, force: true });
   });
+  return {
+    url: (): string => service.httpUrl,
+    async get<T>(path: string): Promise<{ body: T; horizons: string[] }> {
+      const before = horizon(Date.now());
+      const { status, body } = await getJson<T>(service.httpUrl, path);
+      expect(status).toBe(200);
+      return { body, horizons: [iso(before), iso(horizon(Date.now()))] };
+    },
+  };
+}
 
-  /** GET `path`, with the events' horizon as the server reckoned it (read on both sides of the request). */
-  async function get<T>(path: string): Promise<{ body: T; horizons: string[] }> {
-    const before = eventsFrom(Date.now());
-    const { status, body } = await getJson<T>(service.httpUrl, path);
-    expect(status).toBe(200);
-    return { body, horizons: [iso(before), iso(eventsFrom(Date.now()))] };
-  }
+describe.each(backends)('answers past retention.events name the range covered ($name)', (backend) => {
+  const { get } = servedStore(backend, { HOOKWATCH_RETENTION_EVENTS: '2d', HOOKWATCH_RETENTION_MINUTE_ROLLUPS: '2d' }, eventsFrom);
 
   it('starts an answer only raw events give where the events kept start, and says so', async () => {
     const from = iso(OLD - DAY + 17 * MINUTE);
@@ -201,27 +211,7 @@ describe.each(backends)('answers past retention.events name the range covered ($
 const rollupsFrom = (at: number): number => Math.ceil((at + MINUTE - DAY) / HOUR) * HOUR;
 
 describe.each(backends)('answers past retention.rollups name the range covered ($name)', (backend) => {
-  let dir = '';
-  let service: TestService;
-  beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'hookwatch-coverage-'));
-    const { store, db } = await backend.write(dir);
-    expect((await store.ingest(EVENTS)).inserted).toHaveLength(EVENTS.length);
-    await store.close();
-    service = await startTestService({ HOOKWATCH_DB: db, HOOKWATCH_RETENTION_EVENTS: '1h', HOOKWATCH_RETENTION_MINUTE_ROLLUPS: '1h', HOOKWATCH_RETENTION_ROLLUPS: '1d' });
-  }, 120_000);
-  afterAll(async () => {
-    await service?.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
-
-  /** GET `path`, with the rollups' horizon as the server reckoned it (read on both sides of the request). */
-  async function get<T>(path: string): Promise<{ body: T; horizons: string[] }> {
-    const before = rollupsFrom(Date.now());
-    const { status, body } = await getJson<T>(service.httpUrl, path);
-    expect(status).toBe(200);
-    return { body, horizons: [iso(before), iso(rollupsFrom(Date.now()))] };
-  }
+  const { get } = servedStore(backend, { HOOKWATCH_RETENTION_EVENTS: '1h', HOOKWATCH_RETENTION_MINUTE_ROLLUPS: '1h', HOOKWATCH_RETENTION_ROLLUPS: '1d' }, rollupsFrom);
 
   it('starts a range reaching past the rollups kept where they start, and says so', async () => {
     const from = iso(OLD - DAY);
@@ -267,35 +257,24 @@ describe.each(backends)('answers past retention.rollups name the range covered (
 });
 
 describe.each(backends)('answers past what retention.rollups deleted name it after the retention is raised ($name)', (backend) => {
-  let dir = '';
-  let service: TestService;
   /** Where the rollups kept start after the prune: the hour after its bound, which it took between these. */
   let horizons: string[] = [];
-  beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'hookwatch-coverage-'));
-    const { store, db } = await backend.write(dir);
-    expect((await store.ingest(EVENTS)).inserted).toHaveLength(EVENTS.length);
-    // As another replica, or this one before a restart under 1d, pruned: the old hours and days go.
+  // As another replica, or this one before a restart under 1d, pruned: the old hours and days go. Then
+  // retention.rollups raised back to its default: the rows deleted stay deleted.
+  const served = servedStore(backend, { HOOKWATCH_RETENTION_EVENTS: '1h', HOOKWATCH_RETENTION_MINUTE_ROLLUPS: '1h' }, rollupsFrom, async (store) => {
     const before = Date.now();
     expect((await store.prune(before - HOUR, before - DAY)).rollups).toBeGreaterThan(0);
     const after = Date.now();
     horizons = [iso(Math.ceil((before - DAY) / HOUR) * HOUR), iso(Math.ceil((after - DAY) / HOUR) * HOUR)];
-    await store.close();
-    // retention.rollups raised back to its default: the rows deleted stay deleted.
-    service = await startTestService({ HOOKWATCH_DB: db, HOOKWATCH_RETENTION_EVENTS: '1h', HOOKWATCH_RETENTION_MINUTE_ROLLUPS: '1h' });
-  }, 120_000);
-  afterAll(async () => {
-    await service?.close();
-    rmSync(dir, { recursive: true, force: true });
   });
 
   it('starts the range where the prune left the rollups, and says so', async () => {
     const from = iso(OLD - DAY);
-    const { status, body } = await getJson<OverviewResponse>(service.httpUrl, `/api/v1/overview?from=${from}&to=${iso(OLD + 3 * HOUR)}`);
+    const { status, body } = await getJson<OverviewResponse>(served.url(), `/api/v1/overview?from=${from}&to=${iso(OLD + 3 * HOUR)}`);
     expect(status).toBe(200);
     expect(body.from).toBe(body.to);
     expect(body.coverage).toEqual({ askedFrom: from, askedTo: iso(OLD + 3 * HOUR), limitedBy: 'retention.rollups' });
-    const wide = await getJson<OverviewResponse>(service.httpUrl, `/api/v1/overview?from=${from}&to=${iso(NOW + HOUR)}`);
+    const wide = await getJson<OverviewResponse>(served.url(), `/api/v1/overview?from=${from}&to=${iso(NOW + HOUR)}`);
     expect(horizons).toContain(wide.body.from);
     expect(wide.body.coverage?.limitedBy).toBe('retention.rollups');
     expect(wide.body.totals.executions).toBe(1);
