@@ -47,6 +47,16 @@ describe('npm run bench', () => {
     expect(existsSync(RESULTS) ? readdirSync(RESULTS).sort() : []).toEqual(before);
   });
 
+  it.each(['alerts.ts', 'replicas.ts'])('bench/%s refuses a number of trials that is no whole number of at least 1, without measuring', (module) => {
+    const file = fileURLToPath(new URL(`./${module}`, import.meta.url));
+    for (const trials of ['abc', '0', '2.5']) {
+      const r = spawnSync(process.execPath, [file, '--trials', trials], { encoding: 'utf8', timeout: 20_000 });
+      expect(r.stderr).toContain(`bench: --trials ${trials}: give a whole number of trials, at least 1`);
+      expect(r.stdout).toBe('');
+      expect(r.status).toBe(2);
+    }
+  });
+
   it('names in the report the command that writes it again, --out included', () => {
     expect(commandOf(false, undefined, 'latest')).toBe('npm run bench');
     expect(commandOf(true, undefined, 'quick')).toBe('npm run bench -- --quick --out quick');

@@ -104,9 +104,14 @@ export type TrialOptions = BenchOptions & { trials?: number; log?: (m: string) =
  */
 export async function runTrialsStandalone(run: (opts: TrialOptions) => Promise<BenchResult[]>, usage: string, name: string): Promise<void> {
   const values = moduleArgs(usage, { quick: { type: 'boolean' }, trials: { type: 'string' } });
+  const trials = values.trials === undefined ? undefined : Number(values.trials);
+  if (trials !== undefined && !(Number.isInteger(trials) && trials >= 1)) {
+    process.stderr.write(`bench: --trials ${values.trials}: give a whole number of trials, at least 1\n\n${usage}`);
+    process.exit(2);
+  }
   const results = await run({
     quick: values.quick === true,
-    ...(values.trials ? { trials: Number(values.trials) } : {}),
+    ...(trials !== undefined ? { trials } : {}),
     log: (m) => console.error(`[${new Date().toISOString().slice(11, 23)}] ${m}`),
   });
   console.log(markdownTable(results));
