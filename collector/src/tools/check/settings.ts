@@ -1,6 +1,7 @@
 import { readFile, realpath, stat } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 
+import { claudeConfigDir } from '../common/claude-dir.ts';
 import { UsageError } from '../common/args.ts';
 import { isObject } from '../common/capped-fields.ts';
 import { MAX_SETTINGS_BYTES } from '../common/limits.ts';
@@ -108,8 +109,7 @@ export async function loadHookSetup(path: string): Promise<HookSetup> {
 
 /** The folders Claude Code reads user-level settings from: ~/.claude, and $CLAUDE_CONFIG_DIR when that is set. */
 export function userSettingsDirs(home: string, io: { cwd: string; env: NodeJS.ProcessEnv }): string[] {
-  const configDir = io.env.CLAUDE_CONFIG_DIR;
-  return [join(home, '.claude'), ...(configDir ? [resolve(io.cwd, configDir)] : [])];
+  return [join(home, '.claude'), ...(io.env.CLAUDE_CONFIG_DIR ? [claudeConfigDir(home, io)] : [])];
 }
 
 /** True when the settings file at `path` lies in one of `userDirs` (symbolic links followed): user-level settings. */
