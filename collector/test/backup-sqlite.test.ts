@@ -11,7 +11,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { once } from 'node:events';
-import { chmodSync, chownSync, closeSync, existsSync, linkSync, mkdirSync, openSync, readFileSync, readdirSync, statSync, symlinkSync, watch, writeFileSync, writeSync } from 'node:fs';
+import { chmodSync, chownSync, closeSync, existsSync, linkSync, mkdirSync, openSync, readFileSync, readdirSync, statSync, symlinkSync, utimesSync, watch, writeFileSync, writeSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -405,13 +405,16 @@ describe('hookwatch backup on SQLite', () => {
     // A process that ran and is gone: its pid no longer runs.
     const gone = spawnSync('true').pid;
     const running = process.pid;
-    // A killed backup to yesterday's file is found by today's, to a file of another name.
+    // A killed backup to yesterday's file is found by today's, to a file of another name, once nothing has written
+    // it for an hour: a copy to another name just written may be a backup's from another pid namespace.
     const left = [`.copy.db.${gone}.partial`, `.copy.db.${gone}.partial-journal`, `.other.db.${gone}.partial`];
     const kept = [
       `.copy.db.${running}.partial`, `.other.db.${running}.partial`, `.copy.db.${gone}.partial.bak`, `copy.db.${gone}.partial`,
-      `.copy.db.x${gone}.partial`, `.copy.db.0${gone}.partial`, `.${gone}.partial`,
+      `.copy.db.x${gone}.partial`, `.copy.db.0${gone}.partial`, `.${gone}.partial`, `.fresh.db.${gone}.partial`,
     ];
     for (const name of [...left, ...kept]) writeFileSync(join(copies, name), 'half a copy');
+    const anHourAgo = new Date(Date.now() - 3_660_000);
+    for (const name of [`.other.db.${gone}.partial`, `.other.db.${running}.partial`]) utimesSync(join(copies, name), anHourAgo, anHourAgo);
     mkdirSync(join(copies, `.copy.db.${gone}.partial-journal.d`));
     const to = join(copies, 'copy.db');
     const out = await hookwatchBackup(['--to', to], { HOOKWATCH_DB: path });

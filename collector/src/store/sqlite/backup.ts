@@ -129,11 +129,14 @@ function pidRuns(pid: number): boolean {
   }
 }
 
+/** How long another target's partial copy of a dead pid must have been left unwritten before a backup removes it. */
+const OTHER_PARTIAL_STALE_MS = 3_600_000;
+
 /**
  * Removes what backups left when they were killed before they could clean up: files named exactly
  * `.<name>.<pid>.partial` (or its `-journal`) of a pid that no longer runs, beside `target`. Any `<name>` by default:
- * a backup to a dated file finds those of the backups to other names in its folder (their pid gone, they are no
- * copy under way). Returns the names removed. `everyPid`: those of `target` only, whatever their pid, for a caller
+ * a backup to a dated file finds those of the backups to other names in its folder (their pid gone and unwritten
+ * for an hour, they are no copy under way). Returns the names removed. `everyPid`: those of `target` only, whatever their pid, for a caller
  * that holds a lock no other writer of such files runs without (a restore holds the store's lock). A pid alone does
  * not tell: in a container the command is pid 1 at every run.
  */
@@ -154,7 +157,11 @@ export function removeStalePartials(target: string, everyPid = false): string[] 
     if (pid === undefined || (!everyPid && (Number(pid) === process.pid || pidRuns(Number(pid))))) continue;
     const path = join(folder, entry);
     try {
-      if (!lstatSync(path).isFile()) continue;
+      const st = lstatSync(path);
+      if (!st.isFile()) continue;
+      // Another target's copy: its pid may be of another pid namespace (a backup from another container into a
+      // shared volume), so only one nothing has written to for an hour is taken for left behind.
+      if (!everyPid && !entry.startsWith(prefix) && Date.now() - st.mtimeMs < OTHER_PARTIAL_STALE_MS) continue;
       rmSync(path);
       removed.push(entry);
     } catch {
