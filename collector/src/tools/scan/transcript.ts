@@ -14,7 +14,7 @@ import type { LineStats } from '../common/lines.ts';
 import { digestOf, PendingOutputs } from './output-links.ts';
 import type { DeliveryRecordKeys, PendingOutput } from './output-links.ts';
 import { findPersistedOutputs, isHookOutputPath, isMarkerText, mayHoldMarker, savedPathSession } from './persisted-marker.ts';
-import { redactCommand } from './redact-command.ts';
+import { redactCommand } from '../../hooks/redact-command.ts';
 import type { PersistedOutput } from './persisted-marker.ts';
 
 /** How a hook command ended, from the attachment type Claude Code recorded. */

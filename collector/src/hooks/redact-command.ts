@@ -1,7 +1,9 @@
 /**
- * Hook commands are reported per command (and with --send, stored by hookwatch and shown on its dashboard), but a
- * command line can carry a credential (`API_TOKEN=... node hook.js`, `--password x`, `https://u:p@host`, a header,
- * a webhook URL). Values that look like one are replaced before a command is reported anywhere.
+ * Hook commands are reported per command by `hookwatch scan` (and with --send, stored by hookwatch and shown on its
+ * dashboard), but a command line can carry a credential (`API_TOKEN=... node hook.js`, `--password x`,
+ * `https://u:p@host`, a header, a webhook URL). Values that look like one are replaced before a command is reported
+ * anywhere, and again by the server when it takes a finding (transcript-findings.ts), whoever sent it. Replacing
+ * them twice changes nothing more: a command redacted by `scan` is stored as it was sent.
  */
 import { RE2JS } from 're2js';
 
@@ -66,7 +68,7 @@ function redactUrl(url: string, origin: string, rest: string): string {
   return url;
 }
 
-/** The command with credential-looking values replaced by [redacted]; linear in its length. */
+/** The command with credential-looking values replaced by [redacted]; linear in its length, idempotent. */
 export function redactCommand(command: string): string {
   let out = command;
   for (const [pattern, replacement] of RULES) out = pattern.matcher(out).replaceAll(replacement);

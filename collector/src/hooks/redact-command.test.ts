@@ -58,6 +58,32 @@ describe('redactCommand', () => {
     }
   });
 
+  // The server redacts what `scan` already redacted: a finding sent again must be stored under the same command.
+  it('changes nothing in a command it already redacted', () => {
+    const commands = [
+      'GITHUB_TOKEN=ghp_abc123 node emit.js',
+      `env API_KEY="a b c" db_password='x y' ./hook.sh`,
+      './hook --token s3cr3t --api-key=k3y --password "p w" -p=x',
+      'curl -H "Authorization: Bearer abcdefgh12345" https://bob:hunter2@example.com/x',
+      'curl -H "Authorization: token ghp_abcdefghijklmnop1234" https://hooks.slack.com/services/T0123/B0456/abcdefSECRETxyz',
+      "curl -H 'authorization:ghp_abcdefghijklmnop1234' -H \"Proxy-Authorization: Basic dXNlcjpwYXNz\" https://x",
+      'curl -H "X-Auth-Token: a b c" -H "Cookie: sid=1; other=2" -H X-Vault-Token:s.abc123 https://x',
+      'curl -u admin:hunter2 https://x && curl --user=admin:hunter2 https://y && curl --user admin:hunter2 https://z',
+      'mysqldump -u root -phunter2 db | gzip',
+      'node hook.js --key sk-ant-api03-abcdefghijk --ssh-key=/home/dev/.ssh/id STRIPE_KEY=rk_live_abc',
+      'notify github_pat_11ABCDEFG0123456789_abcdefghij gho_abcdefghijklmnop1234 sk-proj-abcdefghijklmnop xoxb-1234-5678-abcd AKIAIOSFODNN7EXAMPLE',
+      'node notify.js https://discord.com/api/webhooks/123/SECRETTOKEN "https://example.webhook.office.com/webhookb2/abc/IncomingWebhook/def"',
+      'curl "https://chat.googleapis.com/v1/spaces/AAA/messages?key=AIzaSyDdI0hCZtE6vySjMm&token=abc" https://hooks.example.com/in/a1b2c3d4e5f6g7h8i9j0?x=1',
+      'node "$CLAUDE_PROJECT_DIR"/.claude/hooks/emit.js plain 10001',
+    ];
+    for (const command of commands) {
+      const once = redactCommand(command);
+      expect(redactCommand(once), command).toBe(once);
+    }
+    // Each one had something to redact, but the last.
+    expect(commands.filter((c) => redactCommand(c) === c)).toEqual([commands.at(-1)]);
+  });
+
   // A command is anyone's text in a transcript. With backtracking regexes these took minutes to hours (12,000
   // characters: 17 s, each doubling about 8 times longer); the test's timeout only guards against a hang.
   it('takes time linear in a long hostile command', { timeout: 30_000 }, () => {
