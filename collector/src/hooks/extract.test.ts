@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { AnyValue, LogRecord, LogsRequest } from '../otlp/model.ts';
 import { classifyExecution } from './cliff.ts';
 import { extractHookEvents, hookEventKind, parseCount } from './extract.ts';
-import { FINDING_EVENT_NAME, extractTranscriptFindings } from './transcript-findings.ts';
+import { FINDING_EVENT_NAME, MAX_COMMAND, extractTranscriptFindings } from './transcript-findings.ts';
 
 function record(attrs: Record<string, AnyValue>, extra: Partial<LogRecord> = {}): LogRecord {
   return { timeUnixNano: 1_764_000_000_000_000_000n, observedTimeUnixNano: 0n, eventName: '', body: undefined, attributes: new Map(Object.entries(attrs)), ...extra };
@@ -138,6 +138,34 @@ describe("a transcript finding's previous id", () => {
     expect(extract({ 'hookwatch.finding.previous_id': 'P'.repeat(2049) })).toMatchObject({
       findings: [], rejected: 1, problems: ['resourceLogs[0].scopeLogs[0].logRecords[0]: hookwatch.finding.previous_id longer than 2048 characters'],
     });
+  });
+});
+
+describe("a transcript finding's command", () => {
+  const finding = { 'event.name': FINDING_EVENT_NAME, 'hookwatch.finding.id': 'run-1', 'hookwatch.finding.kind': 'run', hook_event: 'Stop' };
+  const command = (value: string): string | undefined => extractTranscriptFindings(request([record({ ...finding, hook_command: value })])).findings[0]?.command;
+
+  it('is taken with its credentials redacted, whoever sent it, and a command redacted before unchanged', () => {
+    const sent = 'curl -H "Authorization: token ghp_abcdefghijklmnop1234" https://hooks.slack.com/services/T0123/B0456/abcdefSECRETxyz';
+    const redacted = 'curl -H "Authorization: token [redacted]" https://hooks.slack.com/[redacted]';
+    expect(command(sent)).toBe(redacted);
+    expect(command(redacted)).toBe(redacted);
+    expect(command('node emit.js ctx 12000')).toBe('node emit.js ctx 12000');
+  });
+
+  it('is cut to 2,048 characters after it is redacted, never leaving part of a credential at the cut', () => {
+    const token = 'ghp_abcdefghijklmnop1234';
+    // The token across the cut: only its first characters would be left, too few to be recognised as a token.
+    for (const pad of [MAX_COMMAND - 10, MAX_COMMAND - 4, MAX_COMMAND + 100, MAX_COMMAND + 250, MAX_COMMAND + 260]) {
+      for (const tail of ['', ' x'.repeat(5000)]) {
+        const got = command(`${'a'.repeat(pad)} ${token}${tail}`) ?? '';
+        expect(got.length, `${pad} ${tail.length}`).toBeLessThanOrEqual(MAX_COMMAND);
+        expect(got, `${pad} ${tail.length}`).not.toMatch(/ghp_[a-z]/);
+      }
+    }
+    // A long command without credentials is cut at 2,048 characters, as before.
+    expect(command('x'.repeat(3000))).toBe('x'.repeat(MAX_COMMAND));
+    expect(command(`${'x '.repeat(1500)}`)).toBe('x '.repeat(1024));
   });
 });
 

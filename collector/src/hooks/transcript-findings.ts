@@ -6,6 +6,7 @@
  */
 import type { AnyValue, LogRecord, LogsRequest } from '../otlp/model.ts';
 import { hookId, recordTime } from './extract.ts';
+import { redactCommand } from './redact-command.ts';
 import { RecordCollector, collect, type RecordExtract } from './record-extract.ts';
 
 /** The event name (attribute event.name and body) of a transcript finding. */
@@ -55,7 +56,12 @@ export interface TranscriptFinding {
 const MAX_ID = 2048;
 const MAX_NAME = 1024;
 /** Longer commands are cut (a command line is not a place for data). */
-const MAX_COMMAND = 2048;
+export const MAX_COMMAND = 2048;
+/**
+ * How far past MAX_COMMAND a longer command is read to redact it (redaction takes time linear in what it reads,
+ * from any sender): a credential that begins before the cut and is at most this long is redacted whole.
+ */
+const COMMAND_MARGIN = 256;
 const MAX_CHARS = 0xffffffff;
 
 /** True for a transcript finding record. */
@@ -125,7 +131,29 @@ function toFinding(rec: LogRecord, now: () => number): TranscriptFinding {
   const timeMs = recordTime(rec, get(FINDING_ATTRIBUTES.timestamp, 64, false), now);
   return {
     id, ...(previousId === '' ? {} : { previousId }), kind: kind as TranscriptFinding['kind'], hookId: hookId(hookEvent, hookName), hookEvent, hookName,
-    command: get(FINDING_ATTRIBUTES.command, MAX_COMMAND, false), sessionId: get(FINDING_ATTRIBUTES.session, MAX_NAME, false),
+    command: storedCommand(get(FINDING_ATTRIBUTES.command, MAX_COMMAND + COMMAND_MARGIN + 1, false)), sessionId: get(FINDING_ATTRIBUTES.session, MAX_NAME, false),
     timeMs, field, outcome, chars,
   };
+}
+
+/**
+ * The command as stored and served: credential-looking values redacted (redact-command.ts) whoever sent it (`scan`
+ * redacts before sending; an older one, or another sender, may not), then cut to MAX_COMMAND. Of a command longer
+ * than what is read, the last COMMAND_MARGIN characters read are left out too: a credential cut there could be
+ * too short to be recognised.
+ */
+function storedCommand(read: string): string {
+  if (read.length <= MAX_COMMAND + COMMAND_MARGIN) return redactCommand(read).slice(0, MAX_COMMAND);
+  const redacted = redactCommand(read.slice(0, MAX_COMMAND + COMMAND_MARGIN));
+  return redacted.slice(0, Math.min(MAX_COMMAND, redacted.length - COMMAND_MARGIN));
+}
+
+/**
+ * A command stored before the server redacted commands, as it would be stored now: redacted, and of one cut at
+ * MAX_COMMAND, the last COMMAND_MARGIN characters left out as storedCommand does (a credential cut there could be
+ * too short to be recognised).
+ */
+export function redactStoredCommand(command: string): string {
+  const redacted = redactCommand(command);
+  return command.length < MAX_COMMAND ? redacted : redacted.slice(0, Math.min(MAX_COMMAND, redacted.length - COMMAND_MARGIN));
 }

@@ -548,8 +548,11 @@ export function arrivalIndexDdl(): string {
   return eventIndexDdl(ARRIVAL_INDEX);
 }
 
-/** Functions the compact-events migration calls (SQLite registers them from JS; PostgreSQL gets them in SQL). */
-export const MIGRATION_FUNCTIONS = { key: 'hookwatch_key', hookRef: 'hookwatch_hook_ref', attrDigest: 'hookwatch_attr_digest' } as const;
+/**
+ * Functions the migrations call: the compact-events digests (SQLite registers them from JS; PostgreSQL gets them in
+ * SQL) and SQLite's redaction of stored commands (transcript-findings.ts redactStoredCommandsSql).
+ */
+export const MIGRATION_FUNCTIONS = { key: 'hookwatch_key', hookRef: 'hookwatch_hook_ref', attrDigest: 'hookwatch_attr_digest', redactCommand: 'hookwatch_redact_command' } as const;
 
 const OLD_KIND = `CASE kind WHEN 'complete' THEN ${KIND_CODES.complete} ELSE ${KIND_CODES.start} END`;
 const OLD_STATUS = `CASE status ${Object.entries(STATUS_CODES).map(([k, v]) => `WHEN ${sqlString(k)} THEN ${v}`).join(' ')} ELSE ${STATUS_CODES.unknown} END`;

@@ -3,7 +3,7 @@
  * from telemetry's events and rollups, keyed by the finding's stable id so a finding sent twice is stored once.
  */
 import type { TranscriptCommandRow } from './model.ts';
-import type { TranscriptFinding } from '../hooks/transcript-findings.ts';
+import { redactStoredCommand, type TranscriptFinding } from '../hooks/transcript-findings.ts';
 
 /** The schema migration that adds the table (appended to each backend's MIGRATIONS). */
 export function transcriptFindingsDdl(int: string): string {
@@ -23,6 +23,43 @@ export function transcriptFindingsDdl(int: string): string {
     );
     CREATE INDEX IF NOT EXISTS transcript_findings_hook_time ON transcript_findings (hook_id, time_ms);
   `;
+}
+
+/**
+ * The schema migration that redacts the commands stored before the server redacted them (a sender other than the
+ * current `scan` may have sent credentials): each distinct command once (hooks/transcript-findings.ts
+ * redactStoredCommand, `redact` its SQL function on SQLite), every row of it rewritten. Commands are no key: two
+ * commands that become one are counted as one by commandsQuery's GROUP BY, no row is merged or lost.
+ */
+export function redactStoredCommandsSql(redact: string): string {
+  return `
+    CREATE TEMPORARY TABLE hookwatch_redacted AS
+      SELECT command AS old, ${redact}(command) AS new FROM (SELECT DISTINCT command FROM transcript_findings WHERE command <> '') AS c;
+    DELETE FROM hookwatch_redacted WHERE old = new;
+    UPDATE transcript_findings SET command = (SELECT new FROM hookwatch_redacted WHERE old = transcript_findings.command)
+      WHERE command IN (SELECT old FROM hookwatch_redacted);
+    DROP TABLE hookwatch_redacted;
+  `;
+}
+
+/**
+ * The same on PostgreSQL, which cannot call the redaction in SQL: the distinct commands are read, redacted here and
+ * written back in one statement, in the migration's transaction.
+ */
+export async function redactStoredCommands(query: (sql: string, params?: unknown[]) => Promise<{ rows: { command: string }[] }>): Promise<number> {
+  const olds: string[] = [];
+  const news: string[] = [];
+  for (const { command } of (await query(`SELECT DISTINCT command FROM transcript_findings WHERE command <> ''`)).rows) {
+    const redacted = redactStoredCommand(command);
+    if (redacted !== command) {
+      olds.push(command);
+      news.push(redacted);
+    }
+  }
+  if (olds.length > 0) {
+    await query(`UPDATE transcript_findings AS f SET command = r.new FROM unnest($1::text[], $2::text[]) AS r (old, new) WHERE f.command = r.old`, [olds, news]);
+  }
+  return olds.length;
 }
 
 export const FINDING_COLUMNS = ['finding_id', 'kind', 'hook_id', 'hook_event', 'hook_name', 'command', 'session_id', 'time_ms', 'field', 'outcome', 'chars'] as const;

@@ -25,7 +25,7 @@ import { AttrSetCache, LAST_MS_SLACK, attrWork, type AttrWork } from '../attr-se
 import { ATTR_FIRST_MS_SOURCE, COUNTER_TABLES, attrFirstMsColumnDdl, ARRIVAL_INDEX, LATE_ARRIVAL_INDEX, OVER_ARRIVAL_INDEX, attrGroupedEventsQuery, hookGroupedEventsQuery, attrSetIndexChanges, ATTR_SET_INDEX_PREFIX, quoteIdent, counterColumnsDdl, type RollupFilter, ATTR_COLUMNS, KIND_CODES, attrFilter, COUNT_COLUMNS, compactEventColumnsDdl, compactEventsDdl, compactKey, hookRef, hookRefOf, keyTimeMs, EVENT_COLUMNS, LEGACY_KEYS_BEFORE, ORPHAN_HOOKS, OVERFLOW_HOOKS, arrivalTimeDdl, eventValues, hookScope, lateArrivalsQuery, latePersistedQuery, toArrivals, seriesQuery, fleetSeriesQuery, fleetRestQuery, shiftParams, toFleetBucket, toFleetRest, edgeFleetBuckets, ROLLUP_TABLES, coreSchemaDdl, sqlString, timeOrderedKeysDdl, toInfo, dimensionExpr, dimRebuildFromEventsSql, rollupAggregates, sizesMaySumDdl, upsertSetClause } from '../sql.ts';
 import type { TranscriptCommandRow } from '../model.ts';
 import type { TranscriptFinding } from '../../hooks/transcript-findings.ts';
-import { FINDING_COLUMNS, FINDING_ON_CONFLICT, commandsQuery, findingValues, notStoredUnderPreviousId, toCommandRow, transcriptFindingsDdl, uniqueFindings, type FindingsResult } from '../transcript-findings.ts';
+import { FINDING_COLUMNS, FINDING_ON_CONFLICT, commandsQuery, redactStoredCommands, findingValues, notStoredUnderPreviousId, toCommandRow, transcriptFindingsDdl, uniqueFindings, type FindingsResult } from '../transcript-findings.ts';
 import { guardTrimSql, guardTrimStats, guardTrimValues, guardTrimsDdl, type GuardTrim, type GuardTrimStats } from '../guard-trims.ts';
 import { inTransaction, isAnswerTimeout, isConnectTimeout, keepAlive, liftAnswerTimeout } from './connection.ts';
 import { boundPause, holdLease, leaseHeld, type LeaseFence } from './fence.ts';
@@ -461,6 +461,9 @@ export const MIGRATIONS: readonly Migration[] = [
   // sizes_may_sum): a column with a default, so no row is rewritten, and the previous version's replicas, which
   // do not name it, write 0 during a rolling update; ingest writes NULL for 0, as the other counts since 12.
   sizesMaySumDdl('BIGINT DEFAULT 0', true),
+  // 21: the commands of transcript findings stored as sent, credentials in them redacted as the server now does
+  // when it takes a finding (transcript-findings.ts redactStoredCommands).
+  { rewrite: async (client) => void (await redactStoredCommands((sql, params) => client.query<{ command: string }>(sql, params))) },
 ];
 
 /**
@@ -826,9 +829,10 @@ export class PostgresStore implements Store {
     const record = 'INSERT INTO schema_migrations (version) VALUES ($1)';
     for (let v = from; v < MIGRATIONS.length; v++) {
       const m = MIGRATIONS[v] as Migration;
-      if (typeof m === 'string') {
+      if (typeof m === 'string' || 'rewrite' in m) {
         await shortSteps(client, this.logger, () => inMigrationTransaction(client, async () => {
-          await client.query(m);
+          if (typeof m === 'string') await client.query(m);
+          else await m.rewrite(client);
           await client.query(record, [v + 1]);
         }));
       } else {

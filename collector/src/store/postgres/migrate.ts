@@ -41,8 +41,12 @@ export interface ColumnFill {
   lockOrder: string;
 }
 
-/** A versioned migration: SQL applied in one transaction, an index of the events built concurrently, or a column filled in batches. */
-export type Migration = string | { build: EventsIndexBuild } | { fill: ColumnFill };
+/**
+ * A versioned migration: SQL applied in one transaction, an index of the events built concurrently, a column
+ * filled in batches, or rows rewritten by code SQL cannot run (`rewrite`, given the migration's connection, in one
+ * transaction with the version's record).
+ */
+export type Migration = string | { build: EventsIndexBuild } | { fill: ColumnFill } | { rewrite: (client: pg.ClientBase) => Promise<void> };
 
 /**
  * How long a short step (creating the empty parent index, attaching a partition's index, dropping or renaming an

@@ -8,7 +8,8 @@ import type { DatabaseSync } from 'node:sqlite';
 import { ATTR_SET_INDEX_PREFIX, MIGRATION_FUNCTIONS, sizesMaySumDdl, arrivalIndexDdl, arrivalTimeDdl, attrDigest, attrFirstMsDdl, attrSetIndexChanges, compactEventColumnsDdl, compactEventsDdl, compactKey, coreSchemaDdl, counterColumnsDdl, dimensionExpr, dimRebuildFromEventsSql, hookRef, lateArrivalIndexDdl, overArrivalDdl, rollupAggregates, sqlString, timeOrderedKeysDdl } from '../sql.ts';
 import { ROLLED_DIMENSIONS_META, dimChanges, dimRemoveSql, dimRollupDdl, dimRollupRekeyDdl, rolledDimensions } from '../dim-rollups.ts';
 import { attrRollupDdl } from '../attr-rollups.ts';
-import { transcriptFindingsDdl } from '../transcript-findings.ts';
+import { redactStoredCommandsSql, transcriptFindingsDdl } from '../transcript-findings.ts';
+import { redactStoredCommand } from '../../hooks/transcript-findings.ts';
 import { guardTrimsDdl } from '../guard-trims.ts';
 import { StoreUnavailableError } from '../store.ts';
 import { FIRST_COUNTER_COLUMNS } from '../counters.ts';
@@ -69,6 +70,9 @@ export const MIGRATIONS: readonly string[] = [
   // 15: every counters row counts its executions with size data whose sizes may be sums (counters.ts
   // sizes_may_sum), 0 in the rows written before (no row rewritten).
   sizesMaySumDdl('INTEGER NOT NULL DEFAULT 0'),
+  // 16: the commands of transcript findings stored as sent, credentials in them redacted as the server now does
+  // when it takes a finding (transcript-findings.ts redactStoredCommandsSql).
+  redactStoredCommandsSql(MIGRATION_FUNCTIONS.redactCommand),
 ];
 
 /** The functions the compact-events migration calls, in JS: the same digests ingest computes. */
@@ -76,6 +80,7 @@ function registerMigrationFunctions(db: DatabaseSync): void {
   db.function(MIGRATION_FUNCTIONS.key, { deterministic: true }, (k) => compactKey(String(k)));
   db.function(MIGRATION_FUNCTIONS.hookRef, { deterministic: true }, (id) => hookRef(String(id)));
   db.function(MIGRATION_FUNCTIONS.attrDigest, { deterministic: true, varargs: true }, (...values) => attrDigest(values.map(String)));
+  db.function(MIGRATION_FUNCTIONS.redactCommand, { deterministic: true }, (command) => redactStoredCommand(String(command)));
 }
 
 
