@@ -1,6 +1,7 @@
 /**
- * A SQLite file as a release before this one left it: the schema's last two migrations (the late arrivals' index,
- * the counters' count of executions whose sizes may be sums) not applied, some events in it.
+ * A SQLite file as a release before this one left it: the migrations from the late arrivals' index on (the
+ * counters' count of executions whose sizes may be sums, the stored findings' commands redacted) not applied, some
+ * events in it.
  */
 import { DatabaseSync } from 'node:sqlite';
 import { expect } from 'vitest';
@@ -9,8 +10,8 @@ import type { HookEvent } from '../../src/hooks/model.ts';
 import { MIGRATIONS, SqliteStore } from '../../src/store/sqlite/index.ts';
 import { sqliteUndoSizesMaySum } from './downgrade.ts';
 
-/** The last two migrations taken back: the file is as the release before them left it. */
-export const OLD_SCHEMA = MIGRATIONS.length - 2;
+/** The migrations from the late arrivals' index on taken back: the file is as the release before them left it. */
+export const OLD_SCHEMA = MIGRATIONS.findIndex((m) => m.includes('events_late_arrival'));
 /** The events an old-schema file holds, all of hook PostToolUse:Bash. */
 export const OLD_SCHEMA_EVENTS = 50;
 
