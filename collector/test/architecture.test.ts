@@ -169,9 +169,10 @@ const CONFIG_DIR = 'collector/src/config/';
 const CONFIG_LEAVES = ['collector/src/config/setting.ts', 'collector/src/config/values.ts'];
 /**
  * Low-level leaves of no stage that config/ may use too (e.g. the edit distance behind "did you mean", the
- * host:port splitter behind the check that two listeners never share a port).
+ * host:port splitter behind the check that two listeners never share a port, the names of the variables
+ * `hookwatch guard` reads, which the loader must not take for misspelt settings).
  */
-const COMMON_LEAVES = ['collector/src/edit-distance.ts', 'collector/src/version.ts', 'collector/src/net/addr.ts'];
+const COMMON_LEAVES = ['collector/src/edit-distance.ts', 'collector/src/version.ts', 'collector/src/net/addr.ts', 'collector/src/tools/guard/env.ts'];
 
 /**
  * config/ composes the stages' settings and reads files, environment and flags; it reaches a stage only through
