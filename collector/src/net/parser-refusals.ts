@@ -157,18 +157,24 @@ export function answerParserRefusals(server: Server, answer: (refusal: ParserRef
       // and torn down with the error, as Node does it.
       closeAfter(socket, body, err);
     };
-    // Bytes pipelined behind a whole request still being answered: that answer goes first, the refusal after it.
-    // Written at once, the refusal took the place of the earlier request's answer, whose client (its request taken)
-    // was told only that the bytes after it were refused.
+    // Bytes pipelined behind whole requests still being answered: their answers go first, in order, the refusal after
+    // them. Written at once, the refusal took the place of an earlier request's answer, whose client (its request
+    // taken) was told only that the bytes after it were refused. Node gives the connection to the next request's
+    // answer when one is written (before the listeners added here hear of it): each is waited for in turn.
     if (inFlight && current?.complete && !inFlight.writableFinished) {
-      const after = (): void => {
-        inFlight.off('finish', after);
-        inFlight.off('close', after);
-        if (socket.writable && !socket.destroyed) send(undefined);
-        else socket.destroy(err);
+      const awaitAnswer = (answering: ServerResponse): void => {
+        const after = (): void => {
+          answering.off('finish', after);
+          answering.off('close', after);
+          const next = (socket as Duplex & { _httpMessage?: ServerResponse | null })._httpMessage ?? undefined;
+          if (!socket.writable || socket.destroyed) socket.destroy(err);
+          else if (next && next !== answering && !next.writableFinished) awaitAnswer(next);
+          else send(undefined);
+        };
+        answering.on('finish', after);
+        answering.on('close', after);
       };
-      inFlight.on('finish', after);
-      inFlight.on('close', after);
+      awaitAnswer(inFlight);
       return;
     }
     send(inFlight?.req);
