@@ -188,7 +188,7 @@ const COMPRESSED_IDENTITY_DETAILS = 'the message is flagged compressed (Compress
  * part of its typed interface: without it the message is read as before, and false is returned.
  *
  * Before a compressed message is inflated, `beforeInflate` is asked for the room it may inflate to: when it says
- * no (it has refused the call), the message is never inflated.
+ * no (it has refused the call, or the call was answered already), the message is never inflated.
  */
 function refuseCompressedIdentity(call: ServerInterceptingCallInterface, beforeInflate: () => boolean): boolean {
   const target = call as unknown as { decompressMessage?: (message: Buffer, encoding: string) => Buffer | Promise<Buffer> };
@@ -708,8 +708,10 @@ export class OtlpGrpcReceiver {
      */
     const reserveDeclared = (length: number): boolean => tryReserve(Math.min(2 * this.opts.maxRequestBytes, 2 * length));
     // A compressed message's inflated size is unknown until grpc-js has inflated it: twice otlp.maxRequestBytes is
-    // reserved before it starts (the inflated parts and their concatenation), and a call refused for it never inflates.
-    const inflateSeen = refuseCompressedIdentity(next, () => tryReserve(2 * this.opts.maxRequestBytes));
+    // reserved before it starts (the inflated parts and their concatenation), and a call refused for it never inflates,
+    // nor one answered already (by its timeout, say), for which reserve takes nothing and a message would be inflated
+    // that no one reads.
+    const inflateSeen = refuseCompressedIdentity(next, () => !answered && tryReserve(2 * this.opts.maxRequestBytes));
     // A grpc-js that hides the stream, or where its message is inflated, leaves the reservation to the metadata.
     const observable = inflateSeen && typeof callStream(next)?.on === 'function';
     const call: ServerInterceptingCall = new ServerInterceptingCall(next, {
