@@ -71,8 +71,10 @@ export interface HookSummary extends HookCounters {
  * dimension only raw events answer counts nothing there (the range starts where the events kept do). Such a read
  * wholly before the events kept covers an empty range (from equal to to); asked for that range again, it names it
  * as well, though it covers the range asked, saying why nothing is counted. Past retention.rollups no hour or day
- * rollup remains either, so any answer counts nothing there (`retention.rollups`): the range starts where the
- * rollups kept do, and a range wholly before them is empty, named again when asked again.
+ * rollup remains: the raw events and minute rollups still kept there (retention.events longer) answer those hours
+ * exactly, with no coverage; before them too nothing remains, so any answer counts nothing there
+ * (`retention.rollups`): the range starts where the oldest source kept does, and a range wholly before it is
+ * empty, named again when asked again.
  */
 export interface RangeCoverage {
   askedFrom: string;

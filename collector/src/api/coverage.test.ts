@@ -280,3 +280,53 @@ describe.each(backends)('answers past what retention.rollups deleted name it aft
     expect(wide.body.totals.executions).toBe(1);
   });
 });
+
+describe.each(backends)('answers before the rollups kept count the raw events still kept there ($name)', (backend) => {
+  /** Where the raw events kept start under 30d, as the server reckons it. */
+  const events30d = (at: number): number => Math.floor((at + MINUTE - 30 * DAY) / HOUR) * HOUR;
+  // Pruned under retention.rollups 1d, as the service does: the hour and day rollups five days ago go, the raw
+  // events stay (kept 30 days), so only they can answer for that time.
+  const { get } = servedStore(backend, { HOOKWATCH_RETENTION_EVENTS: '30d', HOOKWATCH_RETENTION_MINUTE_ROLLUPS: '2d', HOOKWATCH_RETENTION_ROLLUPS: '1d' }, events30d, async (store) => {
+    const now = Date.now();
+    expect((await store.prune(now - 30 * DAY, now - DAY)).rollups).toBeGreaterThan(0);
+  });
+
+  it('counts whole hours there from the raw events, with no coverage', async () => {
+    const q = `from=${iso(OLD)}&to=${iso(OLD + 3 * HOUR)}`;
+    const overview = await get<OverviewResponse>(`/api/v1/overview?${q}`);
+    expect([overview.body.from, overview.body.to]).toEqual([iso(OLD), iso(OLD + 3 * HOUR)]);
+    expect(overview.body.coverage).toBeUndefined();
+    expect(overview.body.totals.executions).toBe(6);
+    // One hour: u1's execution seventy minutes in.
+    const hour = await get<{ from: string; to: string; coverage?: RangeCoverage; hook: HookSummary }>(`/api/v1/hooks/${BASH}?from=${iso(OLD + HOUR)}&to=${iso(OLD + 2 * HOUR)}`);
+    expect([hour.body.from, hour.body.to, hour.body.coverage]).toEqual([iso(OLD + HOUR), iso(OLD + 2 * HOUR), undefined]);
+    expect(hour.body.hook.executions).toBe(1);
+    const series = await get<SeriesResponse>(`/api/v1/hooks/${BASH}/series?${q}&step=1h`);
+    expect(series.body.coverage).toBeUndefined();
+    expect(series.body.buckets.map((b) => b.executions)).toEqual([3, 1, 2]);
+    const byVersion = await get<BreakdownResponse>(`/api/v1/hooks/${BASH}/breakdown?${q}`);
+    expect(byVersion.body.coverage).toBeUndefined();
+    expect(byVersion.body.rows.map((r) => [r.value, r.executions])).toEqual([['2.1.332', 6]]);
+  });
+
+  it('counts whole days there from the raw events, with no coverage', async () => {
+    const from = iso(Math.floor((OLD - DAY) / DAY) * DAY);
+    const to = iso(Math.ceil((NOW + HOUR) / DAY) * DAY);
+    const overview = await get<OverviewResponse>(`/api/v1/overview?from=${from}&to=${to}`);
+    expect([overview.body.from, overview.body.to, overview.body.coverage]).toEqual([from, to, undefined]);
+    expect(overview.body.totals.executions).toBe(7);
+    const series = await get<SeriesResponse>(`/api/v1/hooks/${BASH}/series?from=${from}&to=${to}&step=1d`);
+    expect(series.body.coverage).toBeUndefined();
+    expect(series.body.buckets.reduce((s, b) => s + b.executions, 0)).toBe(7);
+  });
+
+  it('names retention.rollups only before the raw events kept start', async () => {
+    const from = iso(NOW - 40 * DAY);
+    const to = iso(OLD + 3 * HOUR);
+    const overview = await get<OverviewResponse>(`/api/v1/overview?from=${from}&to=${to}`);
+    expect(overview.horizons).toContain(overview.body.from);
+    expect(overview.body.to).toBe(to);
+    expect(overview.body.coverage?.limitedBy).toBe('retention.rollups');
+    expect(overview.body.totals.executions).toBe(6);
+  });
+});

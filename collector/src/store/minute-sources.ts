@@ -12,7 +12,7 @@
  * relies on rows a prune running at the same time may remove.
  */
 import { mergeRow, type CounterRow } from './counters.ts';
-import { HOUR, alignRange, checkStep, granularityForStep, type Segment } from './segments.ts';
+import { DAY, HOUR, alignRange, checkStep, granularityForStep, type Segment } from './segments.ts';
 import type { FleetBucket } from './store.ts';
 
 /** How long raw events and per-minute rollups are kept (the store's `retention` option). */
@@ -29,8 +29,8 @@ export interface MinuteSources {
   /** Raw events serve [eventsFrom, minuteFrom) (a whole hour); before it, whole hours come from the hour rollups. */
   eventsFrom: number;
   /**
-   * Hour and day rollups answer from here on (a whole hour); before it retention.rollups deleted them, so nothing
-   * but the raw events (when kept longer) counts there. Absent: nothing deleted.
+   * Hour and day rollups answer from here on (a whole hour); before it retention.rollups deleted them, so only
+   * the raw events and minute rollups (when kept longer) count there (resolveSegment). Absent: nothing deleted.
    */
   rollupsFrom?: number;
 }
@@ -144,12 +144,24 @@ export function minuteParts(fromMs: number, toMs: number, s: MinuteSources): { s
 /**
  * A segment of a range read (segments.ts) as it is read: its granularity and range after minute resolution, with
  * `events` when raw events answer it; none when nothing does. `rawOnly`: only raw events can answer the read (a
- * filter no rollup keeps), so nothing before the events horizon does.
+ * filter no rollup keeps), so nothing before the events horizon does. An hour or day segment before the rollups
+ * horizon is read from the minutes still kept there (raw events, minute rollups), when retention.events is the
+ * longer; what neither holds is left out (coveredRange starts the range after it).
  */
 export function resolveSegment(seg: Segment, rawOnly: boolean, s: MinuteSources): (Segment & { events: boolean })[] {
   if (rawOnly) {
     const fromMs = Math.max(seg.fromMs, s.eventsFrom);
     return seg.toMs > fromMs ? [{ ...seg, fromMs, events: true }] : [];
+  }
+  const rollupsFrom = s.rollupsFrom ?? -Infinity;
+  if (seg.granularity !== 'minute' && seg.fromMs < rollupsFrom) {
+    // Before the hour and day rollups kept, the minutes still kept answer (raw events, minute rollups), none
+    // beyond them; from there on hours up to the first whole day, whose rollup starts after the bound.
+    const cut = Math.min(seg.toMs, rollupsFrom);
+    const finer = minuteParts(seg.fromMs, cut, s).filter((p) => p.source !== 'hour');
+    const days = seg.granularity === 'day' ? Math.min(seg.toMs, Math.ceil(cut / DAY) * DAY) : seg.toMs;
+    const rest: Segment[] = [{ granularity: 'hour', fromMs: cut, toMs: days }, { granularity: 'day', fromMs: days, toMs: seg.toMs }];
+    return [...finer.map((p) => ({ granularity: 'minute' as const, fromMs: p.fromMs, toMs: p.toMs, events: p.source === 'events' })), ...rest.filter((r) => r.toMs > r.fromMs).map((r) => ({ ...r, events: false }))];
   }
   if (seg.granularity !== 'minute') return [{ ...seg, events: false }];
   return minuteParts(seg.fromMs, seg.toMs, s).map((p) => ({ granularity: p.source === 'hour' ? 'hour' : 'minute', fromMs: p.fromMs, toMs: p.toMs, events: p.source === 'events' }));
@@ -170,14 +182,15 @@ export interface Coverage {
  * horizon only whole hours remain, so an edge there widens to the hour holding it; a read only raw events answer
  * (`rawOnly`) counts nothing before the horizon, so its start moves up to it (a range wholly before it covers
  * nothing: from and to both at its end). An empty range (from equal to to) stays empty: whole hours around it
- * would count what it does not hold. Any other read counts nothing before the rollups horizon (retention.rollups
- * deleted the hours and days there), so its start moves up to it likewise, and an empty range before it says so.
+ * would count what it does not hold. Any other read counts nothing before every source kept (keptFrom: before
+ * the rollups horizon retention.rollups deleted the hours and days, and the minutes kept answer them only as far
+ * back as they go), so its start moves up to it likewise, and an empty range before it says so.
  */
 export function coveredRange(fromMs: number, toMs: number, rawOnly: boolean, s: MinuteSources): Coverage {
-  const rollupsFrom = s.rollupsFrom ?? -Infinity;
-  if (!rawOnly && fromMs < rollupsFrom) {
-    if (toMs <= rollupsFrom) return { fromMs: toMs, toMs, limitedBy: 'retention.rollups' };
-    return { ...coveredRange(rollupsFrom, toMs, false, s), limitedBy: 'retention.rollups' };
+  const kept = keptFrom(s);
+  if (!rawOnly && fromMs < kept) {
+    if (toMs <= kept) return { fromMs: toMs, toMs, limitedBy: 'retention.rollups' };
+    return { ...coveredRange(kept, toMs, false, s), limitedBy: 'retention.rollups' };
   }
   if (rawOnly) {
     if (fromMs >= s.eventsFrom) return { fromMs, toMs };
@@ -187,6 +200,14 @@ export function coveredRange(fromMs: number, toMs: number, rawOnly: boolean, s: 
   const from = fromMs < s.eventsFrom ? Math.floor(fromMs / HOUR) * HOUR : fromMs;
   const to = toMs < s.eventsFrom ? Math.ceil(toMs / HOUR) * HOUR : toMs;
   return from === fromMs && to === toMs ? { fromMs, toMs } : { fromMs: from, toMs: to, limitedBy: 'retention.events' };
+}
+
+/**
+ * Where the oldest source any read but a raw-only one counts from starts (a whole hour): the hour and day rollups
+ * kept, or the raw events or minute rollups kept before them, which answer those hours and days (resolveSegment).
+ */
+function keptFrom(s: MinuteSources): number {
+  return Math.min(s.rollupsFrom ?? -Infinity, s.eventsFrom, s.minuteFrom);
 }
 
 /** Where a part of a series range is read: as the filter's plan decides, from the raw events, or whole hours. */
@@ -213,7 +234,8 @@ export interface SeriesEdge {
  * the events retention a range covers every hour it touches, as range reads do). At a step of whole hours or days
  * the spans cover the whole buckets inside the range, and the partial ones at its ends are `edges`, read as a
  * range read reads them (segments.ts: minutes up to the hour, hours up to the day).
- * `rawOnly`: only raw events answer the filter, so nothing before the events horizon counts.
+ * `rawOnly`: only raw events answer the filter, so nothing before the events horizon counts. Otherwise whole
+ * buckets before the rollups horizon are read from the raw events, where they are kept.
  */
 export function seriesSpans(q: { fromMs: number; toMs: number; stepMs: number }, r: MinuteRetention | undefined, rawOnly: boolean, nowMs = Date.now(), pruned: PrunedBounds = NOTHING_PRUNED): { fromMs: number; toMs: number; spans: SeriesSpan[]; edges: SeriesEdge[] } {
   const step = q.stepMs;
@@ -222,7 +244,7 @@ export function seriesSpans(q: { fromMs: number; toMs: number; stepMs: number },
   const fromMs = Math.floor(range.fromMs / step) * step;
   const toMs = Math.ceil(range.toMs / step) * step;
   if (range.toMs <= range.fromMs) return { fromMs, toMs, spans: [], edges: [] };
-  const retained = r !== undefined || pruned.minutesBeforeMs !== -Infinity || pruned.eventsBeforeMs !== -Infinity;
+  const retained = r !== undefined || pruned.minutesBeforeMs !== -Infinity || pruned.eventsBeforeMs !== -Infinity || pruned.rollupsBeforeMs !== -Infinity;
   if (granularityForStep(step) === 'minute') {
     if (!retained) return { fromMs, toMs, spans: [{ source: 'planned', ...range }], edges: [] };
     const spans = minuteParts(range.fromMs, range.toMs, minuteSources(nowMs, r, pruned))
@@ -240,6 +262,16 @@ export function seriesSpans(q: { fromMs: number; toMs: number; stepMs: number },
   edge(range.fromMs, Math.min(wholeFrom, range.toMs));
   if (wholeFrom < range.toMs) edge(Math.max(wholeTo, range.fromMs), range.toMs);
   const from = rawOnly && retained ? Math.max(wholeFrom, minuteSources(nowMs, r, pruned).eventsFrom) : wholeFrom;
+  const spans: SeriesSpan[] = [];
+  if (!rawOnly && retained) {
+    // Whole buckets before the hour and day rollups kept: from the raw events, where they are kept.
+    const s = minuteSources(nowMs, r, pruned);
+    const rolled = Math.min(wholeTo, Math.max(from, Math.ceil((s.rollupsFrom ?? -Infinity) / step) * step));
+    const eventsFrom = Math.max(from, s.eventsFrom);
+    if (rolled > eventsFrom) spans.push({ source: 'events', fromMs: eventsFrom, toMs: rolled });
+    if (wholeTo > rolled) spans.push({ source: 'planned', fromMs: rolled, toMs: wholeTo });
+    return { fromMs, toMs, spans, edges };
+  }
   return { fromMs, toMs, spans: wholeTo > from ? [{ source: 'planned', fromMs: from, toMs: wholeTo }] : [], edges };
 }
 
