@@ -13,6 +13,7 @@ import type { IngestListener } from '../pipeline/consumer.ts';
 import { NotLeaderError, type Store } from '../store/store.ts';
 import type { AlertSummary } from '../../../shared/src/api.ts';
 import type { Logger } from '../telemetry/logger.ts';
+import { ThrottledLine } from '../telemetry/throttled-line.ts';
 import { AlertSet } from './alert-set.ts';
 import type { AlertRecord } from './model.ts';
 import { announceTransitions } from './announce.ts';
@@ -112,6 +113,9 @@ class EvaluationStopped extends Error {}
 const RELOAD_RETRY_MIN_MS = 1_000;
 const RELOAD_RETRY_MAX_MS = 30_000;
 
+/** How often, at most, the failures to record when an alert was last notified are logged. */
+const LAST_NOTIFIED_WRITE_LOG_INTERVAL_MS = 60_000;
+
 export class AlertEngine implements IngestListener {
   readonly stats: EngineStats = { evaluations: 0, ruleErrors: 0, droppedAlerts: 0, notificationsCreated: 0, lastEvaluationMs: null };
   /** The silences (the API creates and expires them here). */
@@ -144,6 +148,12 @@ export class AlertEngine implements IngestListener {
   /** Set once that evaluation on ingest is done: nothing more runs. */
   private stopped = false;
   private stopping: Promise<void> | undefined;
+  /**
+   * A state store out of reach fails the record of every delivery's time: the first is logged at once, then at
+   * most a line a minute with how many since and the last reason; what is held back is written at the stop.
+   */
+  private lastNotifiedWriteError: unknown;
+  private readonly lastNotifiedWriteFailures: ThrottledLine;
   /**
    * Set while the persisted state could not be loaded for this leadership. Evaluating on what memory holds
    * then would notify again what the last leader notified, and leave what it had not delivered undelivered:
@@ -190,6 +200,7 @@ export class AlertEngine implements IngestListener {
     this.opts = opts;
     this.now = opts.now ?? Date.now;
     this.leader = opts.leader ?? alwaysLeader;
+    this.lastNotifiedWriteFailures = new ThrottledLine(LAST_NOTIFIED_WRITE_LOG_INTERVAL_MS, this.now, (deliveries) => this.opts.logger.warn('cannot record when an alert was last notified', { deliveries, err: this.lastNotifiedWriteError }));
     // An early-expired silence may leave a firing alert due a notification: send it now, not at the next tick.
     this.silences = new Silences({ store: opts.stateStore, now: this.now, onExpired: () => void this.evaluate('notify') });
     // The receivers configured now, after any reload.
@@ -498,8 +509,9 @@ export class AlertEngine implements IngestListener {
       try {
         await this.opts.stateStore.save({ upsert: [a], remove: [], notifications: [] }, this.leader.epoch?.());
       } catch (err) {
-        // Kept in memory; the alert's next save writes it.
-        this.opts.logger.warn('cannot record when an alert was last notified', { err });
+        // Kept in memory; the alert's next save writes it. Through an outage, at most a line a minute.
+        this.lastNotifiedWriteError = err;
+        this.lastNotifiedWriteFailures.note();
       }
     });
     return this.chain;
@@ -781,5 +793,6 @@ export class AlertEngine implements IngestListener {
     this.stopped = true;
     // What was queued meanwhile (a delivery recorded): nothing is evaluated any more.
     await this.chain;
+    this.lastNotifiedWriteFailures.flush();
   }
 }

@@ -1758,6 +1758,68 @@ describe('persisted state', () => {
     expect(lines().reduce((sum, l) => sum + (l.attempts as number), 0)).toBe(calls);
   });
 
+  it('a state store that cannot record outcomes or delivery times is logged at once, then at most a line a minute with how many since and the last reason', async () => {
+    const { clock, sink, store, db, config, flaky } = await flakyState();
+    // The outbox and the alerts' delivery times (an alert saved without notifications) cannot be written; the
+    // evaluations' saves can.
+    let finishes = 0;
+    let saves = 0;
+    flaky.finishNotification = async () => {
+      finishes++;
+      throw new Error(`disk full (outcome ${finishes})`);
+    };
+    const save = flaky.save.bind(flaky);
+    flaky.save = async (c: StateChanges) => {
+      if (c.notifications.length > 0 || c.upsert.length === 0) return save(c);
+      saves++;
+      throw new Error(`disk full (save ${saves})`);
+    };
+    const warned: { msg: string; fields: Record<string, unknown> }[] = [];
+    const logger = { ...silentLogger, warn: (msg: string, fields: Record<string, unknown> = {}) => void warned.push({ msg, fields }) };
+    const alerting = await startAlerting({ config, db, store, logger, now: clock.now, timer: false, stateStore: flaky, random: () => 0 });
+    let stopped = false;
+    cleanups.push(() => (stopped ? undefined : alerting.stop()));
+    // The receiver takes a second to answer: each delivery is later than its notification was made.
+    sink.reply = () => {
+      clock.advance(1_000);
+      return { status: 200 };
+    };
+    const lines = (msg: string, count: string): { count: unknown; reason: string }[] => warned.filter((w) => w.msg === msg).map((w) => ({ count: w.fields[count], reason: (w.fields['err'] as Error).message }));
+    const outcomes = (): { count: unknown; reason: string }[] => lines('cannot record notification outcome', 'notifications');
+    const times = (): { count: unknown; reason: string }[] => lines('cannot record when an alert was last notified', 'deliveries');
+    const notify = async (hookName: string): Promise<void> => {
+      await store.ingest([hookEvent({ ...over, hookName, timeMs: clock.now() })]);
+      await alerting.engine.evaluate('all');
+      await alerting.dispatcher.idle();
+      // Behind the delivery's record of when the alert was last notified.
+      await alerting.engine.evaluate('notify');
+    };
+    await notify('Stop:check');
+    expect(sink.delivered()).toHaveLength(1);
+    expect(outcomes()).toEqual([{ count: 1, reason: `disk full (outcome ${finishes})` }]);
+    expect(times()).toEqual([{ count: 1, reason: 'disk full (save 1)' }]);
+    // Half a minute on, two more alerts are delivered: their failed records are held back.
+    clock.advance(30_000);
+    await notify('Stop:report');
+    await notify('Stop:lint');
+    expect(sink.delivered()).toHaveLength(3);
+    expect([outcomes().length, times().length]).toEqual([1, 1]);
+    // A minute after the first lines, the next failures write the next lines: every one since, the last reason.
+    clock.advance(31_000);
+    await notify('Stop:format');
+    expect(sink.delivered()).toHaveLength(4);
+    expect(outcomes()).toEqual([{ count: 1, reason: 'disk full (outcome 4)' }, { count: 3, reason: 'disk full (outcome 16)' }]);
+    expect(times()).toEqual([{ count: 1, reason: 'disk full (save 1)' }, { count: 3, reason: 'disk full (save 4)' }]);
+    // What a minute holds back is written when alerting stops.
+    clock.advance(1_000);
+    await notify('Stop:test');
+    expect([outcomes().length, times().length]).toEqual([2, 2]);
+    stopped = true;
+    await alerting.stop();
+    expect(outcomes().at(-1)).toEqual({ count: 1, reason: 'disk full (outcome 20)' });
+    expect(times().at(-1)).toEqual({ count: 1, reason: 'disk full (save 5)' });
+  });
+
   it('a new leader whose state load fails evaluates nothing until a retry loads it: no second notification, nothing left undelivered', async () => {
     const { clock, sink, store, db, config, flaky, fail } = await flakyState();
     // Two replicas on one state: `b` starts as a follower, with nothing in memory yet.

@@ -152,8 +152,9 @@ export async function startAlerting(opts: AlertingOptions): Promise<Alerting> {
       const record = (): Promise<void> => stateStore.finishNotification(n.webhookId, outcome, fence ? token : undefined, at);
       // A delivery is tried again through a blip: left open, the next leader would send it again, after whatever
       // followed it. Other outcomes are a leader's decision, fenced: a refused one is not retried. Not once alerting
-      // is stopping: retries of a store out of reach would hold the stop (the outbox keeps the delivery open).
-      return (outcome === 'delivered' ? withRetries(record, random, () => stopping !== undefined) : record()).catch((err: unknown) => logger.warn('cannot record notification outcome', { err }));
+      // is stopping: retries of a store out of reach would hold the stop (the outbox keeps the delivery open). A
+      // record that still fails is the dispatcher's to log (at most a line a minute through an outage).
+      return outcome === 'delivered' ? withRetries(record, random, () => stopping !== undefined) : record();
     },
   });
   const engine = new AlertEngine({

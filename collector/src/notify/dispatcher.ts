@@ -5,6 +5,7 @@
  */
 import type { ClientTlsCredentials } from '../net/tls.ts';
 import type { Logger } from '../telemetry/logger.ts';
+import { ThrottledLine } from '../telemetry/throttled-line.ts';
 import { alertmanagerRenderer } from './alertmanager.ts';
 import { alertmanagerApiRenderer } from './alertmanager-api.ts';
 import type { BodyRenderer, LinkContext, Notification, NotificationOutcome, ReceiverConfig } from './model.ts';
@@ -113,6 +114,9 @@ export interface TestBusy {
   retryAfterMs: number;
 }
 
+/** How often, at most, the failures to record notification outcomes are logged. */
+const OUTCOME_WRITE_LOG_INTERVAL_MS = 60_000;
+
 /** Why a notification whose wait to go out (DispatcherOptions.ready) outlasted its delivery deadline was not sent. */
 const DEADLINE_PASSED_WAITING = 'gave up: the delivery deadline passed while the attempt waited to go out';
 
@@ -137,11 +141,18 @@ export class Dispatcher {
   private readonly discardedFor = new Set<string>();
   private idleWaiters: (() => void)[] = [];
   private stopped = false;
+  /**
+   * A state store out of reach fails the record of every outcome: the first is logged at once, then at most a line
+   * a minute with how many since and the last reason.
+   */
+  private outcomeWriteError: unknown;
+  private readonly outcomeWriteFailures: ThrottledLine;
   /** Test notifications in flight, by receiver name: when each must have ended (started + the receiver's timeout). */
   private readonly tests = new Map<string, number>();
 
   constructor(opts: DispatcherOptions) {
     this.opts = opts;
+    this.outcomeWriteFailures = new ThrottledLine(OUTCOME_WRITE_LOG_INTERVAL_MS, opts.now ?? Date.now, (notifications) => this.opts.logger.warn('cannot record notification outcome', { notifications, err: this.outcomeWriteError }));
     for (const r of opts.receivers) this.lanes.set(r.name, { receiver: r, renderer: rendererFor(r, opts.links, opts.now, opts.externalLabels), queue: [], inFlight: new Set(), removed: new AbortController() });
   }
 
@@ -206,7 +217,7 @@ export class Dispatcher {
       this.stats.dropped++;
       this.opts.logger.error('notification queue full; notification dropped', { receiver: n.receiver, alert: n.alert.id, status: n.status });
       const recorded = this.opts.onAttempt?.(n, { attempt: 0, atMs: (this.opts.now ?? Date.now)(), outcome: 'failed', httpStatus: null, error: `queue full (${this.opts.maxQueue})`, durationMs: 0 }, token);
-      void Promise.allSettled([recorded]).then(() => this.opts.onFinished?.(n, 'failed', token)).catch((err: unknown) => this.opts.logger.warn('cannot record notification outcome', { receiver: n.receiver, alert: n.alert.id, err }));
+      void Promise.allSettled([recorded]).then(() => this.opts.onFinished?.(n, 'failed', token)).catch((err: unknown) => this.outcomeNotRecorded(err));
       return false;
     }
     this.stats.enqueued++;
@@ -228,7 +239,7 @@ export class Dispatcher {
       this.discardedFor.add(n.receiver);
       this.opts.logger.warn('receiver no longer configured; its undelivered notifications are dropped', { receiver: n.receiver });
     }
-    void Promise.resolve(this.opts.onFinished?.(n, 'dropped', token)).catch((err: unknown) => this.opts.logger.warn('cannot record notification outcome', { receiver: n.receiver, alert: n.alert.id, err }));
+    void Promise.resolve(this.opts.onFinished?.(n, 'dropped', token)).catch((err: unknown) => this.outcomeNotRecorded(err));
   }
 
   private pump(lane: Lane): void {
@@ -331,7 +342,7 @@ export class Dispatcher {
     try {
       await this.opts.onFinished?.(n, result.outcome, token);
     } catch (err) {
-      this.opts.logger.warn('cannot record notification outcome', { receiver: n.receiver, alert: n.alert.id, err });
+      this.outcomeNotRecorded(err);
     }
   }
 
@@ -388,7 +399,10 @@ export class Dispatcher {
     });
   }
 
-  /** Aborts deliveries in flight (they stay in the outbox) and waits for them to settle. Safe twice. */
+  /**
+   * Aborts deliveries in flight (they stay in the outbox) and waits for them to settle; what the log of outcomes
+   * not recorded held back is written then. Safe twice.
+   */
   async stop(): Promise<void> {
     this.stopped = true;
     this.abort.abort();
@@ -397,5 +411,12 @@ export class Dispatcher {
     this.retired.clear();
     this.owned.clear();
     this.checkIdle();
+    this.outcomeWriteFailures.flush();
+  }
+
+  /** The outcome of a notification could not be recorded (onFinished rejected): the outbox keeps it open. */
+  private outcomeNotRecorded(err: unknown): void {
+    this.outcomeWriteError = err;
+    this.outcomeWriteFailures.note();
   }
 }
