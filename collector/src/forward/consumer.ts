@@ -102,9 +102,21 @@ export class ForwardingStage implements PassThroughConsumer {
       this.opts.queue.probeWrite(fault.bytes);
     } catch (err) {
       this.opts.logger?.debug('forwarding queue still cannot keep requests', { path: this.opts.queue.path, error: describeSqliteError(err) });
-      throw new Error(`the forwarding queue cannot keep requests: ${fault.cause} (forward.queue.path: ${this.opts.queue.path})`, { cause: err });
+      throw new Error(this.describeFault(fault), { cause: err });
     }
     this.cleared('a write succeeded again');
+  }
+
+  /**
+   * While the queue file cannot take writes, what is wrong, worded as readiness words it (GET /api/v1/forwarding
+   * shows it as the destination's last error); null otherwise.
+   */
+  faultMessage(): string | null {
+    return this.fault ? this.describeFault(this.fault) : null;
+  }
+
+  private describeFault(fault: QueueFault): string {
+    return `the forwarding queue cannot keep requests: ${fault.cause} (forward.queue.path: ${this.opts.queue.path})`;
   }
 
   /** Enters the failed state: one log line with the path and the cause, not one per request. */

@@ -34,6 +34,7 @@ export interface Forwarding {
   forwarder: Forwarder;
   queue: DurableQueue;
   exporter: Exporter;
+  /** The forwarder's status; its lastError names the queue file's fault first while the file cannot take writes. */
   status(): ForwarderStatus;
   deadLetters(limit?: number): DeadLetter[];
   deadLetterSummary(): DeadLetterSummary;
@@ -134,7 +135,12 @@ export async function startForwarding(config: ForwardConfig, opts: ForwardingOpt
     forwarder,
     queue,
     exporter,
-    status: () => forwarder.status(),
+    status: () => {
+      const s = forwarder.status();
+      // The queue file refusing writes is the error that matters most: nothing new can be forwarded.
+      const fault = stage.faultMessage();
+      return fault === null ? s : { ...s, lastError: s.lastError === null ? fault : `${fault}; ${s.lastError}` };
+    },
     deadLetters: (limit) => queue.deadLetters(limit),
     deadLetterSummary: () => queue.deadLetterSummary(),
     replayDeadLetters: async () => {

@@ -2,7 +2,8 @@
  * The forwarding queue's disk refusing writes while the store's is healthy: forward.queue.path lives on a tiny
  * tmpfs that is then filled, so SQLite really fails with SQLITE_FULL. hookwatch must say so once in its log naming
  * the queue file, answer 503 naming the forwarding queue (not the store), count the refusals under their own
- * reason, report not ready (a load balancer stops sending), and take writes again once space is back.
+ * reason, report not ready (a load balancer stops sending), show the fault as the destination's last error in
+ * GET /api/v1/forwarding, and take writes again once space is back.
  */
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -11,6 +12,7 @@ import { batchTemplate, stamp } from '../../../bench/lib/batch.ts';
 import { createLogger } from '../../src/telemetry/logger.ts';
 import { postOtlp, startTestService, tempDir, until, type TestService } from '../helpers.ts';
 import { HttpDownstream } from '../support/downstream-recorder.ts';
+import { forwardingStatus } from './forward-support.ts';
 import { sampleValue, scrapeMetrics } from '../support/prometheus-text.ts';
 import { fillFilesystem as fill, mountTmpfs, unmountTmpfs } from '../support/tmpfs.ts';
 
@@ -45,6 +47,8 @@ describe('the forwarding queue cannot write', () => {
     const otlp = service.otlpHttpUrl;
     expect((await postOtlp(otlp, '/v1/logs', stamp(batchTemplate(64, 'protobuf')), headers)).status).toBe(200);
     expect((await readyz(service.httpUrl)).status).toBe(200);
+    const lastError = async (): Promise<string | null | undefined> => (await forwardingStatus(service!.httpUrl)).destinations[0]?.lastError;
+    expect(await lastError()).not.toContain('forwarding queue');
 
     const filler = fill(mount as string);
     const refused = stamp(batchTemplate(512, 'protobuf'));
@@ -68,9 +72,14 @@ describe('the forwarding queue cannot write', () => {
     expect(notReady.status).toBe(503);
     expect(notReady.body.reason).toContain('forwarding queue');
     expect(notReady.body.reason).toContain(queuePath);
+    // The forwarding page says so too, as readiness does, before whatever the destination last answered.
+    const during = await lastError();
+    expect(during?.startsWith(notReady.body.reason as string), String(during)).toBe(true);
+    expect(during).toContain('disk is full');
 
     rmSync(filler);
     await until('ready again', async () => (await readyz(service!.httpUrl)).status === 200);
+    expect(await lastError()).not.toContain('forwarding queue');
     expect((await postOtlp(otlp, '/v1/logs', refused, headers)).status).toBe(200);
     expect(lines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => String(l['msg']).includes('forwarding queue is usable again'))).toHaveLength(1);
   });
