@@ -4,7 +4,7 @@
  * ignored. Wrong types fail with the JSON path of the offending value.
  */
 import type { DecodeBudget} from './model.ts';
-import { DECODED_BYTES, DecodeError, DecodeLimitError, MAX_ANYVALUE_DEPTH, unbounded, type AnyValue, type Attributes, type LogRecord, type LogsRequest, type ScopeLogs } from './model.ts';
+import { DECODED_BYTES, DecodeError, MAX_ANYVALUE_DEPTH, unbounded, type AnyValue, type Attributes, type LogRecord, type LogsRequest, type ScopeLogs } from './model.ts';
 import { jsonStringEnd } from '../json-string.ts';
 import { runToEnd } from '../paced.ts';
 
@@ -149,7 +149,8 @@ export function checkJsonNodes(text: string, budget: DecodeBudget): void {
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (c === 0x7b || c === 0x5b) {
-      if (++nodes > max) throw new DecodeLimitError(budget.maxBytes);
+      // Charged as the nodes it found, and how far into the text: DecodeLimitError.readShare.
+      if (++nodes > max) budget.charge(nodes * DECODED_BYTES.jsonNode, i + 1, text.length);
     } else if (c === 0x22) {
       i = jsonStringEnd(text, i);
       // An unterminated string: JSON.parse refuses the text, and nothing after the quote is a node.

@@ -419,7 +419,7 @@ function readNested(r: Reader): boolean {
       case ARRAY: {
         const t = r.tag();
         if (t >>> 3 === 1) {
-          r.budget.charge(DECODED_BYTES.value);
+          r.budget.charge(DECODED_BYTES.value, r.pos, r.buf.length);
           const outer = enter(r, t & 7, 'ArrayValue.values');
           // A value with no list in it is read here; one with a list goes on as a frame.
           const read = new ValueRead(null);
@@ -439,7 +439,7 @@ function readNested(r: Reader): boolean {
       case KVLIST: {
         const t = r.tag();
         if (t >>> 3 === 1) {
-          r.budget.charge(DECODED_BYTES.value);
+          r.budget.charge(DECODED_BYTES.value, r.pos, r.buf.length);
           const outer = enter(r, t & 7, 'KeyValueList.values');
           const depth = f.depth + 1;
           const map = f.map as Attributes;
@@ -615,7 +615,7 @@ function attributeRest(r: Reader, into: Attributes, outer: number): boolean {
 
 /** An attribute read into `into`: true when a pause came due within it, its rest in r.nested (attributeRest). */
 function attributesInto(r: Reader, wt: number, into: Attributes, what: string): boolean {
-  r.budget.charge(DECODED_BYTES.value);
+  r.budget.charge(DECODED_BYTES.value, r.pos, r.buf.length);
   const outer = enter(r, wt, what);
   if (plainKeyValue(r, into, 0)) {
     leave(r, outer);
@@ -633,7 +633,7 @@ const UNKEPT: Attributes = new Map();
  * plainVarintValue), which cannot be malformed, is passed over without decoding anything.
  */
 function attributeChecked(r: Reader, wt: number, what: string): boolean {
-  r.budget.charge(DECODED_BYTES.value);
+  r.budget.charge(DECODED_BYTES.value, r.pos, r.buf.length);
   const outer = enter(r, wt, what);
   if (plainStringValue(r.buf, r.pos, r.end) !== -1 || plainVarintValue(r.buf, r.pos, r.end) !== -1) {
     r.pos = r.end;
@@ -893,7 +893,7 @@ function scopeLogsInto(r: Reader, out: ScopeLogs): OpenRecord | OpenScope | Read
       const scope = sub(r, wt, 'ScopeLogs.scope');
       if (scopeInto(scope, out)) return { scope };
     } else if (field === 2) {
-      r.budget.charge(DECODED_BYTES.record);
+      r.budget.charge(DECODED_BYTES.record, r.pos, r.buf.length);
       const rec: LogRecord = { timeUnixNano: 0n, observedTimeUnixNano: 0n, eventName: '', body: undefined, attributes: new Map() };
       out.logRecords.push(rec);
       const reader = sub(r, wt, 'ScopeLogs.log_records');
@@ -949,7 +949,7 @@ function* resourceLogs(r: Reader): Generator<void, ResourceLogs, void> {
     const field = tag >>> 3;
     const wt = tag & 7;
     if (field === 2) {
-      r.budget.charge(DECODED_BYTES.record);
+      r.budget.charge(DECODED_BYTES.record, r.pos, r.buf.length);
       out.scopeLogs.push(yield* scopeLogs(sub(r, wt, 'ResourceLogs.scope_logs')));
       continue;
     }
@@ -989,7 +989,7 @@ export function* decodeLogsProtoSteps(body: Uint8Array, budget: DecodeBudget = u
   while (r.pos < r.end) {
     const tag = r.tag();
     if (tag >>> 3 === 1) {
-      r.budget.charge(DECODED_BYTES.record);
+      r.budget.charge(DECODED_BYTES.record, r.pos, r.buf.length);
       req.resourceLogs.push(yield* resourceLogs(sub(r, tag & 7, 'ExportLogsServiceRequest.resource_logs')));
     } else {
       r.skip(tag & 7);

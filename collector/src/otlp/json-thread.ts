@@ -68,7 +68,7 @@ export interface JsonJob {
  */
 export type JsonAnswer =
   | { id: number; bytes: number; fragments: ArrayBuffer[] }
-  | { id: number; failure: { kind: 'decode' | 'limit' | 'other'; message: string; limitBytes?: number } };
+  | { id: number; failure: { kind: 'decode' | 'limit' | 'other'; message: string; limitBytes?: number; readShare?: number } };
 
 /** Log records of a scope: with `scope`, the first of a new ScopeLogs; without, more of the one before. */
 export interface RecordsPiece {
@@ -168,8 +168,8 @@ export class JsonThread {
       this.next();
     });
     if (!('failure' in answer)) return answer;
-    const { kind, message, limitBytes } = answer.failure;
-    if (kind === 'limit') throw new DecodeLimitError(limitBytes ?? maxBytes);
+    const { kind, message, limitBytes, readShare } = answer.failure;
+    if (kind === 'limit') throw new DecodeLimitError(limitBytes ?? maxBytes, readShare);
     throw kind === 'decode' ? new DecodeError(message) : new Error(message);
   }
 

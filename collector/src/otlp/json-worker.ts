@@ -56,7 +56,7 @@ function answer(job: JsonJob): { answer: JsonAnswer; transfer: ArrayBuffer[] } {
     const parts = fragments(decodeLogsJson(text, budget));
     return { answer: { id: job.id, bytes: budget.bytes, fragments: parts }, transfer: parts };
   } catch (err) {
-    if (err instanceof DecodeLimitError) return { answer: { id: job.id, failure: { kind: 'limit', message: err.message, limitBytes: err.limitBytes } }, transfer: [] };
+    if (err instanceof DecodeLimitError) return { answer: { id: job.id, failure: { kind: 'limit', message: err.message, limitBytes: err.limitBytes, ...(err.readShare === undefined ? {} : { readShare: err.readShare }) } }, transfer: [] };
     const kind = err instanceof DecodeError ? 'decode' : 'other';
     return { answer: { id: job.id, failure: { kind, message: (err as Error).message ?? String(err) } }, transfer: [] };
   }

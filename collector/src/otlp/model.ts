@@ -59,9 +59,12 @@ export const DECODED_BYTES = { record: 256, value: 64, jsonNode: 64 } as const;
 export class DecodeLimitError extends Error {
   override name = 'DecodeLimitError';
   readonly limitBytes: number;
-  constructor(limitBytes: number) {
+  /** The share (0-1] of the input read when the limit was hit, when the decoder knows it. */
+  readonly readShare: number | undefined;
+  constructor(limitBytes: number, readShare?: number) {
     super(`the request decodes to more than ${limitBytes} bytes in memory`);
     this.limitBytes = limitBytes;
+    this.readShare = readShare;
   }
 }
 
@@ -87,9 +90,10 @@ export class DecodeBudget {
     return true;
   }
 
-  charge(bytes: number): void {
+  /** Counts `bytes` more; `at` of `of`: how far into its input the decoder is (DecodeLimitError.readShare). */
+  charge(bytes: number, at?: number, of?: number): void {
     this.bytes += bytes;
-    if (this.bytes > this.maxBytes) throw new DecodeLimitError(this.maxBytes);
+    if (this.bytes > this.maxBytes) throw new DecodeLimitError(this.maxBytes, at !== undefined && of ? Math.max(at, 1) / of : undefined);
   }
 }
 

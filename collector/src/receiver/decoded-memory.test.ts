@@ -2,8 +2,9 @@
  * A request is bounded by what it decodes to, not only by its bytes: a protobuf log record can be two bytes on
  * the wire and hundreds in memory, so a small body of empty records once took gigabytes. Against a running
  * hookwatch with otlp.maxInflightBytes 8 MiB (one request may decode to 4 MiB): too much for one request is 413 /
- * RESOURCE_EXHAUSTED on both ports, too much while other requests hold the budget is 503 with Retry-After, and a
- * normal batch is still taken.
+ * RESOURCE_EXHAUSTED on both ports, too much while other requests hold the budget is 503 with Retry-After (413
+ * when what it decoded so far says the whole would be too much for one request anyway), and a normal batch is
+ * still taken.
  */
 import { request, type ClientRequest } from 'node:http';
 import { Client, Metadata, credentials, status as GrpcStatus, type ServiceError } from '@grpc/grpc-js';
@@ -105,6 +106,24 @@ describe('what a request decodes to is bounded', () => {
     await new Promise((r) => setTimeout(r, 300));
     const free = await postOtlp(service.otlpHttpUrl, '/v1/logs', body, protobuf);
     expect(free.status).toBe(200);
+  });
+
+  it('answers 413, not 503, to a body that could never fit while other requests hold the budget', async () => {
+    // The 20,000 records decode to more than one request's 4 MiB: refused as soon as the part decoded within the
+    // 2.3 MiB left says so, for good, not to be retried.
+    const held = [heldUpload(2_000_000), heldUpload(2_000_000), heldUpload(2_000_000)];
+    try {
+      await new Promise((r) => setTimeout(r, 300));
+      const res = await postOtlp(service.otlpHttpUrl, '/v1/logs', emptyRecordsProto(20_000), protobuf);
+      expect(res.status).toBe(413);
+      expect(res.headers.get('retry-after')).toBeNull();
+      expect(res.body.toString()).toMatch(/decodes to more than 4194304 bytes in memory.*send smaller batches/);
+      // A body of JSON nodes alone, counted as it is read, the same.
+      const tree = await postOtlp(service.otlpHttpUrl, '/v1/logs', `{"resourceLogs":[],"x":[${Array(100_000).fill('[]').join(',')}]}`, json);
+      expect(tree.status).toBe(413);
+    } finally {
+      for (const r of held) r.destroy();
+    }
   });
 
   it('still takes the real client\'s batches, and gives the budget back after each request', async () => {

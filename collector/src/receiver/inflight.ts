@@ -127,7 +127,8 @@ export class InflightAccount {
  * Runs a decode (`steps`) bounded by what the process has left of otlp.maxInflightBytes, charging what the
  * decoded request holds to the request's account, so a body of tiny records (two bytes each on the wire,
  * hundreds in memory) is bounded like a large body. One request may decode to at most half of the budget (past
- * it: 413, the client must send smaller batches); when other requests hold the rest, 503 with Retry-After.
+ * it: 413, the client must send smaller batches); when other requests hold the rest, 503 with Retry-After, unless
+ * the part decoded already, scaled to the whole body, says it would pass that half anyway (413).
  * A large request is decoded in slices with the event loop served between them (paced.ts); what it holds so far
  * is charged at each pause, so requests decoded meanwhile see it taken.
  */
@@ -144,7 +145,9 @@ export async function decodeWithin<T>(account: InflightAccount, budget: Inflight
     decoded = await runPaced(steps(bound), charge);
   } catch (err) {
     if (!(err instanceof DecodeLimitError)) throw err;
-    if (bound.maxBytes < perRequest) {
+    // Bound by what other requests leave: 503, unless what was decoded so far, over the share of the body read,
+    // is more than one request may decode to (a batch that will never fit is not to be retried).
+    if (bound.maxBytes < perRequest && !(err.readShare !== undefined && bound.bytes > perRequest * err.readShare)) {
       budget.refused();
       throw heldError(budget.limitBytes);
     }
