@@ -92,8 +92,8 @@ export class ForwardingStage implements PassThroughConsumer {
 
   /**
    * Readiness: throws, naming forward.queue.path and the cause, while the queue file cannot take writes. Each call
-   * then tries a write as large as the body refused (its disk full: once there is room for it), and clears the
-   * fault when it goes through: a load balancer sends nothing to a replica not ready, so no request would.
+   * then checks for room for the largest body refused and tries a small write (DurableQueue.probeWrite), and clears
+   * the fault when both go through: a load balancer sends nothing to a replica not ready, so no request would.
    */
   ping(): void {
     const fault = this.fault;

@@ -3,7 +3,7 @@
  * (the stage next door) whose answers the test scripts.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
@@ -38,6 +38,15 @@ function open(path?: string, maxBytes = 1000, deadLetterMaxBytes?: number): Dura
 }
 
 describe('DurableQueue', () => {
+  it('probes for room for a body by reading its file system, not by writing the body: a 20 MiB probe writes no 20 MiB', () => {
+    const q = open();
+    const walBefore = statSync(`${q.path}-wal`).size;
+    q.probeWrite(20 * 1024 * 1024);
+    expect(statSync(`${q.path}-wal`).size - walBefore).toBeLessThan(1024 * 1024);
+    // Past any file system's room (and past SQLite's largest blob): said in words, not "string or blob too big".
+    expect(() => q.probeWrite(Number.MAX_SAFE_INTEGER)).toThrow(/bytes do not fit on its file system \(\d+ bytes free\)/);
+  });
+
   it('replays dead letters oldest first, only as many as the queue has room for', async () => {
     const q = open(undefined, 25);
     for (let i = 0; i < 3; i++) await q.deadLetter([await q.enqueue('logs', 'json', Buffer.from(`dead-${i}-xx`), i)], 10 + i, 400, 'bad');

@@ -15,6 +15,8 @@
  * One process uses a queue file at a time (`<path>.lock`, process-lock.ts): a second would forward the same
  * requests again, and its open-time cleanup would take the chunks of a body the first is writing.
  */
+import { statfsSync } from 'node:fs';
+import { dirname } from 'node:path';
 import type { DatabaseSync, StatementSync } from 'node:sqlite';
 import { inTransaction, openSqlite } from '../store/sqlite/database.ts';
 import { lockSqliteFile, type LockedFile, type StoreLock } from '../store/sqlite/process-lock.ts';
@@ -96,6 +98,9 @@ const QUEUE_FILE: LockedFile = {
  * before the mark, in a format this release reads; one of a later format is refused at open, not misread.
  */
 export const QUEUE_FORMAT = 1;
+
+/** The most a readiness probe of a queue file that could not take writes writes to it (probeWrite). */
+const PROBE_WRITE_BYTES = 64 * 1024;
 
 /** The queue refused a request because it is full. */
 export class QueueFullError extends Error {
@@ -334,13 +339,18 @@ export class DurableQueue {
   }
 
   /**
-   * Commits a write that leaves nothing behind, `bytes` long (a row written and removed in one transaction): throws
-   * while the file cannot take one of that size (a full disk, a read-only file, an I/O error).
+   * Throws while the file cannot take a body `bytes` long: its file system has less room than that (a full disk),
+   * or a small write that leaves nothing behind (a row written and removed in one transaction) fails (a read-only
+   * file, an I/O error). The room is read, not written: a write of the whole body would hold the event loop, and
+   * past SQLite's largest blob never succeed.
    */
   probeWrite(bytes: number): void {
+    const fs = statfsSync(dirname(this.path));
+    const room = fs.bavail * fs.bsize;
+    if (room < bytes) throw new Error(`${bytes} bytes do not fit on its file system (${room} bytes free)`);
     inTransaction(this.db, () => {
       // Removed in the same commit, its pages overwritten (secure_delete): written to the file all the same.
-      this.db.prepare("INSERT INTO counters (name, value) VALUES ('write_probe', zeroblob(?))").run(bytes);
+      this.db.prepare("INSERT INTO counters (name, value) VALUES ('write_probe', zeroblob(?))").run(Math.min(bytes, PROBE_WRITE_BYTES));
       this.db.prepare("DELETE FROM counters WHERE name = 'write_probe'").run();
     });
   }
