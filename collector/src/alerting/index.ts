@@ -233,8 +233,9 @@ export async function startAlerting(opts: AlertingOptions): Promise<Alerting> {
         await exportStep('alert event export', () => events.shutdown().catch((err: unknown) => {
           logger.warn('alert event export did not flush', { err });
         }), () => events.cut?.());
-        await stateStore.close();
+        // Before the store closes: a close that fails (the store these failures are about) must not lose them.
         attemptWriteFailures.flush();
+        await stateStore.close();
       })();
       return stopping;
     },
