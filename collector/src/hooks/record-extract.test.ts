@@ -5,7 +5,7 @@ import type { AnyValue, LogRecord, LogsRequest } from '../otlp/model.ts';
 import { extractHookEvents } from './extract.ts';
 import { extractGuardTrims, guardTrimCollector, guardTrimExtract } from './guard-trim.ts';
 import { extractRecords } from './record-extract.ts';
-import { FINDING_EVENT_NAME, extractTranscriptFindings, findingCollector, findingExtract } from './transcript-findings.ts';
+import { FINDING_EVENT_NAME, extractTranscriptFindings, findingCollector, findingExtract, findingExtractSteps } from './transcript-findings.ts';
 
 const record = (name: string): LogRecord => ({ timeUnixNano: 0n, observedTimeUnixNano: 0n, eventName: name, body: undefined, attributes: new Map() });
 const request = (...scopes: string[][]): LogsRequest => ({
@@ -69,5 +69,46 @@ describe('kinds sharing the hook events\' walk', () => {
     expect(g.trims.map((r) => r.sentChars)).toEqual([12000]);
     expect(g.problems).toHaveLength(1);
     expect(g.problems[0]).toMatch(/^resourceLogs\[0\]\.scopeLogs\[0\]\.logRecords\[1\]: sent_chars /);
+  });
+});
+
+describe('findingExtractSteps', () => {
+  const at = (attrs: Record<string, string>): LogRecord => ({ timeUnixNano: 0n, observedTimeUnixNano: 0n, eventName: '', body: undefined, attributes: new Map<string, AnyValue>(Object.entries(attrs)) });
+  const findings = (commands: (i: number) => string, n: number): LogsRequest => ({
+    resourceLogs: [{
+      resource: new Map(),
+      scopeLogs: [{
+        scope: { name: '', version: '' },
+        logRecords: Array.from({ length: n }, (_, i) => at({ 'event.name': FINDING_EVENT_NAME, 'hookwatch.finding.id': `f-${i}`, 'hookwatch.finding.kind': 'run', hook_event: 'Stop', hook_command: commands(i) })),
+      }],
+    }],
+  });
+
+  it('redacts the commands of thousands of findings in slices, the event loop served between them, to what a walk straight through gives', () => {
+    // Commands of 2,304 characters each that redaction reads whole (milliseconds each): one slice for them all
+    // would hold the process for seconds.
+    const req = findings((i) => `${i} ${'-token'.repeat(400)}`.slice(0, 2304) + ' --api-key s3cr3t', 1500);
+    const collector = findingCollector(() => 42_000);
+    for (const [k, rec] of req.resourceLogs[0]!.scopeLogs[0]!.logRecords.entries()) collector.visit(rec, 0, 0, k);
+    const steps = findingExtractSteps(collector.out);
+    let pauses = 0;
+    let s = steps.next();
+    while (!s.done) {
+      pauses++;
+      s = steps.next();
+    }
+    expect(pauses).toBeGreaterThan(10);
+    expect(s.value).toEqual(extractTranscriptFindings(req, () => 42_000));
+    expect(s.value.findings.every((f) => !f.command.includes('s3cr3t'))).toBe(true);
+  });
+
+  it('redacts a command that thousands of findings share once, in one slice', () => {
+    const collector = findingCollector(() => 42_000);
+    const req = findings(() => 'curl -H "Authorization: token ghp_abcdefghijklmnop1234" https://example.com', 5000);
+    for (const [k, rec] of req.resourceLogs[0]!.scopeLogs[0]!.logRecords.entries()) collector.visit(rec, 0, 0, k);
+    const steps = findingExtractSteps(collector.out);
+    const s = steps.next();
+    expect(s.done).toBe(true);
+    expect(new Set(s.value!.findings.map((f) => f.command))).toEqual(new Set(['curl -H "Authorization: token [redacted]" https://example.com']));
   });
 });

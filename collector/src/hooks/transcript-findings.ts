@@ -7,6 +7,7 @@
 import type { AnyValue, LogRecord, LogsRequest } from '../otlp/model.ts';
 import { hookId, recordTime } from './extract.ts';
 import { redactCommand } from './redact-command.ts';
+import { runToEnd } from '../paced.ts';
 import { RecordCollector, collect, type RecordExtract } from './record-extract.ts';
 
 /** The event name (attribute event.name and body) of a transcript finding. */
@@ -81,10 +82,36 @@ export function findingCollector(now: () => number = Date.now): RecordCollector<
   return new RecordCollector(isTranscriptFinding, (rec) => toFinding(rec, now), (err): err is Error => err instanceof FindingProblem);
 }
 
-/** What a findingCollector took. */
-export function findingExtract({ items, rejected, problems }: RecordExtract<TranscriptFinding>): FindingExtract {
+/** What a findingCollector took, its commands as stored (storedCommand). */
+export function findingExtract(taken: RecordExtract<TranscriptFinding>): FindingExtract {
+  return runToEnd(findingExtractSteps(taken));
+}
+
+/**
+ * findingExtract in slices of at most REDACT_SLICE_MS: redacting a command costs up to milliseconds (linear in the
+ * MAX_COMMAND + COMMAND_MARGIN characters read), and one request may carry thousands of findings, each with a
+ * command of its own. Each distinct command is redacted once.
+ */
+export function* findingExtractSteps({ items, rejected, problems }: RecordExtract<TranscriptFinding>): Generator<void, FindingExtract, void> {
+  const stored = new Map<string, string>();
+  let sliceFrom = performance.now();
+  for (const finding of items) {
+    let command = stored.get(finding.command);
+    if (command === undefined) {
+      if (performance.now() - sliceFrom > REDACT_SLICE_MS) {
+        yield;
+        sliceFrom = performance.now();
+      }
+      command = storedCommand(finding.command);
+      stored.set(finding.command, command);
+    }
+    finding.command = command;
+  }
   return { findings: items, rejected, problems };
 }
+
+/** The longest a slice of findingExtractSteps runs before the event loop is served. */
+const REDACT_SLICE_MS = 10;
 
 /** The findings of a request; a record that cannot be used is rejected on its own with a reason. */
 export function extractTranscriptFindings(req: LogsRequest, now: () => number = Date.now): FindingExtract {
@@ -131,7 +158,8 @@ function toFinding(rec: LogRecord, now: () => number): TranscriptFinding {
   const timeMs = recordTime(rec, get(FINDING_ATTRIBUTES.timestamp, 64, false), now);
   return {
     id, ...(previousId === '' ? {} : { previousId }), kind: kind as TranscriptFinding['kind'], hookId: hookId(hookEvent, hookName), hookEvent, hookName,
-    command: storedCommand(get(FINDING_ATTRIBUTES.command, MAX_COMMAND + COMMAND_MARGIN + 1, false)), sessionId: get(FINDING_ATTRIBUTES.session, MAX_NAME, false),
+    // As read; findingExtractSteps makes it the command stored, off this walk over the records.
+    command: get(FINDING_ATTRIBUTES.command, MAX_COMMAND + COMMAND_MARGIN + 1, false), sessionId: get(FINDING_ATTRIBUTES.session, MAX_NAME, false),
     timeMs, field, outcome, chars,
   };
 }

@@ -6,7 +6,7 @@ import { GUARD_TRIM_EVENT } from '../../../shared/src/guard-trims.ts';
 import { HOOK_EVENT_NAMES, extractHookEventsSteps } from '../hooks/extract.ts';
 import type { HookEvent } from '../hooks/model.ts';
 import { runPaced } from '../paced.ts';
-import { FINDING_EVENT_NAME, findingCollector, findingExtract } from '../hooks/transcript-findings.ts';
+import { FINDING_EVENT_NAME, findingCollector, findingExtractSteps } from '../hooks/transcript-findings.ts';
 import { guardTrimCollector, guardTrimExtract } from '../hooks/guard-trim.ts';
 import type { LogsRequest } from '../otlp/model.ts';
 import type { Store } from '../store/store.ts';
@@ -139,7 +139,7 @@ export class HookIngest implements LogsConsumer {
       ...(this.opts.maxFutureSkewMs !== undefined ? { maxFutureSkewMs: this.opts.maxFutureSkewMs } : {}),
       ...(this.opts.now ? { now: this.opts.now } : {}),
     }));
-    const t = findingExtract(findings.out);
+    const t = await runPaced(findingExtractSteps(findings.out));
     const guard = guardTrimExtract(trims.out);
     if (!this.counted.has(raw)) {
       this.counted.add(raw);
