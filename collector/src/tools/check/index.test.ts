@@ -12,6 +12,7 @@ import { captureIO } from '../../../test/support/capture-io.ts';
 import { HOOKWATCH_BIN as BIN, outputOf, runHookwatch, type ProcessOutput } from '../../../test/support/hookwatch-process.ts';
 import { hookwatchThroughNpm, PACKAGE_ROOT, shellPath } from '../../../test/support/npm-run.ts';
 import { alive, waitFor } from '../../../test/support/processes.ts';
+import { groupRuns } from '../common/processes.ts';
 import { defaultGuardPrefix, wrapCommand } from '../guard/install.ts';
 import { runCheck } from './index.ts';
 import { matcherSelects } from './hook-input.ts';
@@ -51,27 +52,19 @@ afterAll(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-/** The pid a hook wrote to `file` once started. */
+/** The pid a hook wrote to `file` once started; throws when none is there within 20 s, far longer than a start takes. */
 async function pidFrom(file: string): Promise<number> {
   let pid = NaN;
-  while (Number.isNaN(pid)) {
-    await new Promise((resolve) => setTimeout(resolve, 50));
+  await waitFor(async () => {
     pid = Number.parseInt(await readFile(file, 'utf8').catch(() => ''), 10);
-  }
+    return !Number.isNaN(pid);
+  }, { what: `a pid in ${file}`, withinMs: 20_000 });
   return pid;
 }
 
 /** Resolves once the process group `pid` leads (a hook's shell and what it started) is gone, not left running on its own. */
 async function groupGone(pid: number): Promise<void> {
-  const alive = (): boolean => {
-    try {
-      process.kill(-pid, 0);
-      return true;
-    } catch {
-      return false;
-    }
-  };
-  while (alive()) await new Promise((resolve) => setTimeout(resolve, 50));
+  await waitFor(async () => !groupRuns(pid), { what: `process group ${pid} gone`, withinMs: 20_000 });
 }
 
 /** Writes an executable hook script into the temp dir and returns its path. */
