@@ -11,6 +11,7 @@ import { h, replace, type Attrs, type Child } from './dom.ts';
 import { ago, inputDateTime, setTimeZone, timeOfDaySeconds, timeZone, timeZoneLabel, type TimeZoneChoice } from './format.ts';
 import type { Page, PageContext, PageFactory } from './page.ts';
 import { alertsPage } from './pages/alerts.ts';
+import { stateNote } from './pages/alerts-state.ts';
 import { forwardingPage } from './pages/forwarding.ts';
 import { hookPage } from './pages/hook.ts';
 import { overviewPage } from './pages/overview.ts';
@@ -327,12 +328,15 @@ export function start(root: HTMLElement): Dashboard {
   const current = (): ViewState => readState(location);
 
   /**
-   * What the header says of a range or refresh interval of the URL the page does not take (ignoredViewNote): kept
-   * as the URL changes in place (an interval picked), gone once what it names is replaced.
+   * What the header says of a range or refresh interval of the URL the page does not take (ignoredViewNote), or of
+   * an alert state that is not one (stateNote): kept as the URL changes in place (an interval picked), gone once
+   * what it names is replaced.
    */
   const ignoredNote = h('p', { class: 'filters muted small', id: 'url-ignored', hidden: true });
   function drawIgnored(): void {
-    const note = ignoredViewNote(current().params);
+    const { params, route } = current();
+    const notes = [ignoredViewNote(params), route.page === 'alerts' ? stateNote(params) : null].filter((n) => n !== null);
+    const note = notes.length ? notes.join(' ') : null;
     ignoredNote.hidden = note === null;
     if (ignoredNote.textContent !== (note ?? '')) ignoredNote.textContent = note ?? '';
   }

@@ -367,6 +367,21 @@ describe('alerts page', () => {
     expect(await p.$$('section.alert-group[data-state="firing"]')).toHaveLength(0);
   });
 
+  it('shows all states, and says why, for a state in the link that is not one', async () => {
+    const { page: p } = await page();
+    await p.goto(`${svc.httpUrl}/alerts?state=Firing`);
+    await waitLoaded(p);
+    expect(((await p.textContent('#url-ignored')) ?? '').replace(/[\u2068\u2069]/g, '')).toBe('state=Firing in the link is not a state (firing, pending, resolved): it shows all states.');
+    expect(await p.inputValue('#alert-state')).toBe('');
+    expect(await p.locator('section.alert-group[data-state="firing"] article.alert').count()).toBeGreaterThan(0);
+    expect(await p.locator('#alerts-list').textContent()).not.toContain('No Firing alerts');
+    // A state picked replaces it: the note goes.
+    await p.selectOption('#alert-state', 'firing');
+    await p.waitForURL(/state=firing/);
+    await waitLoaded(p, 2);
+    expect(await p.locator('#url-ignored').isVisible()).toBe(false);
+  });
+
   it('says alerting is not available when the alerts API is missing', async () => {
     const app = express();
     app.get('/api/v1/dimensions', (_req, res) => void res.json({ dimensions: ['service.version', 'user.id'] }));

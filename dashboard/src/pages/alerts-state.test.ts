@@ -6,7 +6,7 @@ import { keptParams, readState } from '../state.ts';
 import { NEAR, NOW, OVER, alert } from '../testdata/api-responses.ts';
 import {
   alertSubject, alertsView, attemptRows, cardView, clockOffset, hookFilter, hookFilterName, hookFilterUrl, hookMatchers, linkMatchers, linkedAlertText, matcherText, rangeBounds, silencePrompt, silenceRequest, silenceRows,
-  silencedText, supersededBy,
+  silencedText, stateNote, supersededBy,
 } from './alerts-state.ts';
 import { silenceQuery } from '../../../shared/src/silence-link.ts';
 
@@ -81,6 +81,15 @@ describe('which alerts the page lists', () => {
     expect(v.groups.map((g) => g.state)).toEqual(['pending']);
     expect(alertsView(response({ alerts: [firing] }), at('/alerts?state=resolved&range=7d'), NOW).empty).toBe('No resolved alerts in the last 7 days.');
     expect(alertsView(response({ alerts: [] }), at('/alerts'), NOW).empty).toMatch(/^Nothing was pending, firing or resolved in the last 24 hours\./);
+  });
+
+  it('shows all states for a state in the link that is not one, and says so', () => {
+    for (const bad of ['Firing', 'weird']) {
+      const v = alertsView(response({ alerts: [firing] }), at(`/alerts?state=${bad}`), NOW);
+      expect(v.groups.map((g) => g.state)).toEqual(['firing']);
+      expect(stateNote(new URLSearchParams({ state: bad }))).toBe(`state=\u2068${bad}\u2069 in the link is not a state (firing, pending, resolved): it shows all states.`);
+    }
+    for (const ok of ['', 'state=', 'state=firing']) expect(stateNote(new URLSearchParams(ok))).toBeNull();
   });
 
   it('filters by hook, named as its alerts name it, and says what it did not find of it', () => {

@@ -96,9 +96,20 @@ export function rangeBounds(range: Range, nowMs: number): [number, number] {
   return [nowMs - span, nowMs];
 }
 
-/** The state filter of the URL (`state=`), or null for all states. */
-export function stateFilter(params: URLSearchParams): string | null {
-  return params.get('state');
+/** The state filter of the URL (`state=`), or null for all states: with none, or one that is not a state (stateNote). */
+export function stateFilter(params: URLSearchParams): AlertState | null {
+  const given = params.get('state');
+  return STATES.find((s) => s === given) ?? null;
+}
+
+/**
+ * What the header says of a `state=` of the URL that is not a state (`state=Firing`), as of a range it does not
+ * take, and that the page shows all states instead; null when the URL has none such. The value is isolated.
+ */
+export function stateNote(params: URLSearchParams): string | null {
+  const given = params.get('state');
+  if (given === null || given === '' || stateFilter(params) !== null) return null;
+  return `state=${isolated(given)} in the link is not a state (${STATES.join(', ')}): it shows all states.`;
 }
 
 /** The hook filter of the URL (`hook=`, a hook id), or null for every hook's alerts. */
