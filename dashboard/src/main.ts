@@ -16,7 +16,7 @@ import { forwardingPage } from './pages/forwarding.ts';
 import { hookPage } from './pages/hook.ts';
 import { overviewPage } from './pages/overview.ts';
 import {
-  BUILD_RECHECK_MS, REFRESH_CHOICES, THEME_LABEL, UPDATE_AGAIN_NOTICE, UPDATE_NOTICE, addFilter, customFieldBounds, customRangeFrom, customRunChoices, failureNote, firingBadge, firingUnknown, filtersApply, filtersUrl, ignoredViewNote, isPlainClick, keptViewFor, keptViewText, nextTheme, notFilteredNote, notFoundView,
+  BUILD_RECHECK_MS, REFRESH_CHOICES, THEME_LABEL, UPDATE_AGAIN_NOTICE, UPDATE_NOTICE, addFilter, customFieldBounds, customRangeFrom, customRunChoices, failureNote, filterProblem, firingBadge, firingUnknown, filtersApply, filtersUrl, ignoredViewNote, isPlainClick, keptViewFor, keptViewText, nextTheme, notFilteredNote, notFoundView,
   rangeUrl, refreshParam, refreshView, refusedRequest, reloadHeldUntil, reloadedText, removeFilter, retryDelay, selfReloadDue, signInReloadFrom, signedOutNote, toggledRefresh, updatedText, withRefresh, zoneChoice, type CustomField, type FiringBadge, type KeptView, type RunChoice,
 } from './shell-state.ts';
 import { HOOK_PARAM, RANGE_PRESETS, buildUrl, keptParams, rangeLabel, readState, refreshMs, shownValue, type ViewState } from './state.ts';
@@ -643,7 +643,7 @@ export function start(root: HTMLElement): Dashboard {
       return note === null ? null : h('p', { class: 'filters muted small', id: 'filters-not-applied' }, note);
     }
     const select = h('select', { id: 'filter-dimension', 'aria-label': 'Filter dimension' });
-    const input = h('input', { id: 'filter-value', type: 'text', placeholder: 'value', 'aria-label': 'Filter value', maxlength: 512 });
+    const input = h('input', { id: 'filter-value', type: 'text', placeholder: 'value', 'aria-label': 'Filter value', 'aria-describedby': 'filter-problem', maxlength: 512 });
     // "(not set)": the events without the dimension or with it empty, which no typed value can name.
     const notSet = h('input', { id: 'filter-not-set', type: 'checkbox', onchange: () => void (input.disabled = notSet.checked) });
     void dimensions().then((dims) => {
@@ -651,12 +651,14 @@ export function start(root: HTMLElement): Dashboard {
     });
     const chips = Object.entries(state.filters).map(([k, v]) => h('span', { class: 'chip' }, `${k} = ${shownValue(v)}`,
       h('button', { type: 'button', class: 'chip-remove', 'aria-label': `Remove filter ${k}`, onclick: () => navigate(filtersUrl(current(), removeFilter(state.filters, k))) }, '×')));
+    const problem = h('span', { class: 'form-error', id: 'filter-problem', role: 'status' });
     return h('div', { class: 'filters' },
       h('form', { class: 'filter-form', onsubmit: (ev: Event) => {
         ev.preventDefault();
         const next = addFilter(state.filters, select.value, input.value, notSet.checked);
+        problem.textContent = filterProblem(select.value, input.value, notSet.checked) ?? '';
         if (next) navigate(filtersUrl(current(), next));
-      } }, select, input, h('label', { class: 'not-set', title: 'Events without this dimension, or with it empty' }, notSet, '(not set)'), h('button', { type: 'submit' }, 'Add filter')),
+      } }, select, input, h('label', { class: 'not-set', title: 'Events without this dimension, or with it empty' }, notSet, '(not set)'), h('button', { type: 'submit' }, 'Add filter'), problem),
       ...chips,
     );
   }

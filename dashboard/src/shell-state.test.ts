@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { inputDateTime, setTimeZone } from './format.ts';
 import { alert } from './testdata/api-responses.ts';
 import {
-  IDLE_RELOAD_MS, MAX_RETRY_AFTER_MS, MAX_RETRY_MS, UPDATE_AGAIN_NOTICE, UPDATE_NOTICE, addFilter, customFieldBounds, firingBadge, firingUnknown, customRangeFrom, customRunChoices, failureNote, filtersApply, ignoredViewNote, filtersUrl, isPlainClick, keptViewFor, keptViewText, nextTheme, notFilteredNote, notFoundView, rangeUrl, refreshParam, refreshView,
+  IDLE_RELOAD_MS, MAX_RETRY_AFTER_MS, MAX_RETRY_MS, UPDATE_AGAIN_NOTICE, UPDATE_NOTICE, addFilter, customFieldBounds, firingBadge, firingUnknown, customRangeFrom, customRunChoices, failureNote, filterProblem, filtersApply, ignoredViewNote, filtersUrl, isPlainClick, keptViewFor, keptViewText, nextTheme, notFilteredNote, notFoundView, rangeUrl, refreshParam, refreshView,
   RELOAD_AGAIN_MS, reloadHeldUntil, reloadedBuilds, reloadedText, removeFilter, retryDelay, selfReloadDue, signInReloadFrom, signedOutNote, toggledRefresh, updatedText, withRefresh, zoneChoice,
 } from './shell-state.ts';
 import { readState } from './state.ts';
@@ -168,6 +168,13 @@ describe('range and filters', () => {
     expect(addFilter(s.filters, 'team', '', true)).toEqual({ team: '' });
     expect(addFilter(s.filters, 'team', 'infra', true)).toEqual({ team: '' });
     expect(addFilter(s.filters, '', 'x')).toBeNull();
+    // A space copied along with the value is not part of it; spaces alone are no value.
+    expect(addFilter(s.filters, 'team', ' data ')).toEqual({ team: 'data' });
+    expect(addFilter(s.filters, 'team', '   ')).toBeNull();
+    expect(filterProblem('team', '   ')).toBe('Spaces alone are no value: type one, or tick (not set) for the events without one.');
+    expect(filterProblem('team', '')).toBe('No value: type one, or tick (not set) for the events without one.');
+    expect(filterProblem('', 'x')).toBe('Choose a dimension to filter by.');
+    expect([filterProblem('team', ' data'), filterProblem('team', '  ', true)]).toEqual([null, null]);
     expect(removeFilter(s.filters, 'team')).toEqual({});
     expect(s.filters).toEqual({ team: 'platform' });
     expect(filtersUrl(s, removeFilter(s.filters, 'team'))).toBe('/?range=7d&sort=name');

@@ -368,12 +368,23 @@ export function notFilteredNote(filters: Record<string, string>, ownFilter = fal
 }
 
 /**
- * The filters with one more (or a changed) dimension; null when the form is not filled in. `notSet`: the events
- * without the dimension or with it empty, as a breakdown's "(not set)" row (the filter on the empty value).
+ * Why the filter form adds nothing as filled in: no dimension chosen, or no value (white space is none: "(not set)"
+ * names the empty value); null when it adds a filter.
+ */
+export function filterProblem(dimension: string, value: string, notSet = false): string | null {
+  if (!dimension) return 'Choose a dimension to filter by.';
+  if (notSet || value.trim()) return null;
+  return `${value ? 'Spaces alone are no value' : 'No value'}: type one, or tick (not set) for the events without one.`;
+}
+
+/**
+ * The filters with one more (or a changed) dimension; null when the form is not filled in (filterProblem). The value
+ * typed is trimmed: a space copied along with it would match nothing and read as the value it is not. `notSet`: the
+ * events without the dimension or with it empty, as a breakdown's "(not set)" row (the filter on the empty value).
  */
 export function addFilter(filters: Record<string, string>, dimension: string, value: string, notSet = false): Record<string, string> | null {
-  if (!dimension || (!value && !notSet)) return null;
-  return { ...filters, [dimension]: notSet ? '' : value };
+  if (filterProblem(dimension, value, notSet) !== null) return null;
+  return { ...filters, [dimension]: notSet ? '' : value.trim() };
 }
 
 /** The filters without one dimension. */

@@ -30,6 +30,9 @@ describe('view state in the URL', () => {
     expect(at(url).filters).toEqual(s.filters);
     expect(filterList(s.filters)).toBe('team = (not set), user.id = \u2068alice\u2069');
     expect([shownValue(''), shownValue('platform')]).toEqual(['(not set)', 'platform']);
+    // A value starting or ending with white space is quoted: "data " does not read as "data".
+    expect([shownValue('data '), shownValue('  '), shownValue('a b')]).toEqual(['"data "', '"  "', 'a b']);
+    expect(filterList({ team: 'data ' })).toBe('team = \u2068"data "\u2069');
   });
 
   it('keeps a custom range as absolute times and refuses a backwards one', () => {

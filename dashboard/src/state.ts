@@ -70,17 +70,22 @@ export function rangeQuery(range: Range): { from: string; to: string } {
 /** What the dashboard calls a dimension's empty value: the events without the attribute (or with it empty). */
 const NOT_SET = '(not set)';
 
-/** A dimension's value as the dashboard shows it: the empty value named NOT_SET, never shown as nothing. */
+/**
+ * A dimension's value as the dashboard shows it: the empty value named NOT_SET, never shown as nothing; one that
+ * starts or ends with white space quoted, so "data " does not read as "data", which it does not match.
+ */
 export function shownValue(value: string): string {
-  return value === '' ? NOT_SET : value;
+  if (value === '') return NOT_SET;
+  return value.trim() === value ? value : JSON.stringify(value);
 }
 
 /**
- * The filters as people read them: "team = a, user.id = b", "team = (not set)"; '' with none. Each value isolated:
+ * The filters as people read them: "team = a, user.id = b", "team = (not set)"; '' with none. Each value shown
+ * (shownValue) and isolated:
  * a client's string with a right-to-left override reorders nothing after it in the sentence.
  */
 export function filterList(filters: Record<string, string>): string {
-  return Object.entries(filters).map(([k, v]) => `${k} = ${v === '' ? NOT_SET : isolated(v)}`).join(', ');
+  return Object.entries(filters).map(([k, v]) => `${k} = ${v === '' ? NOT_SET : isolated(shownValue(v))}`).join(', ');
 }
 
 /** Range plus filters, as API query parameters. */

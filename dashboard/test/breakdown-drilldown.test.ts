@@ -110,6 +110,33 @@ describe('a breakdown row', () => {
     expect(await keyFigures(p)).toEqual(rows[0]?.figures);
   });
 
+  it('trims a value typed with a stray space, says why spaces alone add nothing, and quotes a link\'s value that has one', async () => {
+    const id = await fx.hookId(HOOK);
+    const { page: p } = await fx.page({ width: 1440 });
+    await p.goto(`${fx.svc().httpUrl}/hooks/${id}?range=7d&by=team&refresh=off`);
+    await waitLoaded(p);
+    await p.waitForSelector('#filter-dimension option[value="team"]', { state: 'attached' });
+    const platform = (await teamRows(p)).find((r) => r.value === 'platform');
+    await p.selectOption('#filter-dimension', 'team');
+    // Spaces alone: nothing added, and the form says why.
+    await p.fill('#filter-value', '   ');
+    await p.click('.filter-form button[type="submit"]');
+    expect(await p.textContent('#filter-problem')).toBe('Spaces alone are no value: type one, or tick (not set) for the events without one.');
+    expect(new URL(p.url()).searchParams.has('f.team')).toBe(false);
+    expect(await p.$$('.chip')).toHaveLength(0);
+    // A value pasted with a space after it filters by the value.
+    await p.fill('#filter-value', 'platform ');
+    await p.click('.filter-form button[type="submit"]');
+    await waitLoaded(p, 2);
+    expect(new URL(p.url()).searchParams.get('f.team')).toBe('platform');
+    expect(await p.textContent('.chip')).toMatch(/^team = platform×$/);
+    expect(await keyFigures(p)).toEqual(platform?.figures);
+    // A link whose value has the space: filtered as the link asks, and the chip shows the space.
+    await p.goto(`${fx.svc().httpUrl}/hooks/${id}?range=7d&by=team&refresh=off&f.team=platform%20`);
+    await waitLoaded(p);
+    expect(await p.textContent('.chip')).toMatch(/^team = "platform "×$/);
+  });
+
   it('names the count of commands that reported success as the overview does, so 6 beside 3 executions reads as no error', async () => {
     const id = await fx.hookId(PAIR);
     const { page: p } = await fx.page({ width: 1440 });
