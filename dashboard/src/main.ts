@@ -621,8 +621,10 @@ export function start(root: HTMLElement): Dashboard {
 
   /**
    * The Custom range popover: opened by the user only (a custom range from a link, a zoom or a bar click does not
-   * cover the header's controls with it), and closed again by Escape. With a custom range shown, its summary is
-   * the range control marked current, as a preset's button is pressed.
+   * cover the header's controls with it), and closed again by Escape, by the focus moving on to a control outside it
+   * (which it would cover) or by a click outside it; the focus leaving the page (to a picker the browser draws, or
+   * another window) keeps it open. With a custom range shown, its summary is the range control marked current, as
+   * a preset's button is pressed.
    */
   function customPopover(form: HTMLElement, current: boolean): HTMLDetailsElement {
     const summary = h('summary', { 'aria-current': current ? 'true' : undefined }, 'Custom');
@@ -632,6 +634,18 @@ export function start(root: HTMLElement): Dashboard {
       ev.preventDefault();
       details.open = false;
       summary.focus();
+    });
+    details.addEventListener('focusout', (ev) => {
+      if (ev.relatedTarget instanceof Node && !details.contains(ev.relatedTarget)) details.open = false;
+    });
+    const outside = (ev: Event): void => {
+      if (details.isConnected && ev.target instanceof Node && details.contains(ev.target)) return;
+      details.open = false;
+      document.removeEventListener('pointerdown', outside, true);
+    };
+    details.addEventListener('toggle', () => {
+      if (details.open && details.isConnected) document.addEventListener('pointerdown', outside, true);
+      else document.removeEventListener('pointerdown', outside, true);
     });
     return details;
   }

@@ -152,6 +152,45 @@ describe('range, time zone and refresh', () => {
     expect(await p.getAttribute('button[data-range="7d"]', 'aria-pressed')).toBe('true');
   });
 
+  it('closes the Custom range on a phone once the focus or a click moves on to what it covers, not while it is used', async () => {
+    const { page: p } = await page({ width: 375, height: 800 });
+    await p.goto(`${fx.svc().httpUrl}/?refresh=off`);
+    await waitLoaded(p);
+    const open = (): Promise<boolean> => p.evaluate(() => (document.querySelector('details.custom') as HTMLDetailsElement).open);
+    const inside = (): Promise<boolean> => p.evaluate(() => document.querySelector('details.custom')?.contains(document.activeElement) ?? false);
+    // Tabbed through: open while the focus is in its fields, closed once it moves on to the controls beneath it.
+    await p.focus('details.custom > summary');
+    await p.keyboard.press('Enter');
+    expect(await open()).toBe(true);
+    for (let tabs = 0; tabs < 5 && (await inside()); tabs++) {
+      expect(await open()).toBe(true);
+      await p.keyboard.press('Tab');
+    }
+    expect(await inside()).toBe(false);
+    expect(await p.evaluate(() => document.activeElement?.tagName)).not.toBe('BODY');
+    expect(await open()).toBe(false);
+    // Shift+Tab back out of it past its summary, to the preset before it, closes it too.
+    await p.focus('details.custom > summary');
+    await p.keyboard.press('Enter');
+    await p.keyboard.press('Shift+Tab');
+    expect(await p.evaluate(() => document.activeElement?.getAttribute('data-range'))).toBe('30d');
+    expect(await open()).toBe(false);
+    // Clicked and typed in, its own text clicked: it stays open. A click elsewhere closes it.
+    await p.click('details.custom > summary');
+    await p.click('#range-from');
+    await p.keyboard.type('1');
+    await p.click('.custom-range .muted');
+    expect(await open()).toBe(true);
+    await p.click('main h1');
+    expect(await open()).toBe(false);
+    // Escape in it still closes it, the focus back on its summary.
+    await p.click('details.custom > summary');
+    await p.focus('#range-to');
+    await p.keyboard.press('Escape');
+    expect(await open()).toBe(false);
+    expect(await p.evaluate(() => document.activeElement?.tagName)).toBe('SUMMARY');
+  });
+
   it('pauses, resumes, refreshes now and changes the interval without losing the view', async () => {
     const { page: p } = await page();
     await p.goto(`${fx.svc().httpUrl}/?sort=name&dir=asc&refresh=1s`);
