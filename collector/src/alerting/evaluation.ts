@@ -3,7 +3,6 @@
  * an error) goes in; which alerts go pending, fire, resolve or are forgotten comes out. The engine runs the
  * queries (rules.ts) before and persists and notifies after; lifecycle.ts steps each rule.
  */
-import type { RuleConfig } from './settings.ts';
 import type { AlertSet } from './alert-set.ts';
 import { fingerprint, stepRule, type RuleStep, type Transition } from './lifecycle.ts';
 import type { AlertRecord } from './model.ts';
@@ -12,7 +11,7 @@ import type { Candidate } from './rules.ts';
 /** Most alerts one rule may hold: label cardinality is bounded; the rest is dropped and counted. */
 export const MAX_ALERTS_PER_RULE = 500;
 
-type RuleTiming = Pick<RuleConfig, 'name' | 'forMs' | 'keepFiringForMs'>;
+type RuleTiming = Parameters<typeof stepRule>[0];
 
 /** What one rule's query gave: the label sets whose condition holds, or why it could not say. */
 export type RuleOutcome = { rule: RuleTiming; candidates: readonly Candidate[] } | { rule: RuleTiming; error: unknown };

@@ -496,6 +496,38 @@ describe('a reload', () => {
     await h.alerting.dispatcher.idle();
     expect(h.notes().map((n) => n.alertname).sort()).toEqual(['persisted', 'persisted_day', 'persisted_too']);
   });
+
+  it('resolves at once the alert of a rule whose labels or severity it changed; the new one honours keepFiringFor', async () => {
+    const rule = { kind: 'persisted', window: '1m', for: '5s', keepFiringFor: '40s' };
+    const h = await harness([{ ...rule, labels: { team: 'a' } }]);
+    await h.push(over);
+    await h.run(TICK);
+    const active = (): string[] => h.alerting.engine.alerts().filter((a) => a.state !== 'resolved').map((a) => `${a.state} ${a.labels['team']} ${a.labels['severity']}`).sort();
+    expect(active()).toEqual(['firing a critical']);
+
+    await h.reconfigure([{ ...rule, labels: { team: 'b' } }]);
+    await h.alerting.dispatcher.idle();
+    expect(active()).toEqual(['pending b critical']);
+    expect(h.notes().map((n) => `${n.status} ${n.labels['team']} ${n.at}`)).toEqual(['firing a 10000', `resolved a ${h.clock.now() - T0}`]);
+    await h.run(TICK);
+    expect(active()).toEqual(['firing b critical']);
+
+    // A label it no longer sets, and a severity it changed, alike.
+    await h.reconfigure([{ ...rule, severity: 'warning' }]);
+    expect(active()).toEqual(['pending undefined warning']);
+    await h.run(TICK);
+    expect(active()).toEqual(['firing undefined warning']);
+
+    // A label set whose condition cleared (the output left the window) still keeps firing for keepFiringFor.
+    // It clears between 1m and 2m (minute rollups): still firing a tick after 2m, resolved 40 s after it cleared.
+    await h.run(T0 + 2 * MIN + TICK - h.clock.now());
+    expect(active()).toEqual(['firing undefined warning']);
+    await h.run(3 * MIN);
+    const resolved = h.notes().filter((n) => n.status === 'resolved' && n.labels['severity'] === 'warning');
+    expect(resolved).toHaveLength(1);
+    expect(resolved[0]?.at).toBeGreaterThanOrEqual(MIN + 40_000);
+    expect(resolved[0]?.at).toBeLessThanOrEqual(2 * MIN + 40_000 + TICK);
+  });
 });
 
 describe('links over the time an alert counted', () => {

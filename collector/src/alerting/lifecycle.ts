@@ -7,7 +7,7 @@
 import { hash } from 'node:crypto';
 import { GUARD_ANNOTATIONS } from './conditions.ts';
 import { parseRfc3339 } from '../rfc3339.ts';
-import type { RuleConfig } from './settings.ts';
+import { alertLabelNames, type RuleConfig } from './settings.ts';
 import type { AlertRecord } from './model.ts';
 import type { Candidate } from './rules.ts';
 
@@ -76,11 +76,30 @@ export interface RuleStep {
   transitions: Transition[];
 }
 
+/** The settings of a rule that make its alerts' labels besides those of what it watches. */
+type RuleLabels = Pick<RuleConfig, 'severity' | 'labels' | 'groupBy'>;
+
+/**
+ * Whether `rule`, as configured now, can still give an alert these labels: not once its severity or its own labels
+ * changed, nor a label it no longer sets (one of its old `labels`, its old `groupBy` label). Without its settings
+ * (a rule no longer configured, whose alerts resolve at once anyway), any.
+ */
+function gives(rule: Partial<RuleLabels>, labels: Record<string, string>): boolean {
+  if (rule.severity === undefined || rule.labels === undefined || rule.groupBy === undefined) return true;
+  if (labels['severity'] !== rule.severity) return false;
+  if (Object.entries(rule.labels).some(([k, v]) => labels[k] !== v)) return false;
+  const names = alertLabelNames([{ labels: rule.labels, groupBy: rule.groupBy }]);
+  return Object.keys(labels).every((k) => names.includes(k));
+}
+
 /**
  * Applies one evaluation of `rule` at `now` to the active (pending or firing) alerts of that rule, keyed by
- * fingerprint. Mutates `active` to the new active set.
+ * fingerprint. Mutates `active` to the new active set. A firing alert whose condition cleared resolves once it has
+ * been absent for keep_firing_for; one whose labels the rule no longer gives (a reload changed its `labels` or
+ * `severity`: its alert now has other labels) at once, as a rule no longer configured. Without the rule's labels
+ * (RuleLabels), any label set is taken as one it gives.
  */
-export function stepRule(rule: Pick<RuleConfig, 'name' | 'forMs' | 'keepFiringForMs'>, active: Map<string, AlertRecord>, candidates: readonly Candidate[], now: number): RuleStep {
+export function stepRule(rule: Pick<RuleConfig, 'name' | 'forMs' | 'keepFiringForMs'> & Partial<RuleLabels>, active: Map<string, AlertRecord>, candidates: readonly Candidate[], now: number): RuleStep {
   const step: RuleStep = { upsert: [], remove: [], transitions: [] };
   const seen = new Set<string>();
   for (const c of candidates) {
@@ -146,7 +165,7 @@ export function stepRule(rule: Pick<RuleConfig, 'name' | 'forMs' | 'keepFiringFo
       active.delete(fp);
       step.remove.push(a.id);
       step.transitions.push({ alert: a, from: 'pending', to: 'dropped' });
-    } else if (a.state === 'firing' && now - a.lastActiveMs >= rule.keepFiringForMs) {
+    } else if (a.state === 'firing' && (now - a.lastActiveMs >= rule.keepFiringForMs || !gives(rule, a.labels))) {
       a.state = 'resolved';
       a.endsAtMs = now;
       delete a.lastActiveProvisional;

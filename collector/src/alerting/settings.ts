@@ -97,7 +97,7 @@ const MAX_RULE_LABELS = 20;
  * The label names the alerts of these rules can carry: those hookwatch sets (BUILT_IN_LABELS), the rules' own
  * labels and their groupBy labels. Not alerting.externalLabels: they are added only to what receivers are sent.
  */
-export function alertLabelNames(rules: readonly RuleConfig[]): string[] {
+export function alertLabelNames(rules: readonly Pick<RuleConfig, 'labels' | 'groupBy'>[]): string[] {
   const names = new Set(BUILT_IN_LABELS);
   for (const rule of rules) {
     for (const name of Object.keys(rule.labels)) names.add(name);
