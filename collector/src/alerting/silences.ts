@@ -169,11 +169,13 @@ export function parseSilence(body: unknown, now: number): SilenceRecord {
     throw new SilenceError('endsAt', b['startsAt'] === undefined ? `endsAt ${String(b['endsAt'])} has passed: a silence without startsAt starts now` : 'endsAt must be later than startsAt');
   }
   if (endsAtMs <= now) throw new SilenceError('endsAt', 'endsAt must be in the future');
+  // A start already passed becomes now, as Alertmanager moves a new silence's: the silence mutes from when it is
+  // made, and says so, never that it was in force before anyone made it.
   const text = (k: 'createdBy' | 'comment'): string => {
     const v = b[k];
     if (typeof v !== 'string' || v.trim() === '' || v.length > 1000) throw new SilenceError(k, `${k} must be a non-empty string of at most 1000 characters`);
     noNul(v, k);
     return v;
   };
-  return { id: randomUUID(), matchers, startsAtMs, endsAtMs, createdBy: text('createdBy'), comment: text('comment'), createdAtMs: now };
+  return { id: randomUUID(), matchers, startsAtMs: Math.max(startsAtMs, now), endsAtMs, createdBy: text('createdBy'), comment: text('comment'), createdAtMs: now };
 }

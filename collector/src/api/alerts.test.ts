@@ -449,6 +449,19 @@ describe('alerts API', () => {
     expect((await api('/api/v1/silences/00000000-0000-0000-0000-000000000000', { method: 'DELETE' })).status).toBe(404);
   });
 
+  it('starts a new silence whose startsAt has passed when it is made, as Alertmanager does', async () => {
+    const r = await start();
+    const made = Date.now();
+    const body = { matchers: [{ name: 'hook_name', value: 'Stop' }], startsAt: new Date(made - 3_600_000).toISOString(), endsAt: new Date(made + 3_600_000).toISOString(), createdBy: 'me', comment: 'x' };
+    const res = await fetch(`${r.service.httpUrl}/api/v1/silences`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const { silence } = (await res.json()) as { silence: Silence };
+    expect([res.status, silence.state, silence.endsAt]).toEqual([201, 'active', body.endsAt]);
+    expect(Date.parse(silence.startsAt)).toBeGreaterThanOrEqual(made);
+    expect(Date.parse(silence.startsAt)).toBeLessThanOrEqual(Date.now());
+    // Listed so too.
+    expect(((await (await fetch(`${r.service.httpUrl}/api/v1/silences`)).json()) as { silences: Silence[] }).silences.map((s) => s.startsAt)).toEqual([silence.startsAt]);
+  });
+
   it('takes a silence on a label no alert can carry, as Alertmanager does, and warns naming it and the labels alerts carry', async () => {
     const r = await start({ yaml: (url) => [
       'dimensions: [workflow.name]',
