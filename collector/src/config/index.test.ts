@@ -534,6 +534,49 @@ describe('redaction', () => {
     expect(() => loadConfig({ env: {}, flags: { config: 'printed.yaml' }, readFile: () => printed })).toThrow(`config file printed.yaml: ${key} holds <redacted>`);
   });
 
+  it.each([
+    ['https:/admin:SuperSecretValue123456@h/'],
+    ['https:admin:SuperSecretValue123456@h/'],
+    ['https:\\\\admin:SuperSecretValue123456@h/'],
+    ['HTTPS:///admin:SuperSecretValue123456@h/'],
+  ])('a URL the parser reads credentials from without `//` (%s) is printed redacted, as YAML and JSON', (url) => {
+    const loaded = loadConfig({ env: { HOOKWATCH_CONFIG: 'c.yaml' }, readFile: () => `forward:\n  endpoint: '${url}'\n`, flags: { 'alerting-otlp-endpoint': url, 'alerting-external-url': url } });
+    for (const format of ['yaml', 'json'] as const) {
+      const printed = renderConfig(loaded, format);
+      expect(printed).not.toContain('SuperSecretValue123456');
+      expect(printed.match(/https:\/\/admin:<redacted>@h\//g)).toHaveLength(3);
+    }
+    // The database's path is no URL and stays as it is, also one the parser would read as a scheme and a path.
+    expect(effectiveDocument(loadConfig({ env: { HOOKWATCH_DB: 'C:\\data\\hookwatch.db' } }))['db']).toBe('C:\\data\\hookwatch.db');
+  });
+
+  it.each([
+    ['http//admin:SuperSecretValue123456@h/'],
+    ['admin:SuperSecretValue123456@host'],
+    ['host/?token=SuperSecretValue123456'],
+    ['collector:4318?token=SuperSecretValue123456'],
+  ])('a refused alerting.externalUrl or alerting.otlp.endpoint (%s) is not quoted, from a flag or at a reload', (url) => {
+    const cases = [
+      ['alerting-external-url', 'alerting.externalUrl', `alerting:\n  externalUrl: '${url}'\n`],
+      ['alerting-otlp-endpoint', 'alerting.otlp.endpoint', `alerting:\n  otlp:\n    endpoint: '${url}'\n`],
+    ] as const;
+    for (const [flag, key, yaml] of cases) {
+      const refused = (load: () => unknown): string => {
+        try {
+          load();
+        } catch (err) {
+          return (err as Error).message;
+        }
+        return 'accepted';
+      };
+      const why = `invalid value "<(unparsable URL )?redacted>" for ${key.replaceAll('.', '\\.')}: (expected an http:// or https:// URL|the scheme must be http or https)`;
+      for (const message of [refused(() => loadConfig({ env: {}, flags: { [flag]: url } })), refused(() => loadConfig({ env: {}, flags: { config: 'c.yaml' }, readFile: () => yaml, reload: true }))]) {
+        expect(message).toMatch(new RegExp(why));
+        expect(message).not.toContain('SuperSecretValue123456');
+      }
+    }
+  });
+
   it('`hookwatch config` prints the effective config with secrets redacted', async () => {
     const main = fileURLToPath(new URL('../main.ts', import.meta.url));
     const { stdout } = await promisify(execFile)(process.execPath, [main, 'config', '--json', '--db', '/tmp/x.db'], {

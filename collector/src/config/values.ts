@@ -226,26 +226,49 @@ function readUrl(text: string): { url: URL; hostless: boolean } {
 /** What a secret query parameter holds while its URL is written back (then `<redacted>`). */
 const QUERY_REDACTED = 'hookwatch-redacted-value';
 
+/** Query parameters that carry a secret (`?password=`, `?token=`, `?api_key=`): redacted and scrubbed as a password is. */
+const SECRET_PARAM = /pass|secret|token|key/i;
+
 /**
  * `postgres://user:secret@host/db` -> `postgres://user:<redacted>@host/db`; in a libpq keyword/value string,
- * `password=secret` -> `password=<redacted>`.
+ * `password=secret` -> `password=<redacted>`. Whatever the URL parser reads credentials from is redacted, also
+ * written without `//` (`https:/user:secret@host`, `https:user:secret@host`, which it reads as `https://`).
  */
 export function redactUrlPassword(value: unknown): unknown {
   if (typeof value === 'string' && LIBPQ_KEYWORDS.test(value)) return value.replace(/(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)/gi, '$1<redacted>');
   // Read past the space around it, as the settings holding a URL read it (and the URL parser does).
-  if (typeof value !== 'string' || !/^[a-z][a-z0-9+.-]*:\/\//i.test(value.trim())) return value;
+  if (typeof value !== 'string' || !/^[a-z][a-z0-9+.-]*:/i.test(value.trim())) return value;
+  const authority = /^[a-z][a-z0-9+.-]*:\/\//i.test(value.trim());
   try {
     const { url, hostless } = readUrl(value.trim());
+    const secretKeys = [...url.searchParams.keys()].filter((k) => SECRET_PARAM.test(k));
+    // Without `//`, text the parser reads as a scheme and a path (a Windows path, `collector:4317`) is left as it is.
+    if (!authority && !url.password && secretKeys.length === 0) return value;
     if (url.password) url.password = 'redacted';
-    for (const key of [...url.searchParams.keys()]) {
-      if (/pass|secret|token|key/i.test(key)) url.searchParams.set(key, QUERY_REDACTED);
-    }
+    for (const key of secretKeys) url.searchParams.set(key, QUERY_REDACTED);
     // <redacted> as everywhere else (set as a token, since the URL would percent-encode the brackets), so a value
     // printed by `hookwatch config` and read back is refused, not used.
     const text = url.toString().replace(':redacted@', ':<redacted>@').replaceAll(QUERY_REDACTED, '<redacted>');
     return hostless ? text.replace(`@${NO_HOST}/`, '@/') : text;
   } catch {
-    return '<unparsable URL redacted>';
+    return authority ? UNPARSABLE_URL : value;
+  }
+}
+
+const UNPARSABLE_URL = '<unparsable URL redacted>';
+
+/**
+ * redactUrlPassword for a setting that holds an http(s) URL: a value that is none may be credentials written
+ * wrongly (`http//user:secret@host`, `user:secret@host`, `host/?token=secret`), so it is not shown at all, unless
+ * it is a host and port alone (`hookwatch.example.com`, the scheme left out).
+ */
+export function redactHttpUrl(value: unknown): unknown {
+  if (typeof value !== 'string' || /^\s*(?:[a-z0-9.-]+(?::\d+)?\/?)?\s*$/i.test(value)) return value;
+  try {
+    const { protocol } = new URL(value.trim());
+    return protocol === 'http:' || protocol === 'https:' ? redactUrlPassword(value) : '<redacted>';
+  } catch {
+    return UNPARSABLE_URL;
   }
 }
 
@@ -257,11 +280,11 @@ export function urlPasswords(value: string): string[] {
   } catch {
     // Not a URL to the parser (a bad port, say), but its credentials are still secret wherever the text goes.
     // The password runs to the authority's last '@', as the parser would read it.
-    const m = /^[a-z][a-z0-9+.-]*:\/\/[^/?#@:\s]*:([^/?#\s]+)@/i.exec(value);
+    const m = /^(?:[a-z][a-z0-9+.-]*:\/\/|(?:https?|wss?|ftp):[\\/]*)[^/?#@:\s]*:([^/?#\s]+)@/i.exec(value);
     return m ? [m[1] as string] : [];
   }
   // The userinfo password, and a query parameter libpq and other clients take one from (`?password=`).
-  const written = [url.password, ...[...url.searchParams].filter(([k]) => /pass|secret|token|key/i.test(k)).map(([, v]) => v)].filter(Boolean);
+  const written = [url.password, ...[...url.searchParams].filter(([k]) => SECRET_PARAM.test(k)).map(([, v]) => v)].filter(Boolean);
   const out = new Set<string>();
   for (const w of written) {
     out.add(w);

@@ -32,11 +32,13 @@ export function safeEndpoint(endpoint: string): string {
 }
 
 /**
- * Hides the password of every `scheme://user:password@` in a text, whether the URL around it parses or not. The
- * password runs to the last `@` of the authority, as URL parsers read it, so an unencoded `@` in it hides all of it.
+ * Hides the password of every `scheme://user:password@` (and `https:user:password@`, as URL parsers read it) in a
+ * text, whether the URL around it parses or not. The password runs to the last `@` of the authority, as URL parsers
+ * read it, so an unencoded `@` in it hides all of it.
  */
 export function redactUrlCredentials(text: string): string {
   // Past an '@' the password goes on only through text a host and port cannot hold (no , ; < > ( ) \), so an
   // address written after the URL ('...:4318,ops@corp.com') is not taken for part of it.
-  return text.replace(/([a-z][a-z0-9+.-]*:\/\/[^\s/?#@:'"]*):[^\s/?#@'"]*(?:@[^\s/?#@'"\\<>,;()]*)*@/gi, '$1:<redacted>@');
+  // A special scheme (http, https, ws, wss, ftp) reads the authority after any number of / or \\, or none.
+  return text.replace(/((?:[a-z][a-z0-9+.-]*:\/\/|\b(?:https?|wss?|ftp):[\\/]*)[^\s/\\?#@:'"]*):[^\s/?#@'"]*(?:@[^\s/?#@'"\\<>,;()]*)*@/gi, '$1:<redacted>@');
 }

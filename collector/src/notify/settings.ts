@@ -6,7 +6,7 @@
  * config/values.ts, the client TLS settings of net/settings.ts and the receiver types of model.ts.
  */
 import { ConfigError, SettingError, durationWithin as duration, isMapping as isMap, validator, type Setting, type SettingValues } from '../config/setting.ts';
-import { FILE_CONTENTS, FILE_CONTENTS_PROBLEM, INVALID_HEADER_VALUE_CHAR, MIN_SECRET_CHARS, headerSecretProblem, headerSecrets, quotedKey, readBoolean, redactUrlPassword, shortSecretProblem, urlPasswordProblem } from '../config/values.ts';
+import { FILE_CONTENTS, FILE_CONTENTS_PROBLEM, INVALID_HEADER_VALUE_CHAR, MIN_SECRET_CHARS, headerSecretProblem, headerSecrets, quotedKey, readBoolean, redactHttpUrl, shortSecretProblem, urlPasswordProblem } from '../config/values.ts';
 import { TLS_DEFAULTS, TLS_MIN_VERSIONS, clientTlsConfig, clientTlsProblem, clientTlsSettings, clientTlsWithoutUrlProblem, fetchPortProblem, plainUrlProblem, type ClientTlsConfig } from '../net/settings.ts';
 import type { ReceiverConfig } from './model.ts';
 
@@ -30,13 +30,13 @@ export const RECEIVERS_SETTING: Setting = {
 /** The rows after the alerting intervals: the link base, alert events over OTLP, and delivery. */
 export const DELIVERY_SETTINGS: readonly Setting[] = [
   {
-    key: 'alerting.externalUrl', env: 'HOOKWATCH_EXTERNAL_URL', type: 'string', default: '', redactValue: redactUrlPassword,
+    key: 'alerting.externalUrl', env: 'HOOKWATCH_EXTERNAL_URL', type: 'string', default: '', redactValue: redactHttpUrl,
     // Links go out under it, and its host is let in: without a scheme they would be relative, and it no host.
     validate: (v) => urlProblem(v, 'https://hookwatch.example.com'),
     description: 'hookwatch\'s URL as people reach it (e.g. https://hookwatch.example.com); notifications link to the dashboard under it (the webhook body\'s `externalURL`, each alert\'s `generatorURL` and `silence_url` annotation, Slack\'s links, the `generatorURL` pushed to Alertmanager). Unset, it is where the HTTP port listens, `http://<host>:<port>` of `http.addr` (the port bound when it is 0), with the machine\'s host name for a wildcard address such as `0.0.0.0`, as Alertmanager defaults its own to its listen address; set it when people reach hookwatch through a proxy, TLS or another name. Anything but an http:// or https:// URL is refused at start and by a reload. A password in it (user:password@, ?token=) is redacted in `hookwatch config` and logs, and refused when shorter than 4 characters, too short to be scrubbed from logs; a user name and password, and a query or fragment, are left out of the links notifications carry.',
   },
   {
-    key: 'alerting.otlp.endpoint', env: 'HOOKWATCH_ALERT_OTLP_ENDPOINT', type: 'string', default: '', redactValue: redactUrlPassword, validate: (v) => urlProblem(v, 'http://collector:4318'),
+    key: 'alerting.otlp.endpoint', env: 'HOOKWATCH_ALERT_OTLP_ENDPOINT', type: 'string', default: '', redactValue: redactHttpUrl, validate: (v) => urlProblem(v, 'http://collector:4318'),
     description: 'When set, every alert transition is also sent as an OTLP log record (OTLP/HTTP JSON) to this endpoint (`/v1/logs` appended to its path unless present, any query kept after it); https:// for TLS (see alerting.otlp.tls.*). A password in it (user:password@, ?password=) shorter than 4 characters, too short to be scrubbed from logs, is refused at start.',
   },
   {

@@ -99,6 +99,11 @@ describe('urlPasswords', () => {
     // An address written after the URL is not taken for part of its password.
     expect(redactUrlCredentials('http://u:p@host:4318,ops@corp.com')).toBe('http://u:<redacted>@host:4318,ops@corp.com');
     expect(redactUrlCredentials('<http://u:p@host>,<mailto:x@y>')).toBe('<http://u:<redacted>@host>,<mailto:x@y>');
+    // A special scheme's authority read after no slash, one, or backslashes, as URL parsers read it.
+    expect(redactUrlCredentials('to https:/u:AlertPW1@h/ or https:u:AlertPW1@h or http:\\\\u:AlertPW1@h or ws:///u:AlertPW1@h'))
+      .toBe('to https:/u:<redacted>@h/ or https:u:<redacted>@h or http:\\\\u:<redacted>@h or ws:///u:<redacted>@h');
+    expect(urlPasswords('https:u:AlertPW1@127.0.0.1:notaport/')).toEqual(['AlertPW1']);
+    expect(redactUrlCredentials('error: a:b@c, mailto:ops:x@y')).toBe('error: a:b@c, mailto:ops:x@y');
   });
 
   it('with the logger, keeps a database password out of a line that quotes the connection error', () => {
