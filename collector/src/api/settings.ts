@@ -36,20 +36,20 @@ export const API_SETTINGS: readonly Setting[] = [
   },
   {
     key: 'http.auth.username', env: 'HOOKWATCH_HTTP_AUTH_USERNAME', type: 'string', default: '',
-    description: 'User name for `http.auth.mode: basic`.',
+    description: 'User name for `http.auth.mode: basic`; set with another mode, hookwatch does not start (it would be ignored).',
   },
   {
     key: 'http.auth.password', env: 'HOOKWATCH_HTTP_AUTH_PASSWORD', type: 'string', default: '', secret: true,
     validate: (v) => shortSecretProblem(String(v), MIN_PASSWORD_CHARS),
-    description: 'Password for `http.auth.mode: basic`, at least 8 characters (a shorter one is refused at start).',
+    description: 'Password for `http.auth.mode: basic`, at least 8 characters (a shorter one is refused at start); set with another mode, hookwatch does not start (it would be ignored).',
   },
   {
     key: 'http.auth.token', env: 'HOOKWATCH_HTTP_AUTH_TOKEN', type: 'string', default: '', secret: true, validate: bearerTokenProblem,
-    description: 'Token for `http.auth.mode: bearer`: requests need `Authorization: Bearer <token>`. At least 16 characters of printable ASCII without white space at either end, e.g. from `openssl rand -hex 32`; a shorter token, or one no header can carry, is refused at start.',
+    description: 'Token for `http.auth.mode: bearer`: requests need `Authorization: Bearer <token>`. At least 16 characters of printable ASCII without white space at either end, e.g. from `openssl rand -hex 32`; a shorter token, or one no header can carry, is refused at start, and so is one set with another mode (left at `none`, the port would be open).',
   },
   {
     key: 'http.auth.proxyHeader', env: 'HOOKWATCH_HTTP_AUTH_PROXY_HEADER', type: 'string', default: '',
-    description: 'Header for `http.auth.mode: proxy-header`, e.g. `x-forwarded-user`: requests without it (or with it empty) get 401. Only safe when the proxy is the sole way in and strips the header from client requests.',
+    description: 'Header for `http.auth.mode: proxy-header`, e.g. `x-forwarded-user`: requests without it (or with it empty) get 401. Only safe when the proxy is the sole way in and strips the header from client requests. Set with another mode, hookwatch does not start (it would be ignored).',
   },
   ...tlsSettings('http.tls', 'HOOKWATCH_HTTP_TLS', 'the HTTP port (API, dashboard, /metrics, /healthz, /readyz)', 'https'),
   {
@@ -96,11 +96,19 @@ export function apiConfig(r: SettingValues): ApiSettings {
   };
 }
 
-/** A mode without its credentials would lock everyone out (or, worse, accept an empty secret): refuse at start. */
+/**
+ * A mode without its credentials would lock everyone out (or, worse, accept an empty secret): refuse at start.
+ * Credentials of another mode would be ignored, leaving the port open (a token set and the mode forgotten): refused
+ * too, naming the setting, never its value.
+ */
 function httpAuth(mode: HttpAuthConfig['mode'], username: string, password: string, token: string, proxyHeader: string): HttpAuthConfig {
   const need = (value: string, key: string): void => {
     if (value === '') throw new ConfigError(`${key} is required when http.auth.mode is ${mode}`);
   };
+  const credentials = [['http.auth.username', username, 'basic'], ['http.auth.password', password, 'basic'], ['http.auth.token', token, 'bearer'], ['http.auth.proxyHeader', proxyHeader, 'proxy-header']] as const;
+  for (const [key, value, its] of credentials) {
+    if (value !== '' && its !== mode) throw new ConfigError(`${key} is set but http.auth.mode is ${mode}, so it would be ignored${mode === 'none' ? ' and the HTTP port left open' : ''}; set http.auth.mode to ${its} to ask for it, or unset ${key}`);
+  }
   if (mode === 'basic') {
     need(username, 'http.auth.username');
     need(password, 'http.auth.password');

@@ -414,6 +414,19 @@ describe('hookwatch serve', () => {
   });
 
   it.each([
+    [{ HOOKWATCH_HTTP_AUTH_TOKEN: 'Tk-SuperSecretValue123456' }, 'http.auth.token is set but http.auth.mode is none, so it would be ignored and the HTTP port left open; set http.auth.mode to bearer to ask for it, or unset http.auth.token'],
+    [{ HOOKWATCH_HTTP_AUTH_PASSWORD: 'Pw-SuperSecretValue123456' }, 'http.auth.password is set but http.auth.mode is none, so it would be ignored and the HTTP port left open; set http.auth.mode to basic to ask for it, or unset http.auth.password'],
+    [{ HOOKWATCH_HTTP_AUTH_USERNAME: 'ops' }, 'http.auth.username is set but http.auth.mode is none, so it would be ignored and the HTTP port left open; set http.auth.mode to basic to ask for it, or unset http.auth.username'],
+    [{ HOOKWATCH_HTTP_AUTH_PROXY_HEADER: 'x-forwarded-user' }, 'http.auth.proxyHeader is set but http.auth.mode is none, so it would be ignored and the HTTP port left open; set http.auth.mode to proxy-header to ask for it, or unset http.auth.proxyHeader'],
+    [{ HOOKWATCH_HTTP_AUTH_MODE: 'bearer', HOOKWATCH_HTTP_AUTH_TOKEN: 'Tk-SuperSecretValue123456', HOOKWATCH_HTTP_AUTH_PASSWORD: 'Pw-SuperSecretValue123456' }, 'http.auth.password is set but http.auth.mode is bearer, so it would be ignored; set http.auth.mode to basic to ask for it, or unset http.auth.password'],
+  ])('credentials of a mode other than http.auth.mode (%j) stop the start, exit 2, naming them and never their value', async (vars, message) => {
+    const r = await hookwatch(['serve'], { ...base(), ...vars });
+    expect(r.stderr).toContain(message);
+    expect(r.stderr).not.toContain('SuperSecretValue123456');
+    expect(r.status).toBe(2);
+  });
+
+  it.each([
     ['HOOKWATCH_HTTP_ADDR', 'http.addr', '--http-addr'],
     ['HOOKWATCH_OTLP_GRPC_ADDR', 'otlp.grpc.addr', '--otlp-grpc-addr'],
     ['HOOKWATCH_OTLP_HTTP_ADDR', 'otlp.http.addr', '--otlp-http-addr'],
@@ -747,7 +760,7 @@ describe('exposure warnings', () => {
 
   it('a token or password sent to a port open to the network without TLS is said to cross it in clear', () => {
     expect(warnings({ HOOKWATCH_INGEST_TOKEN: 'ingest-1234567890ab' })).toEqual([httpInClear, otlpInClear]);
-    expect(warnings({ HOOKWATCH_HTTP_AUTH_MODE: 'basic', HOOKWATCH_HTTP_AUTH_USERNAME: 'ops', HOOKWATCH_HTTP_AUTH_PASSWORD: 'pw-123456', ...otlpTls, HOOKWATCH_INGEST_TOKEN: 'ingest-1234567890ab' })).toEqual([httpInClear.replace('the token of http.auth.mode bearer', 'the password of http.auth.mode basic')]);
+    expect(warnings({ HOOKWATCH_HTTP_AUTH_MODE: 'basic', HOOKWATCH_HTTP_AUTH_TOKEN: '', HOOKWATCH_HTTP_AUTH_USERNAME: 'ops', HOOKWATCH_HTTP_AUTH_PASSWORD: 'pw-123456', ...otlpTls, HOOKWATCH_INGEST_TOKEN: 'ingest-1234567890ab' })).toEqual([httpInClear.replace('the token of http.auth.mode bearer', 'the password of http.auth.mode basic')]);
     expect(warnings({ HOOKWATCH_INGEST_TOKEN: 'ingest-1234567890ab', ...otlpTls, ...httpTls })).toEqual([]);
     // On loopback nothing crosses a network.
     expect(exposureWarnings(toConfig(loadConfig({ env: { HOOKWATCH_INGEST_TOKEN: 'ingest-1234567890ab', HOOKWATCH_HTTP_AUTH_MODE: 'bearer', HOOKWATCH_HTTP_AUTH_TOKEN: 'tok-abcdef-0123456' } })))).toEqual([]);

@@ -72,7 +72,6 @@ describe('secrets too short to be secret', () => {
       HOOKWATCH_HTTP_AUTH_MODE: 'basic',
       HOOKWATCH_HTTP_AUTH_USERNAME: 'team',
       HOOKWATCH_HTTP_AUTH_PASSWORD: 'Pw8-pw12',
-      HOOKWATCH_HTTP_AUTH_TOKEN: 'Tk6-http-1234567',
       HOOKWATCH_PRIVACY_HASH_KEY: 'Hk5-hash-1234567',
       HOOKWATCH_DB: 'postgres://hw:Db4x@db:5432/hookwatch',
       HOOKWATCH_FORWARD_ENDPOINT: 'https://otlp:Fw3x@collector.example.com:4318',
@@ -87,7 +86,9 @@ describe('secrets too short to be secret', () => {
     const config = load(env, file);
     const secrets = ['Ik7-ingest-12345', 'Pw8-pw12', 'Tk6-http-1234567', 'Hk5-hash-1234567', 'Db4x', 'Fw3x', 'Fh2x', 'Ae1x', 'Ah9x', 'Ru8x', 'Rh7x', 'Rb6x', 'Rp5x', 'Fb0x', 'Ab0x', 'Xu2x'];
     const lines: string[] = [];
-    const logger = createLogger({ level: 'info', secrets: configSecrets(config), write: (l) => lines.push(l) });
+    // The bearer token is the credential of another mode, which is not set beside basic.
+    const bearer = load({ HOOKWATCH_HTTP_AUTH_MODE: 'bearer', HOOKWATCH_HTTP_AUTH_TOKEN: 'Tk6-http-1234567' });
+    const logger = createLogger({ level: 'info', secrets: [...configSecrets(config), ...configSecrets(bearer)], write: (l) => lines.push(l) });
     for (const s of secrets) logger.info(`refused: ${s}.`, { detail: `(${s})` });
     expect(lines).toHaveLength(secrets.length);
     for (const [i, line] of lines.entries()) expect(line, secrets[i]).not.toContain(secrets[i]);
