@@ -132,6 +132,14 @@ describe('${env:NAME} in the config file', () => {
     expect(db.db).toBe('postgres://hw@db/hookwatch?sslmode=require&password=<redacted>');
     expect(() => load({}, `db: "${db.db}"\n`)).toThrow(/config file hookwatch\.yaml: db holds <redacted>/);
   });
+  it.each([
+    ['otlp.ingestToken', 'otlp:\n  ingestToken: ${env:TOKEN}\n', '<redacted>'],
+    ['privacy.hashKey', 'privacy:\n  hashKey: "${env:TOKEN}"\n', '<redacted>'],
+    ['alerting.receivers[0].url', 'alerting:\n  receivers:\n    - { name: ops, url: "${env:TOKEN}" }\n', 'https://alerts.example.com/<redacted>'],
+    ['db', 'db: "postgres://hw:${env:TOKEN}@db/hookwatch"\n', '<redacted>'],
+  ])('refuses the <redacted> a variable given by ${env:NAME} holds, for %s, as the docs promise', (key, text, value) => {
+    expect(() => load({ TOKEN: value }, text)).toThrow(`config file hookwatch.yaml: ${key} (from \${env:TOKEN}) holds <redacted>, which \`hookwatch config\` prints in place of a secret; put the secret back`);
+  });
 });
 
 describe('the <redacted> that `hookwatch config` prints, given back through a variable or a flag', () => {

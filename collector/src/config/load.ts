@@ -243,6 +243,8 @@ function expandEnv(doc: unknown, env: NodeJS.ProcessEnv, path: string, origin: s
       if (name === undefined) throw new ConfigError(`${origin}: ${where} holds a \${ that is not a variable reference; write \${env:NAME}, or $\${ for a literal \${`);
       const value = env[name];
       if (value === undefined) throw new ConfigError(`${origin}: ${where} refers to \${env:${name}}, which is not set`);
+      // The variable may hold `hookwatch config` output too (a Secret filled from it).
+      refuseRedacted(value, `${where} (from \${env:${name}})`, origin);
       return value;
     });
   }
