@@ -90,7 +90,8 @@ describe('SIGHUP', () => {
     writeFileSync(file, 'alerting:\n  receivers:\n    - { name: ops, url: "https://hooks.example.com/empty-secret-path" }\n');
     expect(await reload()).toEqual({ status: 200, body: { status: 'success', restartRequired: [] } });
 
-    for (const text of ['', ' \n\t\n']) {
+    // A document of no settings too: a file cut short after its first line, `---`.
+    for (const text of ['', ' \n\t\n', '---\n', 'null\n', '~\n', '{}\n']) {
       writeFileSync(file, text);
       const refused = await reload();
       expect(refused.status).toBe(400);
@@ -99,6 +100,12 @@ describe('SIGHUP', () => {
       const failed = cli.logs.filter((l) => l['msg'] === 'configuration reload failed; the running configuration is kept');
       expect(String(failed.at(-1)?.['problem'])).toContain(`config file ${file} is empty`);
     }
+    // A refused alerting.externalUrl that is no URL may be credentials written wrongly: never in the answer or the log.
+    writeFileSync(file, 'alerting:\n  externalUrl: "http//admin:SuperSecretValue123456@hw.example.com/"\n');
+    const badUrl = await reload();
+    expect(badUrl.status).toBe(400);
+    expect(JSON.stringify(badUrl.body)).toContain('invalid value \\"<unparsable URL redacted>\\" for alerting.externalUrl: expected an http:// or https:// URL');
+    expect(JSON.stringify([badUrl.body, cli.logs])).not.toContain('SuperSecretValue123456');
     // The same by SIGHUP: logged, the process runs on.
     const before = cli.logs.length;
     cli.child.kill('SIGHUP');
@@ -107,6 +114,8 @@ describe('SIGHUP', () => {
 
     // Comments only are written on purpose (every setting commented out): read as the defaults.
     writeFileSync(file, '# hookwatch.yaml: every setting left at its default\n# alerting:\n#   receivers: []\n');
+    expect(await reload()).toEqual({ status: 200, body: { status: 'success', restartRequired: [] } });
+    writeFileSync(file, '---\n# every setting left at its default\n');
     expect(await reload()).toEqual({ status: 200, body: { status: 'success', restartRequired: [] } });
     expect(await reloadSuccessful()).toBe(1);
   });

@@ -56,13 +56,17 @@ export interface LoadInput {
 }
 
 /**
- * Why a config file with nothing but white space is refused at a reload, or undefined. At start it is all defaults;
- * at a reload it is more likely a file cut short while it is written (truncated, then written), which would drop
- * every receiver and rule, as Alertmanager refuses one. A file of comments only is written on purpose and is read.
+ * Why a config file that sets nothing is refused at a reload, or undefined: nothing but white space, or a document
+ * that is empty (`---`, `null`, `~`, `{}`). At start it is all defaults; at a reload it is more likely a file cut
+ * short while it is written (truncated, then written, its first line `---`), which would drop every receiver and
+ * rule, as Alertmanager refuses one. A file with a comment is written on purpose and is read.
  */
-function emptyAtReload(text: string, file: string): string | undefined {
-  if (text.trim() !== '') return undefined;
-  return `config file ${file} is empty: a reload does not read that as all defaults, which would drop every receiver and rule (a file cut short while it is written reads so); write the settings, or a comment if the defaults are meant`;
+function emptyAtReload(text: string, doc: unknown, file: string): string | undefined {
+  const blank = text.trim() === '';
+  const nothing = doc === null || doc === undefined || (isMapping(doc) && Object.keys(doc).length === 0);
+  // With no value in the document, a # can only start a comment.
+  if (!blank && (!nothing || text.includes('#'))) return undefined;
+  return `config file ${file} is empty${blank ? '' : ' (a YAML document of no settings: ---, null or {})'}: a reload does not read that as all defaults, which would drop every receiver and rule (a file cut short while it is written reads so); write the settings, or a comment if the defaults are meant`;
 }
 
 function describe(setting: Setting, raw: unknown): string {
@@ -327,9 +331,9 @@ export function loadConfig(input: LoadInput = {}): LoadedConfig {
       const where = isAbsolute(file) ? '' : ` (${resolve(file)})`;
       throw new ConfigError(`cannot read config file ${file}${where}: ${(err as Error).message}`);
     }
-    const empty = input.reload ? emptyAtReload(text, file) : undefined;
-    if (empty) throw new ConfigError(empty);
     const parsed = parseConfigText(text, file);
+    const empty = input.reload ? emptyAtReload(text, parsed.doc, file) : undefined;
+    if (empty) throw new ConfigError(empty);
     const doc = expandEnv(parsed.doc, env, '', `config file ${file}`);
     const raw = new Map<string, unknown>();
     const written = new Map<string, unknown>();
