@@ -377,6 +377,14 @@ describe('bad configuration fails at start with a message naming the key', () =>
     }
   });
 
+  // The parser quotes the escape it refused (up to 8 characters after \U) and a block scalar's header whole.
+  it.each([
+    ['otlp:\n  ingestToken: "abc\\UZZSecretZZ123456"\n', 'Invalid escape sequence in a double-quoted string at line 2, column 20 (write \\\\ for a backslash, or single-quote the value)'],
+    ['otlp:\n  ingestToken: |2SecretZZ123456\n   x\n', 'Block scalar header includes extra characters at line 2, column 18'],
+  ])('refuses a file the YAML parser cannot read, naming the line, the column and what is wrong, not the text (%j)', (text, why) => {
+    expect(() => loadConfig({ env: {}, flags: { config: 'x.yaml' }, readFile: () => text })).toThrow(new ConfigError(`config file x.yaml is not valid YAML or JSON: ${why}`));
+  });
+
   // In a flow mapping, `{password:hunter2}` is one key "password:hunter2" with no value: "unknown key" and "not a
   // valid header name" quoted it whole, the secret after the colon included.
   it.each([

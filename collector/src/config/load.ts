@@ -178,6 +178,18 @@ const CORE_TAG = 'tag:yaml.org,2002:';
 const firstLine = (message: string): string => (message.split('\n')[0] as string).replace(/:$/, '');
 
 /**
+ * What the YAML parser found wrong, with its line and column, without the text of the file some of its messages
+ * quote (an escape sequence, a block scalar's header), which may be part of a secret.
+ */
+function parserProblem(err: Error): string {
+  const message = firstLine(err.message);
+  const at = / at line \d+, column \d+$/.exec(message)?.[0] ?? '';
+  const kind = message.slice(0, message.length - at.length);
+  if ((err as { code?: string }).code === 'BAD_DQ_ESCAPE') return `Invalid escape sequence in a double-quoted string${at} (write \\\\ for a backslash, or single-quote the value)`;
+  return `${kind.replace(/^(Block scalar header includes extra characters):.*$/s, '$1')}${at}`;
+}
+
+/**
  * The document a config file holds. What the parser only warns of is refused too, and never written to stderr
  * as it would (quoting the line): a tag it does not define (`!ENV NAME`, `!vault ...`) would be read as the bare
  * text after it, and a YAML version it does not know by its own rules.
@@ -209,7 +221,7 @@ function parseConfigText(text: string, file: string): { doc: unknown; written: u
     });
     return { doc: parsed.toJS(), written: written.toJS() };
   } catch (err) {
-    throw new ConfigError(`config file ${file} is not valid YAML or JSON: ${firstLine((err as Error).message)}`);
+    throw new ConfigError(`config file ${file} is not valid YAML or JSON: ${parserProblem(err as Error)}`);
   }
 }
 
