@@ -387,3 +387,12 @@ export function headerSecrets(headers: Record<string, string>): string[] {
   }
   return out;
 }
+
+/**
+ * Why a first wait longer than the longest is refused, or undefined: one of the two would be ignored (the
+ * longest raised to the first, or the first cut to the longest) without a word. Names both settings.
+ */
+export function backoffOrderProblem(initialKey: string, initialMs: number, maxKey: string, maxMs: number): string | undefined {
+  if (initialMs <= maxMs) return undefined;
+  return `${initialKey} (${formatDuration(initialMs)}) is longer than ${maxKey} (${formatDuration(maxMs)}), the longest wait: set ${initialKey} to at most ${maxKey}, or raise ${maxKey}`;
+}

@@ -7,7 +7,7 @@
  * name the header, never its value.
  */
 import { ConfigError, type Setting, type SettingValues } from '../config/setting.ts';
-import { INVALID_HEADER_VALUE_CHAR, headerSecretProblem, quotedKey, redactUrlPassword, urlPasswordProblem } from '../config/values.ts';
+import { INVALID_HEADER_VALUE_CHAR, backoffOrderProblem, headerSecretProblem, quotedKey, redactUrlPassword, urlPasswordProblem } from '../config/values.ts';
 import { safeEndpoint } from '../net/otlp-url.ts';
 import { clientTlsConfig, clientTlsSettings, clientTlsWithoutUrlProblem, fetchPortProblem, plainUrlProblem, type ClientTlsConfig } from '../net/settings.ts';
 
@@ -123,11 +123,11 @@ export const FORWARD_SETTINGS: readonly Setting[] = [
   },
   {
     key: 'forward.retry.initialInterval', env: 'HOOKWATCH_FORWARD_RETRY_INITIAL_INTERVAL', type: 'duration', default: 5_000, min: 1, max: 3_600_000,
-    description: 'First wait after a failed forwarding attempt; it grows 1.5x per failure (the wait is random below it: full jitter) up to forward.retry.maxInterval. Retry-After is honoured. An unreachable or overloaded destination is retried without a deadline; see forward.retry.maxElapsedTime.',
+    description: 'First wait after a failed forwarding attempt; it grows 1.5x per failure (the wait is random below it: full jitter) up to forward.retry.maxInterval. Retry-After is honoured. An unreachable or overloaded destination is retried without a deadline; see forward.retry.maxElapsedTime. Longer than forward.retry.maxInterval, it is refused at start and by a reload, naming both.',
   },
   {
     key: 'forward.retry.maxInterval', env: 'HOOKWATCH_FORWARD_RETRY_MAX_INTERVAL', type: 'duration', default: 30_000, min: 1, max: 3_600_000,
-    description: 'Longest wait between forwarding attempts.',
+    description: 'Longest wait between forwarding attempts; at least forward.retry.initialInterval.',
   },
   {
     key: 'forward.enrich', env: 'HOOKWATCH_FORWARD_ENRICH', type: 'bool', default: false,
@@ -192,6 +192,9 @@ export function forwardConfig(r: SettingValues): { forward: ForwardConfig } {
   // forward.tls.* apply to an https:// endpoint only: set with a plain-text one they would be ignored, so they are refused.
   const plain = plainUrlProblem(tls, endpoint, 'forward.endpoint', 'the destination', 'endpoint') ?? clientTlsWithoutUrlProblem(r, 'forward.tls', endpoint, 'forward.endpoint', 'the destination');
   if (plain) throw new ConfigError(plain);
+  const retry = { initialMs: r.number('forward.retry.initialInterval'), maxMs: r.number('forward.retry.maxInterval'), maxElapsedMs: r.number('forward.retry.maxElapsedTime') };
+  const order = backoffOrderProblem('forward.retry.initialInterval', retry.initialMs, 'forward.retry.maxInterval', retry.maxMs);
+  if (order) throw new ConfigError(order);
   return {
     forward: {
       endpoint,
@@ -200,7 +203,7 @@ export function forwardConfig(r: SettingValues): { forward: ForwardConfig } {
       compression: r.oneOf('forward.compression', ['gzip', 'none']),
       timeoutMs: r.number('forward.timeout'),
       queue: { path: r.string('forward.queue.path'), maxBytes: r.number('forward.queue.maxBytes') },
-      retry: { initialMs: r.number('forward.retry.initialInterval'), maxMs: r.number('forward.retry.maxInterval'), maxElapsedMs: r.number('forward.retry.maxElapsedTime') },
+      retry,
       deadLetters: { maxBytes: r.number('forward.deadLetters.maxBytes') },
       enrich: r.boolean('forward.enrich'),
       ...(tls ? { tls } : {}),

@@ -6,7 +6,7 @@
  * config/values.ts, the client TLS settings of net/settings.ts and the receiver types of model.ts.
  */
 import { ConfigError, SettingError, durationWithin as duration, isMapping as isMap, validator, type Setting, type SettingValues } from '../config/setting.ts';
-import { FILE_CONTENTS, FILE_CONTENTS_PROBLEM, INVALID_HEADER_VALUE_CHAR, MIN_SECRET_CHARS, headerSecretProblem, headerSecrets, quotedKey, readBoolean, redactHttpUrl, shortSecretProblem, urlPasswordProblem } from '../config/values.ts';
+import { FILE_CONTENTS, FILE_CONTENTS_PROBLEM, INVALID_HEADER_VALUE_CHAR, MIN_SECRET_CHARS, backoffOrderProblem, headerSecretProblem, headerSecrets, quotedKey, readBoolean, redactHttpUrl, shortSecretProblem, urlPasswordProblem } from '../config/values.ts';
 import { TLS_DEFAULTS, TLS_MIN_VERSIONS, clientTlsConfig, clientTlsProblem, clientTlsSettings, clientTlsWithoutUrlProblem, fetchPortProblem, plainUrlProblem, type ClientTlsConfig } from '../net/settings.ts';
 import type { ReceiverConfig } from './model.ts';
 
@@ -50,11 +50,11 @@ export const DELIVERY_SETTINGS: readonly Setting[] = [
   },
   {
     key: 'alerting.delivery.initialBackoff', env: 'HOOKWATCH_ALERT_DELIVERY_INITIAL_BACKOFF', type: 'duration', default: 500, min: 1, max: 600_000, reloadable: true,
-    description: 'Backoff ceiling of the first retry; it doubles per attempt up to alerting.delivery.maxBackoff (the wait is random below it).',
+    description: 'Backoff ceiling of the first retry; it doubles per attempt up to alerting.delivery.maxBackoff (the wait is random below it). Longer than alerting.delivery.maxBackoff, it is refused at start and by a reload, naming both.',
   },
   {
     key: 'alerting.delivery.maxBackoff', env: 'HOOKWATCH_ALERT_DELIVERY_MAX_BACKOFF', type: 'duration', default: 30_000, min: 1, max: 3_600_000, reloadable: true,
-    description: 'Largest backoff ceiling between delivery attempts.',
+    description: 'Largest backoff ceiling between delivery attempts; at least alerting.delivery.initialBackoff.',
   },
   {
     key: 'alerting.delivery.maxQueue', env: 'HOOKWATCH_ALERT_DELIVERY_MAX_QUEUE', type: 'int', default: 1000, min: 1, max: 1_000_000, reloadable: true,
@@ -86,6 +86,8 @@ export function notifyConfig(r: SettingValues): NotifyConfig {
   // As forward.tls.*: settings beside an http:// endpoint would be ignored, so they are refused.
   const plain = plainUrlProblem(tls, endpoint, 'alerting.otlp.endpoint', 'the alert event endpoint', 'endpoint') ?? clientTlsWithoutUrlProblem(r, 'alerting.otlp.tls', endpoint, 'alerting.otlp.endpoint', 'the alert event endpoint');
   if (plain) throw new ConfigError(plain);
+  const order = backoffOrderProblem('alerting.delivery.initialBackoff', r.number('alerting.delivery.initialBackoff'), 'alerting.delivery.maxBackoff', r.number('alerting.delivery.maxBackoff'));
+  if (order) throw new ConfigError(order);
   return {
     receivers: parseReceivers(r.raw('alerting.receivers')),
     externalUrl: r.string('alerting.externalUrl').trim(),
