@@ -430,15 +430,18 @@ describe('hookwatch backup on SQLite', () => {
     const config = join(dir, 'hookwatch.yaml');
     writeFileSync(config, `db: ${path}\nalerting:\n  rules:\n    - kind: persisted\n      name: p\n      threshold: 3\n`);
     const to = join(copies, 'copy.db');
-    const backup = await hookwatchBackup(['--config', config, '--to', to], { HOOKWATCH_HTTP_AUTH_MODE: 'basic' });
+    // A flag's invalid value of another setting too, as --help says: a warning, not a stop.
+    const backup = await hookwatchBackup(['--config', config, '--to', to, '--log-level', 'bogus'], { HOOKWATCH_HTTP_AUTH_MODE: 'basic' });
     expect(backup.status, backup.stderr).toBe(0);
     expect(existsSync(to)).toBe(true);
     expect(backup.stderr).toContain('alerting.rules[0].threshold');
     expect(backup.stderr).toContain('http.auth.username');
+    expect(backup.stderr).toContain('hookwatch: warning: flag --log-level: invalid value "bogus" for log.level');
     expect(backup.stderr.split('\n').filter((l) => l !== '').every((l) => l.startsWith('hookwatch: warning: ') && l.includes('backup reads only db and forward.queue.path'))).toBe(true);
-    const restore = await hookwatchRestore(['--config', config, '--from', to], { HOOKWATCH_HTTP_AUTH_MODE: 'basic' });
+    const restore = await hookwatchRestore(['--config', config, '--from', to, '--log-level', 'bogus'], { HOOKWATCH_HTTP_AUTH_MODE: 'basic' });
     expect(restore.status, restore.stderr).toBe(0);
     expect(restore.stderr).toContain('alerting.rules[0].threshold');
+    expect(restore.stderr).toContain('hookwatch: warning: flag --log-level: invalid value "bogus" for log.level');
     // A db setting that cannot be read still stops it.
     const bad = await hookwatchBackup(['--config', config, '--to', to, '--force'], { HOOKWATCH_DB: '' });
     expect(bad.status).toBe(2);

@@ -49,7 +49,7 @@ export async function stoppable<T>(io: ToolIO, work: (signal: AbortSignal) => Pr
 }
 
 /** The settings backup and restore read: the files they copy, or whose files a copy must not replace. */
-const COPY_SETTINGS: ReadonlySet<string> = new Set(['db', 'forward.queue.path']);
+export const COPY_SETTINGS: ReadonlySet<string> = new Set(['db', 'forward.queue.path']);
 
 /**
  * The store's path as serve finds it (defaults < config file < environment < flags), and the forwarding queue's.

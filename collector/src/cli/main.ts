@@ -8,7 +8,7 @@ import { ConfigError, SETTINGS, configSecrets, flagName, loadConfig, settingForF
 import { SettingPathError } from '../config/setting.ts';
 import { coerceText } from '../config/load.ts';
 import { commandIndex, parseFlags } from './args.ts';
-import { BACKUP_FLAGS, runBackup } from './backup.ts';
+import { BACKUP_FLAGS, COPY_SETTINGS, runBackup } from './backup.ts';
 import { RESTORE_FLAGS, runRestore } from './restore.ts';
 import { renderConfig } from './config-output.ts';
 import { COMMANDS, commandHelp, configFlagNames, globalHelp } from './help.ts';
@@ -197,12 +197,13 @@ const COMMAND_NAMES = COMMANDS.map((c) => c.name);
 
 /**
  * A setting flag's bad value is a mistake on the command line (UsageError: printed with a pointer to the
- * command's help, exit status 2), found here with the check loadConfig makes, before anything starts.
+ * command's help, exit status 2), found here with the check loadConfig makes, before anything starts. With `only`
+ * (backup and restore), the flags of other settings are left to the command, which warns of a bad one and goes on.
  */
-function checkFlagValues(flags: Record<string, string | undefined>): void {
+function checkFlagValues(flags: Record<string, string | undefined>, only?: ReadonlySet<string>): void {
   for (const [name, value] of Object.entries(flags)) {
     const setting = settingForFlag(name);
-    if (!setting || value === undefined) continue;
+    if (!setting || value === undefined || (only && !only.has(setting.key))) continue;
     try {
       coerceText(setting, value, `flag --${name}`);
     } catch (err) {
@@ -286,7 +287,7 @@ export async function runCommand(argv: readonly string[], io: ToolIO = processIO
     const extra = parsed.positionals[0];
     if (extra !== undefined) throw new UsageError(`unexpected argument ${JSON.stringify(extra)}${named === undefined ? didYouMean(extra, COMMAND_NAMES) : ''}`);
     if (parsed.booleans.has('json') && command !== 'config') throw new UsageError('unknown flag --json (only "hookwatch config" takes it)');
-    checkFlagValues(parsed.flags);
+    checkFlagValues(parsed.flags, extraFlags ? COPY_SETTINGS : undefined);
     if (command === 'backup') return await runBackup(parsed, io);
     if (command === 'restore') return await runRestore(parsed, io);
     if (command === 'config') {
