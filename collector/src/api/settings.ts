@@ -28,7 +28,7 @@ export const API_SETTINGS: readonly Setting[] = [
   },
   {
     key: 'http.allowedHosts', env: 'HOOKWATCH_HTTP_ALLOWED_HOSTS', type: 'list', default: [],
-    description: 'Host names the HTTP port answers to (the Host header), besides IP addresses, `localhost` and the host of `alerting.externalUrl` (unset: of its default, the machine\'s host name when `http.addr` is a wildcard address); `*` allows any. A name is the same with a trailing dot (`localhost.`, `hookwatch.internal.`). While `http.addr` is a loopback address any other name gets 403 there (and on the OTLP/HTTP port while `otlp.http.addr` is), so a web page cannot reach hookwatch through its own DNS name rebound to 127.0.0.1 (DNS rebinding). Listening on other addresses, any name is answered unless this lists some.',
+    description: 'Host names the HTTP port answers to (the Host header), besides IP addresses, `localhost` and the host of `alerting.externalUrl` (unset: of its default, the machine\'s host name when `http.addr` is a wildcard address); `*` allows any. A name is the same with a trailing dot (`localhost.`, `hookwatch.internal.`). While `http.addr` is a loopback address any other name gets 403 there (and on the OTLP/HTTP port while `otlp.http.addr` is), so a web page cannot reach hookwatch through its own DNS name rebound to 127.0.0.1 (DNS rebinding). Listening on other addresses, any name is answered unless this lists some. An entry no Host header can match (with a scheme, a path, or a wildcard within a name such as `*.example.com`) is refused at start, naming it.',
   },
   {
     key: 'http.auth.mode', env: 'HOOKWATCH_HTTP_AUTH_MODE', type: 'enum', default: 'none', values: ['none', 'basic', 'bearer', 'proxy-header'],
@@ -88,12 +88,29 @@ export function apiConfig(r: SettingValues): ApiSettings {
       requestTimeoutMs: r.number('http.requestTimeout'),
       keepAliveTimeoutMs: r.number('http.keepAliveTimeout'),
       maxPendingQueries: r.number('http.maxPendingQueries'),
-      allowedHosts: r.list('http.allowedHosts').map((h) => h.trim().toLowerCase()).filter((h) => h !== ''),
+      allowedHosts: allowedHosts(r.list('http.allowedHosts')),
       auth: httpAuth(r.oneOf('http.auth.mode', ['none', 'basic', 'bearer', 'proxy-header']), r.string('http.auth.username'), r.string('http.auth.password'), r.string('http.auth.token'), r.string('http.auth.proxyHeader').trim().toLowerCase()),
       tls,
       hstsMaxAgeSeconds: tls ? hstsMaxAgeMs / 1000 : undefined,
     },
   };
+}
+
+/**
+ * http.allowedHosts, lower case. An entry a Host header can never match (a URL, a path, a wildcard within a name)
+ * would leave the name it meant refused with 403: refused at start, naming the entry and the form expected.
+ */
+function allowedHosts(entries: readonly string[]): string[] {
+  const hosts = entries.map((h) => h.trim().toLowerCase()).filter((h) => h !== '');
+  for (const host of hosts) {
+    if (host === '*') continue;
+    const why = /^[a-z][a-z0-9+.-]*:\/\//.test(host) ? 'has a scheme'
+      : host.includes('/') ? 'has a path'
+        : host.includes('*') ? 'has a wildcard, which matches no name (* alone allows any)'
+          : !/^(?:\[[0-9a-f:.]+\]|[a-z0-9\-._~%]+)(?::\d+)?$/.test(host) ? 'is not a host name' : undefined;
+    if (why) throw new ConfigError(`http.allowedHosts entry ${JSON.stringify(host)} ${why}: list each name as a Host header gives it, a host name or IP address alone (hookwatch.example.com, [::1]), or with its port`);
+  }
+  return hosts;
 }
 
 /**

@@ -269,6 +269,10 @@ describe('bad configuration fails at start with a message naming the key', () =>
     // One of the two would be ignored: the longest raised to the first wait (forwarding), or the first cut to it.
     ['a forwarding first wait longer than the longest', () => toConfig(loadConfig({ env: {}, flags: { 'forward-retry-initial-interval': '1h', 'forward-retry-max-interval': '1s' } })), /^forward\.retry\.initialInterval \(1h\) is longer than forward\.retry\.maxInterval \(1s\), the longest wait: set forward\.retry\.initialInterval to at most forward\.retry\.maxInterval, or raise forward\.retry\.maxInterval$/],
     ['a delivery first backoff longer than the longest', () => toConfig(loadConfig({ env: {}, flags: { config: 'x.yaml' }, readFile: () => 'alerting:\n  delivery: { initialBackoff: 1m }\n', reload: true })), /^alerting\.delivery\.initialBackoff \(1m\) is longer than alerting\.delivery\.maxBackoff \(30s\), the longest wait: /],
+    // A Host header never matches these: the name they meant would be answered 403.
+    ['an allowed host with a wildcard', () => toConfig(loadConfig({ env: { HOOKWATCH_HTTP_ALLOWED_HOSTS: '*.example.com,http://foo.example.com' } })), /^http\.allowedHosts entry "\*\.example\.com" has a wildcard, which matches no name \(\* alone allows any\): list each name as a Host header gives it, a host name or IP address alone \(hookwatch\.example\.com, \[::1\]\), or with its port$/],
+    ['an allowed host given as a URL', () => toConfig(loadConfig({ env: { HOOKWATCH_HTTP_ALLOWED_HOSTS: 'hookwatch.internal,http://foo.example.com' } })), /^http\.allowedHosts entry "http:\/\/foo\.example\.com" has a scheme: /],
+    ['an allowed host with a path', () => toConfig(loadConfig({ env: {}, flags: { config: 'x.yaml' }, readFile: () => 'http:\n  allowedHosts: [foo.example.com/dashboard]\n' })), /^http\.allowedHosts entry "foo\.example\.com\/dashboard" has a path: /],
     ['a retention past 100 years', () => loadConfig({ env: { HOOKWATCH_RETENTION_EVENTS: '36501d' } }), /^environment HOOKWATCH_RETENTION_EVENTS: invalid value "36501d" for retention\.events: must be at most 36500d$/],
     ['a rollup retention far past 100 years', () => loadConfig({ env: {}, flags: { config: 'x.yaml' }, readFile: () => 'retention:\n  rollups: 100000000d\n' }), /^config file x\.yaml: invalid value "100000000d" for retention\.rollups: must be at most 36500d$/],
     ['a minute rollup retention past 100 years', () => loadConfig({ env: {}, flags: { 'retention-minute-rollups': '5300w' } }), /^flag --retention-minute-rollups: invalid value "5300w" for retention\.minuteRollups: must be at most 36500d$/],
@@ -294,6 +298,11 @@ describe('bad configuration fails at start with a message naming the key', () =>
       expect(fn).toThrow(message);
     });
   }
+
+  it('takes allowed hosts in every form a Host header gives: a name, an address, with a port, absolute, and * alone', () => {
+    const hosts = toConfig(loadConfig({ env: { HOOKWATCH_HTTP_ALLOWED_HOSTS: 'Hookwatch.Example.com, hw.internal:9318,[::1],10.0.0.7:9318,localhost.,*' } })).http.allowedHosts;
+    expect(hosts).toEqual(['hookwatch.example.com', 'hw.internal:9318', '[::1]', '10.0.0.7:9318', 'localhost.', '*']);
+  });
 
   it('an empty section, its keys all commented out, sets nothing', () => {
     const loaded = loadConfig({ env: {}, flags: { config: 'x.yaml' }, readFile: () => 'alerting:\n  # receivers: []\nlog:\notlp:\n  http:\n' });
