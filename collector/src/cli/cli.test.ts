@@ -224,6 +224,22 @@ describe('hookwatch config', () => {
     }
   });
 
+  it('privacy.drop takes an attribute privacy.hash lists by default, and says so; set in both it is refused', async () => {
+    for (const format of ['yaml', 'json'] as const) {
+      const printed = await hookwatch(format === 'json' ? ['config', '--json'] : ['config'], { HOOKWATCH_PRIVACY_DROP: 'user.email' });
+      expect(printed.status, printed.stderr).toBe(0);
+      const doc = (format === 'json' ? JSON.parse(printed.stdout) : parseYaml(printed.stdout)) as { privacy: { hash: string[]; drop: string[] } };
+      expect(doc.privacy).toMatchObject({ hash: [], drop: ['user.email'] });
+      if (format === 'yaml') expect(printed.stdout).toContain('# privacy.drop takes the attributes it lists');
+      const file = join(dir, `privacy-drop.${format}`);
+      writeFileSync(file, printed.stdout);
+      expect((await hookwatch(['config', '--config', file])).status).toBe(0);
+    }
+    const both = await hookwatch(['config'], { HOOKWATCH_PRIVACY_HASH: 'user.email', HOOKWATCH_PRIVACY_DROP: 'user.email' });
+    expect(both.status).toBe(2);
+    expect(both.stderr).toContain('"user.email" is in both privacy.hash and privacy.drop; choose one');
+  });
+
   it('config refuses a silence rule whose after is not shorter than its window, exit 2, naming the rule and both values', async () => {
     const file = join(dir, 'silence-after-window.yaml');
     writeFileSync(file, 'alerting:\n  rules:\n    - { kind: silence, after: 8d }\n');

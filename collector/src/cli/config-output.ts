@@ -47,6 +47,7 @@ export function renderConfig(loaded: LoadedConfig, format: 'yaml' | 'json', deri
   for (const d of moved) {
     const node = doc.getIn(d.key.split('.'), true);
     if (isScalar(node)) node.comment = node.comment ? `${node.comment}; ${d.why}` : ` ${d.why}`;
+    else if (node && typeof node === 'object') (node as { commentBefore?: string }).commentBefore = ` ${d.why}`;
   }
   // Double-quoted, the one style of YAML scalar with escapes: every character printable() writes out is then in one.
   visit(doc, {

@@ -305,6 +305,7 @@ export async function runCommand(argv: readonly string[], io: ToolIO = processIO
       const derived = [
         { key: 'otlp.maxInflightBytes', value: config.otlp.maxInflightBytes, why: 'raised to twice otlp.maxRequestBytes' },
         { key: 'retention.minuteRollups', value: config.retention.minuteRollupsMs, why: 'cut to retention.events' },
+        ...(config.privacy.hash.length === (loaded.values.get('privacy.hash') as string[]).length ? [] : [{ key: 'privacy.hash', value: config.privacy.hash, why: 'privacy.drop takes the attributes it lists' }]),
       ];
       io.stdout(renderConfig(loaded, parsed.booleans.has('json') ? 'json' : 'yaml', derived));
       return 0;

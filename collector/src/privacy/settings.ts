@@ -24,7 +24,7 @@ export const PRIVACY_SETTINGS: readonly Setting[] = [
   },
   {
     key: 'privacy.drop', env: 'HOOKWATCH_PRIVACY_DROP', type: 'list', default: [],
-    description: 'Attributes removed before storage (same choices as privacy.hash), e.g. `user.account_uuid,organization.id`.',
+    description: 'Attributes removed before storage (same choices as privacy.hash), e.g. `user.account_uuid,organization.id`. One listed here is no longer hashed by privacy.hash\'s default (`user.email`); one privacy.hash is set to list too is refused at start, naming it.',
   },
 ];
 
@@ -36,8 +36,10 @@ export interface PrivacyConfig {
 
 /** Typed `privacy.*`; `dimensions` are the configured extra attributes, which may be hashed or dropped too. */
 export function privacyConfig(r: SettingValues, dimensions: readonly string[]): PrivacyConfig {
-  const hash = r.list('privacy.hash');
   const drop = r.list('privacy.drop');
+  // An attribute hashed by default and listed in privacy.drop is dropped, as asked: stored less than hashed. Set
+  // in both, it is refused (privacyProblem): one of the two was not meant.
+  const hash = r.isDefault('privacy.hash') ? r.list('privacy.hash').filter((k) => !drop.includes(k)) : r.list('privacy.hash');
   const problem = privacyProblem(hash, drop, dimensions);
   if (problem) throw new ConfigError(problem);
   return { hash, hashKey: r.string('privacy.hashKey'), drop };
@@ -53,6 +55,6 @@ export function privacyProblem(hash: readonly string[], drop: readonly string[],
     }
   }
   const both = hash.find((k) => drop.includes(k));
-  if (both) return `${JSON.stringify(both)} is in both privacy.hash and privacy.drop; choose one`;
+  if (both) return `${JSON.stringify(both)} is in both privacy.hash and privacy.drop; choose one (an attribute hashed by default is dropped when privacy.drop lists it and privacy.hash is not set)`;
   return undefined;
 }
