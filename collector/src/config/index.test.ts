@@ -304,6 +304,18 @@ describe('bad configuration fails at start with a message naming the key', () =>
     expect(hosts).toEqual(['hookwatch.example.com', 'hw.internal:9318', '[::1]', '10.0.0.7:9318', 'localhost.', '*']);
   });
 
+  it('reads a boolean from a variable as the file reads it: in any case, past the space around it', () => {
+    for (const [text, value] of [['True', true], [' true ', true], ['FALSE', false], ['1', true], ['0', false]] as const) {
+      expect(toConfig(loadConfig({ env: { HOOKWATCH_FORWARD_ENRICH: text } })).forward.enrich, text).toBe(value);
+    }
+    expect(() => loadConfig({ env: { HOOKWATCH_FORWARD_ENRICH: 'yes' } })).toThrow('environment HOOKWATCH_FORWARD_ENRICH: invalid value "yes" for forward.enrich: expected true or false');
+  });
+
+  it('names the sizes of an otlp.maxInflightBytes below twice otlp.maxRequestBytes in units, as they are written', () => {
+    expect(() => toConfig(loadConfig({ env: { HOOKWATCH_OTLP_MAX_INFLIGHT_BYTES: '200MiB', HOOKWATCH_OTLP_MAX_REQUEST_BYTES: '128MiB' } })))
+      .toThrow(new ConfigError('otlp.maxInflightBytes (200MiB) must be at least twice otlp.maxRequestBytes (128MiB): set it to 256MiB or more'));
+  });
+
   it('an empty section, its keys all commented out, sets nothing', () => {
     const loaded = loadConfig({ env: {}, flags: { config: 'x.yaml' }, readFile: () => 'alerting:\n  # receivers: []\nlog:\notlp:\n  http:\n' });
     expect(loaded.values).toEqual(loadConfig({ env: {} }).values);

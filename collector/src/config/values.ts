@@ -148,12 +148,14 @@ export function quotedKey(key: string): string {
 
 /**
  * A boolean as the file writes it, or as text, which is what the environment and `${env:NAME}` give: true, false,
- * 'true', 'false', '1', '0'; undefined for anything else.
+ * 'true', 'false', '1', '0', in any case and past the space around it; undefined for anything else.
  */
 export function readBoolean(raw: unknown): boolean | undefined {
   if (typeof raw === 'boolean') return raw;
-  if (raw === 'true' || raw === '1') return true;
-  if (raw === 'false' || raw === '0') return false;
+  // As the file reads `True` and `FALSE` (YAML's core schema), and past the space around it, as a variable may have it.
+  const text = typeof raw === 'string' ? raw.trim().toLowerCase() : raw;
+  if (text === 'true' || text === '1') return true;
+  if (text === 'false' || text === '0') return false;
   return undefined;
 }
 

@@ -3,6 +3,7 @@
  * token, TLS and the in-flight byte budget both ports share. A leaf: config/ composes these rows into the one table.
  */
 import { ConfigError, type Setting, type SettingValues } from '../config/setting.ts';
+import { formatSize } from '../config/values.ts';
 import { bearerTokenProblem, keepAliveSetting, tlsConfig, tlsSettings, type TlsConfig } from '../net/settings.ts';
 
 const MiB = 1024 * 1024;
@@ -84,6 +85,6 @@ export function receiverConfig(r: SettingValues): ReceiverSettings {
  */
 function inflightBytes(inflight: number, maxRequest: number, isDefault: boolean): number {
   if (isDefault) return Math.max(inflight, 2 * maxRequest);
-  if (inflight < 2 * maxRequest) throw new ConfigError(`otlp.maxInflightBytes (${inflight}) must be at least twice otlp.maxRequestBytes (${maxRequest})`);
+  if (inflight < 2 * maxRequest) throw new ConfigError(`otlp.maxInflightBytes (${formatSize(inflight)}) must be at least twice otlp.maxRequestBytes (${formatSize(maxRequest)}): set it to ${formatSize(2 * maxRequest)} or more`);
   return inflight;
 }
