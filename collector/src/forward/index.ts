@@ -121,7 +121,7 @@ export async function startForwarding(config: ForwardConfig, opts: ForwardingOpt
     exporter,
     logger: opts.logger,
     maxElapsedMs: config.retry.maxElapsedMs,
-    backoff: { initialMs: config.retry.initialMs, maxMs: Math.max(config.retry.maxMs, config.retry.initialMs), ...opts.backoff },
+    backoff: { initialMs: config.retry.initialMs, maxMs: config.retry.maxMs, ...opts.backoff },
     ...(opts.now ? { now: opts.now } : {}),
   });
   const stage = new ForwardingStage({ queue, forwarder, exporter, logger: opts.logger, ...(config.enrich ? { transform: deliveryEnricher((err) => opts.logger.warn('forwarding a logs request without hookwatch.delivery: it could not be rewritten', { destination: exporter.description, err })) } : {}) });
