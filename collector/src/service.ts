@@ -534,7 +534,7 @@ async function start(config: HookwatchConfig, opts: ServiceOptions, opened: (() 
   // Retention is once-per-cluster work: only the leader deletes from the store (each replica expires its own
   // forward queue file). It runs once serving, then every hour and whenever this replica becomes leader.
   const retention = new Retention({
-    store, eventsMs: config.retention.eventsMs, rollupsMs: config.retention.rollupsMs, maxFutureSkewMs: config.otlp.maxFutureSkewMs,
+    store, eventsMs: config.retention.eventsMs, rollupsMs: config.retention.rollupsMs,
     isLeader: () => coordination.leader.isLeader(), ...(forwarding ? { expireForwarded: (beforeMs: number, signal: AbortSignal) => forwarding.expire(beforeMs, signal) } : {}), logger, now,
   });
   registerRetentionMetrics(metrics, retention, rawStore.kind);

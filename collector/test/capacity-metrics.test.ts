@@ -150,7 +150,7 @@ function storeNextDoor(opts: { pruneFails?: boolean; leaseMoves?: boolean; parti
 /** One run of retention over `store` by the leader, on the clock at `nowMs`, and /metrics after it. */
 async function metricsAfterRun(store: Store, opts: { logger?: Logger; nowMs?: number } = {}): Promise<Map<string, ParsedFamily>> {
   const metrics = new MetricsRegistry();
-  const retention = new Retention({ store, eventsMs: 30 * DAY, rollupsMs: 400 * DAY, maxFutureSkewMs: 60_000, isLeader: () => true, logger: opts.logger ?? silentLogger, now: () => opts.nowMs ?? 40 * DAY });
+  const retention = new Retention({ store, eventsMs: 30 * DAY, rollupsMs: 400 * DAY, isLeader: () => true, logger: opts.logger ?? silentLogger, now: () => opts.nowMs ?? 40 * DAY });
   registerRetentionMetrics(metrics, retention, store.kind);
   await retention.run();
   return parseExposition(await metrics.render());
@@ -191,7 +191,7 @@ describe('retention metrics', () => {
     const store = storeNextDoor();
     let leader = false;
     const expired: number[] = [];
-    const retention = new Retention({ store, eventsMs: 30 * DAY, rollupsMs: 400 * DAY, maxFutureSkewMs: 60_000, isLeader: () => leader, expireForwarded: async (b) => expired.push(b), logger: silentLogger, now: () => 40 * DAY });
+    const retention = new Retention({ store, eventsMs: 30 * DAY, rollupsMs: 400 * DAY, isLeader: () => leader, expireForwarded: async (b) => expired.push(b), logger: silentLogger, now: () => 40 * DAY });
     registerRetentionMetrics(metrics, retention, store.kind);
     await retention.run();
     let f = parseExposition(await metrics.render());
@@ -216,7 +216,7 @@ describe('retention stop', () => {
     let release = (): void => {};
     const store = storeNextDoor({ pruneUntil: new Promise<void>((r) => (release = r)) });
     const metrics = new MetricsRegistry();
-    const retention = new Retention({ store, eventsMs: 30 * DAY, rollupsMs: 400 * DAY, maxFutureSkewMs: 60_000, isLeader: () => true, logger: silentLogger, now: () => 40 * DAY });
+    const retention = new Retention({ store, eventsMs: 30 * DAY, rollupsMs: 400 * DAY, isLeader: () => true, logger: silentLogger, now: () => 40 * DAY });
     registerRetentionMetrics(metrics, retention, store.kind);
     void retention.run();
     // Stopped once the store is deleting: a batch it does not end at once (the store ignores the signal).

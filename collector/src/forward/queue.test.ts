@@ -398,7 +398,7 @@ describe('DurableQueue with bodies over BODY_CHUNK_BYTES', () => {
     await q.enqueue('logs', 'protobuf', large(), 2);
     const store = new SqliteStore({ path: join(dirname(q.path), 'store.db') });
     const retention = new Retention({
-      store, eventsMs: 100, rollupsMs: 100, maxFutureSkewMs: 60_000, isLeader: () => true, logger: silentLogger, now: () => 200,
+      store, eventsMs: 100, rollupsMs: 100, isLeader: () => true, logger: silentLogger, now: () => 200,
       expireForwarded: (beforeMs, signal) => q.expire(beforeMs, signal),
     });
     // Stopped (as at SIGTERM) once both rows are gone and some of their chunks, not all: what the file holds then.

@@ -29,7 +29,7 @@ export const RECEIVER_SETTINGS: readonly Setting[] = [
   },
   {
     key: 'otlp.maxFutureSkew', env: 'HOOKWATCH_OTLP_MAX_FUTURE_SKEW', type: 'duration', default: 300_000, min: 0, max: DAY,
-    description: 'A hook record stamped further than this ahead of the receive time (a client clock running ahead) is stored at the receive time instead, and the OTLP partial-success message says how many were clamped. Retention removes rows stored before with such times.',
+    description: 'A hook record stamped further than this ahead of the receive time (a client clock running ahead) is stored at the receive time instead, and the OTLP partial-success message says how many were clamped. Ahead is judged by the clock of the replica that receives it; retention deletes by age only, so what was accepted is kept.',
   },
   {
     key: 'otlp.ingestToken', env: 'HOOKWATCH_INGEST_TOKEN', type: 'string', default: '', secret: true, validate: bearerTokenProblem,

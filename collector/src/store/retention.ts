@@ -20,10 +20,9 @@ export type RemovedKind = (typeof REMOVED_KINDS)[number];
 
 export interface RetentionOptions {
   store: Store;
-  /** The retention settings (config.retention) and the future skew past which rows are removed too. */
+  /** The retention settings (config.retention). */
   eventsMs: number;
   rollupsMs: number;
-  maxFutureSkewMs: number;
   /** Whether this replica leads (always true on SQLite). */
   isLeader(): boolean;
   /**
@@ -106,8 +105,9 @@ export class Retention {
       // Replicas share the database, not a clock: its time, where it has one, is the same whoever leads.
       if (store.clockMs) t = await store.clockMs();
       if (signal.aborted) return this.stoppedRun();
-      // Rows stamped past the future skew (stored before such times were clamped) are never shown: removed too.
-      const r = await store.prune(t - this.opts.eventsMs, t - this.opts.rollupsMs, t + this.opts.maxFutureSkewMs + 60_000, signal);
+      // By age only: rows stamped ahead of this clock were acknowledged too. A replica judges the future skew by
+      // its own clock, which may run ahead of the database's; they are shown once their time comes.
+      const r = await store.prune(t - this.opts.eventsMs, t - this.opts.rollupsMs, signal);
       this.count({ events: r.events, rollups: r.rollups, hooks: r.hooks, guard_trims: r.guardTrims, partitions: r.partitions ?? 0 });
       deferred = (r.partitionsDeferred ?? 0) > 0;
       if (r.events || r.rollups || r.hooks || r.guardTrims) {

@@ -321,13 +321,14 @@ export interface Store {
   /**
    * Deletes raw events older than eventsBeforeMs (in whole hours: from the start of the hour holding it), minute
    * rollups older than the store's retention.minuteRollups (minute-sources.ts) and rollups older than
-   * rollupsBeforeMs, then hooks with nothing left, in bounded batches. With futureFromMs, also events and rollup buckets at or after it (stamped by a clock
-   * far ahead before such times were clamped). A store whose retention is fenced by a leader lease throws
+   * rollupsBeforeMs, then hooks with nothing left, in bounded batches. Nothing is deleted for being ahead: an event
+   * ingest accepted is kept until it is old, whatever clock stamped it (a replica's own clock judges the future skew,
+   * and may run ahead of the one retention reads). A store whose retention is fenced by a leader lease throws
    * NotLeaderError once the lease has moved (prune and pruneTranscriptFindings alike). Once `signal` aborts (the
    * process stops), the run ends between two batches, each committed, and resolves with what it deleted until
    * then: the next run deletes the rest.
    */
-  prune(eventsBeforeMs: number, rollupsBeforeMs: number, futureFromMs?: number, signal?: AbortSignal): Promise<PruneResult>;
+  prune(eventsBeforeMs: number, rollupsBeforeMs: number, signal?: AbortSignal): Promise<PruneResult>;
   /**
    * What the store takes on disk (StoreSize); undefined for one without files (an in-memory database). A stat of
    * the files on SQLite; a catalog query on PostgreSQL, which /metrics runs periodically, never per scrape.

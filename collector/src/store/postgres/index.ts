@@ -1711,8 +1711,8 @@ export class PostgresStore implements Store {
    * under, and each of their transactions (a batch, a partition dropped) checks it before it commits (underLease).
    * A leader paused past its lease and resumed in the middle of a run deletes nothing more: its next batch is rolled
    * back (NotLeaderError), and a batch under way when it paused is rolled back by the server (fence.ts). Past
-   * bounds read at the start of its run, it would otherwise delete what its successor keeps: events that time
-   * has brought back within the future skew, rows of a retention raised meanwhile.
+   * bounds read at the start of its run, it would otherwise delete what its successor keeps: rows of a retention
+   * raised meanwhile.
    */
   fenceRetention(fence: LeaseFence): void {
     this.fence = fence;
@@ -1761,9 +1761,9 @@ export class PostgresStore implements Store {
     return this.classify(err, 'retention failed');
   }
 
-  async prune(eventsBefore: number, rollupsBeforeMs: number, futureFromMs?: number, signal?: AbortSignal): Promise<PruneResult> {
+  async prune(eventsBefore: number, rollupsBeforeMs: number, signal?: AbortSignal): Promise<PruneResult> {
     const result: PruneResult & { partitions: number } = { events: 0, rollups: 0, hooks: 0, guardTrims: 0, partitions: 0 };
-    await untilStopped(this.pruneRun(result, eventsBefore, rollupsBeforeMs, futureFromMs, signal), signal);
+    await untilStopped(this.pruneRun(result, eventsBefore, rollupsBeforeMs, signal), signal);
     return result;
   }
 
@@ -1771,7 +1771,7 @@ export class PostgresStore implements Store {
    * A retention run, what it deletes added to `result` as it goes. Each batch is its own transaction: once
    * `signal` aborts, the run ends before the next one (throwing signal.reason), and leaves the index rebuilds too.
    */
-  private async pruneRun(result: PruneResult & { partitions: number }, eventsBefore: number, rollupsBeforeMs: number, futureFromMs: number | undefined, signal: AbortSignal | undefined): Promise<void> {
+  private async pruneRun(result: PruneResult & { partitions: number }, eventsBefore: number, rollupsBeforeMs: number, signal: AbortSignal | undefined): Promise<void> {
     const epoch = this.retentionEpoch();
     const go = (): void => signal?.throwIfAborted();
     // Whole hours of events (minute-sources.ts), and minute rollups by their own horizon.
@@ -1848,19 +1848,6 @@ export class PostgresStore implements Store {
       }
     };
     await dimPrune('<', rollupsBeforeMs);
-    if (futureFromMs !== undefined) {
-      // Once a lock was not granted, the days ahead wait for the next run too: each attempt would hold ingest
-      // behind it for as long again.
-      const ahead = deferred.length > 0 ? { events: 0, partitions: 0, deferred: [] } : await this.dropPartitions(epoch, (d) => d * DAY_MS >= futureFromMs, { keepEmpty: true, signal });
-      deferred.push(...ahead.deferred);
-      result.events += ahead.events;
-      result.partitions += ahead.partitions;
-      const nextDayMs = Math.ceil(futureFromMs / DAY_MS) * DAY_MS;
-      await batch(add('events'), 'DELETE FROM events WHERE (hook, time_ms, key) IN (SELECT hook, time_ms, key FROM events WHERE time_ms >= $1 AND time_ms < $2 LIMIT $3)', futureFromMs, nextDayMs);
-      for (const t of Object.values(ROLLUP_TABLES)) await batch(add('rollups'), `DELETE FROM ${t} WHERE ctid IN (SELECT ctid FROM ${t} WHERE bucket >= $1 LIMIT $2)`, futureFromMs);
-      await dimPrune('>=', futureFromMs);
-      await attrPrune('>=', futureFromMs);
-    }
     result.hooks = await this.pruneOrphanHooks(epoch, n, signal);
     // Attribute sets no event in retention can reference (last_ms covers every event of the set).
     // The outer condition again: under READ COMMITTED a row another replica's ingest has just moved on (a
@@ -2068,8 +2055,7 @@ export class PostgresStore implements Store {
 
   /**
    * Detaches and drops the event partitions of the days `due` picks, each in its own short transaction; returns
-   * how many partitions went and how many events they held, and the partitions left for the next run. The
-   * partitions ahead of today are made again at the next open or ingest; with keepEmpty, empty ones are kept.
+   * how many partitions went and how many events they held, and the partitions left for the next run.
    *
    * DETACH takes ACCESS EXCLUSIVE on events: it waits for every statement on events to end, and the inserts that
    * come meanwhile queue behind it. So it waits at most PARTITION_DDL_LOCK_TIMEOUT_MS: past that (a pg_dump or a
@@ -2077,7 +2063,7 @@ export class PostgresStore implements Store {
    * Not DETACH ... CONCURRENTLY: it waits for those same transactions to end (a dump's, for hours), and cut short
    * by a timeout it leaves the partition pending, to be finished by hand or by the next run.
    */
-  private async dropPartitions(epoch: number, due: (day: number) => boolean, opts: { keepEmpty?: boolean; signal?: AbortSignal | undefined } = {}): Promise<{ events: number; partitions: number; deferred: string[] }> {
+  private async dropPartitions(epoch: number, due: (day: number) => boolean, opts: { signal?: AbortSignal | undefined } = {}): Promise<{ events: number; partitions: number; deferred: string[] }> {
     let events = 0;
     let partitions = 0;
     const days = (await this.partitionDays()).filter(due).sort((a, b) => a - b);
@@ -2085,9 +2071,6 @@ export class PostgresStore implements Store {
       // Stopping (Store.prune): the days dropped so far are counted, the caller ends the run.
       if (opts.signal?.aborted) break;
       const name = partitionTable(d);
-      // The days ahead made ready for ingest hold nothing yet: dropped, each would be made again at once, and each
-      // DETACH and CREATE takes a lock on events that ingest waits behind.
-      if (opts.keepEmpty && !(await this.pool.query(`SELECT 1 FROM ${name} LIMIT 1`).catch(() => ({ rowCount: 1 }))).rowCount) continue;
       let held: number | undefined;
       try {
         held = await inTransaction(this.pool, (client) => this.underLease(client, epoch, async () => {

@@ -68,7 +68,7 @@ describe('retention of the days\' change generations', () => {
     expect(await fleet(replica, now)).toEqual(first);
 
     const retention = new Retention({
-      store: leader, eventsMs: 2 * DAY, rollupsMs: 2 * DAY, maxFutureSkewMs: 5 * 60_000,
+      store: leader, eventsMs: 2 * DAY, rollupsMs: 2 * DAY,
       isLeader: () => true, logger: recordingLogger().logger, now: Date.now,
     });
     await retention.run();

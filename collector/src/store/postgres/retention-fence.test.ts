@@ -187,7 +187,7 @@ describe('retention fenced by the leader lease', () => {
     const { logger, lines } = recordingLogger();
     // Retention by the database clock: every event is past the bound, in the day holding it.
     const eventsMs = Date.now() - (T0 + 2 * 3_600_000);
-    const retention = new Retention({ store, eventsMs, rollupsMs: eventsMs, maxFutureSkewMs: 60_000, isLeader: () => a.epoch() !== null, logger, now: Date.now });
+    const retention = new Retention({ store, eventsMs, rollupsMs: eventsMs, isLeader: () => a.epoch() !== null, logger, now: Date.now });
     const pause = pauseAt(insideThirdBatch);
     db.defer(async () => pause.restore());
     const run = retention.run();
@@ -213,7 +213,7 @@ describe('retention stopped with the process', () => {
     const { url, store } = await fencedStore();
     // Retention by the database clock: every event is past the bound, in the day holding it.
     const eventsMs = Date.now() - (T0 + 2 * 3_600_000);
-    const retention = new Retention({ store, eventsMs, rollupsMs: eventsMs, maxFutureSkewMs: 60_000, isLeader: () => true, logger: recordingLogger().logger, now: Date.now });
+    const retention = new Retention({ store, eventsMs, rollupsMs: eventsMs, isLeader: () => true, logger: recordingLogger().logger, now: Date.now });
     const pause = pauseAt(insideThirdBatch);
     db.defer(async () => pause.restore());
     void retention.run();
@@ -228,7 +228,7 @@ describe('retention stopped with the process', () => {
     expect(retention.stats).toMatchObject({ stopped: 1, succeeded: 0, failed: 0, notLeader: 0 });
     expect(retention.stats.removed.events).toBe(3 * BATCH);
 
-    const next = new Retention({ store, eventsMs, rollupsMs: eventsMs, maxFutureSkewMs: 60_000, isLeader: () => true, logger: recordingLogger().logger, now: Date.now });
+    const next = new Retention({ store, eventsMs, rollupsMs: eventsMs, isLeader: () => true, logger: recordingLogger().logger, now: Date.now });
     await next.run();
     expect(next.stats).toMatchObject({ succeeded: 1, stopped: 0 });
     expect(next.stats.removed.events).toBe(EVENTS - 3 * BATCH);

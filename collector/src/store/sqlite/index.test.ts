@@ -176,7 +176,7 @@ describe('retention', () => {
     const stopped = join(tmp.dir, 'retention-stopped.db');
     for (const suffix of ['', '-wal']) if (existsSync(whole + suffix)) copyFileSync(whole + suffix, stopped + suffix);
     const retention = (store: SqliteStore): Retention => new Retention({
-      store, eventsMs: 5 * DAY, rollupsMs: 5 * DAY, maxFutureSkewMs: 300_000, isLeader: () => true, logger: recordingLogger().logger, now: () => now,
+      store, eventsMs: 5 * DAY, rollupsMs: 5 * DAY, isLeader: () => true, logger: recordingLogger().logger, now: () => now,
     });
     // Rows of every table, to tell a finished pass from a stopped one.
     const rows = (path: string): Record<string, number> => {

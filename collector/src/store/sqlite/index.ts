@@ -1100,9 +1100,9 @@ export class SqliteStore implements Store {
    * statement commits on its own, so an ingest commit between two finds every table consistent, and a pass
    * stopped at a pause (signal) leaves the rest to the next one.
    */
-  async prune(eventsBefore: number, rollupsBeforeMs: number, futureFromMs?: number, signal?: AbortSignal): Promise<PruneResult> {
+  async prune(eventsBefore: number, rollupsBeforeMs: number, signal?: AbortSignal): Promise<PruneResult> {
     const result: PruneResult = { events: 0, rollups: 0, hooks: 0, guardTrims: 0 };
-    await untilStopped(runPaced(this.pruneSteps(result, eventsBefore, rollupsBeforeMs, futureFromMs), undefined, signal), signal);
+    await untilStopped(runPaced(this.pruneSteps(result, eventsBefore, rollupsBeforeMs), undefined, signal), signal);
     return result;
   }
 
@@ -1133,7 +1133,7 @@ export class SqliteStore implements Store {
   }
 
   /** The statements of a pass, what they delete added to `result` as they go. */
-  private *pruneSteps(result: PruneResult, eventsBefore: number, rollupsBeforeMs: number, futureFromMs?: number): Generator<void, void, void> {
+  private *pruneSteps(result: PruneResult, eventsBefore: number, rollupsBeforeMs: number): Generator<void, void, void> {
     const add = (kind: 'events' | 'rollups' | 'hooks' | 'guardTrims') => (n: number): void => {
       result[kind] += n;
     };
@@ -1155,12 +1155,6 @@ export class SqliteStore implements Store {
     // Dimension rollups are hours and days: they go with retention.rollups like the base ones (not counted in
     // `rollups`, which counts the base rows whatever the dimensions configured).
     yield* this.pruneDims(hookIds, '<', rollupsBeforeMs);
-    if (futureFromMs !== undefined) {
-      yield* this.pruneBatches(`DELETE FROM events WHERE id IN (SELECT id FROM events WHERE time_ms >= ? LIMIT ${PRUNE_BATCH})`, [futureFromMs], 'segments', add('events'));
-      for (const t of Object.values(ROLLUP_TABLES)) yield* rollups(t, 'bucket >= ?', futureFromMs);
-      yield* this.pruneDims(hookIds, '>=', futureFromMs);
-      yield* this.pruneAttrRollups('>=', futureFromMs);
-    }
     yield* this.pruneBatches(`DELETE FROM hooks WHERE hook_id IN (${ORPHAN_HOOKS} LIMIT ${PRUNE_BATCH})`, [], 'hooks', add('hooks'));
     // Attribute sets no event in retention can reference (last_ms covers every event of the set).
     yield* this.pruneBatches(`DELETE FROM attr_sets WHERE id IN (SELECT id FROM attr_sets WHERE last_ms < ? LIMIT ${PRUNE_BATCH})`, [eventsBeforeMs], 'attrs');
