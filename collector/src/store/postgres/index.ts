@@ -1063,6 +1063,16 @@ export class PostgresStore implements Store {
       const unnest = EVENT_COLUMNS.map((c, i) => `$${i + 1}::${EVENT_TYPES[c]}[]`).join(', ');
       const n = EVENT_COLUMNS.length;
       const anyHook = 'old.hook IN (u.hook, u.other1, u.other2)';
+      // The days the batch's events can already be stored in, as constants the planner prunes the partitions by:
+      // the probes' bounds come from the unnested rows, known only when they run, so each probe was planned (and
+      // its tables locked) over every day partition, and a one-event request slowed with each day kept.
+      let fromMs = Infinity;
+      let toMs = -Infinity;
+      sorted.forEach((e, i) => {
+        fromMs = Math.min(fromMs, moved[i] ?? e.timeMs);
+        toMs = Math.max(toMs, e.timeMs);
+      });
+      const days = `old.time_ms >= $${n + 6}::int8 AND old.time_ms <= $${n + 7}::int8`;
       // Only the other hooks in the hooks table can hold an event (a hook row lives as long as its events), read
       // once by the statement after the fold lock: without overflow hooks, no event is looked for twice. Each
       // probe is `... OR NOT EXISTS (...)`, a probe per row through the unique index; a bare NOT EXISTS would be
@@ -1072,12 +1082,12 @@ export class PostgresStore implements Store {
          INSERT INTO events (${EVENT_COLUMNS.join(', ')})
          SELECT ${EVENT_COLUMNS.map((c) => `u.${c}`).join(', ')}
          FROM alt, unnest(${unnest}, $${n + 1}::int8[], $${n + 2}::int8[], $${n + 3}::int8[], $${n + 4}::int8[]) WITH ORDINALITY AS u(${EVENT_COLUMNS.join(', ')}, legacy_key, moved_from, other1, other2, ord)
-         WHERE (NOT (u.other1 = ANY(alt.refs) OR u.other2 = ANY(alt.refs)) OR NOT EXISTS (SELECT 1 FROM events old WHERE old.hook IN (u.other1, u.other2) AND old.time_ms = u.time_ms AND old.key = u.key))
-           AND (u.legacy_key IS NULL OR NOT EXISTS (SELECT 1 FROM events old WHERE ${anyHook} AND old.time_ms = u.time_ms AND old.key = u.legacy_key))
-           AND (u.moved_from IS NULL OR NOT EXISTS (SELECT 1 FROM events old WHERE ${anyHook} AND old.time_ms >= u.moved_from AND old.time_ms <= u.time_ms AND old.key = u.key))
+         WHERE (NOT (u.other1 = ANY(alt.refs) OR u.other2 = ANY(alt.refs)) OR NOT EXISTS (SELECT 1 FROM events old WHERE ${days} AND old.hook IN (u.other1, u.other2) AND old.time_ms = u.time_ms AND old.key = u.key))
+           AND (u.legacy_key IS NULL OR NOT EXISTS (SELECT 1 FROM events old WHERE ${days} AND ${anyHook} AND old.time_ms = u.time_ms AND old.key = u.legacy_key))
+           AND (u.moved_from IS NULL OR NOT EXISTS (SELECT 1 FROM events old WHERE ${days} AND ${anyHook} AND old.time_ms >= u.moved_from AND old.time_ms <= u.time_ms AND old.key = u.key))
          ORDER BY ord
          ON CONFLICT (hook, time_ms, key) DO NOTHING RETURNING key`,
-        [...columns, legacy, moved, others.map((o) => o[0] ?? null), others.map((o) => o[1] ?? null), [...new Set(others.flat().filter((x) => x !== null))]],
+        [...columns, legacy, moved, others.map((o) => o[0] ?? null), others.map((o) => o[1] ?? null), [...new Set(others.flat().filter((x) => x !== null))], fromMs, toMs],
       );
       const fresh = new Set(r.rows.map((row) => String(row.key)));
       const inserted = sorted.filter((_, i) => fresh.has(keys[i] as string));
