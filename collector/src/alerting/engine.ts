@@ -10,7 +10,7 @@ import type { LinkContext, Notification, ReceiverConfig } from '../notify/model.
 import type { AlertEventSink } from '../notify/otlp.ts';
 import type { HookEvent } from '../hooks/model.ts';
 import type { IngestListener } from '../pipeline/consumer.ts';
-import { NotLeaderError, type Store } from '../store/store.ts';
+import { NotLeaderError, StoreUnavailableError, type Store } from '../store/store.ts';
 import type { AlertSummary } from '../../../shared/src/api.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import { ThrottledLine } from '../telemetry/throttled-line.ts';
@@ -115,6 +115,8 @@ const RELOAD_RETRY_MAX_MS = 30_000;
 
 /** How often, at most, the failures to record when an alert was last notified are logged. */
 const LAST_NOTIFIED_WRITE_LOG_INTERVAL_MS = 60_000;
+/** How often, at most, the evaluations the store's outage failed are logged (each tick and ingest would log one). */
+const UNAVAILABLE_LOG_INTERVAL_MS = 60_000;
 
 export class AlertEngine implements IngestListener {
   readonly stats: EngineStats = { evaluations: 0, ruleErrors: 0, droppedAlerts: 0, notificationsCreated: 0, lastEvaluationMs: null };
@@ -154,6 +156,9 @@ export class AlertEngine implements IngestListener {
    */
   private lastNotifiedWriteError: unknown;
   private readonly lastNotifiedWriteFailures: ThrottledLine;
+  private readonly unavailableEvaluations: ThrottledLine;
+  /** The store's word for the last evaluation its outage failed (scrubbed of secrets by the store). */
+  private unavailableCause = '';
   /**
    * Set while the persisted state could not be loaded for this leadership. Evaluating on what memory holds
    * then would notify again what the last leader notified, and leave what it had not delivered undelivered:
@@ -201,6 +206,7 @@ export class AlertEngine implements IngestListener {
     this.now = opts.now ?? Date.now;
     this.leader = opts.leader ?? alwaysLeader;
     this.lastNotifiedWriteFailures = new ThrottledLine(LAST_NOTIFIED_WRITE_LOG_INTERVAL_MS, this.now, (deliveries) => this.opts.logger.warn('cannot record when an alert was last notified', { deliveries, err: this.lastNotifiedWriteError }));
+    this.unavailableEvaluations = new ThrottledLine(UNAVAILABLE_LOG_INTERVAL_MS, this.now, (evaluations) => this.opts.logger.warn(`alert evaluation failed: the store is unavailable (${this.unavailableCause}); evaluated again once it answers`, { evaluations }));
     // An early-expired silence may leave a firing alert due a notification: send it now, not at the next tick.
     this.silences = new Silences({ store: opts.stateStore, now: this.now, onExpired: () => void this.evaluate('notify') });
     // The receivers configured now, after any reload.
@@ -585,6 +591,11 @@ export class AlertEngine implements IngestListener {
       await this.evaluateOnce(scope);
     } catch (err) {
       if (err instanceof EvaluationStopped) return;
+      if (err instanceof StoreUnavailableError) {
+        this.unavailableCause = err.message;
+        this.unavailableEvaluations.note();
+        return;
+      }
       this.opts.logger.error('alert evaluation failed', { err });
     }
   }
@@ -794,5 +805,6 @@ export class AlertEngine implements IngestListener {
     // What was queued meanwhile (a delivery recorded): nothing is evaluated any more.
     await this.chain;
     this.lastNotifiedWriteFailures.flush();
+    this.unavailableEvaluations.flush();
   }
 }

@@ -153,6 +153,8 @@ const INGEST_IDLE_TIMEOUT_MS = 5000;
  * replica paused inside its commit has every other replica's batches of the same hooks give up, one a request.
  */
 const LOCK_TIMEOUT_LOG_MS = 10_000;
+/** How often, at most, a store that is open logs that the server refuses its connections (refusedLine). */
+const REFUSED_LOG_MS = 60_000;
 /**
  * How an ingest transaction begins: in one round trip with its bounds, neither above the statement timeout
  * (PostgresStoreOptions.statementTimeoutMs, which bounds every transaction left idle).
@@ -520,7 +522,8 @@ const RETRYABLE_SQLSTATE = /^(08|40|53|57|58)|^(25006|55P03)$/;
  * whatever its SQLSTATE: a server whose data disk is full fails every new connection with `could not write init
  * file` (XX000) once its relation cache's init file must be written again, while the statements of connections
  * already open get disk_full (53100). Not the ones only a change of configuration cures, which a retry meets
- * again: a refused password or role (28), a missing database (3D), no CONNECT privilege (42).
+ * again: a refused password or role (28), a missing database (3D), no CONNECT privilege (42), while the store
+ * opens; once it is open, those are unavailability too (classify).
  */
 const ENDS_CONNECTION = new Set(['FATAL', 'PANIC']);
 const CONFIGURATION_SQLSTATE = /^(28|3D|42)/;
@@ -626,6 +629,17 @@ export class PostgresStore implements Store {
    * relation and row).
    */
   private readonly lockTimeoutLines = new Map<number, { line: ThrottledLine; lock: string | undefined }>();
+  /** Set once open() has applied the migrations: a connection refused from then on is an outage (classify). */
+  private opened = false;
+  /** Why the server last refused a connection, as refusedLine says it (scrubbed of the password). */
+  private refusedCause = '';
+  /**
+   * A password, role, database or privilege refused once the store is open (the password rotated on the server,
+   * the role or database dropped): every request meets it, so it is said at most once per REFUSED_LOG_MS.
+   */
+  private readonly refusedLine = new ThrottledLine(REFUSED_LOG_MS, () => performance.now(), (refusals) => {
+    this.logger?.warn(`postgres refuses this replica's connections: ${this.refusedCause}; the store is unavailable (503, not ready) until the server accepts them again`, { refusals });
+  });
   private readonly pool: CuttablePool;
   /**
    * Queries (the API, the dashboard, alert evaluation) run on their own pool: a burst of dashboard queries holds
@@ -756,6 +770,7 @@ export class PostgresStore implements Store {
       await store.close();
       throw store.classify(err, 'cannot open the PostgreSQL store');
     }
+    store.opened = true;
     return store;
   }
 
@@ -2246,6 +2261,7 @@ export class PostgresStore implements Store {
   close(): Promise<void> {
     // What the lock-timeout lines held back is said before the store goes.
     for (const { line } of this.lockTimeoutLines.values()) line.flush();
+    this.refusedLine.flush();
     this.closed ??= Promise.all(this.pools.map((p) => p.end().catch(() => {}))).then(() => {});
     return this.closed;
   }
@@ -2340,7 +2356,15 @@ export class PostgresStore implements Store {
       this.logger?.warn('postgres statement not answered in time; its connection is dropped', { what, timeoutMs: this.answerTimeoutMs });
       this.checkReachable();
     }
-    const unavailable = RETRYABLE_SQLSTATE.test(code) || RETRYABLE_NETWORK.has(code) || (ENDS_CONNECTION.has(e.severity ?? '') && !CONFIGURATION_SQLSTATE.test(code))
+    // Refused for its configuration: at open, a mistake to fix before starting (the process exits); once open, the
+    // server's configuration changed under a running store (a password rotated), an outage until it is set right.
+    const refused = ENDS_CONNECTION.has(e.severity ?? '') && CONFIGURATION_SQLSTATE.test(code);
+    if (refused && this.opened) {
+      this.refusedCause = this.describe(err);
+      this.refusedLine.note();
+      return new StoreUnavailableError(message);
+    }
+    const unavailable = RETRYABLE_SQLSTATE.test(code) || RETRYABLE_NETWORK.has(code) || (ENDS_CONNECTION.has(e.severity ?? '') && !refused)
       || /timeout|terminat|Connection|connect|pool/i.test(e.message ?? '');
     // pg's timeout kept as the cause (its message is pg's own, nothing of the URL): the transaction of an answer's
     // snapshot then drops its connection rather than send a ROLLBACK behind the unanswered statement (inTransaction).
