@@ -8,6 +8,7 @@ import type { ClusterResponse } from '../../../shared/src/api.ts';
 import type { ClusterState } from '../store/model.ts';
 import type { Logger } from '../telemetry/logger.ts';
 import type { MetricsRegistry } from '../telemetry/metrics.ts';
+import { ThrottledLine } from '../telemetry/throttled-line.ts';
 import { unavailable } from './index.ts';
 import { onlyParams } from './params.ts';
 import { clusterResponse } from './wire.ts';
@@ -19,15 +20,27 @@ export interface ClusterSource {
   signalsListening?(): boolean | undefined;
 }
 
+/**
+ * How often, at most, a failed read of the cluster state is logged: dashboards and probes poll the route every few
+ * seconds, and while the store is away each would log a line of its own.
+ */
+const UNAVAILABLE_LOG_MS = 60_000;
+
 export function createClusterRouter(opts: { coordination: ClusterSource; logger: Logger }): Router {
   const router = express.Router();
+  let cause = '';
+  const failures = new ThrottledLine(UNAVAILABLE_LOG_MS, () => performance.now(), (requests) => {
+    opts.logger.warn(`cluster state unavailable: ${cause}`, { requests });
+  });
   router.get('/api/v1/cluster', async (req, res) => {
     onlyParams(req.query as Record<string, unknown>, []);
     try {
       const body: ClusterResponse = clusterResponse(await opts.coordination.cluster());
       res.json(body);
     } catch (err) {
-      opts.logger.warn('cluster state unavailable', { err });
+      // The store's message (scrubbed of the URL and password), not its stack: the cause is the store's.
+      cause = err instanceof Error ? err.message : String(err);
+      failures.note();
       unavailable(res, 'the shared store cannot be read right now; retry');
     }
   });

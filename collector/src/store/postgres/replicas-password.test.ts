@@ -47,6 +47,7 @@ it('a password refused at runtime makes the store unavailable (503, not ready, o
     await res.arrayBuffer();
     expect([res.status, res.headers.get('retry-after') !== null]).toEqual([503, true]);
     expect((await fetch(`${replica.httpUrl}/api/v1/hooks?from=now-1h`)).status).toBe(503);
+    expect((await fetch(`${replica.httpUrl}/api/v1/cluster`)).status).toBe(503);
   }
   const during = replica.lines.slice(from);
   const said = (text: string): string[] => during.filter((l) => l.includes(text));
@@ -59,7 +60,9 @@ it('a password refused at runtime makes the store unavailable (503, not ready, o
   // (its ticks), each without a stack.
   const evaluations = said('alert evaluation failed');
   expect(evaluations.length).toBeLessThanOrEqual(1);
-  expect([...said('postgres refuses this replica'), ...evaluations].filter((l) => l.includes('    at '))).toEqual([]);
+  // Dashboards poll /api/v1/cluster: its line once too, as the OTLP refusals' are.
+  expect(said('cluster state unavailable')).toHaveLength(1);
+  expect([...said('postgres refuses this replica'), ...evaluations, ...said('cluster state unavailable')].filter((l) => l.includes('    at '))).toEqual([]);
   for (const l of during) expect(l).not.toContain(first);
   for (const l of during) expect(l).not.toContain(rotated);
 
@@ -67,4 +70,5 @@ it('a password refused at runtime makes the store unavailable (503, not ready, o
   await admin.query(`ALTER ROLE ${role} PASSWORD '${first}'`);
   await waitFor('ready again', async () => ((await ready()).status === 200 ? true : undefined), 30_000, 200);
   expect(await postLogs(replica, persistedOutputBody(Date.now(), 'after'))).toBe(200);
+  expect((await fetch(`${replica.httpUrl}/api/v1/cluster`)).status).toBe(200);
 });
