@@ -59,15 +59,14 @@ export function attrRollupFillSql(where: string, columns: readonly string[] = CO
 }
 
 /**
- * Retention of this rollup with the events (see the header): rows of whole hours before `bound` (op '<') or
- * from the hour after it on (op '>='), then the hour holding the bound, if it is not an hour boundary, folded
- * again from its events still stored. The statements after the first are to run in one transaction, after the
+ * Retention of this rollup with the events (see the header): rows of whole hours before `bound`, then the hour
+ * holding the bound, if it is not an hour boundary, folded again from its events still stored. The statements after the first are to run in one transaction, after the
  * events were deleted. Parameters are spliced in (whole numbers only).
  */
-export function attrRollupPruneSql(op: '<' | '>=', bound: number): { old: string; edge: string[] } {
+export function attrRollupPruneSql(bound: number): { old: string; edge: string[] } {
   if (!Number.isSafeInteger(bound)) throw new RangeError('retention bound must be a whole number of ms');
   const hour = Math.floor(bound / HOUR) * HOUR;
-  const old = op === '<' ? `bucket < ${hour}` : `bucket >= ${hour === bound ? bound : hour + HOUR}`;
+  const old = `bucket < ${hour}`;
   const edge = hour === bound ? [] : [
     `DELETE FROM ${ATTR_ROLLUP_TABLE} WHERE bucket = ${hour}`,
     attrRollupFillSql(`WHERE time_ms >= ${hour} AND time_ms < ${hour + HOUR}`),

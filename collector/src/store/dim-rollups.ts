@@ -398,20 +398,20 @@ export const DIM_PRUNE_HOOKS = 100;
 
 /**
  * Retention of a dimension rollup table through its (hook, dimension, bucket) index: rows of a chunk of hooks
- * (`hooks`, the SQL that matches hook_id against parameter 1) and one dimension (parameter 2) before (`<`) or
- * from (`>=`) a bucket (parameter 3). Bounded by the chunk, so each statement stays short.
+ * (`hooks`, the SQL that matches hook_id against parameter 1) and one dimension (parameter 2) before a bucket
+ * (parameter 3). Bounded by the chunk, so each statement stays short.
  */
-export function dimPruneSql(table: string, hooks: string, op: '<' | '>=', p: (n: number) => string): string {
-  return `DELETE FROM ${table} WHERE ${hooks} AND dim = ${p(2)} AND bucket ${op} ${p(3)}`;
+export function dimPruneSql(table: string, hooks: string, p: (n: number) => string): string {
+  return `DELETE FROM ${table} WHERE ${hooks} AND dim = ${p(2)} AND bucket < ${p(3)}`;
 }
 
 /**
  * Retention of a client-per-dimension table through its primary key (dimension, bucket, ...): one dimension
- * (parameter 1) before or from a bucket (parameter 2). The table has a row per dimension value, client and hour
+ * (parameter 1) before a bucket (parameter 2). The table has a row per dimension value, client and hour
  * across hooks, so one statement per dimension stays short.
  */
-export function dimClientPruneSql(table: string, op: '<' | '>=', p: (n: number) => string): string {
-  return `DELETE FROM ${table} WHERE dim = ${p(1)} AND bucket ${op} ${p(2)}`;
+export function dimClientPruneSql(table: string, p: (n: number) => string): string {
+  return `DELETE FROM ${table} WHERE dim = ${p(1)} AND bucket < ${p(2)}`;
 }
 
 /** How a store reads what newestFilteredEvent asks. */

@@ -1838,15 +1838,15 @@ export class PostgresStore implements Store {
     const rollups = (t: string, before: number): Promise<void> => batch(add('rollups'), `DELETE FROM ${t} WHERE ctid IN (SELECT ctid FROM ${t} WHERE bucket < $1 LIMIT $2)`, before);
     // The rollup per attribute set goes with the events (attr-rollups.ts): whole hours past the bound in batches,
     // then the hour holding it folded again from its events left, in one transaction.
-    const attrPrune = async (op: '<' | '>=', bound: number): Promise<void> => {
-      const { old, edge } = attrRollupPruneSql(op, bound);
+    const attrPrune = async (bound: number): Promise<void> => {
+      const { old, edge } = attrRollupPruneSql(bound);
       await batch(undefined, `DELETE FROM ${ATTR_ROLLUP_TABLE} WHERE ctid IN (SELECT ctid FROM ${ATTR_ROLLUP_TABLE} WHERE ${old} LIMIT $1)`);
       if (edge.length === 0) return;
       await this.fenced(epoch, async (client) => {
         for (const sql of edge) await client.query(sql);
       });
     };
-    await attrPrune('<', eventsBeforeMs);
+    await attrPrune(eventsBeforeMs);
     await rollups(ROLLUP_TABLES.minute, minutesBeforeMs);
     await rollups(ROLLUP_TABLES.hour, rollupsBeforeMs);
     await rollups(ROLLUP_TABLES.day, rollupsBeforeMs);
@@ -1855,24 +1855,24 @@ export class PostgresStore implements Store {
     // Dimension rollups are hours and days: they go with retention.rollups like the base ones (not counted in
     // `rollups`, which counts the base rows whatever the dimensions configured).
     const hookIds = (await this.query('SELECT hook_id FROM hooks', [])).map((r) => String(r['hook_id']));
-    const dimPrune = async (op: '<' | '>=', bound: number): Promise<void> => {
+    const dimPrune = async (bound: number): Promise<void> => {
       for (let i = 0; i < hookIds.length; i += DIM_PRUNE_HOOKS) {
         const chunk = hookIds.slice(i, i + DIM_PRUNE_HOOKS);
         for (const t of Object.values(DIM_ROLLUP_TABLES)) {
           for (const dim of this.rolled) {
             go();
-            await this.fenced(epoch, (c) => c.query(dimPruneSql(t, 'hook_id = ANY($1::text[])', op, (k) => `$${k}`), [chunk, dim, bound]));
+            await this.fenced(epoch, (c) => c.query(dimPruneSql(t, 'hook_id = ANY($1::text[])', (k) => `$${k}`), [chunk, dim, bound]));
           }
         }
       }
       for (const t of Object.values(DIM_CLIENT_TABLES)) {
         for (const dim of this.rolled) {
           go();
-          await this.fenced(epoch, (c) => c.query(dimClientPruneSql(t, op, (k) => `$${k}`), [dim, bound]));
+          await this.fenced(epoch, (c) => c.query(dimClientPruneSql(t, (k) => `$${k}`), [dim, bound]));
         }
       }
     };
-    await dimPrune('<', rollupsBeforeMs);
+    await dimPrune(rollupsBeforeMs);
     result.hooks = await this.pruneOrphanHooks(epoch, n, signal);
     // Attribute sets no event in retention can reference (last_ms covers every event of the set).
     // The outer condition again: under READ COMMITTED a row another replica's ingest has just moved on (a

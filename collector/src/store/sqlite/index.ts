@@ -1148,24 +1148,24 @@ export class SqliteStore implements Store {
     const key = '(hook_id, bucket, service_name, service_version)';
     const rollups = (t: string, where: string, bound: number): Generator<void, void, void> => this.pruneBatches(`DELETE FROM ${t} WHERE ${key} IN (SELECT ${key.slice(1, -1)} FROM ${t} WHERE ${where} LIMIT ${PRUNE_BATCH})`, [bound], 'segments', add('rollups'));
     const hookIds = (this.read(() => this.c.sql.get('SELECT hook_id FROM hooks').all()) as { hook_id: string }[]).map((r) => r.hook_id);
-    yield* this.pruneAttrRollups('<', eventsBeforeMs);
+    yield* this.pruneAttrRollups(eventsBeforeMs);
     yield* rollups(ROLLUP_TABLES.minute, 'bucket < ?', minutesBeforeMs);
     yield* rollups(ROLLUP_TABLES.hour, 'bucket < ?', rollupsBeforeMs);
     yield* rollups(ROLLUP_TABLES.day, 'bucket < ?', rollupsBeforeMs);
     // Dimension rollups are hours and days: they go with retention.rollups like the base ones (not counted in
     // `rollups`, which counts the base rows whatever the dimensions configured).
-    yield* this.pruneDims(hookIds, '<', rollupsBeforeMs);
+    yield* this.pruneDims(hookIds, rollupsBeforeMs);
     yield* this.pruneBatches(`DELETE FROM hooks WHERE hook_id IN (${ORPHAN_HOOKS} LIMIT ${PRUNE_BATCH})`, [], 'hooks', add('hooks'));
     // Attribute sets no event in retention can reference (last_ms covers every event of the set).
     yield* this.pruneBatches(`DELETE FROM attr_sets WHERE id IN (SELECT id FROM attr_sets WHERE last_ms < ? LIMIT ${PRUNE_BATCH})`, [eventsBeforeMs], 'attrs');
   }
 
   /** The dimension rollups' rows past the bound, a statement per few hooks, table and dimension. */
-  private *pruneDims(hookIds: readonly string[], op: '<' | '>=', bound: number): Generator<void, void, void> {
+  private *pruneDims(hookIds: readonly string[], bound: number): Generator<void, void, void> {
     for (let i = 0; i < hookIds.length; i += DIM_PRUNE_HOOKS) {
       const chunk = JSON.stringify(hookIds.slice(i, i + DIM_PRUNE_HOOKS));
       for (const t of Object.values(DIM_ROLLUP_TABLES)) {
-        const sql = dimPruneSql(t, 'hook_id IN (SELECT value FROM json_each(?1))', op, (k) => `?${k}`);
+        const sql = dimPruneSql(t, 'hook_id IN (SELECT value FROM json_each(?1))', (k) => `?${k}`);
         for (const dim of this.rolled) {
           this.runPrune(sql, [chunk, dim, bound], 'segments');
           yield;
@@ -1173,7 +1173,7 @@ export class SqliteStore implements Store {
       }
     }
     for (const t of Object.values(DIM_CLIENT_TABLES)) {
-      const sql = dimClientPruneSql(t, op, (k) => `?${k}`);
+      const sql = dimClientPruneSql(t, (k) => `?${k}`);
       for (const dim of this.rolled) {
         this.runPrune(sql, [dim, bound], 'segments');
         yield;
@@ -1185,8 +1185,8 @@ export class SqliteStore implements Store {
    * The rollup per attribute set goes with the events (attr-rollups.ts): whole hours past the bound in batches,
    * then the hour holding it folded again from its events left, in one transaction.
    */
-  private *pruneAttrRollups(op: '<' | '>=', bound: number): Generator<void, void, void> {
-    const { old, edge } = attrRollupPruneSql(op, bound);
+  private *pruneAttrRollups(bound: number): Generator<void, void, void> {
+    const { old, edge } = attrRollupPruneSql(bound);
     const key = `(${ATTR_ROLLUP_KEY.join(', ')})`;
     yield* this.pruneBatches(`DELETE FROM ${ATTR_ROLLUP_TABLE} WHERE ${key} IN (SELECT ${ATTR_ROLLUP_KEY.join(', ')} FROM ${ATTR_ROLLUP_TABLE} WHERE ${old} LIMIT ${PRUNE_BATCH})`, [], 'segments');
     if (this.closed) throw new StoreUnavailableError('store is closed');
