@@ -1416,22 +1416,6 @@ describe('other rule kinds', () => {
       expect(a['executions_without_sizes']).toBe('1');
     });
 
-    it('persisted: an execution that reported an output persisted without sizes counts as lost, not as unmeasured too', async () => {
-      const h = await harness([{ kind: 'persisted', window: '1h' }]);
-      const lost = { ...hookEvent({ ...blind, timeMs: h.clock.now() }), outputsPersisted: 1, status: 'over' as const };
-      h.alerting.engine.onIngested((await h.store.ingest([lost])).inserted);
-      await h.alerting.engine.evaluate('notify');
-      await h.alerting.dispatcher.idle();
-      const a = annotationsOf(h, 'persisted');
-      expect(a['description']).toMatch(/^1 of 1 execution lost output\. Keep each output/);
-      expect(a['executions_without_sizes']).toBeUndefined();
-      // Beside one that carried no size data, only that one is unmeasured.
-      await h.push({ ...over, ...blind });
-      await h.run(TICK);
-      expect(h.alerting.engine.alerts().find((x) => x.rule === 'persisted')?.annotations).toMatchObject({ executions_without_sizes: '1' });
-      expect(h.alerting.engine.alerts().find((x) => x.rule === 'persisted')?.annotations['description']).toContain('1 of 2 executions carried no size data');
-    });
-
     it('headroom: the largest output is at least the one measured, the headroom at most', async () => {
       const h = await harness([{ kind: 'headroom' }]);
       await h.push({ hookName: 'PreToolUse:Bash', additionalContextChars: 8_500, stdoutChars: 8_550, outputsPersisted: 0 }, { hookName: 'PreToolUse:Bash', ...blind });

@@ -9,7 +9,6 @@ import { largestKnown, largestOutput, OUTPUT_CAP_CHARS } from '../../../shared/s
 import { ALERT_RANGE_LEAD_MS } from '../../../shared/src/alert-range.ts';
 import { chartStepForSpan } from '../../../shared/src/chart-step.ts';
 import { isOverflowHook, type HookEvent } from '../hooks/model.ts';
-import { sizeUnknown } from '../hooks/cliff.ts';
 import { totalCounters } from '../store/counters.ts';
 import type { ArrivalCounters, FleetBucket, HookInfo, Store } from '../store/store.ts';
 import { blindCondition, expiredHookAnnotations, growthCondition, guardTrimsNote, headroomCondition, hookLimitCondition, mayHoldUnmeasured, neverCompletedCondition, overCapCondition, persistedCondition, type OverCapCounters, quietFeedCondition, quietHookCondition, ratioCondition, ratioMayHold } from './conditions.ts';
@@ -113,7 +112,7 @@ export function ruleTriggeredBy(rule: RuleConfig, events: readonly HookEvent[]):
       return events.some((e) => (largestKnown([e.stdoutChars, e.additionalContextChars, e.systemMessageChars, e.initialUserMessageChars]) ?? 0) > limit);
     }
     case 'blind':
-      return events.some(sizeUnknown);
+      return events.some((e) => e.kind === 'complete' && !e.sizesKnown);
     case 'hook_limit':
       return events.some(isOverflowHook);
     default:

@@ -31,15 +31,6 @@ export function hasSizeData(f: SizeFacts): boolean {
 }
 
 /**
- * Whether an execution counts as one without size data (HookCounters.sizeUnknownExecutions): it carried none, and
- * did not report an output persisted either. One that did is known over the cap (classifyExecution): it may not
- * have gone over it, it did; counting it as unmeasured too would say it twice.
- */
-export function sizeUnknown(e: { kind: string; sizesKnown: boolean; status: DeliveryStatus }): boolean {
-  return e.kind === 'complete' && !e.sizesKnown && e.status !== 'over';
-}
-
-/**
  * over: outputs were persisted (or, without the persisted count, a string provably exceeded the cap: never from
  * the sizes of an execution without num_hooks, whose sums may be over any number of commands);
  * unknown: no size data; near: the largest string may exceed `nearThreshold`; ok otherwise.

@@ -560,18 +560,6 @@ describe.each([sqliteBackend(), postgresBackend()])('Store conformance: $name', 
     expect(f?.sizeUnknownExecutions).toBe(3);
   });
 
-  it('counts an execution that reported an output persisted without sizes as over, not as one without size data', async () => {
-    const store = await open();
-    const lost = ev({ timeMs: T0, stdoutChars: null, sizesKnown: false, status: 'over', outputsPersisted: 1 });
-    const blind = ev({ timeMs: T0 + MINUTE, stdoutChars: null, sizesKnown: false, status: 'unknown', outputsPersisted: null });
-    await store.ingest([lost, blind]);
-    const counts = (c: HookCounters | undefined): number[] => [c?.executions ?? -1, c?.executionsWithPersisted ?? -1, c?.sizeUnknownExecutions ?? -1];
-    expect(counts((await store.hookCounters({ fromMs: T0, toMs: T0 + HOUR })).values().next().value)).toEqual([2, 1, 1]);
-    // The same through the raw-event path (a filter forces it), and per client version.
-    expect(counts((await store.hookCounters({ fromMs: T0, toMs: T0 + HOUR, filters: { 'service.name': 'claude-code' } })).values().next().value)).toEqual([2, 1, 1]);
-    expect((await store.clientVersions({ fromMs: T0, toMs: T0 + HOUR })).map((v) => [v.executions, v.sizeUnknownExecutions])).toEqual([[2, 1]]);
-  });
-
   it('answers ranges spanning minute, hour and day rollups exactly to the minute', async () => {
     const store = await open();
     // Events over four days at irregular times, including bucket edges.

@@ -5,7 +5,7 @@
 import { OUTPUT_KINDS } from '../../../shared/src/cliff.ts';
 import { COUNT_FIELDS, type HookCounters } from './model.ts';
 import type { HookEvent } from '../hooks/model.ts';
-import { singleStringBounds, sizeUnknown } from '../hooks/cliff.ts';
+import { singleStringBounds } from '../hooks/cliff.ts';
 import { granularityMs, type Granularity } from './segments.ts';
 
 /** Additive counters (SUM on merge). */
@@ -81,9 +81,9 @@ export function addEvent(row: CounterRow, e: HookEvent): void {
   row.outputs_persisted = plus(row.outputs_persisted, e.outputsPersisted);
   if (e.status === 'over') row.executions_with_persisted = plus(row.executions_with_persisted, 1);
   if (e.status === 'near') row.near_executions = plus(row.near_executions, 1);
-  if (sizeUnknown(e)) row.size_unknown = plus(row.size_unknown, 1);
+  if (!e.sizesKnown) row.size_unknown = plus(row.size_unknown, 1);
   // Sizes summed over more than one command, or over a count the client did not send.
-  else if (e.sizesKnown && (e.numHooks === null || e.numHooks > 1)) row.sizes_may_sum = plus(row.sizes_may_sum, 1);
+  else if (e.numHooks === null || e.numHooks > 1) row.sizes_may_sum = plus(row.sizes_may_sum, 1);
   // Per kind (OUTPUT_KINDS): the sum, the largest sum, and the largest lower bound of one string (cliff.ts): none
   // from an execution without num_hooks, whose sums may be over any number of commands.
   const stdout = e.stdoutChars;

@@ -67,8 +67,7 @@ export function eventAggregates(columns: readonly string[] = COUNTER_COLUMNS): s
     `SUM(${complete('num_cancelled')}) AS cancelled`,
     `SUM(${complete('outputs_persisted')}) AS outputs_persisted`,
     `SUM(CASE WHEN status = ${STATUS_CODES.over} THEN 1 ELSE 0 END) AS executions_with_persisted`,
-    // No size data, and not known over the cap either (hooks/cliff.ts sizeUnknown).
-    `SUM(CASE WHEN kind = ${KIND_CODES.complete} AND sizes_known = 0 AND status <> ${STATUS_CODES.over} THEN 1 ELSE 0 END) AS size_unknown`,
+    `SUM(CASE WHEN kind = ${KIND_CODES.complete} AND sizes_known = 0 THEN 1 ELSE 0 END) AS size_unknown`,
     `SUM(CASE WHEN status = ${STATUS_CODES.near} THEN 1 ELSE 0 END) AS near_executions`,
     `SUM(CASE WHEN kind = ${KIND_CODES.complete} AND sizes_known = 1 AND (num_hooks IS NULL OR num_hooks > 1) THEN 1 ELSE 0 END) AS sizes_may_sum`,
     ...SIZE_COLS.map((c) => `SUM(${c}_chars) AS sum_${c}`),
@@ -123,7 +122,7 @@ const FOLDED_AGGREGATES = (() => {
     `SUM(${complete('e_sum_num_cancelled')}) AS cancelled`,
     `SUM(${complete('e_sum_outputs_persisted')}) AS outputs_persisted`,
     `${count(`e_status = ${STATUS_CODES.over}`)} AS executions_with_persisted`,
-    `${count(`e_kind = ${KIND_CODES.complete} AND e_sizes_known = 0 AND e_status <> ${STATUS_CODES.over}`)} AS size_unknown`,
+    `${count(`e_kind = ${KIND_CODES.complete} AND e_sizes_known = 0`)} AS size_unknown`,
     `${count(`e_status = ${STATUS_CODES.near}`)} AS near_executions`,
     `${count(`e_kind = ${KIND_CODES.complete} AND e_sizes_known = 1 AND (e_no_count = 1 OR e_n > 1)`)} AS sizes_may_sum`,
     ...SIZE_COLS.map((c) => `SUM(e_sum_${c}_chars) AS sum_${c}`),
