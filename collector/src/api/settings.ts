@@ -2,6 +2,8 @@
  * The HTTP port's settings (`http.*`): where the API and dashboard listen, TLS, and how callers authenticate,
  * checked together so a mode never starts without its credentials. A leaf: config/ composes these rows.
  */
+import { isIP } from 'node:net';
+
 import { ConfigError, type Setting, type SettingValues } from '../config/setting.ts';
 import { formatDuration, shortSecretProblem } from '../config/values.ts';
 import { bearerTokenProblem, keepAliveSetting, tlsConfig, tlsSettings, type TlsConfig } from '../net/settings.ts';
@@ -103,7 +105,8 @@ export function apiConfig(r: SettingValues): ApiSettings {
 function allowedHosts(entries: readonly string[]): string[] {
   const hosts = entries.map((h) => h.trim().toLowerCase()).filter((h) => h !== '');
   for (const host of hosts) {
-    if (host === '*') continue;
+    // An IP address always passes (allowed-hosts.ts): listed, with brackets or without (`::1`), it asks for nothing.
+    if (host === '*' || isIP(host.replace(/^\[(.*)\]$/, '$1')) !== 0) continue;
     const why = /^[a-z][a-z0-9+.-]*:\/\//.test(host) ? 'has a scheme'
       : host.includes('/') ? 'has a path'
         : host.includes('*') ? 'has a wildcard, which matches no name (* alone allows any)'

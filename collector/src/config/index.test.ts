@@ -304,6 +304,14 @@ describe('bad configuration fails at start with a message naming the key', () =>
     expect(hosts).toEqual(['hookwatch.example.com', 'hw.internal:9318', '[::1]', '10.0.0.7:9318', 'localhost.', '*']);
   });
 
+  // An IP address passes whether listed or not: a list naming one, as written before entries were checked, still starts.
+  it('takes an IP address among the allowed hosts, an IPv6 one without its brackets too', () => {
+    const hosts = toConfig(loadConfig({ env: { HOOKWATCH_HTTP_ALLOWED_HOSTS: 'localhost,127.0.0.1,::1,[fe80::1],::FFFF:10.0.0.7' } })).http.allowedHosts;
+    expect(hosts).toEqual(['localhost', '127.0.0.1', '::1', '[fe80::1]', '::ffff:10.0.0.7']);
+    expect(() => toConfig(loadConfig({ env: { HOOKWATCH_HTTP_ALLOWED_HOSTS: 'http://[::1]' } }))).toThrow(/^http\.allowedHosts entry "http:\/\/\[::1\]" has a scheme: /);
+    expect(() => toConfig(loadConfig({ env: { HOOKWATCH_HTTP_ALLOWED_HOSTS: '::1/128' } }))).toThrow(/^http\.allowedHosts entry "::1\/128" has a path: /);
+  });
+
   it('reads a boolean from a variable as the file reads it: in any case, past the space around it', () => {
     for (const [text, value] of [['True', true], [' true ', true], ['FALSE', false], ['1', true], ['0', false]] as const) {
       expect(toConfig(loadConfig({ env: { HOOKWATCH_FORWARD_ENRICH: text } })).forward.enrich, text).toBe(value);
