@@ -312,11 +312,19 @@ describe('bad configuration fails at start with a message naming the key', () =>
     expect(() => toConfig(loadConfig({ env: { HOOKWATCH_HTTP_ALLOWED_HOSTS: '::1/128' } }))).toThrow(/^http\.allowedHosts entry "::1\/128" has a path: /);
   });
 
-  it('reads a boolean from a variable as the file reads it: in any case, past the space around it', () => {
-    for (const [text, value] of [['True', true], [' true ', true], ['FALSE', false], ['1', true], ['0', false]] as const) {
+  it('reads a boolean from a variable as the file reads it: true, True or TRUE (false alike), past the space around it', () => {
+    for (const [text, value] of [['True', true], [' true ', true], ['TRUE', true], ['FALSE', false], ['False', false], ['1', true], ['0', false]] as const) {
       expect(toConfig(loadConfig({ env: { HOOKWATCH_FORWARD_ENRICH: text } })).forward.enrich, text).toBe(value);
     }
-    expect(() => loadConfig({ env: { HOOKWATCH_FORWARD_ENRICH: 'yes' } })).toThrow('environment HOOKWATCH_FORWARD_ENRICH: invalid value "yes" for forward.enrich: expected true or false');
+    for (const [text, value] of [['True', true], ['TRUE', true], ['False', false], ['FALSE', false]] as const) {
+      expect(toConfig(loadConfig({ env: {}, flags: { config: 'x.yaml' }, readFile: () => `forward:\n  enrich: ${text}\n` })).forward.enrich, text).toBe(value);
+    }
+    // The file reads tRuE as a string, not a boolean: refused from a variable too, and quoted in the file as before.
+    for (const text of ['yes', 'tRuE', 'fAlse']) {
+      expect(() => loadConfig({ env: { HOOKWATCH_FORWARD_ENRICH: text } })).toThrow(`environment HOOKWATCH_FORWARD_ENRICH: invalid value "${text}" for forward.enrich: expected true or false`);
+      expect(() => loadConfig({ env: {}, flags: { config: 'x.yaml' }, readFile: () => `forward:\n  enrich: ${text}\n` })).toThrow(`config file x.yaml: invalid value "${text}" for forward.enrich: expected true or false`);
+      expect(() => loadConfig({ env: {}, flags: { config: 'x.yaml' }, readFile: () => `forward:\n  enrich: "${text}"\n` })).toThrow(`config file x.yaml: invalid value "${text}" for forward.enrich: expected true or false`);
+    }
   });
 
   it('names the sizes of an otlp.maxInflightBytes below twice otlp.maxRequestBytes in units, as they are written', () => {

@@ -148,14 +148,14 @@ export function quotedKey(key: string): string {
 
 /**
  * A boolean as the file writes it, or as text, which is what the environment and `${env:NAME}` give: true, false,
- * 'true', 'false', '1', '0', in any case and past the space around it; undefined for anything else.
+ * and as text also True, TRUE, False, FALSE (the spellings YAML's core schema reads as booleans), 1 and 0, past the
+ * space around it; undefined for anything else (`tRuE`, which the file reads as a string, too).
  */
 export function readBoolean(raw: unknown): boolean | undefined {
   if (typeof raw === 'boolean') return raw;
-  // As the file reads `True` and `FALSE` (YAML's core schema), and past the space around it, as a variable may have it.
-  const text = typeof raw === 'string' ? raw.trim().toLowerCase() : raw;
-  if (text === 'true' || text === '1') return true;
-  if (text === 'false' || text === '0') return false;
+  const text = typeof raw === 'string' ? raw.trim() : raw;
+  if (text === 'true' || text === 'True' || text === 'TRUE' || text === '1') return true;
+  if (text === 'false' || text === 'False' || text === 'FALSE' || text === '0') return false;
   return undefined;
 }
 
