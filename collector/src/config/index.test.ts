@@ -611,6 +611,7 @@ describe('redaction', () => {
     ['admin:SuperSecretValue123456@host'],
     ['host/?token=SuperSecretValue123456'],
     ['collector:4318?token=SuperSecretValue123456'],
+    ['https://admin:SuperSecretValue123456@h:99999/'],
   ])('a refused alerting.externalUrl or alerting.otlp.endpoint (%s) is not quoted, from a flag or at a reload', (url) => {
     const cases = [
       ['alerting-external-url', 'alerting.externalUrl', `alerting:\n  externalUrl: '${url}'\n`],
@@ -630,6 +631,25 @@ describe('redaction', () => {
         expect(message).toMatch(new RegExp(why));
         expect(message).not.toContain('SuperSecretValue123456');
       }
+    }
+  });
+
+  // Nothing in these is a credential: the value is quoted as written (a URL as the parser reads it), so its writer
+  // sees what is wrong with it, the scheme left out most often.
+  it.each([
+    ['ftp://example.com', 'ftp://example.com/'],
+    ['hookwatch.example.com/dash', 'hookwatch.example.com/dash'],
+    ['localhost:9318/hookwatch', 'localhost:9318/hookwatch'],
+    ['https://hookwatch.example.com:99999/', 'https://hookwatch.example.com:99999/'],
+    ['ftp://admin:SuperSecretValue123456@example.com/?api_key=SuperSecretValue123456', 'ftp://admin:<redacted>@example.com/?api_key=<redacted>'],
+    ['ftp:admin:SuperSecretValue123456@h/', 'ftp://admin:<redacted>@h/'],
+  ])('a refused alerting.externalUrl or alerting.otlp.endpoint (%s) is quoted as written, its credentials redacted', (url, shown) => {
+    for (const [env, key, yaml] of [
+      ['HOOKWATCH_EXTERNAL_URL', 'alerting.externalUrl', `alerting:\n  externalUrl: '${url}'\n`],
+      ['HOOKWATCH_ALERT_OTLP_ENDPOINT', 'alerting.otlp.endpoint', `alerting:\n  otlp:\n    endpoint: '${url}'\n`],
+    ] as const) {
+      expect(() => loadConfig({ env: { [env]: url } })).toThrow(`environment ${env}: invalid value ${JSON.stringify(shown)} for ${key}: `);
+      expect(() => loadConfig({ env: {}, flags: { config: 'c.yaml' }, readFile: () => yaml, reload: true })).toThrow(`config file c.yaml: invalid value ${JSON.stringify(shown)} for ${key}: `);
     }
   });
 

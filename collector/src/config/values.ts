@@ -260,18 +260,30 @@ export function redactUrlPassword(value: unknown): unknown {
 const UNPARSABLE_URL = '<unparsable URL redacted>';
 
 /**
- * redactUrlPassword for a setting that holds an http(s) URL: a value that is none may be credentials written
- * wrongly (`http//user:secret@host`, `user:secret@host`, `host/?token=secret`), so it is not shown at all, unless
- * it is a host and port alone (`hookwatch.example.com`, the scheme left out).
+ * redactUrlPassword for a setting that holds an http(s) URL, whose value may be refused and so quoted: what was
+ * written is shown (`ftp://example.com`, `hookwatch.example.com/dashboard`, the scheme left out), unless it may be
+ * credentials written wrongly, which no parser reads as such (`http//user:secret@host`, `user:secret@host`,
+ * `host/?token=secret`): a value with an `@` before its query, or a secret-looking query key, is not shown at all.
  */
 export function redactHttpUrl(value: unknown): unknown {
-  if (typeof value !== 'string' || /^\s*(?:[a-z0-9.-]+(?::\d+)?\/?)?\s*$/i.test(value)) return value;
+  if (typeof value !== 'string') return value;
+  const text = value.trim();
+  let url: URL | undefined;
   try {
-    const { protocol } = new URL(value.trim());
-    return protocol === 'http:' || protocol === 'https:' ? redactUrlPassword(value) : '<redacted>';
+    url = new URL(text);
   } catch {
-    return UNPARSABLE_URL;
+    // No URL: what is hidden is named so.
   }
+  // What the parser reads an authority from (scheme://, and ftp:/ or ftp: of a special scheme) is redacted as a
+  // URL: its password and secret query values. `localhost:9318/x` is read as a scheme and a path to it: no host.
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(text) || (url !== undefined && url.host !== '')) {
+    const redacted = redactUrlPassword(value);
+    if (redacted !== UNPARSABLE_URL) return redacted;
+  }
+  const query = text.indexOf('?');
+  const keys = query === -1 ? [] : [...new URLSearchParams(text.slice(query + 1).split('#')[0]).keys()];
+  if (!(query === -1 ? text : text.slice(0, query)).includes('@') && !keys.some((k) => SECRET_PARAM.test(k))) return value;
+  return url === undefined ? UNPARSABLE_URL : '<redacted>';
 }
 
 /** The password of a URL such as postgres://user:pw@host/db, as written and decoded, for the logger's secrets. */
