@@ -5,7 +5,7 @@ import { join } from 'node:path';
 
 import { afterAll, beforeAll, expect, it } from 'vitest';
 
-import { outputOf, runHookwatch } from './hookwatch-process.ts';
+import { defaultWithinMs, outputOf, runHookwatch } from './hookwatch-process.ts';
 import { alive, waitFor } from './processes.ts';
 
 let dir: string;
@@ -49,4 +49,21 @@ it('kills hookwatch past its bound with the hook it runs, which is in a group of
 it('resolves a process ending within its bound as before', async () => {
   const child = spawn('/bin/sh', ['-c', 'printf out; printf err >&2; exit 3'], { stdio: ['ignore', 'pipe', 'pipe'] });
   expect(await outputOf(child, { withinMs: 60_000 })).toEqual({ code: 3, stdout: 'out', stderr: 'err' });
+});
+
+it('bounds a process by the time its test has left, 2 s before its timeout, 90 s at most and 1 s at least', () => {
+  const now = 1_000_000;
+  expect(defaultWithinMs(undefined, now)).toBe(90_000);
+  // Not started (no result yet): the longest.
+  expect(defaultWithinMs({ timeout: 5_000 }, now)).toBe(90_000);
+  expect(defaultWithinMs({ timeout: 30_000, result: { startTime: now - 10_000 } }, now)).toBe(18_000);
+  expect(defaultWithinMs({ timeout: 600_000, result: { startTime: now } }, now)).toBe(90_000);
+  // Started in the last 2 s of its test, or past its timeout: it still runs, not killed at once.
+  expect(defaultWithinMs({ timeout: 5_000, result: { startTime: now - 4_000 } }, now)).toBe(1_000);
+  expect(defaultWithinMs({ timeout: 5_000, result: { startTime: now - 9_000 } }, now)).toBe(1_000);
+});
+
+it('bounds a process by the test running it when given no bound', { timeout: 20_000 }, () => {
+  expect(defaultWithinMs()).toBeGreaterThan(1_000);
+  expect(defaultWithinMs()).toBeLessThanOrEqual(18_000);
 });

@@ -29,12 +29,17 @@ const BEFORE_TEST_TIMEOUT_MS = 2_000;
 /** How much of the end of each output the error of a process past its bound shows. */
 const TAIL_CHARS = 4_096;
 
-/** WITHIN_MS, or less where the test running now times out sooner. */
-function defaultWithinMs(): number {
-  const test = TestRunner.getCurrentTest();
+/**
+ * The least a default bound gives: a process started in the last moments of its test still gets to run (past the
+ * test's timeout then, which tells it), where a bound of 0 killed it at once.
+ */
+const MIN_WITHIN_MS = 1_000;
+
+/** WITHIN_MS, or less where the test (the one running now) times out sooner; MIN_WITHIN_MS at least. */
+export function defaultWithinMs(test: { timeout: number; result?: { startTime?: number } } | undefined = TestRunner.getCurrentTest(), now = Date.now()): number {
   const started = test?.result?.startTime;
   if (test === undefined || started === undefined) return WITHIN_MS;
-  return Math.max(0, Math.min(WITHIN_MS, started + test.timeout - BEFORE_TEST_TIMEOUT_MS - Date.now()));
+  return Math.max(MIN_WITHIN_MS, Math.min(WITHIN_MS, started + test.timeout - BEFORE_TEST_TIMEOUT_MS - now));
 }
 
 /**
