@@ -618,10 +618,16 @@ describe('Grafana dashboard and Prometheus rules, for hooks whose sizes are unkn
       expectColoured('Headroom per hook (24h)', series, '10m', [['red', [{ labels: name('PreToolUse:mixed'), value: -2060 }]], ['orange', []], ['green', []]]);
       expectSamples(all.find((x) => x.where.startsWith('panel "Largest output against the cap" A')), series, '10m', [{ labels: name('PreToolUse:mixed'), value: 12_060 }]);
       // The output measured over the cap counts once, at least: never 0 outputs persisted.
-      expectSamples(all.find((x) => x.where.startsWith('panel "Outputs persisted in range"')), series, '10m', [{ labels: '{}', value: 1 }]);
+      const q = (expr: string): Query => ({ where: expr, expr });
+      const persisted = all.find((x) => x.where === 'panel "Outputs persisted in range" A');
+      expectSamples(persisted, series, '10m', [{ labels: '{}', value: 1 }]);
+      // The hook without sizes alone: whether its outputs were persisted is unknown (NaN, shown as "unknown"), not 0.
+      const legacy = (persisted?.expr ?? '').replaceAll('$hook', 'Stop:legacy');
+      expect(arr(obj(obj(panelsOf(dashboard).find((x) => x['title'] === 'Outputs persisted in range')?.['fieldConfig'])['defaults'])['mappings']).map(obj)).toContainEqual(expect.objectContaining({ type: 'special', options: expect.objectContaining({ match: 'nan', result: expect.objectContaining({ text: 'unknown' }) }) }));
+      expectSamples(q(`count((${legacy}) != (${legacy}))`), series, '10m', [{ labels: '{}', value: 1 }]);
+      expectSamples(q(`count(${legacy})`), series, '10m', [{ labels: '{}', value: 1 }]);
       expectSamples(all.find((x) => x.where === 'panel "Persisted vs success per hook" B'), series, '5m', [{ labels: name('PreToolUse:mixed'), value: 1 }, { labels: name('Stop:legacy'), value: 0 }]);
       const rules = join(ROOT, 'deploy/prometheus/rules.yml');
-      const q = (expr: string): Query => ({ where: expr, expr });
       expectSamples(q('ALERTS{alertname="HookOutputPersisted"}'), series, '10m', [
         { labels: '{__name__="ALERTS",alertname="HookOutputPersisted",alertstate="firing",hook_event="PreToolUse",hook_name="PreToolUse:mixed",severity="critical"}', value: 1 },
       ], rules);
